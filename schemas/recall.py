@@ -1,0 +1,140 @@
+"""Recall wire contract: RecallRequest in, RecallResponse out (the seed bridge's shape)."""
+
+from __future__ import annotations
+
+import uuid
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+RECALL_SCHEMA_VERSION = 1
+"""Bumped on any incompatible change of the recall models."""
+
+DEFAULT_DEADLINE_MS = 750
+"""How long a client waits for an answer before it fails open."""
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return max(low, min(high, value))
+
+
+class ScopeName(str, Enum):
+    SESSION = "session"
+    WORKSPACE = "workspace"
+    USER = "user"
+    AUTO = "auto"
+
+
+class ConversationTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str = Field(max_length=20_000)
+
+
+class RecallRequest(BaseModel):
+    """A search request pushed by a client; ``reply_to`` is the per-request reply key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = RECALL_SCHEMA_VERSION
+    request_id: str = Field(
+        default_factory=lambda: uuid.uuid4().hex, pattern=r"^[A-Za-z0-9_-]{1,128}$"
+    )
+    reply_to: str = Field(default="", max_length=256)
+    query: str = Field(min_length=1, max_length=4_000)
+    session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
+    workspace: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
+    user: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
+    scopes: tuple[ScopeName, ...] = (ScopeName.AUTO,)
+    conversation_context: tuple[ConversationTurn, ...] = Field(default=(), max_length=20)
+    max_results: int = 5
+    max_tokens: int = 1_000
+    half_life_days: float = 14.0
+    include_superseded: bool = False
+    deadline_ms: int = Field(default=DEFAULT_DEADLINE_MS, ge=1, le=60_000)
+    sent_at_ms: int | None = Field(default=None, ge=0)
+
+    @field_validator("max_results", mode="after")
+    @classmethod
+    def _clamp_results(cls, value: int) -> int:
+        return int(_clamp(value, 1, 50))
+
+    @field_validator("max_tokens", mode="after")
+    @classmethod
+    def _min_tokens(cls, value: int) -> int:
+        return max(100, value)
+
+    @field_validator("half_life_days", mode="after")
+    @classmethod
+    def _clamp_half_life(cls, value: float) -> float:
+        return _clamp(value, 0.5, 90.0)
+
+
+class ScoreBreakdown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    final_score: float
+    semantic_score: float
+    recency_multiplier: float
+    status_multiplier: float
+    lexical_score: float = 0.0
+    graph_score: float = 0.0
+    context_boost: float = 1.0
+
+
+class RecallResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    kind: str = "episode"
+    topic: str | None = None
+    status: str = "Active"
+    created_at: str
+    source_created_at: str | None = None
+    scope: Literal["session", "workspace", "user"]
+    score: ScoreBreakdown
+    tokens: int
+    source_event_ids: list[str] = Field(min_length=1)
+
+
+class ErrorCode(str, Enum):
+    INVALID_REQUEST = "INVALID_REQUEST"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+class RecallResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = RECALL_SCHEMA_VERSION
+    request_id: str
+    success: bool
+    results: list[RecallResult] = Field(default_factory=list)
+    result_count: int = 0
+    total_tokens: int = 0
+    took_ms: float = 0.0
+    degraded: list[str] = Field(default_factory=list)
+    error_code: ErrorCode | None = None
+    user_message: str | None = None
+    remediation: str | None = None
+
+    @classmethod
+    def failure(
+        cls,
+        request_id: str,
+        code: ErrorCode,
+        user_message: str,
+        remediation: str,
+        degraded: list[str] | None = None,
+    ) -> RecallResponse:
+        return cls(
+            request_id=request_id,
+            success=False,
+            error_code=code,
+            user_message=user_message,
+            remediation=remediation,
+            degraded=degraded or [],
+        )

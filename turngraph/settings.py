@@ -1,0 +1,81 @@
+"""The one settings object, built in entrypoints only (never at import)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_INGEST_QUEUE = "turngraph-ingest"
+"""RQ queue the producers publish turn events onto."""
+
+DEFAULT_MAINTENANCE_QUEUE = "turngraph-maintenance"
+"""RQ queue for summaries, compaction, recap, forget and scheduled work."""
+
+DEFAULT_RECALL_REQUESTS_KEY = "turngraph:recall:requests"
+"""Redis list the recall workers block-pop search requests from."""
+
+DEFAULT_CHANGES_STREAM = "turngraph:changes"
+"""Redis stream on which ingest workers announce what they wrote (recall stays fresh)."""
+
+
+class DropPolicy(str, Enum):
+    DROP_NEWEST = "drop_newest"
+    DROP_OLDEST = "drop_oldest"
+
+
+class LogFormat(str, Enum):
+    AUTO = "auto"
+    JSON = "json"
+    CONSOLE = "console"
+
+
+class Settings(BaseSettings):
+    """Everything configurable, from ``TURNGRAPH_*`` variables or a ``.env`` file.
+
+    With neither ``redis_url`` nor ``graph_uri`` set, the embedded services under
+    ``data_dir`` are used (started by ``turngraph up`` / ``turngraph services``).
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="TURNGRAPH_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    data_dir: Path = Path(".turngraph")
+
+    redis_url: str | None = None
+    graph_uri: str | None = None
+    graph_user: str = "neo4j"
+    graph_password: SecretStr = SecretStr("")
+    graph_database: str | None = None
+
+    ingest_queue: str = DEFAULT_INGEST_QUEUE
+    maintenance_queue: str = DEFAULT_MAINTENANCE_QUEUE
+    recall_requests_key: str = DEFAULT_RECALL_REQUESTS_KEY
+    changes_stream: str = DEFAULT_CHANGES_STREAM
+    max_queue_length: int = Field(default=100_000, ge=1)
+    drop_policy: DropPolicy = DropPolicy.DROP_NEWEST
+    job_timeout_s: int = Field(default=120, ge=1)
+
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0)
+    llm_concurrency: int = Field(default=4, ge=1)
+
+    recall_reply_ttl_s: int = Field(default=30, ge=1)
+
+    log_level: str = "INFO"
+    log_format: LogFormat = LogFormat.AUTO
+
+    @property
+    def embedded(self) -> bool:
+        """True when the project itself must provide Redis and the graph server."""
+        return self.redis_url is None and self.graph_uri is None
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.llm_base_url is not None or self.llm_api_key is not None

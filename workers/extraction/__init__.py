@@ -1,0 +1,1 @@
+"""Extraction: turn text into typed entities and facts of our ontology."""
