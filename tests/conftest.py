@@ -1,0 +1,62 @@
+"""Shared fixtures: one real Valkey and one real ArcadeDB (Bolt) per test session,
+isolated per test by flushing Redis and emptying the graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import neo4j
+import pytest
+import redis
+
+from turngraph.clients import Clients, build_clients
+from turngraph.embedded import EmbeddedServices, ServiceEndpoints
+from turngraph.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceEndpoints]:
+    services = EmbeddedServices(Path(tmp_path_factory.mktemp("embedded")))
+    with services as endpoints:
+        yield endpoints
+
+
+@pytest.fixture(scope="session")
+def embedded_services(embedded: ServiceEndpoints, request: pytest.FixtureRequest) -> None:
+    """Marker fixture for tests that only need the services up."""
+
+
+@pytest.fixture
+def settings(embedded: ServiceEndpoints, tmp_path: Path) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=tmp_path / "data",
+        redis_url=embedded.redis_url,
+        graph_uri=embedded.graph_uri,
+        graph_user=embedded.graph_user,
+        graph_password=embedded.graph_password,  # type: ignore[arg-type]
+        graph_database=embedded.graph_database,
+        log_format="json",  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def redis_conn(settings: Settings) -> Iterator[redis.Redis]:
+    assert settings.redis_url
+    conn = redis.Redis.from_url(settings.redis_url)
+    conn.flushdb()
+    yield conn
+    conn.close()
+
+
+def wipe_graph(driver: neo4j.Driver, database: str | None) -> None:
+    driver.execute_query("MATCH (n) DETACH DELETE n", database_=database)
+
+
+@pytest.fixture
+def clients(settings: Settings, redis_conn: redis.Redis) -> Iterator[Clients]:
+    built = build_clients(settings)
+    wipe_graph(built.graph, built.graph_database)
+    yield built
+    built.close()

@@ -1,0 +1,86 @@
+"""Every external client, built in one place from Settings and passed in explicitly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import neo4j
+import redis
+
+from turngraph.embedded.services import wait_for_endpoints
+from turngraph.errors import ConfigurationError
+from turngraph.settings import Settings
+
+if TYPE_CHECKING:
+    import openai
+
+EMBEDDED_WAIT_S = 90.0
+"""How long a process waits for ``turngraph services`` to publish the embedded endpoints."""
+
+
+def resolve_endpoints(settings: Settings, wait_s: float = EMBEDDED_WAIT_S) -> Settings:
+    """Fill in the embedded services' URLs when none are configured."""
+    if settings.redis_url and settings.graph_uri:
+        return settings
+    if settings.redis_url or settings.graph_uri:
+        raise ConfigurationError(
+            "set both TURNGRAPH_REDIS_URL and TURNGRAPH_GRAPH_URI, or neither (embedded)"
+        )
+    endpoints = wait_for_endpoints(settings.data_dir, wait_s)
+    return settings.model_copy(
+        update={
+            "redis_url": endpoints.redis_url,
+            "graph_uri": endpoints.graph_uri,
+            "graph_user": endpoints.graph_user,
+            "graph_password": endpoints.graph_password,
+            "graph_database": endpoints.graph_database,
+        }
+    )
+
+
+@dataclass
+class Clients:
+    """The process's connections. ``close()`` releases them."""
+
+    settings: Settings
+    redis: redis.Redis
+    graph: neo4j.Driver
+    llm: openai.OpenAI | None = field(default=None)
+
+    @property
+    def graph_database(self) -> str | None:
+        return self.settings.graph_database
+
+    def close(self) -> None:
+        self.graph.close()
+        self.redis.close()
+        if self.llm is not None:
+            self.llm.close()
+
+
+def build_clients(settings: Settings) -> Clients:
+    """Connect to Redis, the graph and (if configured) the LLM endpoint."""
+    if not (settings.redis_url and settings.graph_uri):
+        settings = resolve_endpoints(settings)
+    assert settings.redis_url and settings.graph_uri
+    redis_client = redis.Redis.from_url(
+        settings.redis_url, socket_timeout=5.0, socket_connect_timeout=2.0, health_check_interval=30
+    )
+    graph = neo4j.GraphDatabase.driver(
+        settings.graph_uri,
+        auth=(settings.graph_user, settings.graph_password.get_secret_value()),
+        max_connection_pool_size=50,
+        notifications_min_severity="OFF",
+    )
+    llm = None
+    if settings.llm_configured:
+        import openai
+
+        llm = openai.OpenAI(
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none",
+            timeout=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+        )
+    return Clients(settings=settings, redis=redis_client, graph=graph, llm=llm)
