@@ -1,0 +1,293 @@
+"""The bounded RQ ingest queue: one atomic Lua step per batch (check, drop, write, count).
+
+RQ has no queue bound (rq/rq#435), so producers do not call ``Queue.enqueue``: the
+script in ``enqueue.lua`` checks the length, applies the drop policy, writes the job hash
+field for field as RQ 2.x ``Job.save`` would (JSON serializer, status ``queued``), pushes
+the id as ``Queue.push_job_id`` does and counts, atomically. A stock RQ worker runs the
+jobs it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from enum import IntEnum
+from importlib.resources import files
+from typing import Any
+
+import redis
+from redis.commands.core import Script
+
+from schemas.turn_event import TurnEvent
+from turngraph.settings import DEFAULT_INGEST_QUEUE, DropPolicy
+
+INGEST_FUNCTION = "workers.ingest.job.ingest_turn"
+"""Dotted path of the job function; it gets one argument, the TurnEvent as a JSON dict."""
+
+RQ_QUEUE_PREFIX = "rq:queue:"
+"""RQ's key prefix of a queue's list (``Queue.redis_queue_namespace_prefix``)."""
+
+RQ_QUEUES_KEY = "rq:queues"
+"""RQ's set of known queues (``Queue.redis_queues_keys``); workers and ``rq info`` read it."""
+
+RQ_JOB_PREFIX = "rq:job:"
+"""RQ's key prefix of a job hash (``Job.redis_job_namespace_prefix``)."""
+
+RQ_FAILED_PREFIX = "rq:failed:"
+"""RQ's key prefix of a queue's failed-job registry."""
+
+STATS_KEY_TEMPLATE = "turngraph:queue:{queue}:stats"
+"""Hash of the queue's counters, shared by every producer."""
+
+INGESTED_KEY_PREFIX = "turngraph:ingested:"
+"""Marker set by the ingest job once an event is in the graph (duplicate detection)."""
+
+INGESTED_TTL_S = 7 * 24 * 3600
+"""How long an ingested marker lives; graph writes are idempotent beyond it anyway."""
+
+DEFAULT_RESULT_TTL_S = 600
+"""How long RQ keeps a finished ingest job's hash."""
+
+DEFAULT_FAILURE_TTL_S = 7 * 24 * 3600
+"""How long RQ keeps a failed ingest job in its failed registry."""
+
+COMPRESS_ABOVE_BYTES = 2048
+"""Job data longer than this is zlib-compressed, as RQ does; shorter data is stored as
+plain JSON, which RQ's ``Job.restore`` reads through its uncompressed fallback. Compressing
+a 1 kB turn costs ~30 µs for no memory gain, half the producer's per-event budget."""
+
+_RQ_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_DATA_TAIL = b"], {}]"
+_SCRIPT_HEAD_ARGS = 9
+
+
+class Outcome(IntEnum):
+    """What the script did with one event."""
+
+    ENQUEUED = 1
+    DROPPED_NEWEST = 2
+    DUPLICATE = 3
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """Everything the script needs for one event; built off the caller's thread."""
+
+    job_id: str
+    data: bytes
+    created_at: str
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    outcomes: tuple[Outcome, ...]
+    evicted: int
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Counters of one queue, summed over every producer.
+
+    ``published == enqueued + dropped_newest + duplicates`` always holds (each event that
+    reaches the script is counted once); ``dropped_oldest`` counts earlier jobs evicted to
+    make room, so ``accepted = enqueued - dropped_oldest`` and
+    ``accepted + dropped + duplicates == published`` with
+    ``dropped = dropped_newest + dropped_oldest``. ``dropped_local`` counts events producers
+    dropped from their own full buffers (never reached Redis).
+    """
+
+    published: int = 0
+    enqueued: int = 0
+    dropped_newest: int = 0
+    dropped_oldest: int = 0
+    duplicates: int = 0
+    dropped_local: int = 0
+    length: int = 0
+
+    @property
+    def accepted(self) -> int:
+        """Events still queued or already consumed: enqueued and never evicted."""
+        return self.enqueued - self.dropped_oldest
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped by the queue's policy."""
+        return self.dropped_newest + self.dropped_oldest
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters plus ``accepted`` and ``dropped``, for printing."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["accepted"] = self.accepted
+        out["dropped"] = self.dropped
+        return out
+
+
+def rq_timestamp(epoch_s: float) -> str:
+    """A time in RQ's own format (``rq.utils.utcformat``)."""
+    return datetime.fromtimestamp(epoch_s, UTC).strftime(_RQ_TIME_FORMAT)
+
+
+def job_id_for(event_id: str) -> str:
+    """The RQ job id of an event: the event id itself (already ``[A-Za-z0-9_-]{1,128}``)."""
+    return event_id
+
+
+def job_description(event_id: str) -> str:
+    """RQ's ``description``: the call with the event id only, never chat text."""
+    return f"ingest_turn({event_id})"
+
+
+def job_data(event_json: bytes, function: str = INGEST_FUNCTION) -> bytes:
+    """The job's ``data`` field: RQ's JSON-serialized ``(func, instance, args, kwargs)``.
+
+    Byte for byte what ``rq.serializers.JSONSerializer.dumps`` gives for
+    ``(function, None, (event,), {})``, spliced around the event's JSON.
+    """
+    data = b"[" + json.dumps(function).encode() + b", null, [" + event_json + _DATA_TAIL
+    if len(data) > COMPRESS_ABOVE_BYTES:
+        return zlib.compress(data)
+    return data
+
+
+def prepare_job(
+    event: TurnEvent, created_at_s: float, function: str = INGEST_FUNCTION
+) -> PreparedJob:
+    """Serialize one (already redacted) event for the script."""
+    return PreparedJob(
+        job_id=job_id_for(event.event_id),
+        data=job_data(event.model_dump_json().encode(), function),
+        created_at=rq_timestamp(created_at_s),
+    )
+
+
+def ingested_key(event_id: str) -> str:
+    """Redis key of an event's ingested marker."""
+    return INGESTED_KEY_PREFIX + event_id
+
+
+def mark_ingested(conn: redis.Redis, event_id: str, ttl_s: int = INGESTED_TTL_S) -> None:
+    """Record that ``event_id`` is in the graph; the ingest job calls this at its end.
+
+    Later publications of the same event are then counted as duplicates, not enqueued.
+    """
+    conn.set(ingested_key(event_id), b"1", ex=ttl_s)
+
+
+def is_ingested(conn: redis.Redis, event_id: str) -> bool:
+    """True when the ingest job has marked ``event_id`` as in the graph."""
+    return bool(conn.exists(ingested_key(event_id)))
+
+
+def _load_script_source() -> str:
+    return files("producers").joinpath("enqueue.lua").read_text(encoding="utf-8")
+
+
+class BoundedQueue:
+    """The RQ ingest queue with a length bound; every producer enqueues through this.
+
+    The connection is passed in (it decides timeouts); nothing is contacted until the
+    first call.
+    """
+
+    def __init__(
+        self,
+        conn: redis.Redis,
+        *,
+        name: str = DEFAULT_INGEST_QUEUE,
+        max_length: int,
+        policy: DropPolicy = DropPolicy.DROP_NEWEST,
+        job_timeout_s: int = 120,
+        result_ttl_s: int = DEFAULT_RESULT_TTL_S,
+        failure_ttl_s: int = DEFAULT_FAILURE_TTL_S,
+        function: str = INGEST_FUNCTION,
+    ) -> None:
+        if max_length < 1:
+            raise ValueError("max_length must be at least 1")
+        self.conn = conn
+        self.name = name
+        self.function = function
+        self.max_length = max_length
+        self.policy = DropPolicy(policy)
+        self.queue_key = RQ_QUEUE_PREFIX + name
+        self.stats_key = STATS_KEY_TEMPLATE.format(queue=name)
+        self._failed_key = RQ_FAILED_PREFIX + name
+        self._head = [
+            str(max_length),
+            self.policy.value,
+            name,
+            str(job_timeout_s),
+            str(result_ttl_s),
+            str(failure_ttl_s),
+        ]
+        self._script: Script = conn.register_script(_load_script_source())
+
+    def script_call(
+        self, jobs: Sequence[PreparedJob], dropped_local: int = 0, enqueued_at_s: float = 0.0
+    ) -> tuple[list[str], list[Any]]:
+        """KEYS and ARGV of one script call for ``jobs`` (for callers that pipeline)."""
+        keys: list[str] = [self.queue_key, RQ_QUEUES_KEY, self.stats_key, self._failed_key]
+        args: list[Any] = [
+            *self._head,
+            rq_timestamp(enqueued_at_s) if enqueued_at_s else rq_timestamp(_now()),
+            RQ_JOB_PREFIX,
+            dropped_local,
+        ]
+        for job in jobs:
+            keys.append(RQ_JOB_PREFIX + job.job_id)
+            keys.append(INGESTED_KEY_PREFIX + job.job_id)
+            args.extend((job.job_id, job.data, job.created_at, job_description(job.job_id)))
+        return keys, args
+
+    def run_script(
+        self,
+        jobs: Sequence[PreparedJob],
+        *,
+        dropped_local: int = 0,
+        client: redis.Redis | redis.client.Pipeline | None = None,
+    ) -> Any:
+        """Call the script for ``jobs``; with a pipeline as ``client`` the call is queued."""
+        keys, args = self.script_call(jobs, dropped_local)
+        return self._script(keys=keys, args=args, client=client or self.conn)
+
+    @staticmethod
+    def parse_reply(reply: Iterable[Any]) -> BatchResult:
+        """Turn the script's reply into outcomes per event plus the eviction count."""
+        codes = [int(code) for code in reply]
+        return BatchResult(outcomes=tuple(Outcome(c) for c in codes[:-1]), evicted=codes[-1])
+
+    def enqueue_many(self, events: Sequence[TurnEvent], created_at_s: float | None = None) -> BatchResult:
+        """Enqueue already-redacted events in one atomic step; raises redis errors."""
+        created = created_at_s if created_at_s is not None else _now()
+        jobs = [prepare_job(event, created, self.function) for event in events]
+        return self.parse_reply(self.run_script(jobs))
+
+    def enqueue(self, event: TurnEvent) -> Outcome:
+        """Enqueue one already-redacted event; raises redis errors."""
+        return self.enqueue_many([event]).outcomes[0]
+
+    def length(self) -> int:
+        """Number of jobs waiting in the queue."""
+        return int(self.conn.llen(self.queue_key))
+
+    def stats(self) -> QueueStats:
+        """The shared counters and the current length, read in one round trip."""
+        return read_stats(self.conn, self.name)
+
+
+def read_stats(conn: redis.Redis, queue_name: str) -> QueueStats:
+    """Counters and length of ``queue_name``; what ``turngraph queue status`` prints."""
+    pipe = conn.pipeline(transaction=True)
+    pipe.hgetall(STATS_KEY_TEMPLATE.format(queue=queue_name))
+    pipe.llen(RQ_QUEUE_PREFIX + queue_name)
+    raw, length = pipe.execute()
+    known = {f.name for f in fields(QueueStats)}
+    counters = {k.decode(): int(v) for k, v in raw.items() if k.decode() in known}
+    return QueueStats(**counters, length=int(length))
+
+
+def _now() -> float:
+    return time.time()

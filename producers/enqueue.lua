@@ -1,0 +1,97 @@
+-- Atomic bounded enqueue of a batch of RQ jobs (SPEC §3).
+--
+-- For each event, in one atomic step: skip duplicates (ingested marker set, or a live job
+-- hash with the same id), check the queue length, apply the drop policy, write the RQ job
+-- hash the way RQ 2.x `Job.save` does, push the id the way `Queue.push_job_id` does, count.
+--
+-- KEYS[1] queue list (rq:queue:<name>)   KEYS[2] rq:queues   KEYS[3] stats hash
+-- KEYS[4] failed registry (rq:failed:<name>)
+-- then two keys per event: KEYS[3 + 2i] job hash, KEYS[4 + 2i] ingested marker
+--
+-- ARGV[1] max length  ARGV[2] policy (drop_newest | drop_oldest)  ARGV[3] origin (queue name)
+-- ARGV[4] timeout  ARGV[5] result_ttl  ARGV[6] failure_ttl  ARGV[7] enqueued_at
+-- ARGV[8] job key prefix (rq:job:)  ARGV[9] local drops to add to the stats
+-- then four arguments per event: job id, data, created_at, description
+--
+-- Returns one code per event: 1 enqueued, 2 dropped (drop_newest), 3 duplicate;
+-- followed by the number of older jobs evicted (drop_oldest).
+
+local HEAD = 9
+local PER_EVENT = 4
+local ENQUEUED, DROPPED_NEWEST, DUPLICATE = 1, 2, 3
+-- A job in one of these states is (or was) on its way to the graph: a duplicate.
+-- failed / stopped / canceled jobs may be published again.
+local LIVE = {queued = true, started = true, deferred = true, scheduled = true, finished = true}
+
+local queue_key, queues_key, stats_key, failed_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local max_len = tonumber(ARGV[1])
+local drop_oldest = ARGV[2] == 'drop_oldest'
+local origin, timeout, result_ttl, failure_ttl = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local enqueued_at, job_prefix = ARGV[7], ARGV[8]
+local dropped_local = tonumber(ARGV[9])
+
+local n = (#ARGV - HEAD) / PER_EVENT
+local codes = {}
+local enqueued, dropped_newest, dropped_oldest, duplicates = 0, 0, 0, 0
+
+redis.call('SADD', queues_key, queue_key)
+local length = redis.call('LLEN', queue_key)
+
+for i = 1, n do
+  local a = HEAD + (i - 1) * PER_EVENT
+  local job_id, data, created_at, description = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local job_key, marker_key = KEYS[3 + 2 * i], KEYS[4 + 2 * i]
+  local status = redis.call('HGET', job_key, 'status')
+  if redis.call('EXISTS', marker_key) == 1 or (status and LIVE[status]) then
+    duplicates = duplicates + 1
+    codes[i] = DUPLICATE
+  elseif length >= max_len and not drop_oldest then
+    dropped_newest = dropped_newest + 1
+    codes[i] = DROPPED_NEWEST
+  else
+    while length >= max_len do
+      local oldest = redis.call('LPOP', queue_key)
+      if not oldest then break end
+      redis.call('DEL', job_prefix .. oldest)
+      dropped_oldest = dropped_oldest + 1
+      length = length - 1
+    end
+    if status then
+      -- a failed / stopped / canceled run of the same event: start from a clean hash
+      redis.call('DEL', job_key)
+      redis.call('ZREM', failed_key, job_id)
+    end
+    redis.call('HSET', job_key,
+      'status', 'queued',
+      'created_at', created_at,
+      'data', data,
+      'success_callback_name', '',
+      'failure_callback_name', '',
+      'stopped_callback_name', '',
+      'started_at', '',
+      'ended_at', '',
+      'last_heartbeat', '',
+      'worker_name', '',
+      'group_id', '',
+      'origin', origin,
+      'description', description,
+      'enqueued_at', enqueued_at,
+      'timeout', timeout,
+      'result_ttl', result_ttl,
+      'failure_ttl', failure_ttl)
+    redis.call('RPUSH', queue_key, job_id)
+    length = length + 1
+    enqueued = enqueued + 1
+    codes[i] = ENQUEUED
+  end
+end
+
+redis.call('HINCRBY', stats_key, 'published', n)
+if enqueued > 0 then redis.call('HINCRBY', stats_key, 'enqueued', enqueued) end
+if dropped_newest > 0 then redis.call('HINCRBY', stats_key, 'dropped_newest', dropped_newest) end
+if dropped_oldest > 0 then redis.call('HINCRBY', stats_key, 'dropped_oldest', dropped_oldest) end
+if duplicates > 0 then redis.call('HINCRBY', stats_key, 'duplicates', duplicates) end
+if dropped_local > 0 then redis.call('HINCRBY', stats_key, 'dropped_local', dropped_local) end
+
+codes[n + 1] = dropped_oldest
+return codes
