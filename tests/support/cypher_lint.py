@@ -1,0 +1,123 @@
+"""Run Neo4j's own Cypher linter (``ops/cypher-lint``, Node) from tests.
+
+The Node side is installed from the project's own files: ``npm ci --prefix ops/cypher-lint``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LINT_DIR = REPO_ROOT / "ops" / "cypher-lint"
+LINT_SCRIPT = LINT_DIR / "lint.cjs"
+INSTALL_COMMAND = "npm ci --prefix ops/cypher-lint"
+LINT_TIMEOUT_S = 120.0
+
+_BLOCK_START = re.compile(r"^// name:\s*(?P<name>.+?)\s*$", re.MULTILINE)
+_PARAM_LINE = re.compile(r"^:param\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*=>\s*(?P<value>.+?);?\s*$")
+
+
+class LinterUnavailable(RuntimeError):
+    """Node is there but the linter's packages are not installed."""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: str
+    message: str
+    line: int
+    character: int
+
+
+@dataclass(frozen=True)
+class LintResult:
+    name: str
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+
+@dataclass(frozen=True)
+class CypherText:
+    """One unit to lint: a statement, or a saved query with its ``:param`` lines."""
+
+    name: str
+    text: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    console_commands: bool = False
+
+
+def node_executable() -> str | None:
+    return shutil.which("node")
+
+
+def lint(
+    texts: Iterable[CypherText],
+    labels: Iterable[str] = (),
+    relationship_types: Iterable[str] = (),
+) -> list[LintResult]:
+    """Lint every text; with labels and types given, unknown ones come back as warnings."""
+    node = node_executable()
+    if node is None:
+        raise FileNotFoundError("node is not installed")
+    if not (LINT_DIR / "node_modules" / "@neo4j-cypher" / "language-support").is_dir():
+        raise LinterUnavailable(f"the Cypher linter is not installed: run `{INSTALL_COMMAND}`")
+    request = {
+        "schema": {"labels": sorted(labels), "relationshipTypes": sorted(relationship_types)},
+        "statements": [
+            {
+                "name": t.name,
+                "text": t.text,
+                "parameters": dict(t.parameters),
+                "consoleCommands": t.console_commands,
+            }
+            for t in texts
+        ],
+    }
+    done = subprocess.run(
+        [node, str(LINT_SCRIPT)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=LINT_TIMEOUT_S,
+        cwd=LINT_DIR,
+        check=False,
+    )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"cypher-lint exited {done.returncode}: {done.stderr.strip()}")
+    return [
+        LintResult(r["name"], tuple(Diagnostic(**d) for d in r["diagnostics"]))
+        for r in json.loads(done.stdout)
+    ]
+
+
+def saved_queries(text: str) -> list[CypherText]:
+    """Split a saved-queries file into blocks that start with a ``// name: …`` line.
+
+    A block's ``:param name => value;`` lines (Browser commands) declare its parameters.
+    """
+    starts = list(_BLOCK_START.finditer(text))
+    blocks = []
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        body = text[match.start() : end].strip()
+        parameters = {
+            m["name"]: m["value"]
+            for line in body.splitlines()
+            if (m := _PARAM_LINE.match(line.strip()))
+        }
+        blocks.append(CypherText(match["name"], body, parameters, console_commands=True))
+    return blocks

@@ -1,0 +1,69 @@
+"""The Browser style covers every label with its own colour and is regenerated with
+the ontology."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from schemas.ontology import ONTOLOGY, EntityType
+from workers.graph.browser_style import (
+    STRUCTURAL_NODES,
+    grass_for,
+    main,
+    node_styles,
+    text_color_for,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = REPO_ROOT / "ops" / "neo4j" / "turngraph.grass"
+RULE = re.compile(r"^(node|relationship)\.(\w+) \{\n(.*?)^\}", re.MULTILINE | re.DOTALL)
+
+
+def rules(text: str) -> dict[str, dict[str, str]]:
+    parsed = {}
+    for kind, name, body in RULE.findall(text):
+        declarations = dict(line.strip().rstrip(";").split(": ", 1) for line in body.splitlines())
+        parsed[f"{kind}.{name}"] = declarations
+    return parsed
+
+
+def test_committed_style_is_generated_from_the_current_ontology() -> None:
+    assert COMMITTED.read_text() == grass_for(ONTOLOGY), (
+        "ops/neo4j/turngraph.grass is stale: run python -m workers.graph.browser_style"
+    )
+    assert main(["--check", "--out", str(COMMITTED)]) == 0
+
+
+def test_every_label_has_its_own_colour_and_a_caption() -> None:
+    parsed = rules(grass_for(ONTOLOGY))
+    labels = [*ONTOLOGY.labels(), *(s.label for s in STRUCTURAL_NODES)]
+
+    colours = [parsed[f"node.{label}"]["color"] for label in labels]
+    assert len(set(colours)) == len(labels)
+    for label in labels:
+        assert parsed[f"node.{label}"]["caption"].startswith('"{')
+    for rel in ONTOLOGY.relationship_types():
+        assert parsed[f"relationship.{rel}"]["caption"] == '"<type>"'
+
+
+def test_extension_types_beyond_the_palette_get_stable_colours() -> None:
+    extra = [EntityType(f"Extra{i}", "an extension type") for i in range(12)]
+    extended = ONTOLOGY.extended(entity_types=extra, source="test.ttl")
+
+    first = {s.label: s.color for s in node_styles(extended)}
+    again = {s.label: s.color for s in node_styles(extended)}
+    assert first == again
+    assert all(re.fullmatch(r"#[0-9A-F]{6}", first[t.name]) for t in extra)
+
+
+def test_stale_file_is_reported(tmp_path: Path) -> None:
+    out = tmp_path / "style.grass"
+    assert main(["--check", "--out", str(out)]) == 1
+    assert main(["--out", str(out)]) == 0
+    assert main(["--check", "--out", str(out)]) == 0
+
+
+def test_caption_text_contrasts_with_its_background() -> None:
+    assert text_color_for("#FFFFFF") == "#000000"
+    assert text_color_for("#24292F") == "#FFFFFF"

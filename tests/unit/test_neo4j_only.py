@@ -1,0 +1,73 @@
+"""Telling a real Neo4j from a Bolt-compatible server, without a server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from workers.graph.neo4j_only import (
+    apply_neo4j_only,
+    fulltext_node_index,
+    neo4j_only_statements,
+    quote_identifier,
+    server_is_neo4j,
+)
+
+
+@dataclass
+class ServerInfo:
+    agent: str
+
+
+class FakeDriver:
+    """Answers like a server with the given Bolt agent and dbms.components() row."""
+
+    def __init__(self, agent: str, kernel: str = "Neo4j Kernel", version: str = "5.26.0"):
+        self.agent = agent
+        self.components = [{"name": kernel, "versions": [version], "edition": "community"}]
+        self.ran: list[str] = []
+
+    def get_server_info(self) -> ServerInfo:
+        return ServerInfo(self.agent)
+
+    def execute_query(self, query: str, **_: Any) -> tuple[list[dict[str, Any]], None, list[str]]:
+        self.ran.append(query)
+        if "dbms.components" in query:
+            return self.components, None, ["name", "versions"]
+        return [], None, []
+
+
+@pytest.mark.parametrize(
+    ("agent", "version", "expected"),
+    [
+        ("Neo4j/5.26.0", "5.26.0", True),
+        ("Neo4j/5.27-aura", "5.27-aura", True),
+        ("Neo4j/2025.01.0", "2025.01.0", True),
+        ("Neo4j/4.4.30", "4.4.30", False),
+        ("Neo4j/5.26.0 compatible (ArcadeDB 26.10.2)", "5.26.0", False),
+        ("Neo4j/v5.11.0 compatible graph database server - Memgraph", "5.11.0", False),
+    ],
+)
+def test_server_is_neo4j(agent: str, version: str, expected: bool) -> None:
+    assert server_is_neo4j(FakeDriver(agent, version=version)) is expected  # type: ignore[arg-type]
+
+
+def test_applies_every_statement_on_neo4j_only() -> None:
+    statements = neo4j_only_statements(["File", "Decision"], ["SUPERSEDES"])
+    neo4j, other = FakeDriver("Neo4j/5.26.0"), FakeDriver("Neo4j/5.26.0 compatible (X 1)")
+
+    assert apply_neo4j_only(neo4j, statements) == [s.name for s in statements]  # type: ignore[arg-type]
+    assert apply_neo4j_only(other, statements) == []  # type: ignore[arg-type]
+    assert [q for q in neo4j.ran if "FULLTEXT" in q] == [s.cypher for s in statements]
+    assert not [q for q in other.ran if "FULLTEXT" in q]
+
+
+def test_identifiers_are_quoted_only_when_needed() -> None:
+    assert quote_identifier("Decision") == "Decision"
+    assert quote_identifier("odd label") == "`odd label`"
+    assert quote_identifier("a`b") == "`a``b`"
+    assert fulltext_node_index("t", ["B", "A", "B"], ["name"]) == (
+        "CREATE FULLTEXT INDEX t IF NOT EXISTS FOR (n:A|B) ON EACH [n.name]"
+    )

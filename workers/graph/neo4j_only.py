@@ -1,0 +1,146 @@
+"""The one place for statements only Neo4j 5 runs.
+
+Everything else the project sends runs on Neo4j 5 *and* the embedded engine (ArcadeDB
+over Bolt). The statements here exist for people querying in Neo4j Browser (full-text
+search over turns, entity names and facts); recall never depends on them (SPEC §7: the
+same ranking on every backend). The embedded engine rejects them, so they are applied
+only when the server really is Neo4j, and a test validates each with Neo4j's own
+Cypher parser (``tests/integration/test_neo4j_only_lint.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import neo4j
+
+NEO4J_KERNEL = "Neo4j Kernel"
+"""What ``CALL dbms.components()`` names the server. ArcadeDB gives the same answer
+(``Neo4j Kernel`` 5.26.0 community), so it is necessary, not sufficient."""
+
+_NEO4J_AGENT = re.compile(r"^Neo4j/\d+(\.\d+)*([-+][\w.\-]+)?$")
+"""The Bolt agent of a real Neo4j server: ``Neo4j/5.26.0``, ``Neo4j/5.27-aura``.
+Compatible servers say more (``Neo4j/5.26.0 compatible (ArcadeDB 26.10.2)``)."""
+
+_PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Neo4jOnlyStatement:
+    """A named statement that only Neo4j runs, and why we want it there."""
+
+    name: str
+    cypher: str
+    purpose: str
+
+
+def quote_identifier(identifier: str) -> str:
+    """Backtick a label, type, property or index name unless it is a plain identifier."""
+    if _PLAIN_IDENTIFIER.match(identifier):
+        return identifier
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def _alternatives(names: Iterable[str]) -> str:
+    unique = sorted(set(names))
+    if not unique:
+        raise ValueError("a full-text index needs at least one label or relationship type")
+    return "|".join(quote_identifier(n) for n in unique)
+
+
+def fulltext_node_index(name: str, labels: Iterable[str], properties: Sequence[str]) -> str:
+    """``CREATE FULLTEXT INDEX … IF NOT EXISTS`` over nodes with any of ``labels``."""
+    fields = ", ".join(f"n.{quote_identifier(p)}" for p in properties)
+    return (
+        f"CREATE FULLTEXT INDEX {quote_identifier(name)} IF NOT EXISTS "
+        f"FOR (n:{_alternatives(labels)}) ON EACH [{fields}]"
+    )
+
+
+def fulltext_relationship_index(name: str, types: Iterable[str], properties: Sequence[str]) -> str:
+    """``CREATE FULLTEXT INDEX … IF NOT EXISTS`` over relationships of any of ``types``."""
+    fields = ", ".join(f"r.{quote_identifier(p)}" for p in properties)
+    return (
+        f"CREATE FULLTEXT INDEX {quote_identifier(name)} IF NOT EXISTS "
+        f"FOR ()-[r:{_alternatives(types)}]-() ON EACH [{fields}]"
+    )
+
+
+def neo4j_only_statements(
+    entity_labels: Iterable[str], fact_types: Iterable[str]
+) -> tuple[Neo4jOnlyStatement, ...]:
+    """Every Neo4j-only statement, for the ontology's entity labels and fact types."""
+    entity_labels = tuple(entity_labels)
+    fact_types = tuple(fact_types)
+    statements = [
+        Neo4jOnlyStatement(
+            "episode_text",
+            fulltext_node_index("episode_text", ["Episode"], ["content"]),
+            "search turns by words in Browser: "
+            "CALL db.index.fulltext.queryNodes('episode_text', 'retry AND backoff')",
+        ),
+        Neo4jOnlyStatement(
+            "memory_text",
+            fulltext_node_index(
+                "memory_text", ["Summary", "DecisionRecord", "Memory"], ["text", "topic"]
+            ),
+            "search summaries, decision records and promoted memories by words",
+        ),
+    ]
+    if entity_labels:
+        statements.append(
+            Neo4jOnlyStatement(
+                "entity_names",
+                fulltext_node_index("entity_names", entity_labels, ["name", "summary"]),
+                "find entities by (part of) a name, fuzzy: 'retr~' finds retry and retries",
+            )
+        )
+    if fact_types:
+        statements.append(
+            Neo4jOnlyStatement(
+                "fact_statements",
+                fulltext_relationship_index("fact_statements", fact_types, ["statement"]),
+                "search facts by the sentence that stated them",
+            )
+        )
+    return tuple(statements)
+
+
+def server_is_neo4j(driver: neo4j.Driver, database: str | None = None) -> bool:
+    """True only for a real Neo4j 5+ server, not a Bolt-compatible one.
+
+    ``dbms.components()`` alone cannot tell (ArcadeDB answers ``Neo4j Kernel``), so the
+    Bolt agent string must be Neo4j's own as well.
+    """
+    agent = driver.get_server_info().agent
+    if not _NEO4J_AGENT.match(agent):
+        return False
+    records, _, _ = driver.execute_query(
+        "CALL dbms.components() YIELD name, versions RETURN name, versions",
+        database_=database,
+        routing_=neo4j.RoutingControl.READ,
+    )
+    for record in records:
+        if record["name"] != NEO4J_KERNEL:
+            continue
+        major = str(record["versions"][0]).split(".", 1)[0]
+        return major.isdigit() and int(major) >= 5
+    return False
+
+
+def apply_neo4j_only(
+    driver: neo4j.Driver,
+    statements: Sequence[Neo4jOnlyStatement],
+    database: str | None = None,
+) -> list[str]:
+    """Run ``statements`` if the server is Neo4j; the names applied (none elsewhere).
+
+    Idempotent (``IF NOT EXISTS``): safe at every worker start.
+    """
+    if not server_is_neo4j(driver, database):
+        return []
+    for statement in statements:
+        driver.execute_query(statement.cypher, database_=database)
+    return [s.name for s in statements]
