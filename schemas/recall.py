@@ -82,6 +82,7 @@ class ScoreBreakdown(BaseModel):
     lexical_score: float = 0.0
     graph_score: float = 0.0
     context_boost: float = 1.0
+    scope_multiplier: float = 1.0
 
 
 class RecallResult(BaseModel):

@@ -1,0 +1,243 @@
+"""Follow-up questions and scope choice: the plan seed's query rewriting, entity session
+memory and document bias, done with rules inside the deadline (no LLM on this path).
+
+- A query full of references ("it", "that", "the same rule", "which comes first") is
+  expanded with the key terms and entities of the recent turns in
+  ``conversation_context``, at a lower weight than the query's own words.
+- Memories tied to what the session already discussed get a small, bounded boost.
+- ``auto`` scope picks the scopes to search from the wording of the query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from schemas.recall import ConversationTurn, ScopeName
+from workers.recall.text import entity_ngrams, tokenize
+
+REFERENCE_WORDS = frozenset(
+    [
+        "it",
+        "its",
+        "that",
+        "this",
+        "those",
+        "these",
+        "they",
+        "them",
+        "their",
+        "same",
+        "which",
+        "both",
+        "either",
+        "one",
+        "ones",
+        "there",
+        "then",
+        "above",
+        "former",
+        "latter",
+        "other",
+        "others",
+    ]
+)
+"""Words that point back into the conversation instead of naming something."""
+
+FOLLOW_UP_OPENERS = ("and ", "what about", "how about", "so ", "also ", "but ", "then ", "ok ")
+
+CONTEXT_TURNS = 6
+"""Recent turns of ``conversation_context`` considered (coreferences resolve within 2-3)."""
+
+CONTEXT_TERMS = 8
+"""Key terms taken from the context to expand a follow-up query."""
+
+EXPANSION_WEIGHT = 0.5
+"""Weight of a context term in the expanded query (the query's own terms weigh 1.0)."""
+
+CONTEXT_ENTITY_WEIGHT = 0.5
+"""Weight of a context entity in the graph signal of a follow-up."""
+
+CONTEXT_BOOST_MAX = 0.15
+"""Largest boost for a memory tied to the session's recent turns (the seed's 15 %)."""
+
+SHORT_QUERY_TERMS = 3
+"""A query with this few content terms is treated as a follow-up when context exists."""
+
+_WORD = re.compile(r"[a-z']+")
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+[_./-][A-Za-z0-9_./-]+|[a-z]+[A-Z][A-Za-z0-9]*|#\d+")
+_USER_WORDS = frozenset(
+    [
+        "prefer",
+        "prefers",
+        "preferred",
+        "preference",
+        "preferences",
+        "terminology",
+        "term",
+        "terms",
+        "call",
+        "naming",
+        "style",
+        "styles",
+        "convention",
+        "conventions",
+        "habit",
+        "habits",
+        "usually",
+        "usual",
+        "workflow",
+        "like",
+    ]
+)
+_PROJECT_WORDS = frozenset(
+    [
+        "repo",
+        "repository",
+        "project",
+        "codebase",
+        "branch",
+        "pr",
+        "pull",
+        "commit",
+        "build",
+        "ci",
+        "pipeline",
+        "deploy",
+        "deployment",
+        "test",
+        "tests",
+        "migration",
+        "service",
+        "module",
+        "file",
+        "function",
+        "class",
+        "endpoint",
+        "bug",
+        "issue",
+        "release",
+        "schema",
+        "config",
+        "configuration",
+        "api",
+        "database",
+        "queue",
+        "worker",
+    ]
+)
+
+
+def is_follow_up(query: str) -> bool:
+    """True when the query leans on the conversation: references, openers, or too short."""
+    lower = query.lower().strip()
+    words = set(_WORD.findall(lower))
+    if words & REFERENCE_WORDS or lower.startswith(FOLLOW_UP_OPENERS):
+        return True
+    return len(set(tokenize(query))) <= SHORT_QUERY_TERMS
+
+
+def is_user_directed(query: str) -> bool:
+    """About the user's own preferences or terminology ("my preferences", "what do I call")."""
+    words = set(_WORD.findall(query.lower()))
+    return bool(words & {"my", "i", "me"}) and bool(words & _USER_WORDS)
+
+
+def is_project_specific(query: str, known_entity: Callable[[str], bool]) -> bool:
+    """Names code, a project artefact, or an entity known in the workspace."""
+    if _IDENTIFIER.search(query):
+        return True
+    if set(_WORD.findall(query.lower())) & _PROJECT_WORDS:
+        return True
+    return any(known_entity(gram) for gram in entity_ngrams(query))
+
+
+def auto_scopes(query: str, known_entity: Callable[[str], bool]) -> tuple[ScopeName, ...]:
+    """``auto``: user first for personal questions, session and workspace for project ones,
+    otherwise everything in the default order session, workspace, user."""
+    if is_user_directed(query):
+        return (ScopeName.USER, ScopeName.SESSION, ScopeName.WORKSPACE)
+    if is_project_specific(query, known_entity):
+        return (ScopeName.SESSION, ScopeName.WORKSPACE)
+    return (ScopeName.SESSION, ScopeName.WORKSPACE, ScopeName.USER)
+
+
+def resolve_scopes(
+    requested: Sequence[ScopeName], query: str, known_entity: Callable[[str], bool]
+) -> tuple[ScopeName, ...]:
+    """Expand ``auto`` in place and drop repeats, keeping the order."""
+    ordered: list[ScopeName] = []
+    for scope in requested:
+        expanded = auto_scopes(query, known_entity) if scope is ScopeName.AUTO else (scope,)
+        for item in expanded:
+            if item not in ordered:
+                ordered.append(item)
+    return tuple(ordered)
+
+
+@dataclass(slots=True)
+class QueryPlan:
+    """What to look for: weighted terms and entities, plus what the session discussed."""
+
+    terms: dict[str, float]
+    entities: dict[str, float]
+    follow_up: bool = False
+    context_terms: dict[str, float] = field(default_factory=dict)
+    context_entities: set[str] = field(default_factory=set)
+
+
+def plan_query(
+    query: str,
+    context: Sequence[ConversationTurn],
+    *,
+    idf_of: Callable[[str], float],
+    known_entities: Callable[[Iterable[str]], list[str]],
+) -> QueryPlan:
+    """Analyse the query; with context, expand a follow-up and note the session's topics.
+
+    ``idf_of`` rates how specific a term is in the searched partitions (common context
+    words make poor expansions); ``known_entities`` filters n-grams to real entity keys.
+    """
+    terms = {term: 1.0 for term in tokenize(query)}
+    entities = {key: 1.0 for key in known_entities(entity_ngrams(query))}
+    plan = QueryPlan(terms=terms, entities=entities)
+    recent = list(context)[-CONTEXT_TURNS:]
+    if not recent:
+        return plan
+    plan.follow_up = is_follow_up(query)
+    plan.context_terms = _key_terms(recent, idf_of)
+    context_text = " ".join(turn.content for turn in recent)
+    plan.context_entities = set(known_entities(entity_ngrams(context_text)))
+    if plan.follow_up:
+        for term, strength in plan.context_terms.items():
+            plan.terms[term] = max(plan.terms.get(term, 0.0), EXPANSION_WEIGHT * strength)
+        for key in plan.context_entities:
+            plan.entities.setdefault(key, CONTEXT_ENTITY_WEIGHT)
+    return plan
+
+
+def _key_terms(
+    turns: Sequence[ConversationTurn], idf_of: Callable[[str], float]
+) -> dict[str, float]:
+    """The most specific terms of the recent turns, the latest and the user's counting more."""
+    scores: dict[str, float] = {}
+    for age, turn in enumerate(reversed(turns)):
+        position = 1.0 / (1 + 0.5 * age)
+        role = 1.0 if turn.role == "user" else 0.7
+        for term in set(tokenize(turn.content)):
+            specificity = idf_of(term)
+            if specificity > 0:
+                scores[term] = scores.get(term, 0.0) + position * role * specificity
+    best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:CONTEXT_TERMS]
+    if not best:
+        return {}
+    top = best[0][1]
+    return {term: score / top for term, score in best}
+
+
+def context_boost(shared_entities: int, context_match: float) -> float:
+    """``1 + CONTEXT_BOOST_MAX x tie`` where ``tie`` in [0, 1] grows with shared entities
+    and with how well the memory matches the context's key terms (normalised 0..1)."""
+    tie = min(1.0, 0.5 * shared_entities + 0.5 * max(0.0, min(1.0, context_match)))
+    return 1.0 + CONTEXT_BOOST_MAX * tie

@@ -1,0 +1,453 @@
+"""The recall worker's own in-memory index: BM25 postings and entity postings per scope.
+
+Memories are partitioned by where they are visible: one partition per workspace (its
+sessions' episodes, its facts and decision records) and one per user (memories promoted
+to user level). A query only ever touches the partitions of the scopes it asked for, so
+a workspace cannot see another workspace's memories, and no query scans everything.
+
+Postings are compact ``array`` columns (doc id, term frequency, precomputed BM25 term
+weight) appended in insertion order, so ids ascend (``bisect`` works) and the newest
+postings sit at the end. A query walks the rarest terms' postings first, newest first,
+within a fixed budget; common terms only rescore the best candidates found so far.
+
+Concurrency: one writer (the change-stream consumer) and any number of reader threads.
+Writers serialise on a lock; readers take none: they only do single dict lookups and
+copy array slices, which the GIL makes atomic, and skip ids that vanished meanwhile.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from operator import itemgetter
+
+from workers.recall.memory import Change, ChangeOp, Memory, MemoryScope
+from workers.recall.text import tokenize
+
+K1 = 1.2
+"""BM25 term-frequency saturation."""
+
+B = 0.75
+"""BM25 document-length normalisation."""
+
+POSTINGS_BUDGET = 4_000
+"""Postings one query may walk to generate lexical candidates (newest first)."""
+
+RESCORE_CANDIDATES = 150
+"""Candidates that terms too common to walk still rescore (by binary search)."""
+
+ENTITY_POSTINGS_CAP = 400
+"""Newest memories taken per entity for the graph signal."""
+
+SESSION_SCAN_CAP = 2_000
+"""Newest memories of a session scored when a query is restricted to that session."""
+
+COMPACT_DEAD_RATIO = 0.25
+"""Compact a partition once this share of its postings belongs to removed memories."""
+
+AVGDL_DRIFT = 0.2
+"""Recompute a partition's term weights once its mean length moved this much."""
+
+PartitionKey = tuple[str, str]
+Hit = tuple[int, float]
+
+
+def partition_of(memory: Memory) -> PartitionKey:
+    """User-level memories live in the user's partition; everything else in its workspace."""
+    if memory.scope == "user" or not memory.workspace:
+        return ("user", memory.user or "")
+    return ("workspace", memory.workspace)
+
+
+class _Postings:
+    __slots__ = ("ids", "tfs", "weights")
+
+    def __init__(self) -> None:
+        self.ids = array("i")
+        self.tfs = array("B")
+        self.weights = array("f")
+
+
+@dataclass(slots=True)
+class _Partition:
+    postings: dict[str, _Postings] = field(default_factory=dict)
+    entities: dict[str, array] = field(default_factory=dict)
+    n_docs: int = 0
+    total_len: int = 0
+    weights_avgdl: float = 0.0
+    live_postings: int = 0
+    dead_postings: int = 0
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_len / self.n_docs if self.n_docs else 1.0
+
+
+@dataclass(slots=True)
+class _Doc:
+    memory: Memory
+    partition: PartitionKey
+    length: int
+    n_terms: int
+
+
+def bm25_weight(tf: int, length: int, avgdl: float) -> float:
+    """The length-normalised term-frequency part of BM25 (idf is applied at query time)."""
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(avgdl, 1.0)))
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class MemoryIndex:
+    """Add, update, remove and search memories; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._docs: dict[int, _Doc] = {}
+        self._ids: dict[str, int] = {}
+        self._parts: dict[PartitionKey, _Partition] = {}
+        self._members: dict[tuple[str, str], array] = {}
+        self._turns: dict[tuple[str, int], int] = {}
+
+    # -- writing ---------------------------------------------------------------------
+
+    def apply(self, change: Change) -> None:
+        """Apply one parsed change-stream entry."""
+        if change.op is ChangeOp.UPSERT and change.memory is not None:
+            self.add(change.memory)
+        elif change.op is ChangeOp.REMOVE and change.memory_id:
+            self.remove(change.memory_id)
+        elif change.op is ChangeOp.STATUS and change.memory_id and change.status:
+            self.set_status(change.memory_id, change.status)
+        elif change.op is ChangeOp.FORGET and change.scope and change.scope_key:
+            self.forget(change.scope, change.scope_key)
+
+    def add(self, memory: Memory) -> None:
+        """Insert or replace ``memory`` (same id: re-indexed only if its text changed)."""
+        with self._lock:
+            old = self._ids.get(memory.id)
+            if old is not None:
+                doc = self._docs[old]
+                same = doc.memory.text == memory.text and doc.memory.entities == memory.entities
+                if same and partition_of(doc.memory) == partition_of(memory):
+                    doc.memory = memory  # status, topic or timestamps changed: no re-index
+                    return
+                self._remove_locked(old)
+            self._insert_locked(memory)
+
+    def add_many(self, memories: Iterable[Memory]) -> int:
+        """Bootstrap helper; returns how many were added."""
+        count = 0
+        for memory in memories:
+            self.add(memory)
+            count += 1
+        return count
+
+    def set_status(self, memory_id: str, status: str) -> bool:
+        """Supersede (or restore) a memory without re-indexing it."""
+        with self._lock:
+            internal = self._ids.get(memory_id)
+            if internal is None:
+                return False
+            doc = self._docs[internal]
+            doc.memory = doc.memory.with_status(status)
+            return True
+
+    def remove(self, memory_id: str) -> bool:
+        with self._lock:
+            internal = self._ids.get(memory_id)
+            if internal is None:
+                return False
+            self._remove_locked(internal)
+            return True
+
+    def forget(self, scope: MemoryScope, key: str) -> int:
+        """Remove every memory of a session, workspace or user; returns how many."""
+        with self._lock:
+            members = self._members.pop((scope, key), array("i"))
+            removed = 0
+            for internal in members:
+                if internal in self._docs:
+                    self._remove_locked(internal)
+                    removed += 1
+            if scope == "workspace":
+                self._parts.pop(("workspace", key), None)
+            if scope == "user":
+                self._parts.pop(("user", key), None)
+            return removed
+
+    def _insert_locked(self, memory: Memory) -> None:
+        internal = self._next_id
+        self._next_id += 1
+        counts = Counter(tokenize(memory.text))
+        length = sum(counts.values())
+        pkey = partition_of(memory)
+        part = self._parts.get(pkey)
+        if part is None:
+            part = self._parts[pkey] = _Partition()
+        part.n_docs += 1
+        part.total_len += length
+        if not part.weights_avgdl:
+            part.weights_avgdl = part.avgdl
+        avgdl = part.weights_avgdl
+        for term, tf in counts.items():
+            postings = part.postings.get(term)
+            if postings is None:
+                postings = part.postings[term] = _Postings()
+            tf = min(tf, 255)
+            postings.ids.append(internal)
+            postings.tfs.append(tf)
+            postings.weights.append(bm25_weight(tf, length, avgdl))
+        for key in memory.entities:
+            ents = part.entities.get(key)
+            if ents is None:
+                ents = part.entities[key] = array("i")
+            ents.append(internal)
+        part.live_postings += len(counts)
+        self._docs[internal] = _Doc(memory, pkey, length, len(counts))
+        self._ids[memory.id] = internal
+        for member_key in _member_keys(memory):
+            members = self._members.get(member_key)
+            if members is None:
+                members = self._members[member_key] = array("i")
+            members.append(internal)
+        if memory.session_id is not None and memory.turn_index is not None:
+            self._turns[(memory.session_id, memory.turn_index)] = internal
+        if abs(part.avgdl - avgdl) > AVGDL_DRIFT * avgdl and part.n_docs >= 8:
+            self._rebuild_locked(part)
+
+    def _remove_locked(self, internal: int) -> None:
+        doc = self._docs.pop(internal)
+        memory = doc.memory
+        if self._ids.get(memory.id) == internal:
+            del self._ids[memory.id]
+        if memory.session_id is not None and memory.turn_index is not None:
+            key = (memory.session_id, memory.turn_index)
+            if self._turns.get(key) == internal:
+                del self._turns[key]
+        part = self._parts.get(doc.partition)
+        if part is None:
+            return
+        part.n_docs -= 1
+        part.total_len -= doc.length
+        part.live_postings -= doc.n_terms
+        part.dead_postings += doc.n_terms
+        if part.dead_postings > COMPACT_DEAD_RATIO * max(part.live_postings, 1):
+            self._rebuild_locked(part)
+
+    def _rebuild_locked(self, part: _Partition) -> None:
+        """Drop removed ids and recompute weights for the current mean length.
+
+        Each term's columns are built aside and swapped in with one assignment, so a
+        reader sees either the old or the new postings, never a half-built one.
+        """
+        avgdl = part.avgdl
+        docs = self._docs
+        for term, old in list(part.postings.items()):
+            new = _Postings()
+            for internal, tf in zip(old.ids, old.tfs, strict=True):
+                doc = docs.get(internal)
+                if doc is not None:
+                    new.ids.append(internal)
+                    new.tfs.append(tf)
+                    new.weights.append(bm25_weight(tf, doc.length, avgdl))
+            if new.ids:
+                part.postings[term] = new
+            else:
+                del part.postings[term]
+        for key, ents in list(part.entities.items()):
+            live = array("i", (i for i in ents if i in docs))
+            if live:
+                part.entities[key] = live
+            else:
+                del part.entities[key]
+        part.weights_avgdl = avgdl
+        part.dead_postings = 0
+
+    # -- reading ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def get(self, memory_id: str) -> Memory | None:
+        internal = self._ids.get(memory_id)
+        doc = self._docs.get(internal) if internal is not None else None
+        return doc.memory if doc is not None else None
+
+    def memory(self, internal: int) -> Memory | None:
+        doc = self._docs.get(internal)
+        return doc.memory if doc is not None else None
+
+    def has_partition(self, pkey: PartitionKey) -> bool:
+        return pkey in self._parts
+
+    def doc_frequency(self, pkey: PartitionKey, term: str) -> tuple[int, int]:
+        """``(df, n_docs)`` of ``term`` in a partition (df counts removed ids until compaction)."""
+        part = self._parts.get(pkey)
+        if part is None:
+            return 0, 0
+        postings = part.postings.get(term)
+        return (len(postings.ids) if postings else 0), part.n_docs
+
+    def known_entities(self, pkey: PartitionKey, candidates: Iterable[str]) -> list[str]:
+        """Which of ``candidates`` (entity keys) name an entity of this partition."""
+        part = self._parts.get(pkey)
+        if part is None:
+            return []
+        return [key for key in candidates if key in part.entities]
+
+    def lexical(
+        self,
+        pkey: PartitionKey,
+        query: Mapping[str, float],
+        *,
+        limit: int,
+        session_id: str | None = None,
+    ) -> list[Hit]:
+        """BM25 over one partition, ``query`` mapping term -> weight; best first."""
+        part = self._parts.get(pkey)
+        if part is None or not query:
+            return []
+        if session_id is not None:
+            members = self._members.get(("session", session_id), array("i"))
+            return self._score_members(part, query, members[-SESSION_SCAN_CAP:], limit)
+        found = [
+            (len(p.ids), term, p) for term in query if (p := part.postings.get(term)) is not None
+        ]
+        found.sort(key=itemgetter(0))
+        acc: dict[int, float] = {}
+        budget = POSTINGS_BUDGET
+        late: list[tuple[float, _Postings]] = []
+        for df, term, postings in found:
+            weight = idf(part.n_docs, df) * query[term]
+            if df > budget and acc:
+                late.append((weight, postings))
+                continue
+            start = max(0, df - budget)
+            budget -= df - start
+            get = acc.get
+            for internal, w in zip(postings.ids[start:], postings.weights[start:], strict=True):
+                acc[internal] = get(internal, 0.0) + weight * w
+        if late:
+            acc = dict(heapq.nlargest(RESCORE_CANDIDATES, acc.items(), key=itemgetter(1)))
+            for weight, postings in late:
+                ids, weights, n = postings.ids, postings.weights, len(postings.ids)
+                for internal in acc:
+                    i = bisect_left(ids, internal)
+                    if i < n and ids[i] == internal:
+                        acc[internal] += weight * weights[i]
+        docs = self._docs
+        return heapq.nlargest(
+            limit, ((i, s) for i, s in acc.items() if i in docs), key=itemgetter(1)
+        )
+
+    def term_scores(
+        self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]
+    ) -> dict[int, float]:
+        """BM25 of ``query`` for given memories only (binary search, no postings walk)."""
+        part = self._parts.get(pkey)
+        if part is None:
+            return {}
+        return dict(self._score_members(part, query, list(internals), None))
+
+    def _score_members(
+        self,
+        part: _Partition,
+        query: Mapping[str, float],
+        members: Iterable[int],
+        limit: int | None,
+    ) -> list[Hit]:
+        terms = []
+        for term, q in query.items():
+            postings = part.postings.get(term)
+            if postings is not None:
+                terms.append((idf(part.n_docs, len(postings.ids)) * q, postings))
+        acc: dict[int, float] = {}
+        docs = self._docs
+        for internal in members:
+            if internal not in docs:
+                continue
+            score = 0.0
+            for weight, postings in terms:
+                ids = postings.ids
+                i = bisect_left(ids, internal)
+                if i < len(ids) and ids[i] == internal:
+                    score += weight * postings.weights[i]
+            if score > 0.0:
+                acc[internal] = score
+        if limit is None:
+            return list(acc.items())
+        return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
+
+    def entity_hits(
+        self,
+        pkey: PartitionKey,
+        entities: Mapping[str, float],
+        *,
+        limit: int,
+        session_id: str | None = None,
+    ) -> list[Hit]:
+        """Memories mentioning the given entity keys (weighted, rarer entities count more)."""
+        part = self._parts.get(pkey)
+        if part is None or not entities:
+            return []
+        acc: dict[int, float] = {}
+        docs = self._docs
+        for key, weight in entities.items():
+            ents = part.entities.get(key)
+            if not ents:
+                continue
+            w = weight * idf(part.n_docs, len(ents))
+            for internal in ents[-ENTITY_POSTINGS_CAP:]:
+                doc = docs.get(internal)
+                if doc is None or (session_id and doc.memory.session_id != session_id):
+                    continue
+                acc[internal] = acc.get(internal, 0.0) + w
+        return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
+
+    def entity_neighbours(self, pkey: PartitionKey, keys: Iterable[str], limit: int) -> list[str]:
+        """Entities co-mentioned with ``keys`` in their newest memories, most frequent first."""
+        part = self._parts.get(pkey)
+        if part is None:
+            return []
+        seeds = set(keys)
+        counts: Counter[str] = Counter()
+        for key in seeds:
+            for internal in part.entities.get(key, array("i"))[-50:]:
+                doc = self._docs.get(internal)
+                if doc is not None:
+                    counts.update(e for e in doc.memory.entities if e not in seeds)
+        return [key for key, _ in counts.most_common(limit)]
+
+    def turn_neighbours(self, internal: int) -> list[int]:
+        """The previous and next turn of an episode in its session (the episode chain)."""
+        doc = self._docs.get(internal)
+        if doc is None or doc.memory.turn_index is None or doc.memory.session_id is None:
+            return []
+        session, turn = doc.memory.session_id, doc.memory.turn_index
+        found = []
+        for other in (turn - 1, turn + 1):
+            neighbour = self._turns.get((session, other))
+            if neighbour is not None:
+                found.append(neighbour)
+        return found
+
+
+def _member_keys(memory: Memory) -> list[tuple[str, str]]:
+    keys = []
+    if memory.session_id:
+        keys.append(("session", memory.session_id))
+    if memory.workspace:
+        keys.append(("workspace", memory.workspace))
+    if memory.user:
+        keys.append(("user", memory.user))
+    return keys

@@ -1,0 +1,180 @@
+"""SPEC §7 scoring: fusion of candidate signals, recency, status, de-duplication, packing.
+
+``final = semantic x recency_multiplier x status_multiplier x context_boost`` where
+``semantic`` is the normalised fused relevance of the candidate signals (lexical, graph,
+episode chain, and semantic vectors when an :class:`Embedder` is configured).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+STATUS_MULTIPLIERS: Mapping[str, float] = {
+    "DecisionRecord": 1.1,
+    "Active": 1.0,
+    "Superseded": 0.4,
+}
+"""The bridge seed's multipliers; any other status (Draft, Final…) counts as 1.0."""
+
+SUPERSEDED = "Superseded"
+
+RRF_K = 10
+"""Reciprocal-rank-fusion constant. Smaller than the usual 60 on purpose: the fused score
+is multiplied by recency, so it must still separate rank 1 from rank 10 (about 1.9x)."""
+
+SIGNAL_WEIGHTS: Mapping[str, float] = {
+    "lexical": 1.0,
+    "graph": 0.8,
+    "chain": 0.5,
+    "semantic": 1.0,
+}
+"""How much each candidate list counts in the fusion."""
+
+DEDUP_JACCARD = 0.85
+"""Two results whose word sets overlap this much are the same memory said twice."""
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Embedder(Protocol):
+    """Optional semantic signal: any embedding provider (OpenAI-compatible, local model).
+
+    Recall never requires one; without it, ``semantic_score`` is the fused relevance.
+    """
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def recency_multiplier(reference: datetime, now: datetime, half_life_days: float) -> float:
+    """``exp(-ln 2 x age_days / half_life_days)``; a future timestamp counts as age 0."""
+    age_days = max(0.0, (now - reference).total_seconds() / 86_400.0)
+    return math.exp(-math.log(2) * age_days / half_life_days)
+
+
+def status_multiplier(status: str) -> float:
+    return STATUS_MULTIPLIERS.get(status, 1.0)
+
+
+def is_visible(status: str, include_superseded: bool) -> bool:
+    return include_superseded or status != SUPERSEDED
+
+
+def rrf_fuse(ranked: Mapping[str, Sequence[K]], k: int = RRF_K) -> dict[K, float]:
+    """Weighted reciprocal rank fusion, normalised so the best candidate scores 1.0."""
+    fused: dict[K, float] = {}
+    for signal, items in ranked.items():
+        weight = SIGNAL_WEIGHTS.get(signal, 1.0)
+        for rank, item in enumerate(items, start=1):
+            fused[item] = fused.get(item, 0.0) + weight / (k + rank)
+    if not fused:
+        return fused
+    top = max(fused.values())
+    return {item: score / top for item, score in fused.items()}
+
+
+def normalise(scores: Mapping[K, float]) -> dict[K, float]:
+    """Divide by the maximum, so the best is 1.0 (empty and all-zero stay as they are)."""
+    top = max(scores.values(), default=0.0)
+    return {k: v / top for k, v in scores.items()} if top > 0 else dict(scores)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _signature(text: str) -> frozenset[str]:
+    return frozenset(_WORDS.findall(text.lower()))
+
+
+def near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
+    if not a or not b:
+        return a == b
+    return len(a & b) / len(a | b) >= DEDUP_JACCARD
+
+
+@dataclass(slots=True)
+class Scored:
+    """A candidate after scoring, before packing."""
+
+    key: int
+    text: str
+    final: float
+    is_decision_record: bool
+    tokens: int
+    source_event_ids: tuple[str, ...]
+
+
+def deduplicate(items: Sequence[Scored]) -> list[Scored]:
+    """Drop near-duplicates of better-ranked items, keeping the union of their provenance.
+
+    ``items`` must be sorted best first; the comparison is pairwise over the (already
+    capped) result list, so it stays small.
+    """
+    kept: list[Scored] = []
+    signatures: list[frozenset[str]] = []
+    for item in items:
+        signature = _signature(item.text)
+        duplicate_of = next(
+            (i for i, seen in enumerate(signatures) if near_duplicate(signature, seen)), None
+        )
+        if duplicate_of is None:
+            kept.append(item)
+            signatures.append(signature)
+            continue
+        winner = kept[duplicate_of]
+        extra = tuple(e for e in item.source_event_ids if e not in winner.source_event_ids)
+        winner.source_event_ids = winner.source_event_ids + extra
+    return kept
+
+
+def rank_key(item: Scored) -> tuple[float, bool]:
+    """Best first; ties go to decision records (the bridge seed's tie-break)."""
+    return (item.final, item.is_decision_record)
+
+
+def pack(
+    items: Sequence[Scored],
+    *,
+    max_results: int,
+    max_tokens: int,
+    truncate: Callable[[str, int], str] | None = None,
+    estimate: Callable[[str], int] | None = None,
+    min_truncated_tokens: int = 40,
+) -> list[Scored]:
+    """Take items best first until ``max_results`` or the token budget is reached.
+
+    An item that does not fit is skipped (a smaller one further down may still fit);
+    when ``truncate`` is given and the remaining budget is at least
+    ``min_truncated_tokens``, the item is shortened to fit instead.
+    """
+    chosen: list[Scored] = []
+    used = 0
+    for item in items:
+        if len(chosen) >= max_results or used >= max_tokens:
+            break
+        remaining = max_tokens - used
+        if item.tokens > remaining:
+            if truncate is None or estimate is None or remaining < min_truncated_tokens:
+                continue
+            text = truncate(item.text, remaining)
+            tokens = estimate(text)
+            if tokens > remaining:
+                continue
+            item = Scored(
+                item.key, text, item.final, item.is_decision_record, tokens,
+                item.source_event_ids,
+            )  # fmt: skip
+        chosen.append(item)
+        used += item.tokens
+    return chosen

@@ -1,0 +1,316 @@
+"""Text analysis shared by the index and the query side: tokens, stems, entity keys.
+
+The same functions run at index time and at query time, so a term matches exactly when
+both sides analyse it the same way. Everything here is pure and cheap (no I/O, no state).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_ALNUM = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "couldn",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "either",
+        "else",
+        "ever",
+        "every",
+        "few",
+        "for",
+        "from",
+        "further",
+        "get",
+        "got",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "lets",
+        "like",
+        "ll",
+        "me",
+        "more",
+        "most",
+        "much",
+        "must",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "one",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "per",
+        "please",
+        "pls",
+        "re",
+        "really",
+        "s",
+        "same",
+        "say",
+        "said",
+        "shall",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "still",
+        "such",
+        "sure",
+        "t",
+        "than",
+        "thank",
+        "thanks",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "though",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "upon",
+        "us",
+        "use",
+        "used",
+        "using",
+        "ve",
+        "very",
+        "via",
+        "want",
+        "was",
+        "wasn",
+        "way",
+        "we",
+        "well",
+        "were",
+        "weren",
+        "what",
+        "whats",
+        "when",
+        "where",
+        "whether",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "yeah",
+        "yes",
+        "yet",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "ok",
+        "okay",
+        "hey",
+        "hi",
+        "hmm",
+        "actually",
+        "maybe",
+        "kind",
+        "sort",
+        "thing",
+        "things",
+        "stuff",
+        "something",
+        "anything",
+        "know",
+        "remember",
+        "recall",
+        "tell",
+        "think",
+        "thought",
+        "mean",
+        "meant",
+        "again",
+        "back",
+        "go",
+        "going",
+        "gonna",
+    ]
+)
+"""English function words and chat filler; they carry no retrieval signal."""
+
+MAX_ENTITY_NGRAM = 5
+"""Longest entity name, in word pieces, that a query n-gram lookup can match."""
+
+
+@lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """A light, deterministic suffix stripper (plural, -ing, -ed, -ly, -ation).
+
+    Not Porter: it only folds the inflections that split developer vocabulary most
+    often (retries/retried/retrying -> retry), and never touches short words.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ied") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # running -> run, stopped -> stop
+            return base
+    if word.endswith("ation") and len(word) > 7:
+        return word[:-5] + "ate"
+    if word.endswith("ly") and len(word) > 5:
+        return word[:-2]
+    return word
+
+
+def _pieces(raw: str) -> list[str]:
+    """Split an identifier into lowercase parts: ``RetryPolicy.max_attempts`` -> 4 parts."""
+    parts: list[str] = []
+    for chunk in re.split(r"[_.\-/]+", raw):
+        if chunk:
+            parts.extend(p.lower() for p in _CAMEL.findall(chunk))
+    return parts
+
+
+def tokenize(text: str) -> list[str]:
+    """Index/query terms: stemmed words without stopwords, plus whole identifiers.
+
+    ``payment_service.py`` yields ``payment``, ``service``, ``py`` and the compound
+    ``payment_service.py``, so an exact identifier outranks a loose mention of its parts.
+    """
+    terms: list[str] = []
+    for raw in _WORD.findall(text):
+        lower = raw.lower()
+        pieces = _pieces(raw)
+        if len(pieces) > 1:
+            terms.append(lower)
+        for piece in pieces:
+            if piece not in STOPWORDS and (len(piece) > 1 or piece.isdigit()):
+                terms.append(stem(piece))
+    return terms
+
+
+def entity_key(name: str) -> str:
+    """The normalised form of an entity name: lowercase alphanumeric pieces, one space."""
+    return " ".join(_ALNUM.findall(name.lower()))
+
+
+def entity_ngrams(text: str, max_len: int = MAX_ENTITY_NGRAM) -> set[str]:
+    """Every 1..max_len word n-gram of ``text`` in :func:`entity_key` form."""
+    words = _ALNUM.findall(text.lower())
+    grams: set[str] = set()
+    for start in range(len(words)):
+        for length in range(1, max_len + 1):
+            if start + length > len(words):
+                break
+            grams.add(" ".join(words[start : start + length]))
+    return grams
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough LLM token count: about 4 characters or 0.75 words per token, whichever is more."""
+    return max(1, math.ceil(len(text) / 4), math.ceil(len(text.split()) * 4 / 3))
