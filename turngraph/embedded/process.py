@@ -39,6 +39,9 @@ class ServerProcess:
 
     def __init__(self, name: str, argv: Sequence[str], log_path: Path) -> None:
         self.name = name
+        # Servers that write files relative to their working directory (ArcadeDB's log/)
+        # keep them beside their data, never in the caller's checkout.
+        self._cwd = log_path.parent
         self._argv = list(argv)
         self._log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
@@ -56,6 +59,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a ^C in the terminal is ours to forward
+                cwd=self._cwd,
             )
         deadline = time.monotonic() + timeout_s
         delay = 0.02
