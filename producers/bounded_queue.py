@@ -259,7 +259,9 @@ class BoundedQueue:
         codes = [int(code) for code in reply]
         return BatchResult(outcomes=tuple(Outcome(c) for c in codes[:-1]), evicted=codes[-1])
 
-    def enqueue_many(self, events: Sequence[TurnEvent], created_at_s: float | None = None) -> BatchResult:
+    def enqueue_many(
+        self, events: Sequence[TurnEvent], created_at_s: float | None = None
+    ) -> BatchResult:
         """Enqueue already-redacted events in one atomic step; raises redis errors."""
         created = created_at_s if created_at_s is not None else _now()
         jobs = [prepare_job(event, created, self.function) for event in events]

@@ -61,9 +61,7 @@ def test_stock_simple_worker_runs_the_jobs_the_script_wrote(redis_conn: redis.Re
 
 def test_job_hash_has_the_fields_rq_itself_writes(redis_conn: redis.Redis) -> None:
     rq_queue = Queue("tg-reference", connection=redis_conn, serializer=JSONSerializer)
-    rq_queue.enqueue(
-        PROBE, {"x": 1}, job_id="ref", description="d", result_ttl=600, failure_ttl=60
-    )
+    rq_queue.enqueue(PROBE, {"x": 1}, job_id="ref", description="d", result_ttl=600, failure_ttl=60)
     _queue(redis_conn).enqueue(make_turn(0))
     ours = redis_conn.hgetall(f"rq:job:{make_turn(0).event_id}")
     theirs = redis_conn.hgetall("rq:job:ref")
