@@ -18,30 +18,10 @@ from schemas.recall import ConversationTurn, ScopeName
 from workers.recall.text import entity_ngrams, tokenize
 
 REFERENCE_WORDS = frozenset(
-    [
-        "it",
-        "its",
-        "that",
-        "this",
-        "those",
-        "these",
-        "they",
-        "them",
-        "their",
-        "same",
-        "which",
-        "both",
-        "either",
-        "one",
-        "ones",
-        "there",
-        "then",
-        "above",
-        "former",
-        "latter",
-        "other",
-        "others",
-    ]
+    """
+    it its that this those these they them their same which both either one ones there then
+    above former latter other others
+    """.split()  # noqa: SIM905
 )
 """Words that point back into the conversation instead of naming something."""
 
@@ -68,64 +48,17 @@ SHORT_QUERY_TERMS = 3
 _WORD = re.compile(r"[a-z']+")
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+[_./-][A-Za-z0-9_./-]+|[a-z]+[A-Z][A-Za-z0-9]*|#\d+")
 _USER_WORDS = frozenset(
-    [
-        "prefer",
-        "prefers",
-        "preferred",
-        "preference",
-        "preferences",
-        "terminology",
-        "term",
-        "terms",
-        "call",
-        "naming",
-        "style",
-        "styles",
-        "convention",
-        "conventions",
-        "habit",
-        "habits",
-        "usually",
-        "usual",
-        "workflow",
-        "like",
-    ]
+    """
+    prefer prefers preferred preference preferences terminology term terms call naming style
+    styles convention conventions habit habits usually usual workflow like
+    """.split()  # noqa: SIM905
 )
 _PROJECT_WORDS = frozenset(
-    [
-        "repo",
-        "repository",
-        "project",
-        "codebase",
-        "branch",
-        "pr",
-        "pull",
-        "commit",
-        "build",
-        "ci",
-        "pipeline",
-        "deploy",
-        "deployment",
-        "test",
-        "tests",
-        "migration",
-        "service",
-        "module",
-        "file",
-        "function",
-        "class",
-        "endpoint",
-        "bug",
-        "issue",
-        "release",
-        "schema",
-        "config",
-        "configuration",
-        "api",
-        "database",
-        "queue",
-        "worker",
-    ]
+    """
+    repo repository project codebase branch pr pull commit build ci pipeline deploy
+    deployment test tests migration service module file function class endpoint bug issue
+    release schema config configuration api database queue worker
+    """.split()  # noqa: SIM905
 )
 
 

@@ -77,6 +77,39 @@ def rrf_fuse(ranked: Mapping[str, Sequence[K]], k: int = RRF_K) -> dict[K, float
     return {item: score / top for item, score in fused.items()}
 
 
+FUSION_SCORE_SHARE = 1.0
+"""Share of the fused relevance taken from the signals' normalised scores (CombSUM); the
+rest is rank-based (RRF). Ranks alone are robust but flat; scores keep the contrast
+between a strong match and a weak one, which must survive the recency multiplier."""
+
+
+def fuse(signals: Mapping[str, Mapping[K, float]]) -> dict[K, float]:
+    """Fused relevance in [0, 1]: RRF over each signal's ranking, blended with the
+    weighted sum of the signals' max-normalised scores; the best candidate gets 1.0."""
+    share = FUSION_SCORE_SHARE
+    by_rank: dict[K, float] = {}
+    if share < 1.0:
+        ranked = {
+            name: sorted(scores, key=scores.__getitem__, reverse=True)
+            for name, scores in signals.items()
+        }
+        by_rank = rrf_fuse(ranked)
+    by_score: dict[K, float] = {}
+    for name, scores in signals.items():
+        weight = SIGNAL_WEIGHTS.get(name, 1.0)
+        for item, score in scores.items():
+            by_score[item] = by_score.get(item, 0.0) + weight * score
+    by_score = normalise(by_score)
+    if share >= 1.0:
+        return by_score
+    return normalise(
+        {
+            item: (1 - share) * by_rank.get(item, 0.0) + share * by_score.get(item, 0.0)
+            for item in by_score
+        }
+    )
+
+
 def normalise(scores: Mapping[K, float]) -> dict[K, float]:
     """Divide by the maximum, so the best is 1.0 (empty and all-zero stay as they are)."""
     top = max(scores.values(), default=0.0)
@@ -100,6 +133,9 @@ def _signature(text: str) -> frozenset[str]:
 def near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return a == b
+    small, large = sorted((len(a), len(b)))
+    if small < DEDUP_JACCARD * large:
+        return False  # sizes alone rule it out: Jaccard <= small / large
     return len(a & b) / len(a | b) >= DEDUP_JACCARD
 
 
@@ -115,27 +151,48 @@ class Scored:
     source_event_ids: tuple[str, ...]
 
 
-def deduplicate(items: Sequence[Scored]) -> list[Scored]:
-    """Drop near-duplicates of better-ranked items, keeping the union of their provenance.
+class Deduplicator:
+    """Remembers what was kept; a near-duplicate of a kept item merges its provenance into
+    that item instead of being kept twice. Word-set sizes rule most pairs out cheaply."""
 
-    ``items`` must be sorted best first; the comparison is pairwise over the (already
-    capped) result list, so it stays small.
-    """
-    kept: list[Scored] = []
-    signatures: list[frozenset[str]] = []
-    for item in items:
+    def __init__(self) -> None:
+        self.kept: list[Scored] = []
+        self._seen: list[tuple[int, frozenset[str]]] = []
+        self._pending: tuple[int, frozenset[str]] = (0, frozenset())
+
+    def duplicate_of(self, item: Scored) -> Scored | None:
         signature = _signature(item.text)
-        duplicate_of = next(
-            (i for i, seen in enumerate(signatures) if near_duplicate(signature, seen)), None
-        )
-        if duplicate_of is None:
-            kept.append(item)
-            signatures.append(signature)
-            continue
-        winner = kept[duplicate_of]
-        extra = tuple(e for e in item.source_event_ids if e not in winner.source_event_ids)
-        winner.source_event_ids = winner.source_event_ids + extra
-    return kept
+        size = len(signature)
+        for (other_size, other), kept in zip(self._seen, self.kept, strict=True):
+            if min(size, other_size) >= DEDUP_JACCARD * max(size, other_size) and near_duplicate(
+                signature, other
+            ):
+                return kept
+        self._pending = (size, signature)
+        return None
+
+    def keep(self, item: Scored) -> None:
+        """Keep ``item``; call right after :meth:`duplicate_of` returned ``None`` for it."""
+        self.kept.append(item)
+        self._seen.append(self._pending)
+
+
+def merge_provenance(winner: Scored, loser: Scored) -> None:
+    extra = tuple(e for e in loser.source_event_ids if e not in winner.source_event_ids)
+    winner.source_event_ids = winner.source_event_ids + extra
+
+
+def deduplicate(items: Sequence[Scored]) -> list[Scored]:
+    """Drop near-duplicates of better-ranked items (``items`` sorted best first),
+    keeping the union of their provenance."""
+    dedup = Deduplicator()
+    for item in items:
+        winner = dedup.duplicate_of(item)
+        if winner is None:
+            dedup.keep(item)
+        else:
+            merge_provenance(winner, item)
+    return dedup.kept
 
 
 def rank_key(item: Scored) -> tuple[float, bool]:
@@ -152,17 +209,23 @@ def pack(
     estimate: Callable[[str], int] | None = None,
     min_truncated_tokens: int = 40,
 ) -> list[Scored]:
-    """Take items best first until ``max_results`` or the token budget is reached.
+    """Take items best first until ``max_results`` or the token budget is reached,
+    skipping near-duplicates of what was already taken (their provenance is merged).
 
     An item that does not fit is skipped (a smaller one further down may still fit);
     when ``truncate`` is given and the remaining budget is at least
     ``min_truncated_tokens``, the item is shortened to fit instead.
     """
-    chosen: list[Scored] = []
+    dedup = Deduplicator()
+    chosen = dedup.kept
     used = 0
     for item in items:
         if len(chosen) >= max_results or used >= max_tokens:
             break
+        winner = dedup.duplicate_of(item)
+        if winner is not None:
+            merge_provenance(winner, item)
+            continue
         remaining = max_tokens - used
         if item.tokens > remaining:
             if truncate is None or estimate is None or remaining < min_truncated_tokens:
@@ -175,6 +238,6 @@ def pack(
                 item.key, text, item.final, item.is_decision_record, tokens,
                 item.source_event_ids,
             )  # fmt: skip
-        chosen.append(item)
+        dedup.keep(item)
         used += item.tokens
     return chosen

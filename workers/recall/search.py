@@ -22,13 +22,11 @@ from workers.recall.scoring import (
     Embedder,
     Scored,
     cosine,
-    deduplicate,
+    fuse,
     is_visible,
     normalise,
     pack,
-    rank_key,
     recency_multiplier,
-    rrf_fuse,
     status_multiplier,
 )
 from workers.recall.text import estimate_tokens
@@ -93,17 +91,71 @@ def search(
         idf_of=lambda term: _best_idf(index, targets, term),
         known_entities=lambda grams: _known(index, targets, grams),
     )
-    ranked, lexical, graph = _candidates(index, targets, plan)
+    signals = _candidates(index, targets, plan)
     degraded: list[str] = []
     if embedder is not None and vectors is not None:
-        ranked["semantic"] = _semantic(index, embedder, vectors, request.query, ranked)
+        signals["semantic"] = _semantic(index, embedder, vectors, request.query, signals)
     elif embedder is not None:
         degraded.append("no_vectors")
-    fused = rrf_fuse(ranked)
+    fused = fuse(signals)
     context_scores = _context_scores(index, targets, plan, fused)
 
-    scored: list[Scored] = []
-    breakdowns: dict[int, tuple[ScoreBreakdown, ScopeLabel]] = {}
+    factors = _score(index, request, now, scopes, plan, fused, context_scores)
+    factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
+    pool = [
+        Scored(
+            key=f.key,
+            text=f.memory.text,
+            final=f.final,
+            is_decision_record=f.decision_record,
+            tokens=estimate_tokens(f.memory.text),
+            source_event_ids=f.memory.source_event_ids,
+        )
+        for f in factors[: request.max_results * PACK_POOL]
+    ]
+    packed = pack(
+        pool,
+        max_results=request.max_results,
+        max_tokens=request.max_tokens,
+        truncate=_truncate,
+        estimate=estimate_tokens,
+    )
+    by_key = {f.key: f for f in factors}
+    results = [
+        _result(by_key[item.key], item, signals["lexical"], signals["graph"]) for item in packed
+    ]
+    return _response(request, results, started, degraded=degraded)
+
+
+@dataclass(slots=True)
+class _Factors:
+    """Every factor of one candidate's final score (becomes the ScoreBreakdown)."""
+
+    key: int
+    memory: Memory
+    label: ScopeLabel
+    semantic: float
+    recency: float
+    status: float
+    boost: float
+    scope_prior: float
+    final: float
+    decision_record: bool
+
+
+def _score(
+    index: MemoryIndex,
+    request: RecallRequest,
+    now: datetime,
+    scopes: Sequence[ScopeName],
+    plan: QueryPlan,
+    fused: Mapping[int, float],
+    context_scores: Mapping[int, float],
+) -> list[_Factors]:
+    """``final = semantic x recency x status x context boost x scope prior``, per candidate;
+    superseded memories are dropped unless asked for, and so is anything outside the scopes."""
+    order = [scope.value for scope in scopes]
+    found: list[_Factors] = []
     for key, semantic in fused.items():
         memory = index.memory(key)
         if memory is None or not is_visible(memory.status, request.include_superseded):
@@ -113,51 +165,17 @@ def search(
             continue  # defence in depth: never return a memory outside the asked scopes
         recency = recency_multiplier(memory.reference_time, now, request.half_life_days)
         status = status_multiplier(memory.status)
-        shared = len(plan.context_entities.intersection(memory.entities))
-        boost = context_boost(shared, context_scores.get(key, 0.0)) if plan.context_terms else 1.0
-        scope_prior = SCOPE_DECAY ** [s.value for s in scopes].index(label)
-        final = semantic * recency * status * boost * scope_prior
-        breakdowns[key] = (
-            ScoreBreakdown(
-                final_score=round(final, 6),
-                semantic_score=round(semantic, 6),
-                recency_multiplier=round(recency, 6),
-                status_multiplier=status,
-                lexical_score=round(lexical.get(key, 0.0), 6),
-                graph_score=round(graph.get(key, 0.0), 6),
-                context_boost=round(boost, 6),
-                scope_multiplier=round(scope_prior, 6),
-            ),
-            label,
+        boost = 1.0
+        if plan.context_terms:
+            shared = len(plan.context_entities.intersection(memory.entities))
+            boost = context_boost(shared, context_scores.get(key, 0.0))
+        prior = SCOPE_DECAY ** order.index(label)
+        decision = memory.kind is MemoryKind.DECISION_RECORD or memory.status == "DecisionRecord"
+        final = semantic * recency * status * boost * prior
+        found.append(
+            _Factors(key, memory, label, semantic, recency, status, boost, prior, final, decision)
         )
-        scored.append(
-            Scored(
-                key=key,
-                text=memory.text,
-                final=final,
-                is_decision_record=memory.kind is MemoryKind.DECISION_RECORD
-                or memory.status == "DecisionRecord",
-                tokens=estimate_tokens(memory.text),
-                source_event_ids=memory.source_event_ids,
-            )
-        )
-    scored.sort(key=rank_key, reverse=True)
-    unique = deduplicate(scored[: request.max_results * PACK_POOL])
-    packed = pack(
-        unique,
-        max_results=request.max_results,
-        max_tokens=request.max_tokens,
-        truncate=_truncate,
-        estimate=estimate_tokens,
-    )
-    results = []
-    for item in packed:
-        memory = index.memory(item.key)
-        if memory is None:
-            continue
-        breakdown, label = breakdowns[item.key]
-        results.append(_result(memory, item, breakdown, label))
-    return _response(request, results, started, degraded=degraded)
+    return found
 
 
 def _targets(
@@ -193,8 +211,8 @@ def _known(index: MemoryIndex, targets: Sequence[_Target], grams: Iterable[str])
 
 def _candidates(
     index: MemoryIndex, targets: Sequence[_Target], plan: QueryPlan
-) -> tuple[dict[str, list[int]], dict[int, float], dict[int, float]]:
-    """Ranked candidate lists per signal, plus normalised lexical and graph scores."""
+) -> dict[str, dict[int, float]]:
+    """Candidate scores per signal, each normalised so its best candidate has 1.0."""
     lexical_hits: list[Hit] = []
     graph_hits: list[Hit] = []
     for target in targets:
@@ -219,12 +237,13 @@ def _candidates(
     session_ids = {t.session_id for t in targets if t.session_id}
     if session_ids:
         chain = {k: v for k, v in chain.items() if _in_sessions(index, k, session_ids)}
-    ranked = {
-        "lexical": [key for key, _ in lexical_hits],
-        "graph": [key for key, _ in graph_hits],
-        "chain": sorted(chain, key=chain.__getitem__, reverse=True),
+    lexical = normalise(dict(lexical_hits))
+    top_lexical = max((score for _, score in lexical_hits), default=0.0)
+    return {
+        "lexical": lexical,
+        "graph": normalise(dict(graph_hits)),
+        "chain": {k: v / top_lexical for k, v in chain.items()} if top_lexical else {},
     }
-    return ranked, normalise(dict(lexical_hits)), normalise(dict(graph_hits))
 
 
 def _in_sessions(index: MemoryIndex, key: int, session_ids: set[str]) -> bool:
@@ -237,18 +256,18 @@ def _semantic(
     embedder: Embedder,
     vectors: Mapping[str, Sequence[float]],
     query: str,
-    ranked: Mapping[str, list[int]],
-) -> list[int]:
-    """Re-rank the candidate union by cosine similarity (vectors never scan the index)."""
+    signals: Mapping[str, Mapping[int, float]],
+) -> dict[int, float]:
+    """Cosine similarity for the candidate union (vectors never scan the index)."""
     (query_vector,) = embedder.embed([query])
-    pool = {key for keys in ranked.values() for key in keys}
+    pool = {key for scores in signals.values() for key in scores}
     sims: dict[int, float] = {}
     for key in pool:
         memory = index.memory(key)
         vector = vectors.get(memory.id) if memory is not None else None
         if vector is not None:
-            sims[key] = cosine(query_vector, vector)
-    return sorted(sims, key=sims.__getitem__, reverse=True)
+            sims[key] = max(0.0, cosine(query_vector, vector))
+    return sims
 
 
 def _context_scores(
@@ -298,8 +317,19 @@ def _truncate(text: str, budget_tokens: int) -> str:
 
 
 def _result(
-    memory: Memory, item: Scored, breakdown: ScoreBreakdown, label: ScopeLabel
+    factors: _Factors, item: Scored, lexical: Mapping[int, float], graph: Mapping[int, float]
 ) -> RecallResult:
+    memory = factors.memory
+    breakdown = ScoreBreakdown(
+        final_score=round(factors.final, 6),
+        semantic_score=round(factors.semantic, 6),
+        recency_multiplier=round(factors.recency, 6),
+        status_multiplier=factors.status,
+        lexical_score=round(lexical.get(item.key, 0.0), 6),
+        graph_score=round(graph.get(item.key, 0.0), 6),
+        context_boost=round(factors.boost, 6),
+        scope_multiplier=round(factors.scope_prior, 6),
+    )
     return RecallResult(
         text=item.text,
         kind=memory.kind.value,
@@ -309,7 +339,7 @@ def _result(
         source_created_at=(
             memory.source_created_at.isoformat() if memory.source_created_at else None
         ),
-        scope=label,
+        scope=factors.label,
         score=breakdown,
         tokens=item.tokens,
         source_event_ids=list(item.source_event_ids),
