@@ -53,7 +53,7 @@ class ServerProcess:
     def start(self, ready: Callable[[], bool], timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         with self._log_path.open("ab") as log:
-            self._proc = subprocess.Popen(  # noqa: S603 - argv built from our own settings
+            self._proc = subprocess.Popen(
                 self._argv,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -74,7 +74,9 @@ class ServerProcess:
             time.sleep(delay)  # polling a child's readiness, not synchronising tests
             delay = min(delay * 1.5, 0.25)
         self.stop()
-        raise EmbeddedServiceError(f"{self.name} not ready after {timeout_s:.0f}s; see {self._log_path}")
+        raise EmbeddedServiceError(
+            f"{self.name} not ready after {timeout_s:.0f}s; see {self._log_path}"
+        )
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         proc, self._proc = self._proc, None

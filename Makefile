@@ -1,0 +1,36 @@
+# The commands the README shows. `make run` and `make test` do all the set-up themselves.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install run demo test lint typecheck unit bench schemas
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Run the whole system on embedded defaults, show the demo, keep serving until Ctrl-C.
+run: install
+	$(VENV)/bin/turngraph up
+
+## The same, ending after the demo (for scripts).
+demo: install
+	$(VENV)/bin/turngraph up --exit-after-demo
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy schemas producers workers turngraph bench
+
+## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
+test: lint typecheck
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+unit: install
+	$(VENV)/bin/pytest -q tests/unit

@@ -1,0 +1,145 @@
+"""RecallClient: ask the recall workers, wait at most the deadline, never raise."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+import redis
+import structlog
+from pydantic import ValidationError
+
+from schemas.recall import (
+    DEFAULT_DEADLINE_MS,
+    ConversationTurn,
+    ErrorCode,
+    RecallRequest,
+    RecallResponse,
+    ScopeName,
+)
+from turngraph.settings import DEFAULT_RECALL_REQUESTS_KEY
+
+log = structlog.get_logger(__name__)
+
+REPLY_KEY_PREFIX = "turngraph:recall:reply:"
+"""Per-request reply lists are named this prefix plus the request id."""
+
+REQUEST_TTL_S = 60
+"""A request list nobody serves expires instead of growing without end."""
+
+
+class RecallClient:
+    """Pushes a :class:`RecallRequest` and block-pops its per-request reply key.
+
+    Fails open: past the deadline, or with Redis unreachable, it returns an empty
+    response flagged ``degraded`` instead of raising, so a chat never breaks on memory.
+    """
+
+    def __init__(
+        self,
+        conn: redis.Redis,
+        *,
+        requests_key: str = DEFAULT_RECALL_REQUESTS_KEY,
+        deadline_ms: int = DEFAULT_DEADLINE_MS,
+    ) -> None:
+        """``conn`` should have a socket timeout at least as long as ``deadline_ms``."""
+        self._redis = conn
+        self._requests_key = requests_key
+        self.deadline_ms = deadline_ms
+
+    def recall(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        user: str | None = None,
+        scopes: Sequence[ScopeName | str] = (ScopeName.AUTO,),
+        conversation_context: Sequence[ConversationTurn | dict[str, str]] = (),
+        max_results: int = 5,
+        max_tokens: int = 1_000,
+        half_life_days: float = 14.0,
+        include_superseded: bool = False,
+        deadline_ms: int | None = None,
+    ) -> RecallResponse:
+        """Search the memory; returns within ``deadline_ms`` (default: the client's)."""
+        request_id = uuid.uuid4().hex
+        try:
+            request = RecallRequest(
+                request_id=request_id,
+                reply_to=REPLY_KEY_PREFIX + request_id,
+                query=query,
+                session_id=session_id,
+                workspace=workspace,
+                user=user,
+                scopes=tuple(ScopeName(scope) for scope in scopes),
+                conversation_context=tuple(
+                    ConversationTurn.model_validate(turn) for turn in conversation_context
+                ),
+                max_results=max_results,
+                max_tokens=max_tokens,
+                half_life_days=half_life_days,
+                include_superseded=include_superseded,
+                deadline_ms=deadline_ms or self.deadline_ms,
+            )
+        except (ValidationError, ValueError) as exc:
+            fields = (
+                sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
+                if isinstance(exc, ValidationError)
+                else ["scopes"]
+            )
+            return RecallResponse.failure(
+                request_id,
+                ErrorCode.INVALID_REQUEST,
+                f"invalid recall request: {', '.join(fields)}",
+                "fix the named fields and try again",
+            )
+        return self.send(request)
+
+    def send(self, request: RecallRequest) -> RecallResponse:
+        """Send a prepared request (its ``reply_to`` must be set) and wait for the answer."""
+        started = time.monotonic()
+        request = request.model_copy(update={"sent_at_ms": int(time.time() * 1000)})
+        budget_s = request.deadline_ms / 1000
+        try:
+            with self._redis.pipeline(transaction=False) as pipe:
+                pipe.rpush(self._requests_key, request.model_dump_json())
+                pipe.expire(self._requests_key, REQUEST_TTL_S)
+                pipe.execute()
+            remaining = budget_s - (time.monotonic() - started)
+            popped = (
+                self._redis.blpop([request.reply_to], timeout=max(remaining, 0.001))
+                if remaining > 0
+                else None
+            )
+        except redis.RedisError as exc:
+            log.warning(
+                "recall_unavailable", request_id=request.request_id, error=type(exc).__name__
+            )
+            return RecallResponse.failure(
+                request.request_id,
+                ErrorCode.BACKEND_UNAVAILABLE,
+                "memory is unavailable right now",
+                "check that Redis and a recall worker are running (turngraph up)",
+                degraded=["redis_unavailable"],
+            )
+        if popped is None:
+            log.info("recall_deadline_exceeded", request_id=request.request_id)
+            return RecallResponse.failure(
+                request.request_id,
+                ErrorCode.DEADLINE_EXCEEDED,
+                "memory did not answer in time",
+                "start a recall worker, or raise deadline_ms",
+                degraded=["deadline_exceeded"],
+            )
+        try:
+            return RecallResponse.model_validate_json(popped[1])
+        except ValidationError:
+            return RecallResponse.failure(
+                request.request_id,
+                ErrorCode.INTERNAL_ERROR,
+                "memory sent an unreadable answer",
+                "check that producers and recall workers run the same schema version",
+                degraded=["bad_reply"],
+            )

@@ -1,0 +1,66 @@
+"""Process assembly: from Clients to a ready ingest pipeline, RQ worker or recall worker."""
+
+from __future__ import annotations
+
+from rq import Queue, SimpleWorker
+from rq.serializers import JSONSerializer
+
+import schemas.ontology as ontology
+from turngraph.clients import Clients
+from workers.extraction.models import Extractor
+from workers.extraction.offline import OfflineExtractor
+from workers.graph.schema import ensure_schema
+from workers.graph.writer import GraphWriter
+from workers.ingest.pipeline import IngestPipeline
+from workers.recall.worker import RecallWorker
+
+
+def build_extractor(clients: Clients) -> Extractor:
+    """The LLM extractor when an endpoint is configured, else the offline rules."""
+    return OfflineExtractor()
+
+
+def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> IngestPipeline:
+    """Schema set up (idempotent), writer and extractor wired; one per process."""
+    ensure_schema(clients.graph, clients.graph_database, ontology.labels())
+    writer = GraphWriter(
+        clients.graph,
+        clients.graph_database,
+        entity_labels=ontology.labels(),
+        relation_types=ontology.relationship_types(),
+    )
+    return IngestPipeline(
+        redis_client=clients.redis,
+        writer=writer,
+        extractor=extractor or build_extractor(clients),
+        changes_stream=clients.settings.changes_stream,
+    )
+
+
+def ingest_queue(clients: Clients) -> Queue:
+    return Queue(clients.settings.ingest_queue, connection=clients.redis, serializer=JSONSerializer)
+
+
+def build_ingest_worker(clients: Clients) -> SimpleWorker:
+    """No fork per job: the process keeps its warm graph connections between jobs."""
+    return SimpleWorker(
+        [ingest_queue(clients)], connection=clients.redis, serializer=JSONSerializer
+    )
+
+
+def build_maintenance_worker(clients: Clients) -> SimpleWorker:
+    queue = Queue(
+        clients.settings.maintenance_queue, connection=clients.redis, serializer=JSONSerializer
+    )
+    return SimpleWorker([queue], connection=clients.redis, serializer=JSONSerializer)
+
+
+def build_recall_worker(clients: Clients) -> RecallWorker:
+    return RecallWorker(
+        redis_client=clients.redis,
+        driver=clients.graph,
+        database=clients.graph_database,
+        requests_key=clients.settings.recall_requests_key,
+        changes_stream=clients.settings.changes_stream,
+        reply_ttl_s=clients.settings.recall_reply_ttl_s,
+    )

@@ -1,0 +1,5 @@
+import sys
+
+from turngraph.cli import main
+
+sys.exit(main())

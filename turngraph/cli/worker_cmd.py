@@ -1,0 +1,80 @@
+"""``turngraph worker ingest|recall|maintenance`` and ``turngraph services``: Procfile entries."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import threading
+
+import structlog
+
+from turngraph.app import (
+    build_ingest_worker,
+    build_maintenance_worker,
+    build_pipeline,
+    build_recall_worker,
+)
+from turngraph.clients import build_clients
+from turngraph.embedded import EmbeddedServices
+from turngraph.logs import configure_logging
+from turngraph.settings import Settings
+from workers import runtime
+
+log = structlog.get_logger(__name__)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings)
+    clients = build_clients(settings)
+    try:
+        if args.kind == "recall":
+            recall = build_recall_worker(clients)
+            recall.bootstrap()
+            signal.signal(signal.SIGTERM, lambda *_: recall.stop())
+            try:
+                recall.run()
+            except KeyboardInterrupt:
+                recall.stop()
+            return 0
+        if args.kind == "ingest":
+            runtime.install(build_pipeline(clients))
+            worker = build_ingest_worker(clients)
+        else:
+            runtime.install(build_pipeline(clients))
+            worker = build_maintenance_worker(clients)
+        worker.work(burst=args.burst, with_scheduler=False, logging_level=settings.log_level)
+        return 0
+    finally:
+        clients.close()
+
+
+def run_services(args: argparse.Namespace) -> int:
+    """Start the embedded Redis and graph servers and keep them up until signalled."""
+    settings = Settings()
+    configure_logging(settings)
+    if not settings.embedded:
+        log.info("embedded_services_not_needed", reason="urls configured")
+        return 0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with EmbeddedServices(settings.data_dir) as endpoints:
+        log.info(
+            "embedded_services_ready",
+            redis=endpoints.redis_url,
+            graph=endpoints.graph_uri,
+            studio=endpoints.studio_url,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    worker = subparsers.add_parser("worker", help="run an ingest, recall or maintenance worker")
+    worker.add_argument("kind", choices=["ingest", "recall", "maintenance"])
+    worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    worker.set_defaults(handler=run_worker)
+    services = subparsers.add_parser("services", help="run the embedded Redis and graph servers")
+    services.set_defaults(handler=run_services)

@@ -1,0 +1,85 @@
+"""A short demo conversation, published through the real producer path and recalled."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import redis
+
+from producers.bounded_queue import is_ingested
+from producers.recall_client import RecallClient
+from schemas.recall import RecallResponse
+from schemas.turn_event import ClientInfo, TurnEvent
+
+DEMO_SESSION = "demo-session-1"
+DEMO_WORKSPACE = "demo-workspace"
+DEMO_USER = "demo-user"
+
+DEMO_TURNS = (
+    (
+        "user",
+        "The ingest worker crashes on job ids with dots. See src/queue/jobs.py on "
+        "branch fix/job-ids, issue #42.",
+    ),
+    (
+        "assistant",
+        "RQ validates job ids; ids must match [A-Za-z0-9_-]+. I changed "
+        "`make_job_id` in src/queue/jobs.py to hash the event id.",
+    ),
+    ("user", "decision: we use Valkey with maxmemory-policy noeviction for the ingest queue."),
+    (
+        "assistant",
+        "Noted. With noeviction, Redis refuses writes when full instead of silently "
+        "evicting job hashes, so the bounded queue's drop counters stay exact.",
+    ),
+    ("user", "preference: (user) answer with short code examples, tabs not spaces."),
+)
+
+DEMO_QUESTION = "which eviction policy did we choose for the queue?"
+
+
+def demo_events(now: datetime | None = None) -> list[TurnEvent]:
+    start = (now or datetime.now(UTC)) - timedelta(minutes=len(DEMO_TURNS))
+    return [
+        TurnEvent(
+            session_id=DEMO_SESSION,
+            workspace=DEMO_WORKSPACE,
+            user=DEMO_USER,
+            turn_index=index,
+            role=role,
+            content=content,
+            occurred_at=start + timedelta(minutes=index),
+            client=ClientInfo(name="turngraph-demo", version="1"),
+        )
+        for index, (role, content) in enumerate(DEMO_TURNS)
+    ]
+
+
+def wait_until_ingested(conn: redis.Redis, events: list[TurnEvent], timeout_s: float) -> bool:
+    """Ingest is asynchronous: poll the ingested markers the workers set."""
+    deadline = time.monotonic() + timeout_s
+    while not all(is_ingested(conn, event.event_id) for event in events):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)  # the demo polls the way an impatient user would
+    return True
+
+
+def ask(client: RecallClient) -> RecallResponse:
+    return client.recall(
+        DEMO_QUESTION, session_id=DEMO_SESSION, workspace=DEMO_WORKSPACE, user=DEMO_USER
+    )
+
+
+def render(response: RecallResponse) -> str:
+    lines = [f"Q: {DEMO_QUESTION}"]
+    if not response.success:
+        lines.append(f"recall failed: {response.error_code} {response.user_message}")
+    for rank, result in enumerate(response.results, 1):
+        lines.append(
+            f"  {rank}. [{result.kind}, {result.scope}, score {result.score.final_score:.3f}] "
+            f"{result.text}"
+        )
+    lines.append(f"({response.result_count} results in {response.took_ms:.1f} ms)")
+    return "\n".join(lines)

@@ -1,0 +1,39 @@
+"""Entity identity: normalised names and the scope-qualified unique key."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SPACES = re.compile(r"\s+")
+_LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
+_REL_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+CASE_SENSITIVE_TYPES = frozenset({"File", "Symbol", "Branch", "Url"})
+"""Types whose names keep their case: `Foo.py` and `foo.py` are different files."""
+
+
+def normalise_name(entity_type: str, name: str) -> str:
+    """The key an entity is resolved on within its scope: trimmed, NFKC, spaces folded."""
+    text = _SPACES.sub(" ", unicodedata.normalize("NFKC", name)).strip().strip("`'\"")
+    if entity_type == "Commit":
+        return text.lower()[:12]
+    return text if entity_type in CASE_SENSITIVE_TYPES else text.casefold()
+
+
+def entity_uid(scope_key: str, entity_type: str, name_key: str) -> str:
+    """Unique across the whole graph: scope, type and normalised name."""
+    return f"{scope_key}|{entity_type}|{name_key}"
+
+
+def checked_label(label: str) -> str:
+    """Labels are interpolated into Cypher (no parameter form on both engines): allow-list."""
+    if not _LABEL.match(label):
+        raise ValueError("invalid node label")
+    return label
+
+
+def checked_rel_type(rel_type: str) -> str:
+    if not _REL_TYPE.match(rel_type):
+        raise ValueError("invalid relationship type")
+    return rel_type

@@ -1,0 +1,63 @@
+"""Idempotent schema setup (``IF NOT EXISTS``), run at every worker start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import neo4j
+import structlog
+
+from workers.graph.keys import checked_label
+
+log = structlog.get_logger(__name__)
+
+FIXED_CONSTRAINTS: tuple[tuple[str, str], ...] = (
+    ("Episode", "event_id"),
+    ("Session", "key"),
+    ("Workspace", "key"),
+    ("User", "key"),
+)
+"""(label, property) pairs that are unique regardless of the ontology."""
+
+FIXED_INDEXES: tuple[tuple[str, str], ...] = (
+    ("Episode", "session_id"),
+    ("Episode", "workspace"),
+    ("Episode", "user"),
+    ("Episode", "turn_index"),
+)
+"""Range indexes the hot paths look up by."""
+
+ENTITY_INDEXED_PROPERTIES = ("scope_key", "subject", "name_key")
+"""Range indexes on every entity label (scope listing, supersede, lookups by name)."""
+
+
+def schema_statements(entity_labels: Iterable[str]) -> list[str]:
+    statements = [
+        f"CREATE CONSTRAINT {label.lower()}_{prop} IF NOT EXISTS "
+        f"FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE"
+        for label, prop in FIXED_CONSTRAINTS
+    ]
+    statements += [
+        f"CREATE INDEX {label.lower()}_{prop} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})"
+        for label, prop in FIXED_INDEXES
+    ]
+    for label in sorted(set(entity_labels)):
+        checked_label(label)
+        statements.append(
+            f"CREATE CONSTRAINT {label.lower()}_uid IF NOT EXISTS "
+            f"FOR (n:{label}) REQUIRE n.uid IS UNIQUE"
+        )
+        statements += [
+            f"CREATE INDEX {label.lower()}_{prop} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})"
+            for prop in ENTITY_INDEXED_PROPERTIES
+        ]
+    return statements
+
+
+def ensure_schema(driver: neo4j.Driver, database: str | None, entity_labels: Iterable[str]) -> int:
+    """Create every constraint and index that is missing; returns how many were sent."""
+    statements = schema_statements(entity_labels)
+    for statement in statements:
+        driver.execute_query(statement, database_=database)
+    log.info("graph_schema_ready", statements=len(statements))
+    return len(statements)

@@ -1,0 +1,86 @@
+"""Every Cypher statement the hot paths send; each runs on Neo4j 5 and on ArcadeDB.
+
+Labels and relationship types come from the ontology allow-list and are formatted in
+(``{label}``); everything else is a parameter.
+"""
+
+UPSERT_WORKSPACES = """
+UNWIND $rows AS r
+MERGE (w:Workspace {key: r.workspace})
+ON CREATE SET w.created_at = r.occurred_at
+"""
+
+UPSERT_SESSIONS = """
+UNWIND $rows AS r
+MERGE (s:Session {key: r.session_id})
+ON CREATE SET s.workspace = r.workspace, s.user = r.user, s.started_at = r.occurred_at
+WITH s, r
+MATCH (w:Workspace {key: r.workspace})
+MERGE (s)-[:IN_WORKSPACE]->(w)
+"""
+
+UPSERT_EPISODES = """
+UNWIND $rows AS r
+MERGE (e:Episode {event_id: r.event_id})
+ON CREATE SET e.session_id = r.session_id, e.workspace = r.workspace, e.user = r.user,
+  e.turn_index = r.turn_index, e.role = r.role, e.speaker = r.speaker,
+  e.content = r.content, e.occurred_at = r.occurred_at, e.client = r.client,
+  e.importance = r.importance, e.tags = r.tags, e.git_branch = r.git_branch,
+  e.git_commit = r.git_commit, e.ingested_at = r.ingested_at,
+  e.name = r.caption
+WITH e, r
+MATCH (s:Session {key: r.session_id})
+MERGE (e)-[:IN_SESSION]->(s)
+"""
+
+LINK_EPISODE_CHAIN = """
+UNWIND $rows AS r
+MATCH (e:Episode {event_id: r.event_id})
+OPTIONAL MATCH (p:Episode {session_id: r.session_id, turn_index: r.turn_index - 1})
+OPTIONAL MATCH (n:Episode {session_id: r.session_id, turn_index: r.turn_index + 1})
+FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (p)-[:NEXT]->(e))
+FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END | MERGE (e)-[:NEXT]->(n))
+"""
+
+UPSERT_ENTITIES = """
+UNWIND $rows AS r
+MERGE (n:{label} {{uid: r.uid}})
+ON CREATE SET n.name = r.name, n.name_key = r.name_key, n.type = r.type,
+  n.scope = r.scope, n.scope_key = r.scope_key, n.workspace = r.workspace,
+  n.user = r.user, n.first_seen = r.occurred_at, n.status = r.status,
+  n.valid_at = r.occurred_at, n.summary = r.summary, n.subject = r.subject,
+  n.aliases = r.aliases, n.mentions = 0, n.episode_ids = []
+SET n.last_seen = r.occurred_at
+"""
+
+LINK_MENTIONS = """
+UNWIND $rows AS r
+MATCH (e:Episode {{event_id: r.event_id}})
+MATCH (n:{label} {{uid: r.uid}})
+MERGE (e)-[m:MENTIONS]->(n)
+ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.event_id
+"""
+
+UPSERT_FACTS = """
+UNWIND $rows AS r
+MATCH (a:{source_label} {{uid: r.source_uid}})
+MATCH (b:{target_label} {{uid: r.target_uid}})
+MERGE (a)-[f:{rel_type}]->(b)
+ON CREATE SET f.valid_at = r.occurred_at, f.status = 'Active', f.episode_ids = [r.event_id],
+  f.statement = r.statement, f.scope_key = r.scope_key
+ON MATCH SET f.episode_ids = CASE WHEN r.event_id IN f.episode_ids THEN f.episode_ids
+  ELSE f.episode_ids + r.event_id END
+"""
+
+SUPERSEDE_DECISIONS = """
+UNWIND $rows AS r
+MATCH (new:Decision {uid: r.uid})
+MATCH (old:Decision {scope_key: r.scope_key, subject: r.subject})
+WHERE old.uid <> new.uid AND old.status = 'Active' AND old.valid_at < new.valid_at
+SET old.status = 'Superseded', old.invalid_at = new.valid_at
+MERGE (new)-[s:SUPERSEDES]->(old)
+ON CREATE SET s.valid_at = new.valid_at, s.episode_ids = [r.event_id]
+RETURN old.uid AS superseded_uid, new.uid AS by_uid
+"""
+
+EPISODE_EXISTS = "MATCH (e:Episode {event_id: $event_id}) RETURN count(e) AS n"

@@ -1,0 +1,185 @@
+"""All writes of one ingest batch, in one transaction, batched with UNWIND."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import neo4j
+import structlog
+
+from schemas.turn_event import TurnEvent
+from workers.extraction.models import ExtractedEntity, Extraction
+from workers.graph import statements as cypher
+from workers.graph.keys import checked_label, checked_rel_type, entity_uid, normalise_name
+from workers.graph.retry import run_write
+
+log = structlog.get_logger(__name__)
+
+USER_SCOPED_TYPES = frozenset({"Preference", "Terminology", "Person"})
+"""Entity types that belong to the user, not the workspace, unless a directive says otherwise."""
+
+CAPTION_CHARS = 60
+"""Length of the ``name`` caption an Episode shows in Neo4j Browser."""
+
+
+def iso(moment: datetime) -> str:
+    """Timestamps are stored as fixed-format UTC ISO strings: portable and sortable."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class WriteReport:
+    episodes: int = 0
+    entities: int = 0
+    facts: int = 0
+    dropped: int = 0
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+
+
+def entity_scope(entity: ExtractedEntity, event: TurnEvent) -> tuple[str, str]:
+    """(scope name, scope key) an entity is resolved in."""
+    marker = entity.attributes.get("scope")
+    if marker == "user" or (marker is None and entity.type in USER_SCOPED_TYPES):
+        return "user", event.user
+    return "workspace", event.workspace
+
+
+def _ref_key(entity_type: str, name: str) -> tuple[str, str]:
+    return entity_type, normalise_name(entity_type, name)
+
+
+def _episode_row(event: TurnEvent, ingested_at: str) -> dict[str, Any]:
+    return {
+        "event_id": event.event_id,
+        "session_id": event.session_id,
+        "workspace": event.workspace,
+        "user": event.user,
+        "turn_index": event.turn_index,
+        "role": event.role.value,
+        "speaker": event.speaker,
+        "content": event.content,
+        "caption": event.content[:CAPTION_CHARS],
+        "occurred_at": iso(event.occurred_at),
+        "client": f"{event.client.name}/{event.client.version}",
+        "importance": event.importance,
+        "tags": list(event.tags),
+        "git_branch": event.git.branch if event.git else None,
+        "git_commit": event.git.commit if event.git else None,
+        "ingested_at": ingested_at,
+    }
+
+
+class GraphWriter:
+    """Writes episodes, entities, mentions and facts; restricted to known labels/types."""
+
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        database: str | None,
+        *,
+        entity_labels: Collection[str],
+        relation_types: Collection[str],
+    ) -> None:
+        self._driver = driver
+        self._database = database
+        self._labels = frozenset(checked_label(label) for label in entity_labels)
+        self._relations = frozenset(checked_rel_type(rel) for rel in relation_types)
+
+    def write(self, batch: Sequence[tuple[TurnEvent, Extraction]]) -> WriteReport:
+        report = WriteReport()
+        now = iso(datetime.now(UTC))
+        episodes = [_episode_row(event, now) for event, _ in batch]
+        entities: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        mentions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        facts: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+        decisions: list[dict[str, Any]] = []
+        for event, extraction in batch:
+            uids: dict[tuple[str, str], str] = {}
+            occurred_at = iso(event.occurred_at)
+            for entity in extraction.entities:
+                if entity.type not in self._labels:
+                    report.dropped += 1
+                    continue
+                scope, scope_key = entity_scope(entity, event)
+                name_key = normalise_name(entity.type, entity.name)
+                uid = entity_uid(scope_key, entity.type, name_key)
+                uids[_ref_key(entity.type, entity.name)] = uid
+                subject = entity.attributes.get("subject")
+                entities[entity.type].setdefault(
+                    uid,
+                    {
+                        "uid": uid,
+                        "name": entity.name,
+                        "name_key": name_key,
+                        "type": entity.type,
+                        "scope": scope,
+                        "scope_key": scope_key,
+                        "workspace": event.workspace,
+                        "user": event.user,
+                        "occurred_at": occurred_at,
+                        "status": "Active",
+                        "summary": entity.summary,
+                        "subject": normalise_name("Topic", subject) if subject else None,
+                        "aliases": list(entity.aliases),
+                    },
+                )
+                mentions[entity.type].append({"event_id": event.event_id, "uid": uid})
+                if entity.type == "Decision" and subject:
+                    decisions.append(
+                        {
+                            "uid": uid,
+                            "scope_key": scope_key,
+                            "event_id": event.event_id,
+                            "subject": normalise_name("Topic", subject),
+                        }
+                    )
+            for fact in extraction.facts:
+                source = uids.get(
+                    (fact.source.type, normalise_name(fact.source.type, fact.source.name))
+                )
+                target = uids.get(
+                    (fact.target.type, normalise_name(fact.target.type, fact.target.name))
+                )
+                if source is None or target is None or fact.relation not in self._relations:
+                    report.dropped += 1
+                    continue
+                facts[(fact.source.type, fact.relation, fact.target.type)].append(
+                    {
+                        "source_uid": source,
+                        "target_uid": target,
+                        "event_id": event.event_id,
+                        "occurred_at": occurred_at,
+                        "statement": fact.statement,
+                        "scope_key": source.split("|", 1)[0],
+                    }
+                )
+
+        def work(tx: neo4j.ManagedTransaction) -> list[tuple[str, str]]:
+            tx.run(cypher.UPSERT_WORKSPACES, rows=episodes).consume()
+            tx.run(cypher.UPSERT_SESSIONS, rows=episodes).consume()
+            tx.run(cypher.UPSERT_EPISODES, rows=episodes).consume()
+            tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
+            for label in sorted(entities):
+                rows = list(entities[label].values())
+                tx.run(cypher.UPSERT_ENTITIES.format(label=label), rows=rows).consume()
+                tx.run(cypher.LINK_MENTIONS.format(label=label), rows=mentions[label]).consume()
+            for (source_label, rel_type, target_label), rows in sorted(facts.items()):
+                statement = cypher.UPSERT_FACTS.format(
+                    source_label=source_label, rel_type=rel_type, target_label=target_label
+                )
+                tx.run(statement, rows=rows).consume()
+            superseded: list[tuple[str, str]] = []
+            if decisions:
+                result = tx.run(cypher.SUPERSEDE_DECISIONS, rows=decisions)
+                superseded = [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
+            return superseded
+
+        report.superseded = run_write(self._driver, self._database, work)
+        report.episodes = len(episodes)
+        report.entities = sum(len(rows) for rows in entities.values())
+        report.facts = sum(len(rows) for rows in facts.values())
+        return report
