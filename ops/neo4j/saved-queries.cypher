@@ -17,31 +17,38 @@ ORDER BY e.turn_index, e.occurred_at;
 // name: Session graph
 // The same session drawn as a graph: the chain of turns and everything they mention.
 :param session_id => 'SESSION-KEY';
-MATCH (s:Session {session_id: $session_id})<-[:IN_SESSION]-(e:Episode)
+MATCH (s:Session {key: $session_id})<-[:IN_SESSION]-(e:Episode)
 OPTIONAL MATCH chain = (e)-[:NEXT]->(:Episode)
 OPTIONAL MATCH mention = (e)-[:MENTIONS]->()
 RETURN s, e, chain, mention;
 
 // name: What was decided about X, and what superseded it
-// Decisions whose name or summary mention the topic, or that apply to something named
-// like it; newest first, each with the decision that replaced it (if any) and the turns
-// that stated it.
+// Decisions whose name, subject or summary mention the topic, or that apply to something
+// named like it; newest first, with the decision that replaced each (if any) and the
+// turns that stated it (source_event_ids: run "Where a turn came from" on one).
 :param about => 'retry';
 MATCH (d:Decision)
 WHERE toLower(d.name) CONTAINS toLower($about)
+   OR toLower(coalesce(d.subject, '')) CONTAINS toLower($about)
    OR toLower(coalesce(d.summary, '')) CONTAINS toLower($about)
    OR EXISTS {
         MATCH (d)-[:APPLIES_TO|IMPACTS|HAS_TOPIC]->(t)
         WHERE toLower(t.name) CONTAINS toLower($about)
       }
-OPTIONAL MATCH (newer:Decision)-[sup:SUPERSEDES]->(d)
-OPTIONAL MATCH (e:Episode)-[:MENTIONS]->(d)
-WITH d, newer, sup, e ORDER BY e.occurred_at
-RETURN d.name AS decision,
-       CASE WHEN newer IS NULL THEN 'Active' ELSE 'Superseded' END AS status,
-       newer.name AS superseded_by, sup.valid_at AS superseded_at,
-       min(e.occurred_at) AS first_stated, collect(DISTINCT e.event_id) AS source_event_ids
-ORDER BY first_stated DESC;
+OPTIONAL MATCH (newer:Decision)-[:SUPERSEDES]->(d)
+RETURN d.name AS decision, d.status AS status, d.subject AS subject,
+       d.valid_at AS decided_at, d.invalid_at AS superseded_at,
+       newer.name AS superseded_by, d.scope_key AS workspace,
+       d.episode_ids AS source_event_ids
+ORDER BY d.valid_at DESC;
+
+// name: Where a turn came from
+// One turn by its event id (the source_event_ids other queries return), with its session.
+:param event_id => 'EVENT-ID';
+MATCH (e:Episode {event_id: $event_id})
+OPTIONAL MATCH (e)-[:IN_SESSION]->(s:Session)
+RETURN e.session_id AS session_id, e.turn_index AS turn, e.role AS role,
+       e.occurred_at AS at, e.content AS content, s.started_at AS session_started;
 
 // name: Everything about a file
 // A file, every fact that touches it (in either direction), and the turns that mention it.
@@ -79,16 +86,17 @@ ORDER BY mentions DESC
 LIMIT 25;
 
 // name: Recent decisions
-// Decisions of the last days (default 14), newest first, with what they apply to.
+// Decisions of the last days (default 14), newest first, with what they apply to and
+// whether a later decision superseded them. Timestamps are stored as UTC ISO strings.
 :param days => 14;
-MATCH (e:Episode)-[:MENTIONS]->(d:Decision)
-WHERE e.occurred_at >= datetime() - duration({days: $days})
+MATCH (d:Decision)
+WHERE datetime(d.valid_at) >= datetime() - duration({days: $days})
 OPTIONAL MATCH (d)-[:APPLIES_TO|IMPACTS]->(t)
 OPTIONAL MATCH (newer:Decision)-[:SUPERSEDES]->(d)
-RETURN d.name AS decision, max(e.occurred_at) AS stated_at,
+RETURN d.name AS decision, d.status AS status, d.valid_at AS decided_at,
        collect(DISTINCT t.name) AS applies_to, newer.name AS superseded_by,
-       collect(DISTINCT e.session_id) AS sessions
-ORDER BY stated_at DESC
+       d.scope_key AS workspace
+ORDER BY decided_at DESC
 LIMIT 50;
 
 // name: Where a fact came from

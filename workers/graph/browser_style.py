@@ -49,9 +49,9 @@ class RelationshipStyle:
 
 STRUCTURAL_NODES: tuple[NodeStyle, ...] = (
     NodeStyle("Episode", "#C9D1D9", "{role} #{turn_index}", 35),
-    NodeStyle("Session", "#57606A", "{session_id}", 65),
-    NodeStyle("Workspace", "#24292F", "{workspace}", 80),
-    NodeStyle("User", "#8250DF", "{user}", 70),
+    NodeStyle("Session", "#57606A", "{key}", 65),
+    NodeStyle("Workspace", "#24292F", "{key}", 80),
+    NodeStyle("User", "#8250DF", "{key}", 70),
     NodeStyle("Summary", "#54AEFF", "{topic}", 55),
     NodeStyle("DecisionRecord", "#CF222E", "{topic}", 60),
     NodeStyle("Memory", "#BF8700", "{kind}", 55),

@@ -1,0 +1,183 @@
+"""What belongs to a scope, read out of the graph: for export, forget and the HTML view.
+
+A scope's subgraph is its own nodes (the scope node, its sessions and episodes, entities
+resolved in it, summaries and memories kept in it) plus the entities its episodes
+mention, and every relationship between two of those nodes. Every statement runs on
+Neo4j 5 and on the embedded engine; lookups go by indexed keys or by element id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import neo4j
+
+from workers.graph.neo4j_only import quote_identifier
+
+FETCH_BATCH = 1_000
+"""Element ids per round trip when reading nodes and relationships."""
+
+
+class Scope(StrEnum):
+    SESSION = "session"
+    WORKSPACE = "workspace"
+    USER = "user"
+
+
+EPISODE_SCOPE_PROPERTY: dict[Scope, str] = {
+    Scope.SESSION: "session_id",
+    Scope.WORKSPACE: "workspace",
+    Scope.USER: "user",
+}
+"""The Episode property holding each scope's key (range-indexed)."""
+
+SCOPE_LABEL: dict[Scope, str] = {
+    Scope.SESSION: "Session",
+    Scope.WORKSPACE: "Workspace",
+    Scope.USER: "User",
+}
+"""The node that stands for the scope itself, keyed by ``key``."""
+
+DERIVED_LABELS: tuple[str, ...] = ("Summary", "DecisionRecord", "Memory")
+"""Nodes made from a scope's turns; they carry the scope's keys like episodes do."""
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    element_id: str
+    labels: tuple[str, ...]
+    properties: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GraphRelationship:
+    element_id: str
+    type: str
+    start: str
+    end: str
+    properties: dict[str, Any]
+
+
+@dataclass
+class Subgraph:
+    nodes: list[GraphNode] = field(default_factory=list)
+    relationships: list[GraphRelationship] = field(default_factory=list)
+    episode_ids: list[str] = field(default_factory=list)
+    """``event_id`` of every episode of the scope (not of mentioned neighbours)."""
+
+
+def _ids(driver: neo4j.Driver, database: str | None, query: str, **params: Any) -> list[str]:
+    records, _, _ = driver.execute_query(
+        query, params, database_=database, routing_=neo4j.RoutingControl.READ
+    )
+    return [record["id"] for record in records]
+
+
+def own_node_ids(
+    driver: neo4j.Driver,
+    database: str | None,
+    scope: Scope,
+    key: str,
+    entity_labels: Iterable[str],
+) -> list[str]:
+    """Element ids of the nodes that belong to the scope itself (forget deletes these)."""
+    prop = quote_identifier(EPISODE_SCOPE_PROPERTY[scope])
+    queries = [
+        f"MATCH (n:{SCOPE_LABEL[scope]} {{key: $key}}) RETURN elementId(n) AS id",
+        f"MATCH (n:Episode {{{prop}: $key}}) RETURN elementId(n) AS id",
+    ]
+    if scope is not Scope.SESSION:
+        queries.append(f"MATCH (n:Session) WHERE n.{prop} = $key RETURN elementId(n) AS id")
+        queries += [
+            f"MATCH (n:{quote_identifier(label)} {{scope_key: $key}}) RETURN elementId(n) AS id"
+            for label in sorted(set(entity_labels))
+        ]
+    derived_prop = "scope_key" if scope is not Scope.SESSION else "session_id"
+    queries += [
+        f"MATCH (n:{label}) WHERE n.{derived_prop} = $key RETURN elementId(n) AS id"
+        for label in DERIVED_LABELS
+    ]
+    seen: dict[str, None] = {}
+    for query in queries:
+        for element_id in _ids(driver, database, query, key=key):
+            seen.setdefault(element_id, None)
+    return list(seen)
+
+
+def mentioned_ids(driver: neo4j.Driver, database: str | None, node_ids: Sequence[str]) -> list[str]:
+    """Element ids of what the given episodes mention."""
+    found: dict[str, None] = {}
+    for start in range(0, len(node_ids), FETCH_BATCH):
+        for element_id in _ids(
+            driver,
+            database,
+            "UNWIND $ids AS id MATCH (e:Episode) WHERE elementId(e) = id "
+            "MATCH (e)-[:MENTIONS]->(x) RETURN DISTINCT elementId(x) AS id",
+            ids=list(node_ids[start : start + FETCH_BATCH]),
+        ):
+            found.setdefault(element_id, None)
+    return list(found)
+
+
+def read_nodes(driver: neo4j.Driver, database: str | None, ids: Sequence[str]) -> list[GraphNode]:
+    nodes: list[GraphNode] = []
+    for start in range(0, len(ids), FETCH_BATCH):
+        records, _, _ = driver.execute_query(
+            "UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id "
+            "RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS properties",
+            ids=list(ids[start : start + FETCH_BATCH]),
+            database_=database,
+            routing_=neo4j.RoutingControl.READ,
+        )
+        nodes += [
+            GraphNode(r["id"], tuple(sorted(r["labels"])), dict(r["properties"])) for r in records
+        ]
+    return nodes
+
+
+def read_relationships_among(
+    driver: neo4j.Driver, database: str | None, ids: Sequence[str]
+) -> list[GraphRelationship]:
+    """Every relationship whose two ends are both in ``ids``."""
+    members = set(ids)
+    found: dict[str, GraphRelationship] = {}
+    for start in range(0, len(ids), FETCH_BATCH):
+        records, _, _ = driver.execute_query(
+            "UNWIND $ids AS id MATCH (a) WHERE elementId(a) = id MATCH (a)-[r]->(b) "
+            "RETURN elementId(r) AS id, type(r) AS type, elementId(a) AS start, "
+            "elementId(b) AS end, properties(r) AS properties",
+            ids=list(ids[start : start + FETCH_BATCH]),
+            database_=database,
+            routing_=neo4j.RoutingControl.READ,
+        )
+        for r in records:
+            if r["end"] in members:
+                found[r["id"]] = GraphRelationship(
+                    r["id"], r["type"], r["start"], r["end"], dict(r["properties"])
+                )
+    return list(found.values())
+
+
+def read_scope(
+    driver: neo4j.Driver,
+    database: str | None,
+    scope: Scope,
+    key: str,
+    entity_labels: Iterable[str],
+) -> Subgraph:
+    """The scope's subgraph: its own nodes, what its episodes mention, and the
+    relationships among all of them."""
+    own = own_node_ids(driver, database, scope, key, entity_labels)
+    ids = list(dict.fromkeys([*own, *mentioned_ids(driver, database, own)]))
+    nodes = read_nodes(driver, database, ids)
+    relationships = read_relationships_among(driver, database, ids)
+    own_set = set(own)
+    episode_ids = [
+        str(n.properties["event_id"])
+        for n in nodes
+        if "Episode" in n.labels and n.element_id in own_set and "event_id" in n.properties
+    ]
+    return Subgraph(nodes=nodes, relationships=relationships, episode_ids=episode_ids)
