@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from enum import IntEnum
 from importlib.resources import files
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from redis.commands.core import Script
@@ -60,9 +60,12 @@ COMPRESS_ABOVE_BYTES = 2048
 plain JSON, which RQ's ``Job.restore`` reads through its uncompressed fallback. Compressing
 a 1 kB turn costs ~30 µs for no memory gain, half the producer's per-event budget."""
 
+DESCRIPTION_PREFIX = "ingest_turn("
+"""RQ's ``description`` of a job is this, the event id and ``)``: never chat text (RQ's
+default would put 75 characters of every argument into Redis and the worker's log)."""
+
 _RQ_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _DATA_TAIL = b"], {}]"
-_SCRIPT_HEAD_ARGS = 9
 
 
 class Outcome(IntEnum):
@@ -73,13 +76,11 @@ class Outcome(IntEnum):
     DUPLICATE = 3
 
 
-@dataclass(frozen=True)
-class PreparedJob:
+class PreparedJob(NamedTuple):
     """Everything the script needs for one event; built off the caller's thread."""
 
     job_id: str
     data: bytes
-    created_at: str
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,8 @@ def job_id_for(event_id: str) -> str:
 
 
 def job_description(event_id: str) -> str:
-    """RQ's ``description``: the call with the event id only, never chat text."""
-    return f"ingest_turn({event_id})"
+    """RQ's ``description`` of the event's job (written by the script)."""
+    return f"{DESCRIPTION_PREFIX}{event_id})"
 
 
 def job_data(event_json: bytes, function: str = INGEST_FUNCTION) -> bytes:
@@ -153,14 +154,10 @@ def job_data(event_json: bytes, function: str = INGEST_FUNCTION) -> bytes:
     return data
 
 
-def prepare_job(
-    event: TurnEvent, created_at_s: float, function: str = INGEST_FUNCTION
-) -> PreparedJob:
+def prepare_job(event: TurnEvent, function: str = INGEST_FUNCTION) -> PreparedJob:
     """Serialize one (already redacted) event for the script."""
     return PreparedJob(
-        job_id=job_id_for(event.event_id),
-        data=job_data(event.model_dump_json().encode(), function),
-        created_at=rq_timestamp(created_at_s),
+        job_id_for(event.event_id), job_data(event.model_dump_json().encode(), function)
     )
 
 
@@ -214,7 +211,6 @@ class BoundedQueue:
         self.policy = DropPolicy(policy)
         self.queue_key = RQ_QUEUE_PREFIX + name
         self.stats_key = STATS_KEY_TEMPLATE.format(queue=name)
-        self._failed_key = RQ_FAILED_PREFIX + name
         self._head = [
             str(max_length),
             self.policy.value,
@@ -223,24 +219,38 @@ class BoundedQueue:
             str(result_ttl_s),
             str(failure_ttl_s),
         ]
+        self._keys = [self.queue_key, RQ_QUEUES_KEY, self.stats_key, RQ_FAILED_PREFIX + name]
         self._script: Script = conn.register_script(_load_script_source())
 
+    @property
+    def script_sha(self) -> str:
+        """SHA1 of the enqueue script (for EVALSHA)."""
+        return str(self._script.sha)
+
+    @property
+    def script_source(self) -> str:
+        """The enqueue script's Lua source (for SCRIPT LOAD)."""
+        return str(self._script.script)
+
+    def prepare(self, event: TurnEvent) -> PreparedJob:
+        """Serialize one (already redacted) event for this queue's job function."""
+        return prepare_job(event, self.function)
+
     def script_call(
-        self, jobs: Sequence[PreparedJob], dropped_local: int = 0, enqueued_at_s: float = 0.0
+        self, jobs: Sequence[PreparedJob], dropped_local: int = 0
     ) -> tuple[list[str], list[Any]]:
         """KEYS and ARGV of one script call for ``jobs`` (for callers that pipeline)."""
-        keys: list[str] = [self.queue_key, RQ_QUEUES_KEY, self.stats_key, self._failed_key]
         args: list[Any] = [
             *self._head,
-            rq_timestamp(enqueued_at_s) if enqueued_at_s else rq_timestamp(_now()),
+            rq_timestamp(time.time()),
             RQ_JOB_PREFIX,
+            INGESTED_KEY_PREFIX,
+            DESCRIPTION_PREFIX,
             dropped_local,
         ]
         for job in jobs:
-            keys.append(RQ_JOB_PREFIX + job.job_id)
-            keys.append(INGESTED_KEY_PREFIX + job.job_id)
-            args.extend((job.job_id, job.data, job.created_at, job_description(job.job_id)))
-        return keys, args
+            args += job
+        return self._keys, args
 
     def run_script(
         self,
@@ -259,13 +269,9 @@ class BoundedQueue:
         codes = [int(code) for code in reply]
         return BatchResult(outcomes=tuple(Outcome(c) for c in codes[:-1]), evicted=codes[-1])
 
-    def enqueue_many(
-        self, events: Sequence[TurnEvent], created_at_s: float | None = None
-    ) -> BatchResult:
+    def enqueue_many(self, events: Sequence[TurnEvent]) -> BatchResult:
         """Enqueue already-redacted events in one atomic step; raises redis errors."""
-        created = created_at_s if created_at_s is not None else _now()
-        jobs = [prepare_job(event, created, self.function) for event in events]
-        return self.parse_reply(self.run_script(jobs))
+        return self.parse_reply(self.run_script([self.prepare(event) for event in events]))
 
     def enqueue(self, event: TurnEvent) -> Outcome:
         """Enqueue one already-redacted event; raises redis errors."""
@@ -289,7 +295,3 @@ def read_stats(conn: redis.Redis, queue_name: str) -> QueueStats:
     known = {f.name for f in fields(QueueStats)}
     counters = {k.decode(): int(v) for k, v in raw.items() if k.decode() in known}
     return QueueStats(**counters, length=int(length))
-
-
-def _now() -> float:
-    return time.time()

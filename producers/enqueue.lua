@@ -6,18 +6,21 @@
 --
 -- KEYS[1] queue list (rq:queue:<name>)   KEYS[2] rq:queues   KEYS[3] stats hash
 -- KEYS[4] failed registry (rq:failed:<name>)
--- then two keys per event: KEYS[3 + 2i] job hash, KEYS[4 + 2i] ingested marker
 --
 -- ARGV[1] max length  ARGV[2] policy (drop_newest | drop_oldest)  ARGV[3] origin (queue name)
--- ARGV[4] timeout  ARGV[5] result_ttl  ARGV[6] failure_ttl  ARGV[7] enqueued_at
--- ARGV[8] job key prefix (rq:job:)  ARGV[9] local drops to add to the stats
--- then four arguments per event: job id, data, created_at, description
+-- ARGV[4] timeout  ARGV[5] result_ttl  ARGV[6] failure_ttl  ARGV[7] enqueued_at (= created_at:
+-- the job object is made when the batch is sent)  ARGV[8] job key prefix (rq:job:)
+-- ARGV[9] ingested marker prefix  ARGV[10] description prefix  ARGV[11] local drops to count
+-- then two arguments per event: job id, data
+--
+-- Job and marker keys are built here from their prefixes, as RQ's own scripts do; like RQ,
+-- this needs a standalone Redis (or Sentinel), not Cluster.
 --
 -- Returns one code per event: 1 enqueued, 2 dropped (drop_newest), 3 duplicate;
 -- followed by the number of older jobs evicted (drop_oldest).
 
-local HEAD = 9
-local PER_EVENT = 4
+local HEAD = 11
+local PER_EVENT = 2
 local ENQUEUED, DROPPED_NEWEST, DUPLICATE = 1, 2, 3
 -- A job in one of these states is (or was) on its way to the graph: a duplicate.
 -- failed / stopped / canceled jobs may be published again.
@@ -27,8 +30,8 @@ local queue_key, queues_key, stats_key, failed_key = KEYS[1], KEYS[2], KEYS[3], 
 local max_len = tonumber(ARGV[1])
 local drop_oldest = ARGV[2] == 'drop_oldest'
 local origin, timeout, result_ttl, failure_ttl = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local enqueued_at, job_prefix = ARGV[7], ARGV[8]
-local dropped_local = tonumber(ARGV[9])
+local enqueued_at, job_prefix, marker_prefix, description_prefix = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local dropped_local = tonumber(ARGV[11])
 
 local n = (#ARGV - HEAD) / PER_EVENT
 local codes = {}
@@ -39,8 +42,8 @@ local length = redis.call('LLEN', queue_key)
 
 for i = 1, n do
   local a = HEAD + (i - 1) * PER_EVENT
-  local job_id, data, created_at, description = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local job_key, marker_key = KEYS[3 + 2 * i], KEYS[4 + 2 * i]
+  local job_id, data = ARGV[a + 1], ARGV[a + 2]
+  local job_key, marker_key = job_prefix .. job_id, marker_prefix .. job_id
   local status = redis.call('HGET', job_key, 'status')
   if redis.call('EXISTS', marker_key) == 1 or (status and LIVE[status]) then
     duplicates = duplicates + 1
@@ -63,7 +66,7 @@ for i = 1, n do
     end
     redis.call('HSET', job_key,
       'status', 'queued',
-      'created_at', created_at,
+      'created_at', enqueued_at,
       'data', data,
       'success_callback_name', '',
       'failure_callback_name', '',
@@ -74,7 +77,7 @@ for i = 1, n do
       'worker_name', '',
       'group_id', '',
       'origin', origin,
-      'description', description,
+      'description', description_prefix .. job_id .. ')',
       'enqueued_at', enqueued_at,
       'timeout', timeout,
       'result_ttl', result_ttl,

@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     max_queue_length: int = Field(default=100_000, ge=1)
     drop_policy: DropPolicy = DropPolicy.DROP_NEWEST
     job_timeout_s: int = Field(default=120, ge=1)
+    publish_buffer_size: int = Field(default=10_000, ge=1)
+    """Events one producer buffers while Redis is away; beyond it new ones are dropped."""
 
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None

@@ -1,0 +1,65 @@
+"""Publisher with nothing listening: publish stays fast, never raises, drops are counted."""
+
+from __future__ import annotations
+
+import time
+
+from producers.publisher import Publisher
+from tests.support.turn_factory import make_turn
+from turngraph.embedded.process import free_port
+
+BUDGET_S = 0.001
+
+
+def _dead_publisher(**kw: object) -> Publisher:
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    return Publisher(redis_url=url, min_backoff_ms=5, max_backoff_ms=20, **kw)  # type: ignore[arg-type]
+
+
+def test_publish_without_redis_is_fast_and_never_raises() -> None:
+    pub = _dead_publisher(buffer_size=50)
+    slowest = 0.0
+    results = []
+    for i in range(200):
+        start = time.perf_counter()
+        results.append(pub.publish(make_turn(i)))
+        slowest = max(slowest, time.perf_counter() - start)
+    stats = pub.close(timeout_s=0.05)
+    assert results.count(True) == 50 and results.count(False) == 150
+    assert stats.published == 200 and stats.buffered == 50 and stats.dropped_local == 150
+    assert stats.abandoned + stats.sent == 50 and stats.sent == 0
+    assert slowest < 50 * BUDGET_S  # generous: a loaded CI box; the benchmark measures p99
+    assert not pub.redis_available
+
+
+def test_flush_times_out_instead_of_blocking() -> None:
+    pub = _dead_publisher()
+    pub.publish(make_turn(0))
+    start = time.monotonic()
+    assert pub.flush(timeout_s=0.05) is False
+    assert time.monotonic() - start < 1.0
+    pub.close(timeout_s=0.01)
+
+
+def test_no_consent_means_nothing_is_buffered() -> None:
+    pub = _dead_publisher(consent=lambda workspace: workspace == "w_allowed")
+    assert pub.publish(make_turn(0)) is False
+    assert pub.publish(make_turn(1, workspace="w_allowed")) is True
+    stats = pub.close(timeout_s=0.01)
+    assert (stats.not_consented, stats.buffered) == (1, 1)
+
+
+def test_a_broken_consent_check_counts_as_no_consent() -> None:
+    def broken(workspace: str) -> bool:
+        raise OSError("consent file unreadable")
+
+    pub = _dead_publisher(consent=broken)
+    assert pub.publish(make_turn(0)) is False
+    assert pub.close(timeout_s=0.01).not_consented == 1
+
+
+def test_publish_after_close_is_dropped_and_counted() -> None:
+    pub = _dead_publisher()
+    pub.close(timeout_s=0.01)
+    assert pub.publish(make_turn(0)) is False
+    assert pub.stats().dropped_closed == 1
