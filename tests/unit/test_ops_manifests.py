@@ -15,6 +15,7 @@ import pytest
 import yaml
 from rq import Queue
 
+from turngraph.cli import build_parser
 from turngraph.settings import DEFAULT_INGEST_QUEUE, Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +38,15 @@ def k8s_objects() -> list[dict[str, Any]]:
 
 def by_kind(kind: str) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in k8s_objects() if o["kind"] == kind}
+
+
+def assert_runs_process(argv: list[str], process: str) -> None:
+    """The container's arguments are a real ``turngraph`` command for that process."""
+    assert argv == ["worker", process]
+    args = build_parser().parse_args(argv)
+    assert (args.command, args.kind) == ("worker", process)
+    procfile = (REPO_ROOT / "Procfile").read_text()
+    assert f"{process}: turngraph {' '.join(argv)}" in procfile.splitlines()
 
 
 def settings_from(env: dict[str, str]) -> Settings:
@@ -74,7 +84,7 @@ def test_compose_processes_use_the_image_and_real_settings(
     compose: dict[str, Any], process: str
 ) -> None:
     service = compose["services"][process]
-    assert service["command"] == [process]
+    assert_runs_process(service["command"], process)
     context = (OPS / service["build"]["context"]).resolve()  # relative to the compose file
     assert context == REPO_ROOT.resolve()
     assert context / service["build"]["dockerfile"] == (OPS / "Dockerfile").resolve()
@@ -137,7 +147,7 @@ def test_deployments_run_their_process_with_probes(process: str) -> None:
     template = spec["template"]
     assert spec["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
     (container,) = template["spec"]["containers"]
-    assert container["args"] == [process]
+    assert_runs_process(container["args"], process)
     refs = {
         (kind, ref[f"{kind}Ref"]["name"])
         for ref in container["envFrom"]
