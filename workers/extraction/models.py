@@ -46,7 +46,13 @@ class ExtractedFact(BaseModel):
 
 
 class Extraction(BaseModel):
-    """Everything extracted from one turn; ``dropped`` counts what failed validation."""
+    """Everything extracted from one turn.
+
+    ``dropped`` counts entities and facts that failed validation against the ontology and
+    were left out; ``repaired`` counts those kept after a fix (a type alias mapped to its
+    type, a fact turned round to fit its relation's domain and range, a missing endpoint
+    entity added).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -54,6 +60,7 @@ class Extraction(BaseModel):
     entities: list[ExtractedEntity] = Field(default_factory=list)
     facts: list[ExtractedFact] = Field(default_factory=list)
     dropped: int = 0
+    repaired: int = 0
 
 
 class Extractor(Protocol):

@@ -1,0 +1,66 @@
+"""Our ontology, declared once in code (:mod:`schemas.ontology.catalog`).
+
+Generated from it: the extraction JSON Schema (:func:`response_format`), the prompt's
+type list, validation (``workers.extraction.validation``), Neo4j labels, relationship
+types and uniqueness keys (:func:`labels`, :func:`relationship_types`,
+:func:`uniqueness_keys`), and the Turtle export (``python -m schemas.ontology.export``).
+"""
+
+from __future__ import annotations
+
+from schemas.ontology.catalog import ONTOLOGY, ONTOLOGY_VERSION
+from schemas.ontology.errors import (
+    OntologyConflictError,
+    OntologyError,
+    OntologyFileEmptyError,
+    OntologyFileMissingError,
+    OntologyFileUnreadableError,
+    OntologyLoadError,
+    OntologyNamespaceError,
+    OntologyNoTriplesError,
+    OntologyParseError,
+)
+from schemas.ontology.json_schema import extraction_json_schema, response_format
+from schemas.ontology.model import ENTITY_KEY_PROPERTIES, EntityType, Ontology, RelationType
+from schemas.ontology.turtle import load_extension, to_turtle
+
+
+def labels() -> tuple[str, ...]:
+    """Neo4j node labels of our ontology, one per entity type."""
+    return ONTOLOGY.labels()
+
+
+def relationship_types() -> tuple[str, ...]:
+    """Neo4j relationship types of our ontology, one per relation."""
+    return ONTOLOGY.relationship_types()
+
+
+def uniqueness_keys() -> dict[str, tuple[str, ...]]:
+    """Per label, the properties a uniqueness constraint covers (scope, normalised name)."""
+    return ONTOLOGY.uniqueness_keys()
+
+
+__all__ = [
+    "ENTITY_KEY_PROPERTIES",
+    "ONTOLOGY",
+    "ONTOLOGY_VERSION",
+    "EntityType",
+    "Ontology",
+    "OntologyConflictError",
+    "OntologyError",
+    "OntologyFileEmptyError",
+    "OntologyFileMissingError",
+    "OntologyFileUnreadableError",
+    "OntologyLoadError",
+    "OntologyNamespaceError",
+    "OntologyNoTriplesError",
+    "OntologyParseError",
+    "RelationType",
+    "extraction_json_schema",
+    "labels",
+    "load_extension",
+    "relationship_types",
+    "response_format",
+    "to_turtle",
+    "uniqueness_keys",
+]

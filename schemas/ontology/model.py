@@ -1,0 +1,169 @@
+"""The shape of an ontology: entity types, relation types, and the lookups built on them.
+
+An :class:`Ontology` is immutable. Everything downstream (the extraction JSON Schema and
+prompt, validation, Neo4j labels and relationship types, uniqueness constraints, the
+Turtle export) is generated from one instance, normally :data:`schemas.ontology.ONTOLOGY`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+TYPE_NAME_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
+"""Entity type names are PascalCase: they become Neo4j labels and OWL class names."""
+
+RELATION_NAME_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+"""Relation names are UPPER_SNAKE: they become Neo4j relationship types."""
+
+ENTITY_KEY_PROPERTIES: tuple[str, ...] = ("scope", "key")
+"""Node properties that identify an entity within its label: the scope key and the
+normalised name (see :func:`normalize_name`). The graph writer creates one uniqueness
+constraint per label over these."""
+
+_SPACES = re.compile(r"\s+")
+_TRAILING_PUNCT = re.compile(r"[\s.,;:!?]+$")
+
+
+def _lookup_key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name).casefold()
+
+
+@dataclass(frozen=True)
+class EntityType:
+    """A node label. ``aliases`` are other names an extractor may use for the type."""
+
+    name: str
+    description: str
+    aliases: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    case_sensitive: bool = False
+    """Names of this type keep their case in the key (paths, branches, symbols)."""
+
+    def __post_init__(self) -> None:
+        if not TYPE_NAME_PATTERN.match(self.name):
+            raise ValueError(f"entity type name {self.name!r} is not PascalCase")
+
+
+@dataclass(frozen=True)
+class RelationType:
+    """A relationship type; ``domain`` and ``range`` are sets of entity type names."""
+
+    name: str
+    description: str
+    domain: frozenset[str]
+    range: frozenset[str]
+    aliases: tuple[str, ...] = ()
+    symmetric: bool = False
+
+    def __post_init__(self) -> None:
+        if not RELATION_NAME_PATTERN.match(self.name):
+            raise ValueError(f"relation name {self.name!r} is not UPPER_SNAKE")
+
+    def accepts(self, source_type: str, target_type: str) -> bool:
+        return source_type in self.domain and target_type in self.range
+
+
+@dataclass(frozen=True)
+class Ontology:
+    """A versioned set of entity and relation types with lookups by name and alias."""
+
+    version: int
+    entity_types: tuple[EntityType, ...]
+    relation_types: tuple[RelationType, ...]
+    namespace: str = "https://turngraph.dev/ontology#"
+    extends: tuple[str, ...] = field(default=())
+    """Sources this ontology was extended from (file names of loaded Turtle files)."""
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.entity_types]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate entity type names")
+        rel_names = [r.name for r in self.relation_types]
+        if len(set(rel_names)) != len(rel_names):
+            raise ValueError("duplicate relation names")
+        known = set(names)
+        for rel in self.relation_types:
+            unknown = (rel.domain | rel.range) - known
+            if unknown:
+                raise ValueError(f"relation {rel.name} names unknown types {sorted(unknown)}")
+
+    # -- lookups -------------------------------------------------------------------
+
+    @cached_property
+    def _entity_index(self) -> dict[str, EntityType]:
+        index: dict[str, EntityType] = {}
+        for etype in self.entity_types:
+            for alias in etype.aliases:
+                index.setdefault(_lookup_key(alias), etype)
+        for etype in self.entity_types:  # a type's own name always wins over an alias
+            index[_lookup_key(etype.name)] = etype
+        return index
+
+    @cached_property
+    def _relation_index(self) -> dict[str, RelationType]:
+        index: dict[str, RelationType] = {}
+        for rel in self.relation_types:
+            for alias in rel.aliases:
+                index.setdefault(_lookup_key(alias), rel)
+        for rel in self.relation_types:
+            index[_lookup_key(rel.name)] = rel
+        return index
+
+    def entity_type(self, name: str) -> EntityType | None:
+        """The entity type called ``name`` or one of its aliases (case-insensitive)."""
+        return self._entity_index.get(_lookup_key(name))
+
+    def relation_type(self, name: str) -> RelationType | None:
+        """The relation called ``name`` or one of its aliases (case-insensitive)."""
+        return self._relation_index.get(_lookup_key(name))
+
+    def entity_type_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.entity_types)
+
+    def relation_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.relation_types)
+
+    # -- what the graph owner uses ----------------------------------------------------
+
+    def labels(self) -> tuple[str, ...]:
+        """Neo4j node labels, one per entity type (the type name itself)."""
+        return self.entity_type_names()
+
+    def relationship_types(self) -> tuple[str, ...]:
+        """Neo4j relationship types, one per relation (the relation name itself)."""
+        return self.relation_names()
+
+    def uniqueness_keys(self) -> dict[str, tuple[str, ...]]:
+        """Per label, the node properties a uniqueness constraint must cover."""
+        return {label: ENTITY_KEY_PROPERTIES for label in self.labels()}
+
+    def normalize_name(self, type_name: str, name: str) -> str:
+        """The resolution key of an entity name: trimmed, whitespace collapsed, casefolded
+        unless the type is case-sensitive (paths, branches, symbols)."""
+        etype = self.entity_type(type_name)
+        key = _TRAILING_PUNCT.sub("", _SPACES.sub(" ", name).strip())
+        if etype is not None and etype.name == "File":
+            key = key.removeprefix("./")
+        if etype is None or not etype.case_sensitive:
+            key = key.casefold()
+        return key
+
+    # -- extension ---------------------------------------------------------------------
+
+    def extended(
+        self,
+        entity_types: Iterable[EntityType] = (),
+        relation_types: Iterable[RelationType] = (),
+        source: str = "",
+    ) -> Ontology:
+        """A new ontology with extra types; existing names must not be redefined."""
+        return Ontology(
+            version=self.version,
+            entity_types=(*self.entity_types, *entity_types),
+            relation_types=(*self.relation_types, *relation_types),
+            namespace=self.namespace,
+            extends=(*self.extends, source) if source else self.extends,
+        )

@@ -1,0 +1,219 @@
+"""Validate raw extracted entities and facts against the ontology: repair or drop, counted.
+
+Problems are reported by position and type names only (``facts[2]: MODIFIES does not
+accept Person -> File``), never by entity names, so they can go into logs and errors
+without carrying chat text. The LLM re-ask sends them back verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.ontology import ONTOLOGY, Ontology
+from workers.extraction.models import EntityRef, ExtractedEntity, ExtractedFact, Extraction
+
+MAX_NAME_CHARS = 500
+MAX_SUMMARY_CHARS = 2_000
+MAX_ALIASES = 10
+MAX_ATTRIBUTES = 20
+ATTRIBUTE_KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass
+class ValidationResult:
+    """The validated extraction plus what was wrong, for a re-ask or a log line."""
+
+    extraction: Extraction
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.extraction.dropped == 0
+
+
+def _clean(text: Any, limit: int) -> str:
+    return _SPACES.sub(" ", str(text)).strip()[:limit] if text is not None else ""
+
+
+def _attributes(raw: Any) -> dict[str, str]:
+    """Attributes arrive as a mapping or as ``[{"key": k, "value": v}]`` (strict schemas)."""
+    pairs: Iterable[tuple[Any, Any]]
+    if isinstance(raw, Mapping):
+        pairs = raw.items()
+    elif isinstance(raw, list):
+        pairs = [(p.get("key"), p.get("value")) for p in raw if isinstance(p, Mapping)]
+    else:
+        return {}
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        key_text = str(key).strip().lower() if key is not None else ""
+        if ATTRIBUTE_KEY.match(key_text) and value is not None and len(out) < MAX_ATTRIBUTES:
+            out[key_text] = _clean(value, MAX_NAME_CHARS)
+    return out
+
+
+class _Builder:
+    def __init__(self, ontology: Ontology, event_id: str) -> None:
+        self.ontology = ontology
+        self.event_id = event_id
+        self.entities: dict[tuple[str, str], ExtractedEntity] = {}
+        self.facts: dict[tuple[str, str, str, str, str], ExtractedFact] = {}
+        self.problems: list[str] = []
+        self.dropped = 0
+        self.repaired = 0
+
+    def _drop(self, problem: str) -> None:
+        self.dropped += 1
+        self.problems.append(problem)
+
+    def _key(self, type_name: str, name: str) -> tuple[str, str]:
+        return type_name, self.ontology.normalize_name(type_name, name)
+
+    def add_entity(self, raw: Any, where: str) -> None:
+        if not isinstance(raw, Mapping):
+            self._drop(f"{where}: not an object")
+            return
+        raw_type = _clean(raw.get("type"), 64)
+        etype = self.ontology.entity_type(raw_type) if raw_type else None
+        name = _clean(raw.get("name"), MAX_NAME_CHARS)
+        if etype is None:
+            self._drop(f"{where}: unknown entity type {raw_type[:64]!r}")
+            return
+        if not name:
+            self._drop(f"{where}: empty name")
+            return
+        if etype.name != raw_type:
+            self.repaired += 1
+        aliases = raw.get("aliases") or ()
+        entity = ExtractedEntity(
+            type=etype.name,
+            name=name,
+            aliases=tuple(
+                a for a in (_clean(x, MAX_NAME_CHARS) for x in list(aliases)[:MAX_ALIASES]) if a
+            )
+            if isinstance(aliases, list | tuple)
+            else (),
+            summary=_clean(raw.get("summary"), MAX_SUMMARY_CHARS),
+            attributes=_attributes(raw.get("attributes")),
+        )
+        key = self._key(etype.name, name)
+        previous = self.entities.get(key)
+        if previous is not None:  # the same entity twice in one turn: merge, keep the first
+            merged_attrs = {**entity.attributes, **previous.attributes}
+            entity = previous.model_copy(
+                update={
+                    "aliases": tuple(dict.fromkeys((*previous.aliases, *entity.aliases))),
+                    "summary": previous.summary or entity.summary,
+                    "attributes": merged_attrs,
+                }
+            )
+        self.entities[key] = entity
+
+    def _ref(self, raw: Any) -> EntityRef | None:
+        if not isinstance(raw, Mapping):
+            return None
+        raw_type = _clean(raw.get("type"), 64)
+        etype = self.ontology.entity_type(raw_type) if raw_type else None
+        name = _clean(raw.get("name"), MAX_NAME_CHARS)
+        if etype is None or not name:
+            return None
+        known = self.entities.get(self._key(etype.name, name))
+        return known.ref if known is not None else EntityRef(type=etype.name, name=name)
+
+    def _ensure(self, ref: EntityRef) -> int:
+        """Add an endpoint the answer forgot to list (rather than lose the fact): 1 if added."""
+        key = self._key(ref.type, ref.name)
+        if key in self.entities:
+            return 0
+        self.entities[key] = ExtractedEntity(type=ref.type, name=ref.name)
+        return 1
+
+    def add_fact(self, raw: Any, where: str) -> None:
+        if not isinstance(raw, Mapping):
+            self._drop(f"{where}: not an object")
+            return
+        raw_rel = _clean(raw.get("relation"), 64)
+        rel = self.ontology.relation_type(raw_rel) if raw_rel else None
+        if rel is None:
+            self._drop(f"{where}: unknown relation {raw_rel[:64]!r}")
+            return
+        source, target = self._ref(raw.get("source")), self._ref(raw.get("target"))
+        if source is None or target is None:
+            self._drop(f"{where}: {rel.name} needs a source and a target of a known type")
+            return
+        repaired = rel.name != raw_rel
+        if not rel.accepts(source.type, target.type):
+            if rel.accepts(target.type, source.type):
+                source, target = target, source  # stated backwards; the meaning is clear
+                repaired = True
+            else:
+                self._drop(
+                    f"{where}: {rel.name} does not accept {source.type} -> {target.type} "
+                    f"(domain {sorted(rel.domain)}, range {sorted(rel.range)})"
+                )
+                return
+        if source == target:
+            self._drop(f"{where}: {rel.name} links an entity to itself")
+            return
+        if rel.symmetric and (source.type, source.name) > (target.type, target.name):
+            source, target = target, source
+        key = (
+            rel.name,
+            *self._key(source.type, source.name),
+            *self._key(target.type, target.name),
+        )
+        if key in self.facts:
+            return
+        self.repaired += repaired + self._ensure(source) + self._ensure(target)
+        self.facts[key] = ExtractedFact(
+            relation=rel.name,
+            source=source,
+            target=target,
+            statement=_clean(raw.get("statement"), MAX_SUMMARY_CHARS),
+        )
+
+    def result(self) -> ValidationResult:
+        return ValidationResult(
+            Extraction(
+                event_id=self.event_id,
+                entities=list(self.entities.values()),
+                facts=list(self.facts.values()),
+                dropped=self.dropped,
+                repaired=self.repaired,
+            ),
+            self.problems,
+        )
+
+
+def validate_raw(
+    event_id: str,
+    entities: Iterable[Any],
+    facts: Iterable[Any],
+    ontology: Ontology = ONTOLOGY,
+) -> ValidationResult:
+    """Build a valid :class:`Extraction` from untrusted entity and fact dicts."""
+    builder = _Builder(ontology, event_id)
+    for i, raw in enumerate(entities):
+        builder.add_entity(raw, f"entities[{i}]")
+    for i, raw in enumerate(facts):
+        builder.add_fact(raw, f"facts[{i}]")
+    return builder.result()
+
+
+def validate_extraction(extraction: Extraction, ontology: Ontology = ONTOLOGY) -> ValidationResult:
+    """Re-check an :class:`Extraction` (e.g. from a custom extractor) against ``ontology``;
+    counts already recorded on it are kept and added to."""
+    result = validate_raw(
+        extraction.event_id,
+        (e.model_dump() for e in extraction.entities),
+        (f.model_dump() for f in extraction.facts),
+        ontology,
+    )
+    checked = result.extraction
+    checked.dropped += extraction.dropped
+    checked.repaired += extraction.repaired
+    return result
