@@ -1,0 +1,155 @@
+"""The offline extractor: quality on the labelled turns, and the rules one by one."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workers.extraction.models import ExtractedEntity
+from workers.extraction.offline import OfflineExtractor
+from workers.extraction.scoring import REFERENCE_TYPES, load_dataset, score
+from workers.extraction.validation import validate_extraction
+
+EXTRACTOR = OfflineExtractor()
+
+
+def names(text: str, type_name: str) -> list[str]:
+    return [e.name for e in EXTRACTOR.extract_text("e1", text).entities if e.type == type_name]
+
+
+def entity(text: str, type_name: str) -> ExtractedEntity:
+    found = [e for e in EXTRACTOR.extract_text("e1", text).entities if e.type == type_name]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_labelled_set_is_large_enough_and_covers_every_reference_type() -> None:
+    turns = load_dataset()
+    assert len(turns) >= 60
+    labelled = {t for turn in turns for t, _ in turn.expected}
+    assert set(REFERENCE_TYPES) <= labelled
+
+
+def test_precision_and_recall_on_reference_types() -> None:
+    report = score(EXTRACTOR, load_dataset())
+    reference = report.reference
+    assert reference.precision >= 0.9, report.extras
+    assert reference.recall >= 0.8, report.misses
+    for type_name in REFERENCE_TYPES:  # no reference type may be carried by the others
+        assert report.per_type[type_name].recall >= 0.7, type_name
+
+
+def test_files_paths_and_line_suffixes() -> None:
+    text = "see ./workers/ingest/job.py:42, README and pyproject.toml; not v2.1.0 or Node.js"
+    assert names(text, "File") == ["workers/ingest/job.py", "pyproject.toml", "README"]
+
+
+def test_commits_need_a_digit_and_a_letter() -> None:
+    text = "reverted 3f9c2ab; deadbeef and 1234567 are not commits, nor is 2026-11-20"
+    assert names(text, "Commit") == ["3f9c2ab"]
+
+
+def test_pull_requests_issues_and_ranks() -> None:
+    text = "PR #45 fixes #112 and rq/rq#435; PR 51 too. The #1 reason is speed."
+    assert names(text, "PullRequest") == ["#45", "#51"]
+    assert names(text, "Issue") == ["rq/rq#435", "#112"]
+    assert names(text, "Repository") == ["rq/rq"]
+
+
+def test_github_urls_name_their_pull_request_and_repository() -> None:
+    text = "upstream: https://github.com/getzep/graphiti/pull/1707."
+    assert names(text, "Url") == ["https://github.com/getzep/graphiti/pull/1707"]
+    assert names(text, "PullRequest") == ["getzep/graphiti#1707"]
+    assert names(text, "Repository") == ["getzep/graphiti"]
+
+
+def test_url_credentials_and_secret_query_values_are_stripped() -> None:
+    text = "db at postgres://admin:hunter2@db.internal:5432/app and https://x.io/a?token=abc&q=1"
+    urls = names(text, "Url")
+    assert urls == ["postgres://db.internal:5432/app", "https://x.io/a?q=1"]
+    assert all("hunter2" not in u and "abc" not in u for u in urls)
+
+
+def test_branches() -> None:
+    text = "pushed to fix/recall-warmup, rebased on main; git checkout -b spike_x. Main worry: none"
+    assert names(text, "Branch") == ["fix/recall-warmup", "spike_x", "main"]
+
+
+def test_plan_ids() -> None:
+    text = "PLAN-12 covers plan 10.2 and Phase 3; step 2 is not a plan"
+    assert names(text, "Plan") == ["PLAN-12", "Plan 10.2", "Phase 3"]
+
+
+def test_tools_and_services_from_the_list() -> None:
+    text = "pytest against Neo4j and redis-server; make sure black is `black`"
+    assert names(text, "Tool") == ["pytest", "black"]
+    assert names(text, "Service") == ["Neo4j", "Redis"]
+
+
+def test_symbols_in_code_spans() -> None:
+    text = "call `build_extractor()` and `Clients.llm`, not `BLPOP` or `pip install x`"
+    assert names(text, "Symbol") == ["build_extractor", "Clients.llm"]
+
+
+def test_directives_with_scope_markers() -> None:
+    text = "preference (user): small commits\n- lesson: retry MERGE\nterminology: turn = message"
+    pref = entity(text, "Preference")
+    assert (pref.name, pref.attributes["scope"]) == ("small commits", "user")
+    assert entity(text, "LessonLearned").attributes["scope"] == "workspace"
+    assert entity(text, "Terminology").name == "turn = message"
+
+
+def test_directive_inside_a_code_block_is_not_a_directive() -> None:
+    text = "the template:\n```\ndecision: <text>\n```\n"
+    assert names(text, "Decision") == []
+
+
+def test_explicit_decision_has_subject_and_applies_to_its_target() -> None:
+    first = EXTRACTOR.extract_text("e1", "We decided to use ArcadeDB as the embedded graph.")
+    later = EXTRACTOR.extract_text("e2", "OK, let's go with Neo4j for the embedded graph")
+    subjects = [
+        next(e for e in x.entities if e.type == "Decision").attributes["subject"]
+        for x in (first, later)
+    ]
+    assert subjects == ["embedded graph", "embedded graph"]
+    [fact] = first.facts
+    assert (fact.relation, fact.source.type, fact.target.name) == (
+        "APPLIES_TO",
+        "Decision",
+        "ArcadeDB",
+    )
+
+
+def test_questions_and_quoted_triggers_are_not_decisions() -> None:
+    assert names("Have we decided on the queue bound?", "Decision") == []
+    assert names("Have we really decided?", "Decision") == []
+    assert names('triggers like "we decided", plan ids', "Decision") == []
+
+
+def test_directive_decision_gets_a_subject_too() -> None:
+    decision = entity("decision: the queue bound stays at 100k", "Decision")
+    assert decision.attributes["subject"] == "queue bound"
+    assert decision.attributes["origin"] == "directive"
+
+
+def test_every_extraction_of_the_set_validates_against_the_ontology() -> None:
+    for turn in load_dataset():
+        extraction = EXTRACTOR.extract_text(turn.id, turn.content)
+        checked = validate_extraction(extraction).extraction
+        assert (checked.dropped, checked.repaired) == (0, 0), turn.id
+        assert len(checked.entities) == len(extraction.entities)
+        assert len(checked.facts) == len(extraction.facts)
+
+
+ALPHABET = string.printable + "`#@/:.-_()“”é"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=400))
+def test_any_text_gives_a_valid_extraction(text: str) -> None:
+    extraction = EXTRACTOR.extract_text("e1", text)
+    checked = validate_extraction(extraction).extraction
+    assert checked.dropped == 0
+    assert all(e.name.strip() for e in extraction.entities)
