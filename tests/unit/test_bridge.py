@@ -1,0 +1,196 @@
+"""The stdio bridge: typed errors for every malformed line, never a crash (property tests)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from producers.bridge import Bridge, BridgeError
+from producers.consent import ConsentStore
+from producers.publisher import Publisher
+from producers.scopes import ScopeHasher
+from schemas.recall import RecallResponse
+from turngraph.embedded.process import free_port
+
+ENDPOINT = "redis://127.0.0.1:1/0"
+CODES = {code.value for code in BridgeError}
+
+
+class FakeRecaller:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def recall(self, query: str, **options: Any) -> RecallResponse:
+        self.calls.append((query, options))
+        return RecallResponse(request_id="r1", success=True)
+
+
+@pytest.fixture
+def bridge(tmp_path: Path) -> Iterator[Bridge]:
+    hasher = ScopeHasher(b"s" * 32)
+    consent = ConsentStore(tmp_path)
+    consent.enable(hasher.workspace("/work/proj"), ENDPOINT)
+    publisher = Publisher(redis_url=f"redis://127.0.0.1:{free_port()}/0", buffer_size=100)
+    yield Bridge(
+        hasher=hasher,
+        consent=consent,
+        endpoint=ENDPOINT,
+        publisher=publisher,
+        recaller=FakeRecaller(),
+        queue_status=lambda: {"length": 0},
+    )
+    publisher.close(timeout_s=0.01)
+
+
+def _event(**over: Any) -> dict[str, Any]:
+    event = {
+        "session_id": "editor-session-1",
+        "workspace": "/work/proj",
+        "user": "alice",
+        "turn_index": 0,
+        "role": "user",
+        "content": "how do we bound the queue?",
+        "client": {"name": "vscode-ext", "version": "1.0"},
+    }
+    event.update(over)
+    return event
+
+
+def test_publish_hashes_scopes_and_buffers(bridge: Bridge) -> None:
+    reply = bridge.handle_line(json.dumps({"id": 7, "op": "publish", "event": _event()}))
+    assert reply["success"] is True and reply["id"] == 7 and reply["buffered"] is True
+    event = bridge.build_event(_event())
+    assert event.workspace.startswith("w_") and "alice" not in event.model_dump_json()
+
+
+def test_publish_without_consent_is_refused(bridge: Bridge) -> None:
+    reply = bridge.handle_line(
+        json.dumps({"op": "publish", "event": _event(workspace="/other/proj")})
+    )
+    assert reply["error_code"] == "CONSENT_REQUIRED" and "remediation" in reply
+
+
+def test_invalid_event_names_fields_but_never_quotes_input(bridge: Bridge) -> None:
+    secret_content = "x" * 300_000  # too long
+    reply = bridge.handle_line(
+        json.dumps({"op": "publish", "event": _event(content=secret_content, role="robot")})
+    )
+    assert reply["error_code"] == "INVALID_REQUEST"
+    assert "content" in reply["user_message"] and "role" in reply["user_message"]
+    assert "xxxxxxxx" not in json.dumps(reply) and "robot" not in json.dumps(reply)
+
+
+def test_recall_hashes_scope_keys(bridge: Bridge) -> None:
+    reply = bridge.handle_line(
+        json.dumps({"op": "recall", "query": "queue policy?", "workspace": "/work/proj"})
+    )
+    assert reply["success"] is True
+    recaller = bridge._recaller
+    assert isinstance(recaller, FakeRecaller)
+    assert recaller.calls[0][1]["workspace"].startswith("w_")
+
+
+def test_flush_and_status(bridge: Bridge) -> None:
+    assert bridge.handle_line('{"op": "flush", "timeout_s": 0.01}')["success"] is True
+    bridge.handle_line(json.dumps({"op": "publish", "event": _event()}))
+    reply = bridge.handle_line('{"op": "flush", "timeout_s": 0.01}')
+    assert reply["error_code"] == "BACKEND_UNAVAILABLE" and reply["pending"] == 1
+    status = bridge.handle_line('{"op": "status"}')
+    assert status["success"] is True and status["queue"] == {"length": 0}
+    assert status["publisher"]["published"] == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ("not json", "INVALID_JSON"),
+        ("[1, 2]", "INVALID_REQUEST"),
+        ('{"op": "dance"}', "UNKNOWN_OP"),
+        ("{}", "UNKNOWN_OP"),
+        ('{"op": "publish"}', "INVALID_REQUEST"),
+        ('{"op": "publish", "event": {"session_id": 5}}', "INVALID_REQUEST"),
+        ('{"op": "recall", "query": ""}', "INVALID_REQUEST"),
+        ('{"op": "recall", "query": "q", "workspace": 3}', "INVALID_REQUEST"),
+        ('{"op": "flush", "timeout_s": "soon"}', "INVALID_REQUEST"),
+        ('{"op": "flush", "timeout_s": true}', "INVALID_REQUEST"),
+    ],
+)
+def test_malformed_lines_get_typed_errors(bridge: Bridge, line: str, code: str) -> None:
+    reply = bridge.handle_line(line)
+    assert reply["success"] is False and reply["error_code"] == code
+    assert reply["user_message"] and reply["remediation"]
+
+
+def test_serve_answers_every_line_and_survives_garbage(bridge: Bridge) -> None:
+    lines_in = io.StringIO('{"op": "status", "id": "a"}\n\n\x00garbage\n{"op": "status"}\n')
+    lines_out = io.StringIO()
+    assert bridge.serve(lines_in, lines_out) == 0
+    replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
+    assert [r["success"] for r in replies] == [True, False, True] and replies[0]["id"] == "a"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner),
+    max_leaves=12,
+)
+EVENT_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        key: JSON_VALUES | st.just(value)
+        for key, value in {
+            **_event(),
+            "occurred_at": "2026-01-01T00:00:00Z",
+            "importance": 0.5,
+            "tags": ["a"],
+        }.items()
+    },
+)
+REQUESTS = st.fixed_dictionaries(
+    {"op": st.sampled_from(["publish", "recall", "flush", "status", "nope"]) | JSON_VALUES},
+    optional={
+        "id": JSON_VALUES,
+        "event": EVENT_FIELDS | JSON_VALUES,
+        "query": st.text(max_size=30) | JSON_VALUES,
+        "workspace": st.text(max_size=10) | JSON_VALUES,
+        "max_results": JSON_VALUES,
+        "scopes": JSON_VALUES,
+        "timeout_s": st.floats(min_value=0, max_value=0.001)
+        | JSON_VALUES.filter(
+            lambda v: not isinstance(v, int | float) or isinstance(v, bool) or v < 0
+        ),
+    },
+)
+
+
+def _assert_contract(reply: dict[str, Any]) -> None:
+    json.dumps(reply)  # serializable
+    assert isinstance(reply["success"], bool)
+    if not reply["success"] and "error_code" in reply:
+        assert reply["error_code"] in CODES | {"INVALID_REQUEST", "DEADLINE_EXCEEDED"}
+        assert reply["user_message"] and reply["remediation"]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(line=st.text(max_size=200))
+def test_any_text_line_gets_a_reply(bridge: Bridge, line: str) -> None:
+    _assert_contract(bridge.handle_line(line))
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(request=REQUESTS)
+def test_any_request_object_gets_a_contract_reply(bridge: Bridge, request: dict[str, Any]) -> None:
+    reply = bridge.handle_line(json.dumps(request))
+    _assert_contract(reply)
+    assert reply.get("error_code") != "INTERNAL_ERROR"
