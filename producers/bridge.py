@@ -53,9 +53,11 @@ class BridgeError(str, Enum):
 
 
 class Recaller(Protocol):
-    """What the bridge needs from :class:`producers.recall_client.RecallClient`."""
+    """What the bridge needs from :class:`producers.recall_client.RecallClient`:
+    ``recall(query, **options) -> RecallResponse``."""
 
-    def recall(self, query: str, **options: Any) -> RecallResponse: ...
+    @property
+    def recall(self) -> Callable[..., RecallResponse]: ...
 
 
 def error_reply(code: BridgeError, user_message: str, remediation: str) -> dict[str, Any]:
@@ -170,9 +172,13 @@ class Bridge:
                 lines_out.write(json.dumps(self.handle_line(line)) + "\n")
                 lines_out.flush()
         finally:
-            if self._publisher is not None:
-                self._publisher.close()
+            self.close()
         return 0
+
+    def close(self) -> None:
+        """Deliver what is buffered (bounded wait) and stop the publisher."""
+        if self._publisher is not None:
+            self._publisher.close()
 
     # -- ops -----------------------------------------------------------------------------
 

@@ -93,3 +93,11 @@ class ConsentStore:
         os.replace(tmp, self.path)  # atomic: readers see the old or the new file
         with self._lock:
             self._cache = None
+
+
+def consent_endpoint(redis_url: str | None, data_dir: Path) -> str:
+    """The endpoint grants are tied to: the configured Redis URL (without credentials), or
+    the embedded services of ``data_dir`` (their port changes from run to run)."""
+    if redis_url:
+        return endpoint_id(redis_url)
+    return f"embedded:{data_dir.resolve()}"

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "turngraph.cli.run_cmd",
     "turngraph.cli.worker_cmd",
+    "turngraph.cli.bridge_cmd",
+    "turngraph.cli.consent_cmd",
+    "turngraph.cli.queue_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

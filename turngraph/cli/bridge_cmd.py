@@ -1,0 +1,159 @@
+"""``turngraph bridge`` (stdio JSON lines) and one-shot ``turngraph publish`` / ``recall``.
+
+The one-shots print the seed bridge's JSON contract and exit 0 on success, 1 on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from producers.bounded_queue import read_stats
+from producers.bridge import Bridge
+from producers.consent import ConsentStore
+from producers.git_info import git_metadata
+from producers.publisher import Publisher
+from producers.recall_client import RecallClient
+from producers.scopes import ScopeHasher
+from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
+from turngraph.logs import configure_logging
+from turngraph.settings import Settings
+
+ONE_SHOT_FLUSH_S = 3.0
+"""How long ``turngraph publish`` waits for Redis to take the event."""
+
+RECALL_SOCKET_SLACK_S = 0.5
+"""The recall connection's socket timeout is the deadline plus this."""
+
+
+def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridge:
+    """A bridge on the configured (or running embedded) Redis; without one, publish and
+    recall answer BACKEND_UNAVAILABLE instead of failing."""
+    consent = ConsentStore(settings.data_dir)
+    endpoint = producer_consent_endpoint(settings)
+    url = producer_redis_url(settings)
+    publisher = recaller = queue_status = None
+    if url is not None:
+        publisher = Publisher.from_settings(
+            settings.model_copy(update={"redis_url": url}), consent=consent.checker(endpoint)
+        )
+        client = RecallClient(
+            redis.Redis.from_url(
+                url,
+                socket_timeout=(deadline_ms or 750) / 1000 + RECALL_SOCKET_SLACK_S,
+                socket_connect_timeout=0.25,
+            ),
+            requests_key=settings.recall_requests_key,
+            **({"deadline_ms": deadline_ms} if deadline_ms else {}),
+        )
+        recaller = client
+        queue_conn = publisher.queue.conn
+
+        def queue_status() -> dict[str, int]:
+            return read_stats(queue_conn, settings.ingest_queue).as_dict()
+
+    return Bridge(
+        hasher=ScopeHasher.for_data_dir(settings.data_dir),
+        consent=consent,
+        endpoint=endpoint,
+        publisher=publisher,
+        recaller=recaller,
+        queue_status=queue_status,
+    )
+
+
+def run_bridge(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings)  # logs go to stderr; stdout carries only replies
+    return build_bridge(settings).serve(sys.stdin, sys.stdout)
+
+
+def _print(reply: dict[str, Any]) -> int:
+    print(json.dumps(reply))
+    return 0 if reply.get("success") else 1
+
+
+def run_publish(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings)
+    content = sys.stdin.read() if args.content == "-" else args.content
+    workspace = str(Path(args.workspace).resolve())
+    event: dict[str, Any] = {
+        "session_id": args.session,
+        "workspace": workspace,
+        "user": args.user,
+        "turn_index": args.turn_index,
+        "role": args.role,
+        "content": content,
+        "client": {"name": args.client_name, "version": args.client_version},
+        "importance": args.importance,
+    }
+    if args.git:
+        info = git_metadata(Path(workspace))
+        if info is not None:
+            event["git"] = info.model_dump(exclude_none=True)
+    bridge = build_bridge(settings)
+    try:
+        reply = bridge.handle_line(json.dumps({"op": "publish", "event": event}))
+        if reply.get("success"):
+            flushed = bridge.handle_line(json.dumps({"op": "flush", "timeout_s": ONE_SHOT_FLUSH_S}))
+            if not flushed.get("success"):
+                reply = {**flushed, "event_id": reply.get("event_id")}
+        return _print(reply)
+    finally:
+        bridge.close()
+
+
+def run_recall(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings)
+    request: dict[str, Any] = {
+        "op": "recall",
+        "query": args.query,
+        "workspace": str(Path(args.workspace).resolve()),
+        "max_results": args.max_results,
+        "max_tokens": args.max_tokens,
+    }
+    if args.session:
+        request["session_id"] = args.session
+    if args.user:
+        request["user"] = args.user
+    bridge = build_bridge(settings, deadline_ms=args.deadline_ms)
+    try:
+        return _print(bridge.handle_line(json.dumps(request)))
+    finally:
+        bridge.close()
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bridge = subparsers.add_parser("bridge", help="stdio JSON-lines bridge for editor extensions")
+    bridge.set_defaults(handler=run_bridge)
+
+    publish = subparsers.add_parser("publish", help="publish one turn (prints JSON, exit 0/1)")
+    publish.add_argument("content", help="the turn's text, or - to read it from stdin")
+    publish.add_argument("--session", required=True, help="session key (hashed before sending)")
+    publish.add_argument("--turn-index", type=int, required=True)
+    publish.add_argument("--role", default="user", choices=["user", "assistant", "system", "tool"])
+    publish.add_argument("--workspace", default=".", help="workspace folder (default: here)")
+    publish.add_argument("--user", default=getpass.getuser(), help="user key (hashed)")
+    publish.add_argument("--client-name", default="turngraph-cli")
+    publish.add_argument("--client-version", default="0")
+    publish.add_argument("--importance", type=float, default=0.5)
+    publish.add_argument("--git", action="store_true", help="add branch, commit and dirty flag")
+    publish.set_defaults(handler=run_publish)
+
+    recall = subparsers.add_parser("recall", help="search the memory (prints JSON, exit 0/1)")
+    recall.add_argument("query")
+    recall.add_argument("--workspace", default=".", help="workspace folder (default: here)")
+    recall.add_argument("--session", help="session key (hashed)")
+    recall.add_argument("--user", help="user key (hashed)")
+    recall.add_argument("--max-results", type=int, default=5)
+    recall.add_argument("--max-tokens", type=int, default=1000)
+    recall.add_argument("--deadline-ms", type=int, default=None)
+    recall.set_defaults(handler=run_recall)

@@ -1,0 +1,53 @@
+"""``turngraph queue status``: the bounded ingest queue's length and counters."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import redis
+
+from producers.bounded_queue import read_stats
+from turngraph.cli.endpoints import producer_redis_url
+from turngraph.settings import Settings
+
+
+def run_queue_status(args: argparse.Namespace) -> int:
+    settings = Settings()
+    url = producer_redis_url(settings)
+    if url is None:
+        return _fail(args, "no Redis configured and no embedded services running")
+    conn = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=1.0)
+    try:
+        stats = read_stats(conn, settings.ingest_queue).as_dict()
+    except redis.RedisError as exc:
+        return _fail(args, f"Redis did not answer ({type(exc).__name__})")
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps({"success": True, "queue": settings.ingest_queue, **stats}))
+        return 0
+    bound = f"max {settings.max_queue_length}, {settings.drop_policy.value}"
+    print(f"queue {settings.ingest_queue}  ({bound})")
+    for name, value in stats.items():
+        print(f"  {name:<15}{value:>12}")
+    return 0
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    reply = {
+        "success": False,
+        "error_code": "BACKEND_UNAVAILABLE",
+        "user_message": message,
+        "remediation": "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
+    }
+    print(json.dumps(reply) if args.json else f"error: {message}")
+    return 1
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    queue = subparsers.add_parser("queue", help="inspect the bounded ingest queue")
+    actions = queue.add_subparsers(dest="queue_action", required=True)
+    status = actions.add_parser("status", help="length and counters (published, dropped, …)")
+    status.add_argument("--json", action="store_true", help="one JSON object")
+    status.set_defaults(handler=run_queue_status)
