@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-RECALL_SCHEMA_VERSION = 1
+RECALL_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of the recall models."""
 
 DEFAULT_DEADLINE_MS = 750

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-TURN_EVENT_SCHEMA_VERSION = 1
+TURN_EVENT_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of :class:`TurnEvent`."""
 
 MAX_CONTENT_CHARS = 200_000

@@ -11,6 +11,7 @@ from workers.extraction.models import Extractor
 from workers.extraction.offline import OfflineExtractor
 from workers.graph.schema import ensure_schema
 from workers.graph.writer import GraphWriter
+from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.recall.worker import RecallWorker
 
@@ -41,11 +42,11 @@ def ingest_queue(clients: Clients) -> Queue:
     return Queue(clients.settings.ingest_queue, connection=clients.redis, serializer=JSONSerializer)
 
 
-def build_ingest_worker(clients: Clients) -> SimpleWorker:
-    """No fork per job: the process keeps its warm graph connections between jobs."""
-    return SimpleWorker(
-        [ingest_queue(clients)], connection=clients.redis, serializer=JSONSerializer
-    )
+def build_ingest_worker(clients: Clients) -> BatchingIngestWorker:
+    """No fork per job (warm graph connections); consecutive turns batched per transaction."""
+    queue = ingest_queue(clients)
+    requeue_expired_claims(clients.redis, queue)
+    return BatchingIngestWorker([queue], connection=clients.redis, serializer=JSONSerializer)
 
 
 def build_maintenance_worker(clients: Clients) -> SimpleWorker:

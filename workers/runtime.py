@@ -7,7 +7,7 @@ created at import.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from turngraph.errors import ConfigurationError
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from workers.ingest.pipeline import IngestPipeline
 
 _pipeline: IngestPipeline | None = None
+_batch_extras: list[Any] | None = None
 
 
 def install(pipeline: IngestPipeline | None) -> None:
@@ -27,3 +28,16 @@ def pipeline() -> IngestPipeline:
     if _pipeline is None:
         raise ConfigurationError("no ingest pipeline installed in this worker process")
     return _pipeline
+
+
+def set_batch_extras(payloads: list[Any]) -> None:
+    """Payloads the batching worker claimed beside the job it is about to run."""
+    global _batch_extras
+    _batch_extras = payloads
+
+
+def take_batch_extras() -> list[Any] | None:
+    """The claimed payloads, once; ``None`` when they were already taken (by the job)."""
+    global _batch_extras
+    extras, _batch_extras = _batch_extras, None
+    return extras

@@ -8,6 +8,7 @@ import signal
 import threading
 
 import structlog
+from rq import SimpleWorker
 
 from turngraph.app import (
     build_ingest_worker,
@@ -38,12 +39,12 @@ def run_worker(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 recall.stop()
             return 0
-        if args.kind == "ingest":
-            runtime.install(build_pipeline(clients))
-            worker = build_ingest_worker(clients)
-        else:
-            runtime.install(build_pipeline(clients))
-            worker = build_maintenance_worker(clients)
+        runtime.install(build_pipeline(clients))
+        worker: SimpleWorker = (
+            build_ingest_worker(clients)
+            if args.kind == "ingest"
+            else build_maintenance_worker(clients)
+        )
         worker.work(burst=args.burst, with_scheduler=False, logging_level=settings.log_level)
         return 0
     finally:

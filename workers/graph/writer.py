@@ -164,9 +164,10 @@ class GraphWriter:
             tx.run(cypher.UPSERT_EPISODES, rows=episodes).consume()
             tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
             for label in sorted(entities):
-                rows = list(entities[label].values())
+                rows = sorted(entities[label].values(), key=lambda row: row["uid"])
                 tx.run(cypher.UPSERT_ENTITIES.format(label=label), rows=rows).consume()
-                tx.run(cypher.LINK_MENTIONS.format(label=label), rows=mentions[label]).consume()
+                links = sorted(mentions[label], key=lambda row: (row["uid"], row["event_id"]))
+                tx.run(cypher.LINK_MENTIONS.format(label=label), rows=links).consume()
             for (source_label, rel_type, target_label), rows in sorted(facts.items()):
                 statement = cypher.UPSERT_FACTS.format(
                     source_label=source_label, rel_type=rel_type, target_label=target_label

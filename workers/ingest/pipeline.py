@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 import redis
@@ -77,7 +77,10 @@ class IngestPipeline:
             with self._redis.pipeline(transaction=False) as pipe:
                 for fields in changes_for(batch, report):
                     pipe.xadd(
-                        self._changes_stream, dict(fields), maxlen=CHANGES_MAXLEN, approximate=True
+                        self._changes_stream,
+                        cast(Any, fields),
+                        maxlen=CHANGES_MAXLEN,
+                        approximate=True,
                     )
                 for event in clean:
                     pipe.set(ingested_key(event.event_id), b"1", ex=INGESTED_TTL_S)

@@ -1,0 +1,126 @@
+"""Ingest throughput into the graph with the offline extractor: one worker, then two.
+
+Starts the embedded services, enqueues N realistic turns through the bounded queue, runs
+`turngraph worker ingest --burst` processes and times them until every turn is marked
+ingested. Prints a table and ends with ``RESULT ingest …``.
+
+    python -m bench.ingest [--turns 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import neo4j
+import redis
+
+from bench.report import result_line, table
+from producers.bounded_queue import BoundedQueue, is_ingested
+from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.embedded import EmbeddedServices, ServiceEndpoints
+
+TEMPLATES = (
+    "The test in tests/test_{mod}.py fails on branch feat/{mod}-{n}; see issue #{n}.",
+    "I changed `{mod}_handler` in src/{mod}/handler.py and pushed commit {sha}.",
+    "decision: we use Redis streams for {mod} events instead of polling (PR #{n}).",
+    "Let's go with pytest fixtures for the {mod} service; docker compose is too slow here.",
+    "The stack trace points at src/{mod}/client.py line {n}: a timeout talking to Postgres.",
+    "preference: (user) keep {mod} examples short, with type hints.",
+    "Why does the {mod} worker retry forever? Look at PLAN-{n} and the retry policy.",
+)
+MODULES = ("billing", "auth", "search", "ingest", "cache", "parser", "export", "sync")
+
+
+def make_turns(count: int, sessions: int = 50, seed: int = 7) -> list[TurnEvent]:
+    rng = random.Random(seed)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    turns = []
+    for i in range(count):
+        session = i % sessions
+        text = rng.choice(TEMPLATES).format(
+            mod=rng.choice(MODULES), n=rng.randint(1, 999), sha=f"{rng.getrandbits(40):010x}"
+        )
+        turns.append(
+            TurnEvent(
+                session_id=f"bench-s{session}",
+                workspace=f"bench-w{session % 5}",
+                user="bench-u",
+                turn_index=i // sessions,
+                role="user" if i % 2 == 0 else "assistant",
+                content=text,
+                occurred_at=start + timedelta(seconds=i),
+                client=ClientInfo(name="bench", version="1"),
+            )
+        )
+    return turns
+
+
+def reset(endpoints: ServiceEndpoints, conn: redis.Redis) -> None:
+    conn.flushdb()
+    with neo4j.GraphDatabase.driver(
+        endpoints.graph_uri, auth=(endpoints.graph_user, endpoints.graph_password)
+    ) as driver:
+        driver.execute_query("MATCH (n) DETACH DELETE n", database_=endpoints.graph_database)
+
+
+def run_workers(endpoints: ServiceEndpoints, workers: int, turns: list[TurnEvent]) -> float:
+    """Seconds from the workers' start until the last turn is marked ingested."""
+    conn = redis.Redis.from_url(endpoints.redis_url)
+    reset(endpoints, conn)
+    queue = BoundedQueue(conn, max_length=len(turns) + 1)
+    queue.enqueue_many(turns)
+    env = {**os.environ, **endpoints.as_env(), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "turngraph.cli", "worker", "ingest", "--burst"], env=env
+        )
+        for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.wait()
+    elapsed = time.perf_counter() - started
+    missing = sum(not is_ingested(conn, t.event_id) for t in turns)
+    if missing:
+        raise SystemExit(f"{missing} turns were not ingested")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=3000)
+    args = parser.parse_args(argv)
+    turns = make_turns(args.turns)
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
+        run_workers(endpoints, 1, turns[: min(200, len(turns))])  # warm the JIT and schema
+        one = run_workers(endpoints, 1, turns)
+        two = run_workers(endpoints, 2, turns)
+    rate_one, rate_two = len(turns) / one, len(turns) / two
+    print(
+        table(
+            ["workers", "turns", "seconds", "turns_per_s"],
+            [[1, len(turns), one, rate_one], [2, len(turns), two, rate_two]],
+        )
+    )
+    print(
+        result_line(
+            "ingest",
+            turns=len(turns),
+            one_worker_turns_per_s=round(rate_one, 1),
+            two_workers_turns_per_s=round(rate_two, 1),
+            scaling_ratio=round(rate_two / rate_one, 2),
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
