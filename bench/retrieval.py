@@ -36,20 +36,15 @@ Ranker = Callable[[dict[str, Any]], list[str]]
 
 
 def entity_names(turns: Sequence[TurnEvent]) -> tuple[dict[str, list[str]], str]:
-    """Entities per event id, from the project's extractor if it exists yet."""
-    extractor: Any = None
-    label = "none"
+    """Entities per event id from the project's extractor (offline: no LLM in this bench)."""
     try:
-        from workers.extraction.factory import build_extractor  # type: ignore[import-not-found]
+        from turngraph.settings import Settings
+        from workers.extraction.factory import build_extractor
 
-        extractor, label = build_extractor(), "factory"
-    except (ImportError, TypeError):
-        try:
-            from workers.extraction.offline import OfflineExtractor
-
-            extractor, label = OfflineExtractor(), "offline"
-        except ImportError:
-            return {}, label
+        settings = Settings(_env_file=None)
+        extractor, label = build_extractor(settings, None), "offline"
+    except ImportError:
+        return {}, "none"
     names: dict[str, list[str]] = {}
     for extraction in extractor.extract(list(turns)):
         names[extraction.event_id] = [e.name for e in extraction.entities]

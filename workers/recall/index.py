@@ -36,10 +36,10 @@ K1 = 1.2
 B = 0.75
 """BM25 document-length normalisation."""
 
-POSTINGS_BUDGET = 4_000
+POSTINGS_BUDGET = 3_000
 """Postings one query may walk to generate lexical candidates (newest first)."""
 
-RESCORE_CANDIDATES = 150
+RESCORE_CANDIDATES = 100
 """Candidates that terms too common to walk still rescore (by binary search)."""
 
 ENTITY_POSTINGS_CAP = 400
@@ -345,10 +345,9 @@ class MemoryIndex:
                     i = bisect_left(ids, internal)
                     if i < n and ids[i] == internal:
                         acc[internal] += weight * weights[i]
+        best = heapq.nlargest(limit + 8, acc.items(), key=itemgetter(1))
         docs = self._docs
-        return heapq.nlargest(
-            limit, ((i, s) for i, s in acc.items() if i in docs), key=itemgetter(1)
-        )
+        return [hit for hit in best if hit[0] in docs][:limit]
 
     def term_scores(
         self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]

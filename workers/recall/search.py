@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,10 @@ NEIGHBOUR_WEIGHT = 0.3
 
 SCOPE_DECAY = 0.95
 """Scope order as a prior: each later scope in the request's order weighs 5 % less."""
+
+CONTEXT_SCORED = 40
+"""Best fused candidates checked against the session's key terms (the boost is small, so
+it can only reorder near the top)."""
 
 PACK_POOL = 3
 """Scored candidates kept per requested result before de-duplication and packing."""
@@ -276,9 +281,10 @@ def _context_scores(
     """How well each candidate matches the session's recent key terms, normalised 0..1."""
     if not plan.context_terms or not fused:
         return {}
+    top = heapq.nlargest(CONTEXT_SCORED, fused, key=fused.__getitem__)
     scores: dict[int, float] = {}
     for target in targets:
-        scores.update(index.term_scores(target.partition, plan.context_terms, fused))
+        scores.update(index.term_scores(target.partition, plan.context_terms, top))
     return normalise(scores)
 
 

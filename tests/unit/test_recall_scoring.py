@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.support.recall import NOW
+from workers.recall.scoring import (
+    Scored,
+    deduplicate,
+    fuse,
+    is_visible,
+    pack,
+    rank_key,
+    recency_multiplier,
+    rrf_fuse,
+    status_multiplier,
+)
+from workers.recall.text import estimate_tokens
+
+
+def _item(key: int, text: str, final: float = 1.0, tokens: int = 10, **kw: object) -> Scored:
+    return Scored(
+        key=key,
+        text=text,
+        final=final,
+        is_decision_record=bool(kw.get("decision", False)),
+        tokens=tokens,
+        source_event_ids=(f"e{key}",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("age_days", "half_life", "expected"),
+    [(0, 14, 1.0), (14, 14, 0.5), (28, 14, 0.25), (1, 0.5, 0.25), (90, 90, 0.5)],
+)
+def test_recency_halves_every_half_life(age_days: float, half_life: float, expected: float) -> None:
+    reference = NOW - timedelta(days=age_days)
+    assert recency_multiplier(reference, NOW, half_life) == pytest.approx(expected)
+
+
+def test_a_future_timestamp_does_not_boost() -> None:
+    assert recency_multiplier(NOW + timedelta(days=3), NOW, 7) == 1.0
+
+
+def test_status_multipliers_and_visibility() -> None:
+    assert status_multiplier("DecisionRecord") == 1.1
+    assert status_multiplier("Active") == 1.0
+    assert status_multiplier("Superseded") == 0.4
+    assert status_multiplier("Draft") == 1.0
+    assert not is_visible("Superseded", include_superseded=False)
+    assert is_visible("Superseded", include_superseded=True)
+    assert is_visible("Active", include_superseded=False)
+
+
+def test_rrf_rewards_agreement_between_lists_and_normalises() -> None:
+    fused = rrf_fuse({"lexical": ["a", "b", "c"], "graph": ["b", "d"]})
+    assert max(fused.values()) == 1.0
+    assert max(fused, key=fused.__getitem__) == "b"
+    assert fused["a"] > fused["c"]
+
+
+def test_score_fusion_keeps_the_contrast_between_strong_and_weak() -> None:
+    fused = fuse({"lexical": {"strong": 10.0, "weak": 1.0}, "graph": {}})
+    assert fused["strong"] == 1.0
+    assert fused["weak"] == pytest.approx(0.1)
+
+
+def test_fusion_adds_signals() -> None:
+    fused = fuse({"lexical": {"a": 1.0, "b": 1.0}, "graph": {"b": 1.0}})
+    assert fused["b"] == 1.0 and fused["a"] < 1.0
+
+
+def test_deduplicate_merges_provenance_into_the_better_item() -> None:
+    items = [
+        _item(1, "We decided to retry webhooks with backoff, at most 5 attempts."),
+        _item(2, "we decided to retry webhooks with backoff at most 5 attempts"),
+        _item(3, "Something else entirely"),
+    ]
+    kept = deduplicate(items)
+    assert [i.key for i in kept] == [1, 3]
+    assert kept[0].source_event_ids == ("e1", "e2")
+
+
+def test_pack_stops_at_max_results() -> None:
+    items = [_item(n, f"text number {n} unique{n}") for n in range(10)]
+    assert len(pack(items, max_results=3, max_tokens=10_000)) == 3
+
+
+def test_pack_skips_what_does_not_fit_and_keeps_smaller_ones() -> None:
+    items = [
+        _item(1, "a first item", tokens=60),
+        _item(2, "a long second item", tokens=80),
+        _item(3, "a small third item", tokens=30),
+    ]
+    chosen = pack(items, max_results=10, max_tokens=100)
+    assert [i.key for i in chosen] == [1, 3]
+    assert sum(i.tokens for i in chosen) <= 100
+
+
+def test_pack_truncates_to_the_remaining_budget() -> None:
+    text = " ".join(f"word{n}" for n in range(400))
+    items = [_item(1, text, tokens=estimate_tokens(text))]
+
+    def cut(value: str, budget: int) -> str:
+        return " ".join(value.split()[: budget // 3])
+
+    chosen = pack(items, max_results=5, max_tokens=120, truncate=cut, estimate=estimate_tokens)
+    assert len(chosen) == 1
+    assert chosen[0].tokens <= 120 and chosen[0].text != text
+
+
+def test_pack_drops_near_duplicates() -> None:
+    items = [_item(1, "same words here"), _item(2, "same words here"), _item(3, "other")]
+    chosen = pack(items, max_results=5, max_tokens=1_000)
+    assert [i.key for i in chosen] == [1, 3]
+    assert chosen[0].source_event_ids == ("e1", "e2")
+
+
+def test_ties_go_to_decision_records() -> None:
+    plain, decision = _item(1, "x", final=0.5), _item(2, "y", final=0.5, decision=True)
+    assert sorted([plain, decision], key=rank_key, reverse=True)[0] is decision
