@@ -97,7 +97,7 @@ def test_directives_with_scope_markers() -> None:
     text = "preference (user): small commits\n- lesson: retry MERGE\nterminology: turn = message"
     pref = entity(text, "Preference")
     assert (pref.name, pref.attributes["scope"]) == ("small commits", "user")
-    assert entity(text, "LessonLearned").attributes["scope"] == "workspace"
+    assert "scope" not in entity(text, "LessonLearned").attributes  # the writer's default
     assert entity(text, "Terminology").name == "turn = message"
 
 

@@ -23,9 +23,6 @@ DIRECTIVE_TYPES: dict[str, str] = {
 }
 """Directive keywords (case-insensitive) and the entity type each creates."""
 
-DEFAULT_SCOPE = "workspace"
-"""Scope of a directive without a marker: the least persistent one (seed: prefer workspace)."""
-
 MAX_TEXT_CHARS = 500
 
 _DIRECTIVE = re.compile(
@@ -93,7 +90,8 @@ def decision_subject(clause: str, target: str | None = None) -> str:
 
 
 def find_directives(text: str) -> list[Statement]:
-    """``kind (scope): text`` lines; scope ``workspace`` unless marked ``(user)``."""
+    """``kind (scope): text`` lines. The ``scope`` attribute is set only by an explicit
+    ``(workspace)`` / ``(user)`` marker; without one the graph writer applies its default."""
     found: list[Statement] = []
     if ":" not in text:
         return found
@@ -101,11 +99,9 @@ def find_directives(text: str) -> list[Statement]:
         keyword, scope, body = match.groups()
         body = body.strip()[:MAX_TEXT_CHARS]
         type_name = DIRECTIVE_TYPES[re.sub(r"[ _-]+", " ", keyword.lower())]
-        attributes = {
-            "scope": (scope or DEFAULT_SCOPE).lower(),
-            "scope_explicit": "true" if scope else "false",
-            "origin": "directive",
-        }
+        attributes = {"origin": "directive"}
+        if scope:
+            attributes["scope"] = scope.lower()
         found.append(Statement(match.start(3), match.end(3), type_name, body, attributes))
     return found
 

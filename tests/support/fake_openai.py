@@ -1,0 +1,168 @@
+"""A local OpenAI-compatible HTTP server with scripted answers, for tests.
+
+``POST /v1/chat/completions`` pops the next scripted :class:`Reply`: a structured answer,
+a malformed one, an HTTP error with headers (a 429 with ``Retry-After``), or a hang that
+outlasts the client's timeout (released when the server stops, no sleeping). Every
+request is recorded (body, headers, arrival time) for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    content: str | None = None
+    """The assistant message's content (for a 200)."""
+    body: dict[str, Any] | None = None
+    """A whole JSON body, instead of a completion built from ``content``."""
+    headers: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+    hang: bool = False
+
+
+def answer(obj: Any, prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
+    """A 200 whose message content is ``obj`` as JSON (a structured answer)."""
+    return Reply(
+        content=json.dumps(obj), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+    )
+
+
+def malformed(text: str = '{"turns": [', prompt_tokens: int = 100) -> Reply:
+    """A 200 whose content is not valid JSON."""
+    return Reply(content=text, prompt_tokens=prompt_tokens, completion_tokens=5)
+
+
+def error(status: int, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
+        status=status,
+        headers=headers or {},
+        body={"error": {"message": f"scripted {status}", "type": "scripted", "code": None}},
+    )
+
+
+def hang() -> Reply:
+    """No answer until the server stops: the client's timeout fires first."""
+    return Reply(hang=True)
+
+
+@dataclass
+class Request:
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+
+class FakeOpenAI:
+    """Start with ``with FakeOpenAI() as server:``; point the client at ``server.base_url``."""
+
+    def __init__(self) -> None:
+        self.script: deque[Reply] = deque()
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def add(self, *replies: Reply) -> None:
+        with self._lock:
+            self.script.extend(replies)
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self, request: Request) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if not self.script:
+                return error(500)
+            return self.script.popleft()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "no such route"}}, {})
+                    return
+                body = json.loads(raw or b"{}")
+                reply = server._next(Request(body, dict(self.headers), time.monotonic()))
+                if reply.hang:
+                    server._release.wait()
+                    return
+                payload = reply.body if reply.body is not None else _completion(body, reply)
+                self._send(reply.status, payload, reply.headers)
+
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout) before we answered
+
+        return Handler
+
+
+def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                "finish_reason": reply.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        },
+    }

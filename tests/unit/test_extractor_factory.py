@@ -1,0 +1,64 @@
+"""Choosing the extractor, micro-batching, and the re-ask message copy."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import openai
+
+from schemas.ontology import ONTOLOGY
+from schemas.turn_event import ClientInfo, Role, TurnEvent
+from turngraph.settings import Settings
+from workers.extraction.factory import build_extractor
+from workers.extraction.llm import LLMExtractor, micro_batches
+from workers.extraction.offline import OfflineExtractor
+from workers.extraction.prompts import build_messages, reask_messages
+
+
+def turn(event_id: str, session: str, content: str = "x") -> TurnEvent:
+    return TurnEvent(
+        event_id=event_id,
+        session_id=session,
+        workspace="w",
+        user="u",
+        turn_index=0,
+        role=Role.USER,
+        content=content,
+        occurred_at=datetime(2026, 11, 21, tzinfo=UTC),
+        client=ClientInfo(name="t"),
+    )
+
+
+def settings(**kw: object) -> Settings:
+    return Settings(_env_file=None, **kw)  # type: ignore[arg-type]
+
+
+def test_offline_without_an_llm_client() -> None:
+    assert isinstance(build_extractor(settings(), None), OfflineExtractor)
+
+
+def test_llm_extractor_with_a_client_uses_the_settings() -> None:
+    client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
+    try:
+        built = build_extractor(settings(llm_model="m-1", llm_concurrency=3), client)
+        assert isinstance(built, LLMExtractor)
+        assert (built.model, built.concurrency, built.client) == ("m-1", 3, client)
+    finally:
+        client.close()
+
+
+def test_micro_batches_keep_sessions_apart_and_bound_size() -> None:
+    turns = [turn("a1", "a"), turn("a2", "a"), turn("b1", "b"), turn("a3", "a")]
+    assert [[t.event_id for t in b] for b in micro_batches(turns)] == [["a1", "a2"], ["b1"], ["a3"]]
+    big = [turn(f"c{i}", "c", "y" * 600) for i in range(5)]
+    assert [len(b) for b in micro_batches(big, max_turns=8, max_chars=1_300)] == [2, 2, 1]
+    assert [len(b) for b in micro_batches(big, max_turns=3)] == [3, 2]
+
+
+def test_reask_works_on_a_copy_of_the_messages() -> None:
+    messages = build_messages(ONTOLOGY, [turn("a1", "a")])
+    before = [dict(m) for m in messages]
+    again = reask_messages(messages, "{broken", ["the answer is not valid JSON"])
+    assert messages == before and len(messages) == 2
+    assert again[:2] == before and again[0] is not messages[0]
+    assert [m["role"] for m in again[2:]] == ["assistant", "user"]

@@ -1,0 +1,18 @@
+"""Typed errors of extraction; messages name status codes and types, never chat text."""
+
+from __future__ import annotations
+
+from turngraph.errors import ConfigurationError, PermanentError, TransientError
+
+
+class LLMUnavailableError(TransientError):
+    """The LLM endpoint was rate-limited, failing (5xx), unreachable or too slow, after
+    the openai client's own retries (which honour ``Retry-After``). The RQ job retries."""
+
+
+class LLMConfigurationError(ConfigurationError):
+    """The endpoint refused us: bad key (401/403) or unknown model/route (404)."""
+
+
+class LLMRequestError(PermanentError):
+    """The endpoint rejected the request itself (400/422): retrying the same cannot help."""

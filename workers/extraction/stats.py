@@ -1,0 +1,50 @@
+"""Counters of LLM extraction: calls, re-asks, tokens, turns; read by metrics and benches."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class ExtractionStats:
+    """Cumulative, thread-safe counters of one extractor (one per worker process).
+
+    ``calls`` counts completed requests (a request the openai client retried after a 429
+    counts once); ``reasks`` those that re-sent an invalid answer with its errors.
+    """
+
+    turns: int = 0
+    batches: int = 0
+    calls: int = 0
+    reasks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    invalid_answers: int = 0
+    unanswered_turns: int = 0
+    dropped: int = 0
+    repaired: int = 0
+    transient_failures: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+    def snapshot(self) -> dict[str, int]:
+        """The counters as plain numbers (for a metrics exporter or a RESULT line)."""
+        with self._lock:
+            return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+
+    def per_turn(self) -> dict[str, float]:
+        """Calls and tokens per extracted turn (0 before the first turn)."""
+        snap = self.snapshot()
+        turns = snap["turns"] or 1
+        return {
+            "calls_per_turn": snap["calls"] / turns if snap["turns"] else 0.0,
+            "prompt_tokens_per_turn": snap["prompt_tokens"] / turns if snap["turns"] else 0.0,
+            "completion_tokens_per_turn": (
+                snap["completion_tokens"] / turns if snap["turns"] else 0.0
+            ),
+        }
