@@ -143,11 +143,8 @@ def _follow_up_index() -> MemoryIndex:
     idx.add(
         memory("t1", "mockWorkspaceFolder is module scoped: make it function scoped", turn_index=1)
     )
-    other = {"session_id": "s_2"}
-    idx.add(memory("x0", "the hover request got slow: lazy doc comments", turn_index=0, **other))
-    idx.add(
-        memory("x1", "the final fix: prefetch doc comments in one query", turn_index=1, **other)
-    )
+    idx.add(memory("x0", "the hover request got slow: lazy doc comments", session_id="s_2"))
+    idx.add(memory("x1", "the final fix: prefetch doc comments in one query", session_id="s_2"))
     return idx
 
 
