@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import redis
 
 from producers.bounded_queue import is_ingested
 from producers.recall_client import RecallClient
+from producers.scopes import ScopeHasher
 from schemas.recall import RecallResponse
 from schemas.turn_event import ClientInfo, TurnEvent
 
@@ -39,13 +41,28 @@ DEMO_TURNS = (
 DEMO_QUESTION = "which eviction policy did we choose for the queue?"
 
 
-def demo_events(now: datetime | None = None) -> list[TurnEvent]:
+@dataclass(frozen=True)
+class DemoScopes:
+    """The demo's scope keys, hashed with the installation salt as a producer does."""
+
+    session: str
+    workspace: str
+    user: str
+
+    @classmethod
+    def hashed(cls, hasher: ScopeHasher) -> DemoScopes:
+        return cls(
+            hasher.session(DEMO_SESSION), hasher.workspace(DEMO_WORKSPACE), hasher.user(DEMO_USER)
+        )
+
+
+def demo_events(scopes: DemoScopes, now: datetime | None = None) -> list[TurnEvent]:
     start = (now or datetime.now(UTC)) - timedelta(minutes=len(DEMO_TURNS))
     return [
         TurnEvent(
-            session_id=DEMO_SESSION,
-            workspace=DEMO_WORKSPACE,
-            user=DEMO_USER,
+            session_id=scopes.session,
+            workspace=scopes.workspace,
+            user=scopes.user,
             turn_index=index,
             role=role,
             content=content,
@@ -66,9 +83,9 @@ def wait_until_ingested(conn: redis.Redis, events: list[TurnEvent], timeout_s: f
     return True
 
 
-def ask(client: RecallClient) -> RecallResponse:
+def ask(client: RecallClient, scopes: DemoScopes) -> RecallResponse:
     return client.recall(
-        DEMO_QUESTION, session_id=DEMO_SESSION, workspace=DEMO_WORKSPACE, user=DEMO_USER
+        DEMO_QUESTION, session_id=scopes.session, workspace=scopes.workspace, user=scopes.user
     )
 
 

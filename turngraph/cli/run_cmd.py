@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import redis
 import structlog
 
-from producers.bounded_queue import BoundedQueue
+from producers.publisher import Publisher
 from producers.recall_client import RecallClient
+from producers.scopes import ScopeHasher
 from turngraph import demo
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
@@ -64,20 +65,20 @@ def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[list[subproce
 def run_demo(settings: Settings) -> bool:
     assert settings.redis_url
     conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
-    queue = BoundedQueue(
-        conn,
-        name=settings.ingest_queue,
-        max_length=settings.max_queue_length,
-        policy=settings.drop_policy,
-    )
-    events = demo.demo_events()
-    outcomes = [queue.enqueue(event) for event in events]
-    print(f"published {len(events)} demo turns: {[o.name.lower() for o in outcomes]}")
+    scopes = demo.DemoScopes.hashed(ScopeHasher.for_data_dir(settings.data_dir))
+    events = demo.demo_events(scopes)
+    with Publisher.from_settings(settings) as publisher:
+        for event in events:
+            publisher.publish(event)
+        publisher.flush(timeout_s=10)
+        stats = publisher.stats()
+    counts = {name: value for name, value in stats.as_dict().items() if value}
+    print(f"published {len(events)} demo turns: {counts}")
     if not demo.wait_until_ingested(conn, events, DEMO_TIMEOUT_S):
         print(f"the demo turns were not ingested within {DEMO_TIMEOUT_S:.0f}s")
         return False
     client = RecallClient(conn, requests_key=settings.recall_requests_key, deadline_ms=2_000)
-    response = demo.ask(client)
+    response = demo.ask(client, scopes)
     print(demo.render(response))
     conn.close()
     return bool(response.results)
