@@ -37,6 +37,7 @@ def test_from_change_accepts_the_bytes_redis_returns() -> None:
 def test_entities_are_normalised_on_the_way_in() -> None:
     payload = memory("m1", "x").to_dict() | {"entities": ["Payments-API", "payments api", " "]}
     assert Memory.from_dict(payload).entities == ("payments api",)
+    assert memory("m2", "x", entities=("RetryPolicy.max",)).entities == ("retrypolicy max",)
 
 
 @pytest.mark.parametrize(

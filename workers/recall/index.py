@@ -18,23 +18,26 @@ copy array slices, which the GIL makes atomic, and skip ids that vanished meanwh
 from __future__ import annotations
 
 import heapq
-import math
 import threading
 from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import itemgetter
 
 from workers.recall.memory import Change, ChangeOp, Memory, MemoryScope
+from workers.recall.postings import (
+    Partition,
+    PartitionKey,
+    Postings,
+    bm25_weight,
+    idf,
+    partition_of,
+)
 from workers.recall.text import tokenize
 
-K1 = 1.2
-"""BM25 term-frequency saturation."""
-
-B = 0.75
-"""BM25 document-length normalisation."""
+__all__ = ["Hit", "MemoryIndex", "PartitionKey", "idf", "partition_of"]
 
 POSTINGS_BUDGET = 3_000
 """Postings one query may walk to generate lexical candidates (newest first)."""
@@ -54,39 +57,7 @@ COMPACT_DEAD_RATIO = 0.25
 AVGDL_DRIFT = 0.2
 """Recompute a partition's term weights once its mean length moved this much."""
 
-PartitionKey = tuple[str, str]
 Hit = tuple[int, float]
-
-
-def partition_of(memory: Memory) -> PartitionKey:
-    """User-level memories live in the user's partition; everything else in its workspace."""
-    if memory.scope == "user" or not memory.workspace:
-        return ("user", memory.user or "")
-    return ("workspace", memory.workspace)
-
-
-class _Postings:
-    __slots__ = ("ids", "tfs", "weights")
-
-    def __init__(self) -> None:
-        self.ids = array("i")
-        self.tfs = array("B")
-        self.weights = array("f")
-
-
-@dataclass(slots=True)
-class _Partition:
-    postings: dict[str, _Postings] = field(default_factory=dict)
-    entities: dict[str, array] = field(default_factory=dict)
-    n_docs: int = 0
-    total_len: int = 0
-    weights_avgdl: float = 0.0
-    live_postings: int = 0
-    dead_postings: int = 0
-
-    @property
-    def avgdl(self) -> float:
-        return self.total_len / self.n_docs if self.n_docs else 1.0
 
 
 @dataclass(slots=True)
@@ -97,15 +68,6 @@ class _Doc:
     n_terms: int
 
 
-def bm25_weight(tf: int, length: int, avgdl: float) -> float:
-    """The length-normalised term-frequency part of BM25 (idf is applied at query time)."""
-    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(avgdl, 1.0)))
-
-
-def idf(n_docs: int, df: int) -> float:
-    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-
-
 class MemoryIndex:
     """Add, update, remove and search memories; see the module docstring."""
 
@@ -114,7 +76,7 @@ class MemoryIndex:
         self._next_id = 0
         self._docs: dict[int, _Doc] = {}
         self._ids: dict[str, int] = {}
-        self._parts: dict[PartitionKey, _Partition] = {}
+        self._parts: dict[PartitionKey, Partition] = {}
         self._members: dict[tuple[str, str], array] = {}
         self._turns: dict[tuple[str, int], int] = {}
 
@@ -193,7 +155,7 @@ class MemoryIndex:
         pkey = partition_of(memory)
         part = self._parts.get(pkey)
         if part is None:
-            part = self._parts[pkey] = _Partition()
+            part = self._parts[pkey] = Partition()
         part.n_docs += 1
         part.total_len += length
         if not part.weights_avgdl:
@@ -202,7 +164,7 @@ class MemoryIndex:
         for term, tf in counts.items():
             postings = part.postings.get(term)
             if postings is None:
-                postings = part.postings[term] = _Postings()
+                postings = part.postings[term] = Postings()
             tf = min(tf, 255)
             postings.ids.append(internal)
             postings.tfs.append(tf)
@@ -244,34 +206,9 @@ class MemoryIndex:
         if part.dead_postings > COMPACT_DEAD_RATIO * max(part.live_postings, 1):
             self._rebuild_locked(part)
 
-    def _rebuild_locked(self, part: _Partition) -> None:
-        """Drop removed ids and recompute weights for the current mean length.
-
-        Each term's columns are built aside and swapped in with one assignment, so a
-        reader sees either the old or the new postings, never a half-built one.
-        """
-        avgdl = part.avgdl
+    def _rebuild_locked(self, part: Partition) -> None:
         docs = self._docs
-        for term, old in list(part.postings.items()):
-            new = _Postings()
-            for internal, tf in zip(old.ids, old.tfs, strict=True):
-                doc = docs.get(internal)
-                if doc is not None:
-                    new.ids.append(internal)
-                    new.tfs.append(tf)
-                    new.weights.append(bm25_weight(tf, doc.length, avgdl))
-            if new.ids:
-                part.postings[term] = new
-            else:
-                del part.postings[term]
-        for key, ents in list(part.entities.items()):
-            live = array("i", (i for i in ents if i in docs))
-            if live:
-                part.entities[key] = live
-            else:
-                del part.entities[key]
-        part.weights_avgdl = avgdl
-        part.dead_postings = 0
+        part.rebuild(lambda internal: d.length if (d := docs.get(internal)) else None)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -326,7 +263,7 @@ class MemoryIndex:
         found.sort(key=itemgetter(0))
         acc: dict[int, float] = {}
         budget = POSTINGS_BUDGET
-        late: list[tuple[float, _Postings]] = []
+        late: list[tuple[float, Postings]] = []
         for df, term, postings in found:
             weight = idf(part.n_docs, df) * query[term]
             if df > budget and acc:
@@ -360,7 +297,7 @@ class MemoryIndex:
 
     def _score_members(
         self,
-        part: _Partition,
+        part: Partition,
         query: Mapping[str, float],
         members: Iterable[int],
         limit: int | None,

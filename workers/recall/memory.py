@@ -64,6 +64,8 @@ class Memory:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Index keys must match query n-grams, whichever constructor the caller used.
+        object.__setattr__(self, "entities", normalise_entities(self.entities))
         if not self.id or not self.text.strip():
             raise InvalidPayloadError("memory needs an id and a non-empty text")
         if not self.source_event_ids:

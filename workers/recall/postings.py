@@ -1,0 +1,91 @@
+"""Postings columns and BM25 arithmetic for one index partition (see ``index``)."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from workers.recall.memory import Memory
+
+K1 = 1.2
+"""BM25 term-frequency saturation."""
+
+B = 0.75
+"""BM25 document-length normalisation."""
+
+PartitionKey = tuple[str, str]
+
+
+def partition_of(memory: Memory) -> PartitionKey:
+    """User-level memories live in the user's partition; everything else in its workspace."""
+    if memory.scope == "user" or not memory.workspace:
+        return ("user", memory.user or "")
+    return ("workspace", memory.workspace)
+
+
+def bm25_weight(tf: int, length: int, avgdl: float) -> float:
+    """The length-normalised term-frequency part of BM25 (idf is applied at query time)."""
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(avgdl, 1.0)))
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+class Postings:
+    """One term's postings: ascending internal ids, term frequencies, BM25 weights."""
+
+    __slots__ = ("ids", "tfs", "weights")
+
+    def __init__(self) -> None:
+        self.ids = array("i")
+        self.tfs = array("B")
+        self.weights = array("f")
+
+
+@dataclass(slots=True)
+class Partition:
+    """The postings of one workspace or one user; removed ids linger until a rebuild."""
+
+    postings: dict[str, Postings] = field(default_factory=dict)
+    entities: dict[str, array] = field(default_factory=dict)
+    n_docs: int = 0
+    total_len: int = 0
+    weights_avgdl: float = 0.0
+    live_postings: int = 0
+    dead_postings: int = 0
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_len / self.n_docs if self.n_docs else 1.0
+
+    def rebuild(self, length_of: Callable[[int], int | None]) -> None:
+        """Drop removed ids (``length_of`` returns None for them) and recompute weights
+        for the current mean length.
+
+        Each term's columns are built aside and swapped in with one assignment, so a
+        reader sees either the old or the new postings, never a half-built one.
+        """
+        avgdl = self.avgdl
+        for term, old in list(self.postings.items()):
+            new = Postings()
+            for internal, tf in zip(old.ids, old.tfs, strict=True):
+                length = length_of(internal)
+                if length is not None:
+                    new.ids.append(internal)
+                    new.tfs.append(tf)
+                    new.weights.append(bm25_weight(tf, length, avgdl))
+            if new.ids:
+                self.postings[term] = new
+            else:
+                del self.postings[term]
+        for key, ents in list(self.entities.items()):
+            live = array("i", (i for i in ents if length_of(i) is not None))
+            if live:
+                self.entities[key] = live
+            else:
+                del self.entities[key]
+        self.weights_avgdl = avgdl
+        self.dead_postings = 0
