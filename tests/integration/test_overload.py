@@ -1,0 +1,57 @@
+"""20x overload from several producer processes: the bound holds, the counts are exact,
+and after the ingest workers drain, every accepted event is in the graph."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.overload import SHARED_EVENTS, overload_event, run_overload
+from producers.bounded_queue import mark_ingested
+from turngraph.app import build_ingest_worker, build_pipeline
+from turngraph.clients import Clients
+from turngraph.settings import DropPolicy
+from workers import runtime
+
+pytestmark = pytest.mark.integration
+
+BOUND = 100
+
+
+@pytest.mark.parametrize("policy", list(DropPolicy))
+def test_overload_keeps_the_bound_and_counts_exactly(clients: Clients, policy: DropPolicy) -> None:
+    queue_name = clients.settings.ingest_queue
+    assert clients.settings.redis_url
+    already_ingested = [overload_event("s_shared", i).event_id for i in range(SHARED_EVENTS // 4)]
+    for event_id in already_ingested:  # every producer publishes these: duplicates
+        mark_ingested(clients.redis, event_id)
+    run = run_overload(
+        clients.settings.redis_url,
+        policy=policy,
+        bound=BOUND,
+        producers=3,
+        factor=20,
+        queue_name=queue_name,
+    )
+    stats = run.shared
+    assert run.samples >= 10 and run.max_length <= BOUND
+    assert run.calls >= 20 * BOUND
+    assert stats.accepted + stats.dropped + stats.duplicates == stats.published
+    assert run.exact
+    assert stats.duplicates >= 3 * len(already_ingested) and stats.dropped > 0
+    assert stats.length == stats.accepted == BOUND
+    if policy is DropPolicy.DROP_NEWEST:
+        assert stats.dropped_oldest == 0
+    else:
+        assert stats.dropped_newest == 0
+
+    queued = {v.decode() for v in clients.redis.lrange(f"rq:queue:{queue_name}", 0, -1)}
+    assert len(queued) == stats.accepted
+    runtime.install(build_pipeline(clients))
+    try:
+        assert build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    finally:
+        runtime.install(None)
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN e.event_id AS id", database_=clients.graph_database
+    )
+    assert queued <= {record["id"] for record in records}
