@@ -76,6 +76,16 @@ def _ids(driver: neo4j.Driver, database: str | None, query: str, **params: Any) 
     return [record["id"] for record in records]
 
 
+def scope_node_ids(driver: neo4j.Driver, database: str | None, scope: Scope, key: str) -> list[str]:
+    """The node standing for the scope itself (none if it was never written)."""
+    return _ids(
+        driver,
+        database,
+        f"MATCH (n:{SCOPE_LABEL[scope]} {{key: $key}}) RETURN elementId(n) AS id",
+        key=key,
+    )
+
+
 def own_node_ids(
     driver: neo4j.Driver,
     database: str | None,
@@ -85,10 +95,7 @@ def own_node_ids(
 ) -> list[str]:
     """Element ids of the nodes that belong to the scope itself (forget deletes these)."""
     prop = quote_identifier(EPISODE_SCOPE_PROPERTY[scope])
-    queries = [
-        f"MATCH (n:{SCOPE_LABEL[scope]} {{key: $key}}) RETURN elementId(n) AS id",
-        f"MATCH (n:Episode {{{prop}: $key}}) RETURN elementId(n) AS id",
-    ]
+    queries = [f"MATCH (n:Episode {{{prop}: $key}}) RETURN elementId(n) AS id"]
     if scope is not Scope.SESSION:
         queries.append(f"MATCH (n:Session) WHERE n.{prop} = $key RETURN elementId(n) AS id")
         queries += [
@@ -100,7 +107,7 @@ def own_node_ids(
         f"MATCH (n:{label}) WHERE n.{derived_prop} = $key RETURN elementId(n) AS id"
         for label in DERIVED_LABELS
     ]
-    seen: dict[str, None] = {}
+    seen: dict[str, None] = dict.fromkeys(scope_node_ids(driver, database, scope, key))
     for query in queries:
         for element_id in _ids(driver, database, query, key=key):
             seen.setdefault(element_id, None)

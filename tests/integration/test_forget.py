@@ -1,0 +1,136 @@
+"""``forget`` leaves nothing of the scope behind, in the graph or in Redis, and leaves the
+rest exactly as if the scope had never been ingested."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import schemas.ontology as ontology
+from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
+from turngraph.clients import Clients
+from workers.graph.forget import decode_job_data, forget_scope, mentions_scope
+from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
+from workers.recall.memory import Change, ChangeOp
+
+pytestmark = pytest.mark.integration
+
+CASES = [
+    (Scope.SESSION, "s1"),  # its decision was later superseded
+    (Scope.SESSION, "s2"),  # it superseded a decision: the old one is Active again
+    (Scope.WORKSPACE, "w1"),
+    (Scope.USER, "u1"),
+]
+
+
+def in_scope(scope: Scope, key: str) -> list[str]:
+    field = EPISODE_SCOPE_PROPERTY[scope]
+    return [e.event_id for e in [*CONVERSATION, LATE_TURN] if getattr(e, field) == key]
+
+
+def forget(clients: Clients, scope: Scope, key: str) -> dict[str, int]:
+    settings = clients.settings
+    return forget_scope(
+        redis_client=clients.redis,
+        driver=clients.graph,
+        database=clients.graph_database,
+        scope=scope,
+        key=key,
+        entity_labels=ontology.labels(),
+        queues=[settings.ingest_queue, settings.maintenance_queue],
+        changes_stream=settings.changes_stream,
+    ).as_dict()
+
+
+def graph_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[str]) -> int:
+    field = EPISODE_SCOPE_PROPERTY[scope]
+    checks = [
+        f"MATCH (n) WHERE n.{field} = $key OR n.key = $key OR n.scope_key = $key "
+        "RETURN count(n) AS c",
+        "MATCH (n) WHERE any(x IN n.episode_ids WHERE x IN $ids) RETURN count(n) AS c",
+        "MATCH ()-[r]->() WHERE any(x IN r.episode_ids WHERE x IN $ids) RETURN count(r) AS c",
+        "MATCH (n:Episode) WHERE n.event_id IN $ids RETURN count(n) AS c",
+    ]
+    total = 0
+    for query in checks:
+        records, _, _ = clients.graph.execute_query(
+            query, key=key, ids=event_ids, database_=clients.graph_database
+        )
+        total += records[0]["c"]
+    return total
+
+
+def redis_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[str]) -> list[str]:
+    """Keys named after a forgotten turn, job hashes or stream entries carrying the scope."""
+    conn, field, found = clients.redis, EPISODE_SCOPE_PROPERTY[scope], []
+    for raw in conn.scan_iter(count=1_000):
+        name = raw.decode()
+        if any(e in name for e in event_ids) or (
+            name.startswith("rq:job:")
+            and conn.type(raw) == b"hash"
+            and mentions_scope(decode_job_data(conn.hget(raw, "data")), field, key)
+        ):
+            found.append(name)
+    for entry_id, fields in conn.xrange(clients.settings.changes_stream):
+        memory = fields.get(b"memory")
+        if memory and mentions_scope(json.loads(memory), field, key):
+            found.append(f"stream entry {entry_id.decode()}")
+    return found
+
+
+@pytest.mark.parametrize(("scope", "key"), CASES, ids=lambda v: str(v))
+def test_forget_leaves_nothing_and_the_rest_as_if_never_ingested(
+    clients: Clients, scope: Scope, key: str
+) -> None:
+    field = EPISODE_SCOPE_PROPERTY[scope]
+    forgotten = in_scope(scope, key)
+    others = [e for e in CONVERSATION if getattr(e, field) != key]
+    ingest(clients, others)
+    never_ingested = snapshot(clients)
+    clients.graph.execute_query("MATCH (n) DETACH DELETE n", database_=clients.graph_database)
+    clients.redis.flushdb()
+
+    ingest(clients, CONVERSATION)
+    publish(clients, [LATE_TURN])
+    assert graph_leftovers(clients, scope, key, forgotten) > 0
+    assert redis_leftovers(clients, scope, key, forgotten)
+
+    report = forget(clients, scope, key)
+
+    assert graph_leftovers(clients, scope, key, forgotten) == 0
+    assert redis_leftovers(clients, scope, key, forgotten) == []
+    after = snapshot(clients)
+    for item in sorted(after[0] ^ never_ingested[0], key=str):
+        print("DIFF", "after" if item in after[0] else "never", item)
+    assert after[0] ^ never_ingested[0] == set()
+    assert after[1] ^ never_ingested[1] == set()
+    assert report["nodes_deleted"] > 0
+    if LATE_TURN.event_id in forgotten:  # still queued when forget ran
+        assert report["jobs_deleted"] >= 1
+    last = clients.redis.xrevrange(clients.settings.changes_stream, count=1)[0][1]
+    change = Change.from_fields(last)
+    assert (change.op, change.scope, change.scope_key) == (ChangeOp.FORGET, scope.value, key)
+
+
+def test_forget_is_idempotent_and_touches_no_other_scope(clients: Clients) -> None:
+    ingest(clients, CONVERSATION)
+    before_w2 = snapshot(clients)
+
+    first = forget(clients, Scope.WORKSPACE, "w1")
+    second = forget(clients, Scope.WORKSPACE, "w1")
+
+    assert first["nodes_deleted"] > 0
+    assert second["nodes_deleted"] == second["jobs_deleted"] == 0
+    nodes, rels = snapshot(clients)
+    assert nodes and nodes <= before_w2[0] and rels <= before_w2[1]
+    assert all("w1" not in str(node) for node in nodes)
+
+
+def test_only_arguments_of_the_scope_match() -> None:
+    event = {"session_id": "s1", "workspace": "w1", "user": "u1"}
+    job = ["workers.ingest.job.ingest_turn", None, [event], {}]
+    assert mentions_scope(job, "session_id", "s1")
+    assert not mentions_scope(job, "session_id", "s10")
+    assert mentions_scope(["f", None, [], {"scope": "workspace", "key": "w1"}], "workspace", "w1")
+    assert not mentions_scope("s1", "session_id", "s1")
