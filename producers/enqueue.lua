@@ -44,8 +44,14 @@ for i = 1, n do
   local a = HEAD + (i - 1) * PER_EVENT
   local job_id, data = ARGV[a + 1], ARGV[a + 2]
   local job_key, marker_key = job_prefix .. job_id, marker_prefix .. job_id
-  local status = redis.call('HGET', job_key, 'status')
-  if redis.call('EXISTS', marker_key) == 1 or (status and LIVE[status]) then
+  -- one EXISTS for both keys: the common case (a new event) costs a single call
+  local status = false
+  local seen = redis.call('EXISTS', job_key, marker_key) > 0
+  if seen then
+    status = redis.call('HGET', job_key, 'status')
+    seen = redis.call('EXISTS', marker_key) == 1 or (status and LIVE[status])
+  end
+  if seen then
     duplicates = duplicates + 1
     codes[i] = DUPLICATE
   elseif length >= max_len and not drop_oldest then

@@ -38,7 +38,7 @@ def _work(conn: redis.Redis) -> None:
 
 def test_stock_simple_worker_runs_the_jobs_the_script_wrote(redis_conn: redis.Redis) -> None:
     queue = _queue(redis_conn)
-    long_turn = make_turn(1, content="x" * 5000)  # compressed like RQ does
+    long_turn = make_turn(1, content="x" * 20_000)  # compressed like RQ does
     result = queue.enqueue_many([make_turn(0), long_turn])
     assert result.outcomes == (Outcome.ENQUEUED, Outcome.ENQUEUED)
     assert redis_conn.sismember("rq:queues", f"rq:queue:{QUEUE}")

@@ -1,0 +1,225 @@
+"""publish(): caller-blocking time, sustained throughput vs raw pipelined RPUSH, Redis down.
+
+    python -m bench.publish [--events 20000] [--trials 3]
+
+In one run, on an embedded Valkey it starts itself:
+
+- sustained: one producer publishes N turns in a tight loop and flushes; events/s from the
+  first call until Redis has answered for every event (redaction, serialization, the Lua
+  bound check and the RQ job hash included);
+- reference: the same event payloads through raw pipelined ``RPUSH`` (256 per round trip);
+- caller-blocking time of ``publish()``: during the tight loop, and paced like busy editors
+  (2,000 turns/s);
+- Redis killed: ``publish()`` paced again, its latency and the exceptions raised (target 0).
+
+Throughput is the median of ``--trials`` alternating runs (other processes share the CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from bench.report import percentile, result_line, table
+from producers.publisher import Publisher
+from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.embedded import RedisServer
+
+PACED_RATE_PER_S = 2_000
+"""Publication rate of the paced latency runs."""
+
+PACED_EVENTS = 4_000
+"""Events per paced run."""
+
+RPUSH_BATCH = 256
+"""Commands per pipeline round trip of the reference."""
+
+_VOCABULARY = (
+    "queue worker redis graph episode decision retry backoff session workspace bound "
+    "policy lua script job payload schema recall latency index entity relation branch "
+    "commit file symbol test fixture deploy config the a we should use because then and"
+)
+_WORDS = tuple(_VOCABULARY.split(" "))
+_SNIPPETS = (
+    "def enqueue(self, event: TurnEvent) -> Outcome:\n    return self._script(keys, args)\n",
+    "decision: keep the retry in the ingest job; see producers/bounded_queue.py",
+    "The api key rotation and the token refresh are handled by the settings loader.",
+    "git checkout -b feature/bounded-queue && pytest tests/integration -q",
+)
+
+
+def make_events(count: int, session: str, seed: int = 7) -> list[TurnEvent]:
+    """Realistic turns: 200-2,000 characters of prose, some code, some trigger words."""
+    rng = random.Random(seed)
+    events = []
+    for index in range(count):
+        words = " ".join(rng.choices(_WORDS, k=rng.randint(30, 300)))
+        content = f"{words}\n{rng.choice(_SNIPPETS)}" if index % 3 == 0 else words
+        events.append(
+            TurnEvent.model_validate(
+                {
+                    "session_id": session,
+                    "workspace": "w_bench",
+                    "user": "u_bench",
+                    "turn_index": index,
+                    "role": "user" if index % 2 == 0 else "assistant",
+                    "content": content,
+                    "occurred_at": "2026-11-21T05:00:00+00:00",
+                    "client": ClientInfo(name="bench.publish", version="1"),
+                }
+            )
+        )
+    return events
+
+
+def raw_rpush(url: str, payloads: list[bytes]) -> float:
+    """Events/s of the same payloads through pipelined RPUSH."""
+    conn = redis.Redis.from_url(url)
+    began = time.perf_counter()
+    for start in range(0, len(payloads), RPUSH_BATCH):
+        pipe = conn.pipeline(transaction=False)
+        for payload in payloads[start : start + RPUSH_BATCH]:
+            pipe.rpush("bench:raw", payload)
+        pipe.execute()
+    rate = len(payloads) / (time.perf_counter() - began)
+    conn.delete("bench:raw")
+    conn.close()
+    return rate
+
+
+def sustained(url: str, events: list[TurnEvent]) -> tuple[float, list[float], int]:
+    """Events/s of publish + flush, the per-call times, and the events enqueued."""
+    publisher = Publisher(
+        redis_url=url, max_queue_length=10 * len(events), buffer_size=2 * len(events)
+    )
+    timings = []
+    began = time.perf_counter()
+    for event in events:
+        t0 = time.perf_counter()
+        publisher.publish(event)
+        timings.append(time.perf_counter() - t0)
+    if not publisher.flush(timeout_s=120):
+        raise RuntimeError("publisher did not drain")
+    rate = len(events) / (time.perf_counter() - began)
+    return rate, timings, publisher.close().enqueued
+
+
+def paced(publisher: Publisher, events: list[TurnEvent]) -> tuple[list[float], int]:
+    """Per-call times at PACED_RATE_PER_S, and how many calls raised."""
+    interval = 1.0 / PACED_RATE_PER_S
+    timings, exceptions = [], 0
+    next_at = time.perf_counter()
+    for event in events:
+        now = time.perf_counter()
+        if now < next_at:
+            time.sleep(next_at - now)  # pacing, like an editor between turns
+        next_at += interval
+        t0 = time.perf_counter()
+        try:
+            publisher.publish(event)
+        except Exception:
+            exceptions += 1
+        timings.append(time.perf_counter() - t0)
+    return timings, exceptions
+
+
+def _us(value: float) -> float:
+    return round(value * 1e6, 1)
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:.4f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="publish() latency and throughput")
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--trials", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp:
+        server = RedisServer(Path(tmp) / "redis")
+        server.start()
+        try:
+            url = server.url
+            admin = redis.Redis.from_url(url)
+            raw_rates, pub_rates, tight = [], [], []
+            for trial in range(args.trials):
+                events = make_events(args.events, f"s_trial{trial}")
+                payloads = [event.model_dump_json().encode() for event in events]
+                raw_rates.append(raw_rpush(url, payloads))
+                admin.flushdb()
+                rate, timings, enqueued = sustained(url, events)
+                assert enqueued == len(events), "every event must be enqueued"
+                pub_rates.append(rate)
+                tight.extend(timings)
+                admin.flushdb()
+
+            publisher = Publisher(redis_url=url, max_queue_length=10**6, buffer_size=10_000)
+            up_timings, up_exceptions = paced(publisher, make_events(PACED_EVENTS, "s_paced"))
+            publisher.flush(timeout_s=30)
+            server.kill()  # Redis gone, without a goodbye
+            down_timings, down_exceptions = paced(publisher, make_events(PACED_EVENTS, "s_down"))
+            down_stats = publisher.close(timeout_s=0.1)
+        finally:
+            server.stop()
+
+    raw_rate, pub_rate = statistics.median(raw_rates), statistics.median(pub_rates)
+    ratio = pub_rate / raw_rate
+    rows = [
+        [label, _us(percentile(t, 50)), _us(percentile(t, 99)), _us(percentile(t, 99.9)),
+         _us(max(t)), raised]
+        for label, t, raised in (
+            ("publish() tight loop", tight, 0),
+            (f"publish() paced {PACED_RATE_PER_S}/s", up_timings, up_exceptions),
+            ("publish() Redis killed", down_timings, down_exceptions),
+        )
+    ]  # fmt: skip
+    print(
+        f"load average (1 min) during the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs\n"
+    )
+    print(table(["caller-blocking time", "p50_us", "p99_us", "p99.9_us", "max_us", "raised"], rows))
+    print()
+    print(
+        table(
+            ["throughput, one producer", "events/s (median)", "trials"],
+            [
+                ["raw pipelined RPUSH (reference)", round(raw_rate), _trials(raw_rates)],
+                ["Publisher: publish + flush", round(pub_rate), _trials(pub_rates)],
+                ["ratio", round(ratio, 3), ""],
+            ],
+        )
+    )
+    print(
+        f"\nRedis killed: {down_stats.dropped_local} events dropped from the full local buffer "
+        f"(counted), {down_stats.abandoned} abandoned at close, {down_exceptions} exceptions."
+    )
+    print(
+        result_line(
+            "publish",
+            p50_ms=_ms(percentile(up_timings, 50)),
+            p99_ms=_ms(percentile(up_timings, 99)),
+            tight_p99_ms=_ms(percentile(tight, 99)),
+            events_per_s=round(pub_rate),
+            rpush_events_per_s=round(raw_rate),
+            ratio=round(ratio, 3),
+            down_p99_ms=_ms(percentile(down_timings, 99)),
+            down_exceptions=down_exceptions,
+        )
+    )
+    return 0
+
+
+def _trials(rates: list[float]) -> str:
+    return " ".join(str(round(rate)) for rate in rates)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
