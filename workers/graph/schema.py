@@ -15,7 +15,6 @@ FIXED_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("Episode", "event_id"),
     ("Session", "key"),
     ("Workspace", "key"),
-    ("User", "key"),
 )
 """(label, property) pairs that are unique regardless of the ontology."""
 
