@@ -130,3 +130,20 @@ def test_reingesting_changes_nothing(clients: Clients) -> None:
     _ingest(clients)
     assert _rows(clients, snapshot) == before
     assert _rows(clients, "MATCH (n:File) RETURN n.mentions AS m") == mentions_before
+
+
+def test_decision_arriving_late_is_superseded_on_arrival(clients: Clients) -> None:
+    pipeline = build_pipeline(clients)
+    newer = turn("decision: we use SQLite for the job store", 5, minutes=50)
+    older = turn("decision: we use Postgres for the job store", 1, minutes=10)
+    pipeline.ingest([newer])
+    pipeline.ingest([older])
+    rows = _rows(
+        clients, "MATCH (d:Decision) RETURN d.name AS name, d.status AS status ORDER BY d.valid_at"
+    )
+    assert [r["status"] for r in rows] == ["Superseded", "Active"]
+    links = _rows(
+        clients,
+        "MATCH (n:Decision)-[:SUPERSEDES]->(o:Decision) RETURN n.name AS new, o.name AS old",
+    )
+    assert links == [{"new": rows[1]["name"], "old": rows[0]["name"]}]

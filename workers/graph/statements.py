@@ -83,4 +83,18 @@ ON CREATE SET s.valid_at = new.valid_at, s.episode_ids = [r.event_id]
 RETURN old.uid AS superseded_uid, new.uid AS by_uid
 """
 
+SUPERSEDE_LATE_ARRIVALS = """
+UNWIND $rows AS r
+MATCH (late:Decision {uid: r.uid})
+MATCH (newer:Decision {scope_key: r.scope_key, subject: r.subject})
+WHERE newer.uid <> late.uid AND newer.valid_at > late.valid_at AND late.status = 'Active'
+WITH late, newer ORDER BY newer.valid_at
+WITH late, head(collect(newer)) AS next
+SET late.status = 'Superseded', late.invalid_at = next.valid_at
+MERGE (next)-[s:SUPERSEDES]->(late)
+ON CREATE SET s.valid_at = next.valid_at, s.episode_ids = next.episode_ids
+RETURN late.uid AS superseded_uid, next.uid AS by_uid
+"""
+"""A decision that arrives after a newer one on the same subject (out-of-order delivery)."""
+
 EPISODE_EXISTS = "MATCH (e:Episode {event_id: $event_id}) RETURN count(e) AS n"

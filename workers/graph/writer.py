@@ -175,8 +175,9 @@ class GraphWriter:
                 tx.run(statement, rows=rows).consume()
             superseded: list[tuple[str, str]] = []
             if decisions:
-                result = tx.run(cypher.SUPERSEDE_DECISIONS, rows=decisions)
-                superseded = [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
+                for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
+                    result = tx.run(statement, rows=decisions)
+                    superseded += [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
             return superseded
 
         report.superseded = run_write(self._driver, self._database, work)
