@@ -19,6 +19,13 @@
 -- Returns one code per event: 1 enqueued, 2 dropped (drop_newest), 3 duplicate;
 -- followed by the number of older jobs evicted (drop_oldest).
 
+-- RQ Retry(max=8, interval=[1, 2, 5, 10, 30, 60, 120, 300]): a job that fails on a
+-- transient error (graph or Redis restarting), or is abandoned by a killed worker, runs
+-- again later through RQ's scheduler (ingest workers run with_scheduler) instead of
+-- landing in the failed registry. Permanent errors fail at once (the job checks).
+local RETRIES = '8'
+local RETRY_INTERVALS = '[1, 2, 5, 10, 30, 60, 120, 300]'
+
 local HEAD = 11
 local PER_EVENT = 2
 local ENQUEUED, DROPPED_NEWEST, DUPLICATE = 1, 2, 3
@@ -87,7 +94,9 @@ for i = 1, n do
       'enqueued_at', enqueued_at,
       'timeout', timeout,
       'result_ttl', result_ttl,
-      'failure_ttl', failure_ttl)
+      'failure_ttl', failure_ttl,
+      'retries_left', RETRIES,
+      'retry_intervals', RETRY_INTERVALS)
     redis.call('RPUSH', queue_key, job_id)
     length = length + 1
     enqueued = enqueued + 1

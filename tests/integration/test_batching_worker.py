@@ -74,3 +74,16 @@ def test_expired_claims_go_back_to_the_queue_head(clients: Clients) -> None:
     assert requeue_expired_claims(clients.redis, queue, now=100.0) == 2
     assert [i.decode() for i in clients.redis.lrange(queue.key, 0, -1)] == ["c1", "c2", "later"]
     assert clients.redis.zrange(claim_key(queue), 0, -1) == [b"fresh"]
+
+
+def test_transient_failure_is_retried_and_permanent_failure_is_not(clients: Clients) -> None:
+    event = turn("retry me: src/retry.py", 0)
+    BoundedQueue(clients.redis, max_length=10).enqueue(event)
+    queue = ingest_queue(clients)
+    job = Job.fetch(event.event_id, connection=clients.redis, serializer=JSONSerializer)
+    assert job.retries_left == 8 and job.retry_intervals and job.retry_intervals[0] == 1
+    runtime.install(None)  # no pipeline: the job fails with a ConfigurationError (permanent)
+    build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    job = Job.fetch(event.event_id, connection=clients.redis, serializer=JSONSerializer)
+    assert job.get_status() == "failed" and job.retries_left == 0
+    assert event.event_id in queue.failed_job_registry.get_job_ids()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import zlib
 
 import pytest
 import redis
-from rq import Queue, SimpleWorker
+from rq import Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
@@ -61,12 +62,22 @@ def test_stock_simple_worker_runs_the_jobs_the_script_wrote(redis_conn: redis.Re
 
 def test_job_hash_has_the_fields_rq_itself_writes(redis_conn: redis.Redis) -> None:
     rq_queue = Queue("tg-reference", connection=redis_conn, serializer=JSONSerializer)
-    rq_queue.enqueue(PROBE, {"x": 1}, job_id="ref", description="d", result_ttl=600, failure_ttl=60)
+    rq_queue.enqueue(
+        PROBE,
+        {"x": 1},
+        job_id="ref",
+        description="d",
+        result_ttl=600,
+        failure_ttl=60,
+        retry=Retry(max=8, interval=[1, 2, 5, 10, 30, 60, 120, 300]),
+    )
     _queue(redis_conn).enqueue(make_turn(0))
     ours = redis_conn.hgetall(f"rq:job:{make_turn(0).event_id}")
     theirs = redis_conn.hgetall("rq:job:ref")
     assert set(ours) == set(theirs)
     assert ours[b"status"] == b"queued" and ours[b"worker_name"] == b""
+    assert ours[b"retries_left"] == theirs[b"retries_left"]
+    assert json.loads(ours[b"retry_intervals"]) == json.loads(theirs[b"retry_intervals"])
 
 
 def test_drop_newest_rejects_at_the_bound_and_counts(redis_conn: redis.Redis) -> None:

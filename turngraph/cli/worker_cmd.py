@@ -45,7 +45,8 @@ def run_worker(args: argparse.Namespace) -> int:
             if args.kind == "ingest"
             else build_maintenance_worker(clients)
         )
-        worker.work(burst=args.burst, with_scheduler=False, logging_level=settings.log_level)
+        # The scheduler runs retries with back-off (see producers/enqueue.lua).
+        worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
         return 0
     finally:
         clients.close()
