@@ -31,13 +31,14 @@ def test_session_view_is_self_contained_and_complete(clients: Clients, tmp_path:
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"(https?:)?//", html)
     data = json.loads(DATA.search(html).group(1))  # type: ignore[union-attr]
     captions = sorted(n["caption"] for n in data["nodes"])
-    # the session, its two turns, and what they mention (not the other session's turns)
+    # the session, its workspace, its two turns, and what they mention (no other session)
     assert captions == sorted(
-        ["s-1", "user #0", "assistant #1", "retry with backoff", "src/app.py", "tenacity"]
+        ["s-1", "ws-a", "user #0", "assistant #1", "retry with backoff", "src/app.py", "tenacity"]
     )
     types = sorted(r["caption"] for r in data["relationships"])
     assert types == sorted(
         [
+            "IN_WORKSPACE",
             "IN_SESSION",
             "IN_SESSION",
             "NEXT",
@@ -49,7 +50,7 @@ def test_session_view_is_self_contained_and_complete(clients: Clients, tmp_path:
             "USES_TOOL",
         ]
     )
-    assert (view.nodes, view.relationships, view.truncated) == (6, 9, False)
+    assert (view.nodes, view.relationships, view.truncated) == (7, 10, False)
     assert "<title>turngraph session s-1</title>" in html
 
 

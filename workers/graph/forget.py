@@ -47,6 +47,7 @@ from workers.graph.subgraph import (
     mentioned_ids,
     own_node_ids,
     scope_node_ids,
+    workspace_ids_of,
 )
 from workers.ingest.changes import CHANGES_MAXLEN
 from workers.recall.memory import Change, MemoryScope
@@ -106,13 +107,6 @@ UNWIND $ids AS id
 MATCH (n) WHERE elementId(n) = id
 MATCH (n)-[:SUPERSEDES]->(old:Decision)
 RETURN DISTINCT elementId(old) AS id
-"""
-
-WORKSPACES_OF = """
-UNWIND $ids AS id
-MATCH (s:Session) WHERE elementId(s) = id
-MATCH (s)-[:IN_WORKSPACE]->(w:Workspace)
-RETURN DISTINCT elementId(w) AS id
 """
 
 DELETE_EMPTY_WORKSPACES = """
@@ -284,7 +278,7 @@ def forget_graph(
     # Decisions a doomed decision superseded, and workspaces a doomed session was in:
     # once the scope is gone they may stand alone again.
     superseded = _ids_from(driver, database, SUPERSEDED_BY, touched)
-    workspaces = _ids_from(driver, database, WORKSPACES_OF, own)
+    workspaces = workspace_ids_of(driver, database, own)
     deleted = pruned = 0
     if forgotten:
         for batch in _batches(neighbours, DELETE_BATCH):

@@ -129,6 +129,23 @@ def mentioned_ids(driver: neo4j.Driver, database: str | None, node_ids: Sequence
     return list(found)
 
 
+def workspace_ids_of(
+    driver: neo4j.Driver, database: str | None, node_ids: Sequence[str]
+) -> list[str]:
+    """Element ids of the workspaces the given sessions belong to."""
+    found: dict[str, None] = {}
+    for start in range(0, len(node_ids), FETCH_BATCH):
+        for element_id in _ids(
+            driver,
+            database,
+            "UNWIND $ids AS id MATCH (s:Session) WHERE elementId(s) = id "
+            "MATCH (s)-[:IN_WORKSPACE]->(w:Workspace) RETURN DISTINCT elementId(w) AS id",
+            ids=list(node_ids[start : start + FETCH_BATCH]),
+        ):
+            found.setdefault(element_id, None)
+    return list(found)
+
+
 def read_nodes(driver: neo4j.Driver, database: str | None, ids: Sequence[str]) -> list[GraphNode]:
     nodes: list[GraphNode] = []
     for start in range(0, len(ids), FETCH_BATCH):
@@ -175,10 +192,11 @@ def read_scope(
     key: str,
     entity_labels: Iterable[str],
 ) -> Subgraph:
-    """The scope's subgraph: its own nodes, what its episodes mention, and the
-    relationships among all of them."""
+    """The scope's subgraph: its own nodes, what its episodes mention, the workspaces its
+    sessions are in, and the relationships among all of them."""
     own = own_node_ids(driver, database, scope, key, entity_labels)
-    ids = list(dict.fromkeys([*own, *mentioned_ids(driver, database, own)]))
+    context = [*mentioned_ids(driver, database, own), *workspace_ids_of(driver, database, own)]
+    ids = list(dict.fromkeys([*own, *context]))
     nodes = read_nodes(driver, database, ids)
     relationships = read_relationships_among(driver, database, ids)
     own_set = set(own)
