@@ -23,8 +23,7 @@ ENTITY_KEY_PROPERTIES: tuple[str, ...] = ("scope", "key")
 normalised name (see :func:`normalize_name`). The graph writer creates one uniqueness
 constraint per label over these."""
 
-_SPACES = re.compile(r"\s+")
-_TRAILING_PUNCT = re.compile(r"[\s.,;:!?]+$")
+_TRAILING_CHARS = " .,;:!?"
 
 
 def _lookup_key(name: str) -> str:
@@ -112,9 +111,13 @@ class Ontology:
             index[_lookup_key(rel.name)] = rel
         return index
 
+    @cached_property
+    def _entity_by_name(self) -> dict[str, EntityType]:
+        return {t.name: t for t in self.entity_types}
+
     def entity_type(self, name: str) -> EntityType | None:
         """The entity type called ``name`` or one of its aliases (case-insensitive)."""
-        return self._entity_index.get(_lookup_key(name))
+        return self._entity_by_name.get(name) or self._entity_index.get(_lookup_key(name))
 
     def relation_type(self, name: str) -> RelationType | None:
         """The relation called ``name`` or one of its aliases (case-insensitive)."""
@@ -144,7 +147,7 @@ class Ontology:
         """The resolution key of an entity name: trimmed, whitespace collapsed, casefolded
         unless the type is case-sensitive (paths, branches, symbols)."""
         etype = self.entity_type(type_name)
-        key = _TRAILING_PUNCT.sub("", _SPACES.sub(" ", name).strip())
+        key = " ".join(name.split()).rstrip(_TRAILING_CHARS)
         if etype is not None and etype.name == "File":
             key = key.removeprefix("./")
         if etype is None or not etype.case_sensitive:

@@ -324,3 +324,18 @@ def test_graph_gets_exactly_the_extracted_entities_and_facts(
         ("#45", "MODIFIES", "workers/graph/writer.py"),
     ]
     assert x.stats.calls == 1
+
+
+def test_answer_cut_at_the_output_limit_splits_the_batch(fake: FakeOpenAI) -> None:
+    cut = malformed('{"turns": [{"event_id": "e1", "entities": [')
+    cut.finish_reason = "length"
+    fake.add(cut, answer({"turns": [E1]}), answer({"turns": [E2]}))
+    x = extractor(fake)
+    first, second = x.extract(TURNS)
+    assert (len(first.entities), len(second.entities)) == (2, 2)
+    sent = [
+        [t["event_id"] for t in json.loads(r.messages[1]["content"].split("\n", 1)[1])]
+        for r in fake.requests
+    ]
+    assert sent == [["e1", "e2"], ["e1"], ["e2"]]
+    assert (x.stats.calls, x.stats.reasks, x.stats.batches) == (3, 0, 2)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from workers.extraction.references import ascii_lower
+
 DIRECTIVE_TYPES: dict[str, str] = {
     "decision": "Decision",
     "preference": "Preference",
@@ -26,18 +28,21 @@ DIRECTIVE_TYPES: dict[str, str] = {
 MAX_TEXT_CHARS = 500
 
 _DIRECTIVE = re.compile(
-    r"(?im)(?:^|(?<=[.!?] ))[ \t]*(?:[-*>][ \t]*)?"
     r"(decision|preference|terminology|term|lesson[ _-]learned|lesson|procedure)"
-    r"[ \t]*(?:\([ \t]*(workspace|user)[ \t]*\))?[ \t]*:[ \t]*(\S[^\n]*)$"
+    r"[ \t]*(?:\([ \t]*(workspace|user)[ \t]*\))?[ \t]*:[ \t]*(\S[^\n]*)"
 )
+"""Run on the ASCII-lowered text; where it may start is checked by :func:`_starts_line`."""
+# Matched on the ASCII-lowered text, starting with a literal (fast to scan for); the
+# word-boundary check before the match is done in Python.
 _DECISION = re.compile(
-    r"(?i)\b(?:"
+    r"(?:"
     r"we(?:'ve|\s+have)?\s+(?:finally\s+|now\s+|just\s+|already\s+)?decided"
     r"|(?:we|i)\s+(?:have\s+)?(?:agreed|settled)(?=\s+(?:on|to|that)\b)"
     r"|let'?s\s+go\s+with|we'?ll\s+go\s+with|we(?:\s+are|'re)\s+going\s+with"
     r"|the\s+decision\s+is"
     r")[ \t]*(?:to\s+|that\s+|on\s+|:\s*)?"
 )
+_DIRECTIVE_WORDS = ("decision", "preference", "term", "lesson", "procedure")
 _DECISION_WORDS = ("decid", "go with", "going with", "agreed", "settled")
 _QUOTES = frozenset("\"'\u201c\u201d\u2018\u2019\u00ab\u00bb")
 _CLAUSE_END = re.compile(r"[.;!?](?=\s|$)|\n|$")
@@ -89,15 +94,30 @@ def decision_subject(clause: str, target: str | None = None) -> str:
     return normalize_subject(_LEADING_VERB.sub("", head.strip())) or normalize_subject(lowered)
 
 
+def _starts_line(text: str, index: int) -> bool:
+    """A directive starts a line (after optional indent and a ``-``/``*``/``>`` bullet)
+    or a sentence ("Ok. decision: …")."""
+    line_start = text.rfind("\n", 0, index) + 1
+    prefix = text[line_start:index]
+    if prefix.strip(" \t") in ("", "-", "*", ">"):
+        return True
+    return prefix[-1:] == " " and prefix.rstrip()[-1:] in (".", "!", "?")
+
+
 def find_directives(text: str) -> list[Statement]:
     """``kind (scope): text`` lines. The ``scope`` attribute is set only by an explicit
     ``(workspace)`` / ``(user)`` marker; without one the graph writer applies its default."""
     found: list[Statement] = []
     if ":" not in text:
         return found
-    for match in _DIRECTIVE.finditer(text):
-        keyword, scope, body = match.groups()
-        body = body.strip()[:MAX_TEXT_CHARS]
+    lower = ascii_lower(text)
+    if not any(keyword in lower for keyword in _DIRECTIVE_WORDS):
+        return found
+    for match in _DIRECTIVE.finditer(lower):
+        if not _starts_line(text, match.start()):
+            continue
+        keyword, scope, _ = match.groups()
+        body = text[match.start(3) : match.end(3)].strip()[:MAX_TEXT_CHARS]
         type_name = DIRECTIVE_TYPES[re.sub(r"[ _-]+", " ", keyword.lower())]
         attributes = {"origin": "directive"}
         if scope:
@@ -109,10 +129,14 @@ def find_directives(text: str) -> list[Statement]:
 def find_decisions(text: str) -> list[Statement]:
     """Explicit decisions in prose; questions ("have we decided …?") are skipped."""
     found: list[Statement] = []
-    lowered = text.lower()
-    if not any(w in lowered for w in _DECISION_WORDS):
+    lower = ascii_lower(text)
+    if not any(w in lower for w in _DECISION_WORDS):
         return found
-    for match in _DECISION.finditer(text):
+    for match in _DECISION.finditer(lower):
+        if match.start() and (
+            lower[match.start() - 1].isalnum() or lower[match.start() - 1] == "_"
+        ):
+            continue
         before, after = text[max(0, match.start() - 1) : match.start()], text[match.end() :][:1]
         if (before and before in _QUOTES) or (after and after in _QUOTES):
             continue  # the phrase quoted ("we decided" as a trigger word), not a decision

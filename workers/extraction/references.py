@@ -10,6 +10,8 @@ credentials.
 from __future__ import annotations
 
 import re
+import string
+from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -40,47 +42,73 @@ BRANCH_PREFIXES = (
     "wip", "experiment", "spike", "dependabot", "renovate",
 )  # fmt: skip
 
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s<>\"'`)\]}]+")
+_DIGIT = re.compile(r"\d")
+_SCHEME_BEFORE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{1,15}$")
+_URL_REST = re.compile(r"[^\s<>\"'`)\]}]+")
 _GITHUB = re.compile(
     r"^(?:www\.)?github\.com/([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})(?:/(pull|issues|commit)/(\w+))?"
 )
 _SECRET_PARAM = re.compile(r"(?i)token|key|secret|passw|sig|auth|credential|code|session")
-_QUALIFIED_REF = re.compile(r"(?<![\w/.#-])([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})#(\d{1,7})\b")
-_PR = re.compile(
-    r"(?i)(?<![\w/])(?:PRs?|pull\s+requests?|MRs?|merge\s+requests?)\s*(?:#\s*)?(\d{1,7})\b"
-)
-_ISSUE = re.compile(r"(?i)(?<![\w/])(?:issues?|tickets?|bugs?)\s*#?\s*(\d{1,7})\b")
-_HASH_REF = re.compile(r"(?<![\w&/#])#(\d{1,7})\b(?!-)")
+_NUMBER_SIGN = re.compile(r"#(\d{1,7})\b")
+_OWNER_REPO_BEFORE = re.compile(r"([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})$")
+# Patterns run on ascii_lower(text) start with a literal, not an assertion: the regex
+# engine then skips ahead quickly; the "not inside a word" check is done on the match.
+_PR = re.compile(r"(?:prs?|pull\s+requests?|mrs?|merge\s+requests?)\s*(?:#\s*)?(\d{1,7})\b")
+_ISSUE = re.compile(r"(?:issues?|tickets?|bugs?)\s*#?\s*(\d{1,7})\b")
+_HASH_REF = re.compile(r"#(\d{1,7})\b(?!-)")
+_PR_BEFORE = re.compile(r"\b(?:pr|pull request|mr)\s*$")
 _RANK_BEFORE = re.compile(r"(?i)\b(?:the|my|our|your|a|is|number)\s+$")
-_PATH_TOKEN = re.compile(r"[^\s`'\"()\[\]{}<>,;|*]*[./][^\s`'\"()\[\]{}<>,;|*]*")
+_TOKEN = re.compile(r"[^\s`'\"()\[\]{}<>,;|*]+")
 _EXT = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
-_EXTENSIONLESS = re.compile(r"(?<![\w./-])(" + "|".join(EXTENSIONLESS_FILES) + r")(?![\w-]|\.\w)")
+_EXTENSIONLESS = re.compile(r"(" + "|".join(EXTENSIONLESS_FILES) + r")(?![\w-]|\.\w)")
 _BRANCH_PREFIXED = re.compile(
-    r"(?<![\w/.-])((?:" + "|".join(BRANCH_PREFIXES) + r")/[\w][\w./-]*[\w])(?![\w/]|\.\w)"
+    r"((?:" + "|".join(BRANCH_PREFIXES) + r")/[\w][\w./-]*[\w])(?![\w/]|\.\w)"
 )
-_BRANCH_NAMED = re.compile(
-    r"(?i)\bbranch\s+(?:called\s+|named\s+)?`?([\w][\w./-]*[\w])`?"
-    r"|`([\w][\w./-]*[\w])`\s+branch\b"
-)
-_GIT_SWITCH = re.compile(r"\bgit\s+(?:checkout|switch)\s+(?:-[bcBC]\s+)?([\w][\w./-]*[\w])")
-_TRUNK = re.compile(
+_BRANCH_NAMED = re.compile(r"branch\s+(?:called\s+|named\s+)?(`?)([\w][\w./-]*[\w])`?")
+_BRANCH_QUOTED = re.compile(r"`([\w][\w./-]*[\w])`\s+branch\b")
+_GIT_SWITCH = re.compile(r"git\s+(?:checkout|switch)\s+(?:-[bcBC]\s+)?([\w][\w./-]*[\w])")
+_TRUNK = re.compile(r"(main|master|develop|trunk)`?(?![\w/-]|\.\w)")
+_TRUNK_BEFORE = re.compile(
     r"\b(?:on|onto|into|from|to|against|off|of|in|rebase|rebased|merge|merged|latest|pull|"
-    r"pulled|pulling)\s+(?:the\s+|latest\s+)?"
-    r"`?(main|master|develop|trunk)`?(?![\w/-]|\.\w)"
+    r"pulled|pulling)\s+(?:the\s+|latest\s+)?`?$"
 )
-_COMMIT = re.compile(r"(?<![\w/#.@:-])([0-9a-f]{7,40})(?![\w-]|\.\w)")
-_PLAN_ID = re.compile(r"(?i)(?<![\w-])PLAN-(\d+(?:\.\d+)*)\b")
-_PLAN_WORD = re.compile(r"(?i)\b(plan|phase|milestone)(?:\s+|-)(\d+(?:\.\d+)*|[IVX]+\b)(?![\w%])")
+_TRUNK_WORDS = ("main", "master", "develop", "trunk")
+_COMMIT = re.compile(r"([0-9a-f]{7,40})(?![\w-]|\.\w)")
+_PLAN_ID = re.compile(r"plan-(\d+(?:\.\d+)*)\b")
+_PLAN_WORD = re.compile(r"(plan|phase|milestone)(?:\s+|-)(\d+(?:\.\d+)*|[ivx]+\b)(?![\w%])")
 _CODE_SPAN = re.compile(r"`([^`\n]{1,200})`")
 _FENCE = re.compile(r"```.*?(?:```|$)", re.S)
 _SYMBOL = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\([^()]*\))?$")
-_EXCEPTION_NAME = re.compile(
-    r"(?<![\w.`'\"])((?:[A-Z][a-z0-9]+)+(?:Error|Exception|Failed|Failure|Warning|Timeout))\b"
-)
-_TEST_ID = re.compile(r"(?:::|(?<![\w./:]))(test_\w+)\b(?!\.\w)")
+_EXCEPTION_SUFFIX = re.compile(r"(?:Error|Exception|Failed|Failure|Warning|Timeout)\b")
+_CAMEL_BEFORE = re.compile(r"(?:[A-Z][a-z0-9]+)+$")
+_EXCEPTION_WORDS = ("Error", "Exception", "Failed", "Failure", "Warning", "Timeout")
+_TEST_ID = re.compile(r"test_\w+\b(?!\.\w)")
+_LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 _MENTION = re.compile(r"(?<![\w.@/`])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?)\b(?![.@/])")
 _NOT_SYMBOLS = frozenset({"True", "False", "None", "null", "true", "false", "nil", "self"})
 _NON_BRANCH_WORDS = frozenset({"is", "was", "and", "or", "the", "that", "this", "for", "with"})
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+@lru_cache(maxsize=4)
+def ascii_lower(text: str) -> str:
+    """``text`` with A-Z lowered and nothing else changed: offsets stay valid
+    (``str.lower`` may change the length of some non-ASCII text)."""
+    return text.translate(_ASCII_LOWER)
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _free_before(text: str, index: int, also: str = "") -> bool:
+    """True when ``text[index]`` does not continue a word (or one of ``also``)."""
+    if index == 0:
+        return True
+    before = text[index - 1]
+    return not (_word_char(before) or before in also)
 
 
 def fenced_spans(text: str) -> list[tuple[int, int]]:
@@ -112,12 +140,22 @@ def clean_url(raw: str) -> str:
 def find_urls(text: str) -> list[Hit]:
     """URLs, and the repository, pull request, issue or commit a GitHub URL points at."""
     hits: list[Hit] = []
-    for match in _URL.finditer(text):
-        url = clean_url(match.group(0))
-        start, end = match.start(), match.start() + len(match.group(0).rstrip(".,;:!?'\""))
+    if "://" not in text:
+        return hits
+    position = text.find("://")
+    while position != -1:
+        scheme = _SCHEME_BEFORE.search(text, max(0, position - 16), position)
+        rest = _URL_REST.match(text, position + 3)
+        found_at, position = position, text.find("://", position + 3)
+        if scheme is None or rest is None or not _free_before(text, scheme.start()):
+            continue
+        raw = text[scheme.start() : rest.end()]
+        url = clean_url(raw)
+        start, end = scheme.start(), scheme.start() + len(raw.rstrip(".,;:!?'\""))
+        if end <= found_at + 3:
+            continue
         hits.append(Hit(start, end, "Url", url))
-        rest = url.split("://", 1)[1]
-        gh = _GITHUB.match(rest)
+        gh = _GITHUB.match(url.split("://", 1)[1])
         if gh:
             owner, repo, kind, ident = gh.groups()
             repo = repo.removesuffix(".git")
@@ -134,23 +172,40 @@ def find_urls(text: str) -> list[Hit]:
 def find_qualified_refs(text: str) -> list[Hit]:
     """``owner/repo#N``: an issue (or a pull request when the text says PR) and its repo."""
     hits: list[Hit] = []
-    if "#" not in text:
+    if "#" not in text or "/" not in text:
         return hits
-    for match in _QUALIFIED_REF.finditer(text):
-        owner, repo, number = match.groups()
-        before = text[max(0, match.start() - 16) : match.start()].lower()
-        kind = "PullRequest" if re.search(r"\b(?:pr|pull request|mr)\s*$", before) else "Issue"
-        hits.append(Hit(match.start(), match.end(), kind, f"{owner}/{repo}#{number}"))
-        hits.append(Hit(match.start(), match.end(), "Repository", f"{owner}/{repo}"))
+    for sign in _NUMBER_SIGN.finditer(text):
+        ref = _OWNER_REPO_BEFORE.search(text, max(0, sign.start() - 140), sign.start())
+        if ref is None or not _free_before(text, ref.start(), "/.#-"):
+            continue
+        owner, repo = ref.groups()
+        number = sign.group(1)
+        before = text[max(0, ref.start() - 16) : ref.start()].lower()
+        kind = "PullRequest" if _PR_BEFORE.search(before) else "Issue"
+        hits.append(Hit(ref.start(), sign.end(), kind, f"{owner}/{repo}#{number}"))
+        hits.append(Hit(ref.start(), sign.end(), "Repository", f"{owner}/{repo}"))
     return hits
 
 
 def find_numbered_refs(text: str) -> list[Hit]:
     """``PR 45``, ``pull request #45``, ``issue 12`` and bare ``#123`` (an issue)."""
-    hits = [Hit(*m.span(), "PullRequest", f"#{m.group(1)}") for m in _PR.finditer(text)]
-    hits += [Hit(*m.span(), "Issue", f"#{m.group(1)}") for m in _ISSUE.finditer(text)]
+    if _DIGIT.search(text) is None:
+        return []
+    lower = ascii_lower(text)
+    hits = [
+        Hit(*m.span(), "PullRequest", f"#{m.group(1)}")
+        for m in _PR.finditer(lower)
+        if _free_before(lower, m.start(), "/")
+    ]
+    hits += [
+        Hit(*m.span(), "Issue", f"#{m.group(1)}")
+        for m in _ISSUE.finditer(lower)
+        if _free_before(lower, m.start(), "/")
+    ]
     if "#" in text:
         for match in _HASH_REF.finditer(text):
+            if not _free_before(text, match.start(), "&/#"):
+                continue
             if any(h.start <= match.start() < h.end for h in hits):
                 continue  # the "#45" of "PR #45"
             number = match.group(1)
@@ -162,8 +217,11 @@ def find_numbered_refs(text: str) -> list[Hit]:
 
 
 def _path_name(token: str) -> str | None:
-    token = token.split("::", 1)[0]
-    token = re.sub(r"(?::\d+){1,2}$", "", token.rstrip(".:!?"))
+    token = token.split("::", 1)[0].rstrip(".:!?")
+    if "." not in token and "/" not in token:
+        return None  # "it." at the end of a sentence
+    if ":" in token:
+        token = _LINE_SUFFIX.sub("", token)
     token = token.removeprefix("./")
     if not token or "://" in token or "#" in token or "@" in token:
         return None
@@ -183,36 +241,68 @@ def _path_name(token: str) -> str | None:
 def find_files(text: str) -> list[Hit]:
     """Paths with an extension (any, when there is a ``/``), and well-known files."""
     hits: list[Hit] = []
-    for match in _PATH_TOKEN.finditer(text):
-        name = _path_name(match.group(0))
-        if name:
-            hits.append(Hit(match.start(), match.end(), "File", name))
-    hits += [Hit(*m.span(), "File", m.group(1)) for m in _EXTENSIONLESS.finditer(text)]
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        if "." in token or "/" in token:
+            name = _path_name(token)
+            if name:
+                hits.append(Hit(match.start(), match.end(), "File", name))
+    if any(name in text for name in EXTENSIONLESS_FILES):
+        hits += [
+            Hit(*m.span(), "File", m.group(1))
+            for m in _EXTENSIONLESS.finditer(text)
+            if _free_before(text, m.start(), "./-")
+        ]
     return hits
 
 
 def find_branches(text: str) -> list[Hit]:
     """``feature/x``-style names, ``branch X``, ``git checkout -b X``, and ``on main``."""
-    hits = [Hit(*m.span(1), "Branch", m.group(1)) for m in _BRANCH_PREFIXED.finditer(text)]
-    if "branch" in text.lower():
-        for match in _BRANCH_NAMED.finditer(text):
-            name = match.group(1) or match.group(2)
-            quoted = match.group(2) is not None or "`" in match.group(0)
+    hits: list[Hit] = []
+    if "/" in text:
+        hits += [
+            Hit(*m.span(1), "Branch", m.group(1))
+            for m in _BRANCH_PREFIXED.finditer(text)
+            if _free_before(text, m.start(), "/.-")
+        ]
+    lower = ascii_lower(text)
+    if "branch" in lower:
+        named = [
+            (m.start(), m.end(), *m.span(2), m.group(1) == "`")
+            for m in _BRANCH_NAMED.finditer(lower)
+            if _free_before(lower, m.start())
+        ]
+        named += [(m.start(), m.end(), *m.span(1), True) for m in _BRANCH_QUOTED.finditer(lower)]
+        for start, end, name_start, name_end, quoted in named:
+            name = text[name_start:name_end]  # as written: branch names keep their case
             if name.lower() in _NON_BRANCH_WORDS:
                 continue
             if quoted or any(c in name for c in "/-_") or name in ("main", "master", "develop"):
-                hits.append(Hit(*match.span(), "Branch", name))
+                hits.append(Hit(start, end, "Branch", name))
     if "git " in text:
-        hits += [Hit(*m.span(1), "Branch", m.group(1)) for m in _GIT_SWITCH.finditer(text)]
-    hits += [Hit(*m.span(1), "Branch", m.group(1)) for m in _TRUNK.finditer(text)]
+        hits += [
+            Hit(*m.span(1), "Branch", m.group(1))
+            for m in _GIT_SWITCH.finditer(text)
+            if _free_before(text, m.start())
+        ]
+    if any(word in text for word in _TRUNK_WORDS):
+        for match in _TRUNK.finditer(text):
+            if _free_before(text, match.start()) and _TRUNK_BEFORE.search(
+                text, max(0, match.start() - 24), match.start()
+            ):
+                hits.append(Hit(*match.span(1), "Branch", match.group(1)))
     return hits
 
 
 def find_commits(text: str) -> list[Hit]:
     """Hex strings of 7 to 40 digits with at least one digit and one letter."""
     hits: list[Hit] = []
+    if _DIGIT.search(text) is None:
+        return hits
     for match in _COMMIT.finditer(text):
         sha = match.group(1)
+        if not _free_before(text, match.start(), "/#.@:-"):
+            continue
         if not sha.isdigit() and any(c.isdigit() for c in sha):
             hits.append(Hit(*match.span(1), "Commit", sha))
     return hits
@@ -220,12 +310,23 @@ def find_commits(text: str) -> list[Hit]:
 
 def find_plans(text: str) -> list[Hit]:
     """``PLAN-12``, ``plan 10.2``, ``Phase 3``, ``milestone 2``."""
-    hits = [Hit(*m.span(), "Plan", f"PLAN-{m.group(1)}") for m in _PLAN_ID.finditer(text)]
-    for match in _PLAN_WORD.finditer(text):
+    lower = ascii_lower(text)
+    if _DIGIT.search(text) is None and "phase" not in lower:
+        return []
+    if "plan" not in lower and "phase" not in lower and "milestone" not in lower:
+        return []
+    hits = [
+        Hit(*m.span(), "Plan", f"PLAN-{m.group(1)}")
+        for m in _PLAN_ID.finditer(lower)
+        if _free_before(lower, m.start(), "-")
+    ]
+    for match in _PLAN_WORD.finditer(lower):
+        if not _free_before(lower, match.start()):
+            continue
         if any(h.start <= match.start() < h.end for h in hits):
             continue  # the "PLAN-12" already found
-        word, number = match.groups()
-        hits.append(Hit(*match.span(), "Plan", f"{word.capitalize()} {number}"))
+        number = text[match.start(2) : match.end(2)]  # as written: "Phase II"
+        hits.append(Hit(*match.span(), "Plan", f"{match.group(1).capitalize()} {number}"))
     return hits
 
 
@@ -243,9 +344,20 @@ def symbol_name(code: str) -> str | None:
 def find_prose_symbols(text: str) -> list[Hit]:
     """Symbols recognisable outside code spans: exception class names
     (``ConstraintValidationFailed``) and pytest node ids (``file.py::test_x``)."""
-    hits = [Hit(*m.span(1), "Symbol", m.group(1)) for m in _EXCEPTION_NAME.finditer(text)]
+    hits: list[Hit] = []
+    if any(word in text for word in _EXCEPTION_WORDS):
+        for suffix in _EXCEPTION_SUFFIX.finditer(text):
+            camel = _CAMEL_BEFORE.search(text, max(0, suffix.start() - 80), suffix.start())
+            start = camel.start() if camel else suffix.start()
+            if start == suffix.start() and not camel:
+                continue  # a bare "Error" is not a class name
+            if _free_before(text, start, ".`'\""):
+                hits.append(Hit(start, suffix.end(), "Symbol", text[start : suffix.end()]))
     if "test_" in text:
-        hits += [Hit(*m.span(1), "Symbol", m.group(1)) for m in _TEST_ID.finditer(text)]
+        for match in _TEST_ID.finditer(text):
+            start = match.start()
+            if text[max(0, start - 2) : start] == "::" or _free_before(text, start, "./:"):
+                hits.append(Hit(*match.span(), "Symbol", match.group(0)))
     return hits
 
 
