@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas.recall import ConversationTurn, RecallRequest, ScopeName
 from tests.support.recall import NOW, memory, request
@@ -194,3 +196,28 @@ def test_semantic_vectors_are_optional_and_only_rerank_candidates(index: MemoryI
     assert [r.source_event_ids for r in response.results] == [["e_a1"]]
     degraded = search(index, request("webhook retries"), NOW, embedder=_Embedder())
     assert "no_vectors" in degraded.degraded
+
+
+_turn_text = st.text(min_size=1, max_size=200)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    query=st.text(min_size=1, max_size=300),
+    context=st.lists(_turn_text, max_size=4),
+    scopes=st.lists(st.sampled_from(list(ScopeName)), min_size=1, max_size=4),
+)
+def test_any_request_gets_an_answer_inside_its_scope(
+    query: str, context: list[str], scopes: list[ScopeName]
+) -> None:
+    idx = _follow_up_index()
+    idx.add(memory("elsewhere", query, workspace="ws_b", session_id="s_b"))
+    req = request(
+        query,
+        scopes=tuple(scopes),
+        conversation_context=tuple(ConversationTurn(role="user", content=c) for c in context),
+    )
+    response = search(idx, req, NOW)
+    assert response.success
+    assert all(r.source_event_ids != ["e_elsewhere"] for r in response.results)
+    assert response.total_tokens <= req.max_tokens
