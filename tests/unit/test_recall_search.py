@@ -211,7 +211,7 @@ def test_any_request_gets_an_answer_inside_its_scope(
     query: str, context: list[str], scopes: list[ScopeName]
 ) -> None:
     idx = _follow_up_index()
-    idx.add(memory("elsewhere", query, workspace="ws_b", session_id="s_b"))
+    idx.add(memory("elsewhere", f"elsewhere {query}", workspace="ws_b", session_id="s_b"))
     req = request(
         query,
         scopes=tuple(scopes),

@@ -16,10 +16,17 @@ from schemas.recall import (
     ScopeName,
     ScoreBreakdown,
 )
-from workers.recall.followups import QueryPlan, context_boost, plan_query, resolve_scopes
+from workers.recall.followups import (
+    CONTEXT_BOOST_MAX,
+    QueryPlan,
+    context_boost,
+    plan_query,
+    resolve_scopes,
+)
 from workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
 from workers.recall.memory import Memory, MemoryKind
 from workers.recall.scoring import (
+    STATUS_MULTIPLIERS,
     Embedder,
     Scored,
     cosine,
@@ -158,10 +165,20 @@ def _score(
     context_scores: Mapping[int, float],
 ) -> list[_Factors]:
     """``final = semantic x recency x status x context boost x scope prior``, per candidate;
-    superseded memories are dropped unless asked for, and so is anything outside the scopes."""
+    superseded memories are dropped unless asked for, and so is anything outside the scopes.
+
+    Candidates are visited by falling ``semantic``; once even the largest possible
+    multiplier cannot lift one into the packing pool, the rest cannot either (exact).
+    """
     order = [scope.value for scope in scopes]
+    pool_size = request.max_results * PACK_POOL
+    ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + CONTEXT_BOOST_MAX)
+    pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
-    for key, semantic in fused.items():
+    for key in sorted(fused, key=fused.__getitem__, reverse=True):
+        semantic = fused[key]
+        if len(pool_finals) >= pool_size and semantic * ceiling < pool_finals[0]:
+            break
         memory = index.memory(key)
         if memory is None or not is_visible(memory.status, request.include_superseded):
             continue
@@ -180,6 +197,10 @@ def _score(
         found.append(
             _Factors(key, memory, label, semantic, recency, status, boost, prior, final, decision)
         )
+        if len(pool_finals) < pool_size:
+            heapq.heappush(pool_finals, final)
+        elif final > pool_finals[0]:
+            heapq.heapreplace(pool_finals, final)
     return found
 
 
