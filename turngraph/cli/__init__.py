@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "turngraph.cli.bridge_cmd",
     "turngraph.cli.consent_cmd",
     "turngraph.cli.queue_cmd",
+    "turngraph.cli.graph_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

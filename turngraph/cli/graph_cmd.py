@@ -1,0 +1,172 @@
+"""``turngraph graph show|export|import`` and ``turngraph forget``: a scope of the graph,
+looked at, carried elsewhere, or deleted."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+import schemas.ontology as ontology
+from turngraph.clients import Clients, build_clients, resolve_endpoints
+from turngraph.errors import TurngraphError
+from turngraph.settings import Settings
+from workers.graph.subgraph import Scope
+
+
+@contextlib.contextmanager
+def _clients(settings: Settings | None = None) -> Iterator[Clients]:
+    """Configured URLs, or the embedded services if they run now (never waits for them)."""
+    settings = settings or Settings()
+    if settings.embedded:
+        settings = resolve_endpoints(settings, wait_s=0.0)
+    clients = build_clients(settings)
+    try:
+        yield clients
+    finally:
+        clients.close()
+
+
+@contextlib.contextmanager
+def _output(path: str) -> Iterator[IO[str]]:
+    if path == "-":
+        yield sys.stdout
+        return
+    with open(path, "w", encoding="utf-8") as out:
+        yield out
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from workers.graph.html_view import studio_hint, write_html_view
+
+    scope = Scope(args.scope)
+    out = Path(args.output or f"turngraph-{scope.value}-{args.key}.html")
+    settings = Settings()
+    with _clients(settings) as clients:
+        view = write_html_view(
+            clients.graph,
+            clients.graph_database,
+            scope,
+            args.key,
+            out,
+            ontology.ONTOLOGY,
+            max_nodes=args.max_nodes,
+        )
+    cut = f" (cut to {view.nodes} nodes: --max-nodes)" if view.truncated else ""
+    print(f"wrote {view.path}: {view.nodes} nodes, {view.relationships} relationships{cut}")
+    if settings.embedded:
+        print(studio_hint(settings.data_dir))
+    else:
+        print("Neo4j Browser: see ops/neo4j/README.md (style file and saved queries)")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from workers.graph.export import write_graphml, write_jsonl
+    from workers.graph.subgraph import read_scope
+
+    scope = Scope(args.scope)
+    with _clients() as clients:
+        subgraph = read_scope(
+            clients.graph, clients.graph_database, scope, args.key, ontology.labels()
+        )
+    with _output(args.output) as out:
+        if args.format == "graphml":
+            write_graphml(subgraph, out)
+        else:
+            write_jsonl(subgraph, scope, args.key, out)
+    where = "stdout" if args.output == "-" else args.output
+    print(
+        f"exported {scope.value} {args.key}: {len(subgraph.nodes)} nodes, "
+        f"{len(subgraph.relationships)} relationships to {where}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from workers.graph.export import import_jsonl
+
+    source = sys.stdin if args.path == "-" else open(args.path, encoding="utf-8")  # noqa: SIM115
+    with source, _clients() as clients:
+        nodes, relationships = import_jsonl(clients.graph, clients.graph_database, source)
+    print(f"imported {nodes} nodes, {relationships} relationships")
+    return 0
+
+
+def run_forget(args: argparse.Namespace) -> int:
+    from workers.graph.forget import forget_scope
+
+    scope = Scope(args.scope)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("forget deletes the scope for good: add --yes to confirm", file=sys.stderr)
+            return 2
+        typed = input(f"Delete {scope.value} {args.key} for good? Type the key to confirm: ")
+        if typed.strip() != args.key:
+            print("not confirmed; nothing deleted")
+            return 1
+    with _clients() as clients:
+        settings = clients.settings
+        report = forget_scope(
+            redis_client=clients.redis,
+            driver=clients.graph,
+            database=clients.graph_database,
+            scope=scope,
+            key=args.key,
+            entity_labels=ontology.labels(),
+            queues=[settings.ingest_queue, settings.maintenance_queue],
+            changes_stream=settings.changes_stream,
+        )
+    print(json.dumps({"forgotten": {"scope": scope.value, "key": args.key}, **report.as_dict()}))
+    return 0
+
+
+def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Project errors become one line and exit status 1, not a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except TurngraphError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+def _scope_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scope", required=True, choices=[s.value for s in Scope])
+    parser.add_argument("key", help="the scope's (hashed) key, as stored in the graph")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    graph = subparsers.add_parser("graph", help="look at, export or import a scope of the graph")
+    actions = graph.add_subparsers(dest="graph_action", required=True)
+
+    show = actions.add_parser("show", help="write a self-contained HTML view of a scope")
+    _scope_arguments(show)
+    show.add_argument("-o", "--output", help="HTML file (default turngraph-SCOPE-KEY.html)")
+    show.add_argument("--max-nodes", type=int, default=2_000)
+    show.set_defaults(handler=_guarded(run_show))
+
+    export = actions.add_parser("export", help="a scope as JSON lines or GraphML")
+    _scope_arguments(export)
+    export.add_argument("--format", choices=["jsonl", "graphml"], default="jsonl")
+    export.add_argument("-o", "--output", default="-", help="file, or - for stdout")
+    export.set_defaults(handler=_guarded(run_export))
+
+    importer = actions.add_parser("import", help="import a JSON lines export (idempotent)")
+    importer.add_argument("path", help="file, or - for stdin")
+    importer.set_defaults(handler=_guarded(run_import))
+
+    forget = subparsers.add_parser(
+        "forget", help="delete a session, workspace or user scope completely"
+    )
+    _scope_arguments(forget)
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    forget.set_defaults(handler=_guarded(run_forget))
