@@ -155,6 +155,7 @@ ENTITY_TYPES: tuple[EntityType, ...] = (
         "A web address (credentials removed).",
         ("Link", "Uri", "WebPage"),
         ("https://github.com/rq/rq/issues/435",),
+        case_sensitive=True,
     ),
 )
 

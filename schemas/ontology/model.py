@@ -8,6 +8,7 @@ Turtle export) is generated from one instance, normally :data:`schemas.ontology.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,10 +19,13 @@ TYPE_NAME_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 RELATION_NAME_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 """Relation names are UPPER_SNAKE: they become Neo4j relationship types."""
 
-ENTITY_KEY_PROPERTIES: tuple[str, ...] = ("scope", "key")
-"""Node properties that identify an entity within its label: the scope key and the
-normalised name (see :func:`normalize_name`). The graph writer creates one uniqueness
-constraint per label over these."""
+ENTITY_KEY_PROPERTIES: tuple[str, ...] = ("uid",)
+"""Node properties a uniqueness constraint covers, per label: ``uid`` is
+``scope key|type|normalised name`` (``workers.graph.keys.entity_uid``), so one property
+carries the scope, the type and :meth:`Ontology.normalize_name`."""
+
+COMMIT_KEY_CHARS = 12
+"""Commits resolve on their first 12 hex digits (as ``workers.graph.keys`` does)."""
 
 _TRAILING_CHARS = " .,;:!?"
 
@@ -144,12 +148,17 @@ class Ontology:
         return {label: ENTITY_KEY_PROPERTIES for label in self.labels()}
 
     def normalize_name(self, type_name: str, name: str) -> str:
-        """The resolution key of an entity name: trimmed, whitespace collapsed, casefolded
-        unless the type is case-sensitive (paths, branches, symbols)."""
+        """The resolution key of an entity name: NFKC, whitespace collapsed, quotes and
+        trailing punctuation stripped, casefolded unless the type is case-sensitive
+        (paths, branches, symbols, URLs); commits by their first 12 hex digits."""
         etype = self.entity_type(type_name)
-        key = " ".join(name.split()).rstrip(_TRAILING_CHARS)
+        if not name.isascii():
+            name = unicodedata.normalize("NFKC", name)
+        key = " ".join(name.split()).strip("`'\"").rstrip(_TRAILING_CHARS)
         if etype is not None and etype.name == "File":
             key = key.removeprefix("./")
+        if etype is not None and etype.name == "Commit":
+            return key.lower()[:COMMIT_KEY_CHARS]
         if etype is None or not etype.case_sensitive:
             key = key.casefold()
         return key

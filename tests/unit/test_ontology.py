@@ -65,6 +65,10 @@ def test_normalize_name_keeps_case_where_case_matters() -> None:
     assert ONTOLOGY.normalize_name("Branch", "Feature/X") == "Feature/X"
     assert ONTOLOGY.normalize_name("Tool", "  PyTest ") == "pytest"
     assert ONTOLOGY.normalize_name("Decision", "Use  Redis.") == "use redis"
+    assert ONTOLOGY.normalize_name("Commit", "3F9C2AB1d2e3f4a5") == "3f9c2ab1d2e3"
+    fullwidth = "".join(chr(0xFF00 + ord(c) - 0x20) for c in "pytest")  # NFKC folds it
+    assert ONTOLOGY.normalize_name("Tool", f"`{fullwidth}`") == "pytest"
+    assert ONTOLOGY.normalize_name("Url", "https://x.io/A") == "https://x.io/A"
 
 
 def test_an_inconsistent_ontology_is_refused() -> None:
