@@ -64,6 +64,28 @@ def node_executable() -> str | None:
     return shutil.which("node")
 
 
+def ensure_installed() -> None:
+    """``make test`` installs the linter first; a bare ``pytest`` on a fresh clone does it
+    here, from the committed lock file, once."""
+    package = LINT_DIR / "node_modules" / "@neo4j-cypher" / "language-support"
+    if package.is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise LinterUnavailable(f"the Cypher linter is not installed: run `{INSTALL_COMMAND}`")
+    done = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--prefix", str(LINT_DIR)],
+        capture_output=True,
+        text=True,
+        timeout=LINT_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0 or not package.is_dir():
+        raise LinterUnavailable(
+            f"`{INSTALL_COMMAND}` failed ({done.returncode}): {done.stderr.strip()[-500:]}"
+        )
+
+
 def lint(
     texts: Iterable[CypherText],
     labels: Iterable[str] = (),
@@ -73,8 +95,7 @@ def lint(
     node = node_executable()
     if node is None:
         raise FileNotFoundError("node is not installed")
-    if not (LINT_DIR / "node_modules" / "@neo4j-cypher" / "language-support").is_dir():
-        raise LinterUnavailable(f"the Cypher linter is not installed: run `{INSTALL_COMMAND}`")
+    ensure_installed()
     request = {
         "schema": {"labels": sorted(labels), "relationshipTypes": sorted(relationship_types)},
         "statements": [
