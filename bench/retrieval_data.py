@@ -1,6 +1,7 @@
 """Generate the retrieval dataset: ``python -m bench.retrieval_data [OUT_DIR]``.
 
-Fills the hand-written scenario templates once per workspace, interleaves them with
+Fills the hand-written scenario templates once per workspace, adds the scenarios that
+belong to one workspace only, interleaves them with
 generic filler chat into sessions spread over five weeks, and writes
 ``turns.jsonl`` (TurnEvent dicts), ``questions.jsonl`` (question, evidence event ids,
 optional ``conversation_context``) and ``meta.json`` (the "now" questions are asked at).
@@ -18,6 +19,7 @@ from typing import Any
 
 from bench.retrieval_scenarios import SCENARIOS
 from bench.retrieval_slots import FILLERS, WORKSPACE_SLOTS
+from bench.retrieval_workspace_scenarios import WORKSPACE_SCENARIOS
 from schemas.turn_event import TurnEvent, stable_event_id
 
 DEFAULT_OUT = Path("tests/data/retrieval")
@@ -33,18 +35,17 @@ def build(seed: int = SEED) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     turns: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
     for ws_no, (workspace, slots) in enumerate(WORKSPACE_SLOTS.items()):
-        scenarios = list(SCENARIOS)
+        scenarios = list(SCENARIOS) + WORKSPACE_SCENARIOS.get(workspace, [])
         rng.shuffle(scenarios)
         fillers = list(FILLERS)
         rng.shuffle(fillers)
-        per_session = len(scenarios) // SESSIONS_PER_WORKSPACE
         fillers_per_session = len(fillers) // SESSIONS_PER_WORKSPACE
         for s_no in range(SESSIONS_PER_WORKSPACE):
             session_id = f"{workspace}_s{s_no:02d}"
             days_ago = SPAN_DAYS - (s_no * SPAN_DAYS / SESSIONS_PER_WORKSPACE) - ws_no * 1.5
             start = NOW - timedelta(days=days_ago, hours=rng.randint(0, 8))
             units: list[tuple[str, Any]] = [
-                ("scenario", sc) for sc in scenarios[s_no * per_session : (s_no + 1) * per_session]
+                ("scenario", sc) for sc in scenarios[s_no::SESSIONS_PER_WORKSPACE]
             ]
             chunk = fillers[s_no * fillers_per_session : (s_no + 1) * fillers_per_session]
             units += [("filler", pair) for pair in chunk]
