@@ -22,7 +22,7 @@ from schemas.ontology.errors import (
 )
 from schemas.ontology.json_schema import extraction_json_schema, response_format
 from schemas.ontology.model import ENTITY_KEY_PROPERTIES, EntityType, Ontology, RelationType
-from schemas.ontology.turtle import load_extension, to_turtle
+from schemas.ontology.turtle import load_extension, ontology_from, to_turtle
 
 
 def labels() -> tuple[str, ...]:
@@ -59,6 +59,7 @@ __all__ = [
     "extraction_json_schema",
     "labels",
     "load_extension",
+    "ontology_from",
     "relationship_types",
     "response_format",
     "to_turtle",

@@ -291,3 +291,9 @@ def load_extension(path: str | Path, base: Ontology) -> Ontology:
         )
     except ValueError as err:
         raise OntologyConflictError(f"ontology file {name!r}: {err}") from err
+
+
+def ontology_from(path: str | Path | None, base: Ontology) -> Ontology:
+    """``base`` extended by the Turtle file at ``path``, or ``base`` itself when no file is
+    configured (e.g. ``Settings.ontology_path`` unset)."""
+    return base if path is None or str(path) == "" else load_extension(path, base)

@@ -191,7 +191,7 @@ def test_malformed_answer_is_reasked_once_on_a_copy_of_the_messages(fake: FakeOp
 def test_answer_still_invalid_after_the_reask_keeps_what_validates(fake: FakeOpenAI) -> None:
     bad = {
         "event_id": "e1",
-        "entities": [ent("PullRequest", "#45"), ent("Person", "alice")],
+        "entities": [ent("PullRequest", "#45"), ent("Person", "alice"), "not an object"],
         "facts": [
             fact("MODIFIES", ("Person", "alice"), ("Tool", "pytest")),  # domain violation
             fact("AUTHORED", ("Person", "alice"), ("PullRequest", "#45")),
@@ -204,15 +204,16 @@ def test_answer_still_invalid_after_the_reask_keeps_what_validates(fake: FakeOpe
         [("PullRequest", "#45"), ("Person", "alice")],
         [("AUTHORED", "alice", "#45")],
     )
-    assert first.dropped == 1 and second.dropped == 0
+    assert first.dropped == 2 and second.dropped == 0
     reask_text = fake.requests[1].messages[3]["content"]
     assert "MODIFIES does not accept Person -> Tool" in reask_text
+    assert "entities[2]: not an object" in reask_text
     stats = x.stats.snapshot()
     assert (stats["calls"], stats["reasks"], stats["invalid_answers"], stats["dropped"]) == (
         2,
         1,
         2,
-        1,
+        2,
     )
 
 

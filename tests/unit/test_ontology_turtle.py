@@ -19,6 +19,7 @@ from schemas.ontology import (
     OntologyNoTriplesError,
     OntologyParseError,
     load_extension,
+    ontology_from,
     to_turtle,
 )
 from schemas.ontology.export import TURTLE_PATH, main
@@ -174,3 +175,11 @@ def test_conflict_term_both_class_and_property(tmp_path: Path) -> None:
 def test_property_naming_an_unknown_class(tmp_path: Path) -> None:
     text = PREFIXES + "tg:GUARDS a owl:ObjectProperty ; rdfs:range tg:Dragon ."
     expect(OntologyLoadError, write(tmp_path, text), "unknown classes ['Dragon']")
+
+
+def test_ontology_from_an_optional_path(tmp_path: Path) -> None:
+    assert ontology_from(None, ONTOLOGY) is ONTOLOGY
+    path = write(tmp_path, PREFIXES + 'tg:Runbook2 a owl:Class ; rdfs:comment "x" .')
+    assert ontology_from(path, ONTOLOGY).entity_type("Runbook2") is not None
+    with pytest.raises(OntologyFileMissingError):
+        ontology_from(tmp_path / "missing.ttl", ONTOLOGY)

@@ -25,8 +25,9 @@ class TurnAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     event_id: str
-    entities: list[dict[str, Any]] = Field(default_factory=list)
-    facts: list[dict[str, Any]] = Field(default_factory=list)
+    # Any, not dict: a malformed item is dropped alone by validation, not the whole answer
+    entities: list[Any] = Field(default_factory=list)
+    facts: list[Any] = Field(default_factory=list)
 
 
 class ExtractionAnswer(BaseModel):
