@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import neo4j
 import redis
+from pydantic import SecretStr
 
 from turngraph.embedded.services import wait_for_endpoints
 from turngraph.errors import ConfigurationError
@@ -36,7 +37,7 @@ def resolve_endpoints(settings: Settings, wait_s: float = EMBEDDED_WAIT_S) -> Se
             "redis_url": endpoints.redis_url,
             "graph_uri": endpoints.graph_uri,
             "graph_user": endpoints.graph_user,
-            "graph_password": endpoints.graph_password,
+            "graph_password": SecretStr(endpoints.graph_password),
             "graph_database": endpoints.graph_database,
         }
     )
