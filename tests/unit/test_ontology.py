@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schemas.ontology import (
     ENTITY_KEY_PROPERTIES,
@@ -216,3 +218,41 @@ def test_duplicate_entities_merge_and_symmetric_facts_are_stored_once() -> None:
         ("pytest", {"a": "1", "b": "2"})
     ]
     assert len(extraction.facts) == 1
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_names = st.sampled_from([*labels(), "pr", "Spaceship", ""]) | st.text(max_size=10)
+_rels = st.sampled_from([*relationship_types(), "fixes", "TELEPORTS"]) | st.text(max_size=10)
+_ref = st.fixed_dictionaries({"type": _names, "name": st.text(max_size=12)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        _json | st.fixed_dictionaries({"type": _names, "name": st.text(max_size=12)}), max_size=6
+    ),
+    st.lists(
+        _json | st.fixed_dictionaries({"relation": _rels, "source": _ref, "target": _ref}),
+        max_size=6,
+    ),
+)
+def test_any_untrusted_answer_validates_into_a_well_formed_extraction(
+    entities: list[Any], facts: list[Any]
+) -> None:
+    result = validate_raw("e1", entities, facts)
+    extraction = result.extraction
+    assert extraction.dropped == len(result.problems)
+    assert extraction.dropped <= len(entities) + len(facts)
+    keys = {(e.type, ONTOLOGY.normalize_name(e.type, e.name)) for e in extraction.entities}
+    assert len(keys) == len(extraction.entities)  # no duplicates
+    for f in extraction.facts:
+        relation = ONTOLOGY.relation_type(f.relation)
+        assert relation is not None and relation.accepts(f.source.type, f.target.type)
+        for ref in (f.source, f.target):
+            assert (ref.type, ONTOLOGY.normalize_name(ref.type, ref.name)) in keys

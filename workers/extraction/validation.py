@@ -36,7 +36,8 @@ class ValidationResult:
 
 
 def _clean(text: Any, limit: int) -> str:
-    return _SPACES.sub(" ", str(text)).strip()[:limit] if text is not None else ""
+    """Whitespace-collapsed text; anything but a string (a list, a number) counts as empty."""
+    return _SPACES.sub(" ", text).strip()[:limit] if isinstance(text, str) else ""
 
 
 def _attributes(raw: Any) -> dict[str, str]:
@@ -50,9 +51,12 @@ def _attributes(raw: Any) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     for key, value in pairs:
-        key_text = str(key).strip().lower() if key is not None else ""
-        if ATTRIBUTE_KEY.match(key_text) and value is not None and len(out) < MAX_ATTRIBUTES:
-            out[key_text] = _clean(value, MAX_NAME_CHARS)
+        key_text = key.strip().lower() if isinstance(key, str) else ""
+        if isinstance(value, bool | int | float):
+            value = str(value)
+        text = _clean(value, MAX_NAME_CHARS)
+        if ATTRIBUTE_KEY.match(key_text) and text and len(out) < MAX_ATTRIBUTES:
+            out[key_text] = text
     return out
 
 
