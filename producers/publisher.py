@@ -293,7 +293,9 @@ class Publisher:
                     self._sender.send(jobs, in_flight_drops)
                     in_flight, jobs = jobs, []
                 failures = 0
-            except SEND_ERRORS as exc:
+            except Exception as exc:  # SEND_ERRORS, or a bug: the sender thread must not die
+                if not isinstance(exc, SEND_ERRORS):
+                    log.error("publish_sender_error", error=type(exc).__name__)
                 self._sender.reset()
                 self._retry = in_flight + jobs
                 in_flight, in_flight_drops = [], 0

@@ -84,3 +84,22 @@ def test_redis_stopped_mid_run_publish_stays_in_budget_and_events_flow_after(
     assert stats.enqueued + stats.duplicates == 1200  # a send cut by the kill may repeat
     timings.sort()
     assert timings[int(len(timings) * 0.99)] < BUDGET_S
+
+
+def test_the_sender_thread_survives_an_unexpected_error(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    pub = Publisher.from_settings(settings, min_backoff_ms=1, max_backoff_ms=5)
+    real_send = pub._sender.send
+    calls = []
+
+    def flaky_send(*args: object) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise TypeError("a bug in the sender")
+        real_send(*args)  # type: ignore[arg-type]
+
+    pub._sender.send = flaky_send  # type: ignore[method-assign]
+    pub.publish(make_turn(0))
+    assert pub.flush(timeout_s=10)
+    assert pub.close().enqueued == 1 and len(calls) >= 2
