@@ -165,12 +165,16 @@ class RecallWorker:
         self._tail = threading.Thread(target=self._tail_changes, name="recall-tail", daemon=True)
         self._tail.start()
         log.info("recall_worker_serving", requests_key=self._requests_key)
-        while not self._stop.is_set():
-            try:
-                self.serve_once()
-            except redis.RedisError as exc:
-                log.warning("recall_redis_error", error=type(exc).__name__)
-                self._stop.wait(0.5)
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.serve_once()
+                except redis.RedisError as exc:
+                    log.warning("recall_redis_error", error=type(exc).__name__)
+                    self._stop.wait(0.5)
+        finally:
+            self._stop.set()
+            self._tail.join(timeout=TAIL_BLOCK_MS / 1000 + 5)
 
     def stop(self) -> None:
         self._stop.set()
