@@ -67,3 +67,9 @@ def test_stale_file_is_reported(tmp_path: Path) -> None:
 def test_caption_text_contrasts_with_its_background() -> None:
     assert text_color_for("#FFFFFF") == "#000000"
     assert text_color_for("#24292F") == "#FFFFFF"
+
+
+def test_cli_checks_the_committed_style() -> None:
+    from turngraph.cli import main as cli
+
+    assert cli(["graph", "style", "--check", "-o", str(COMMITTED)]) == 0

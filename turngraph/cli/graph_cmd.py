@@ -126,6 +126,12 @@ def run_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_style(args: argparse.Namespace) -> int:
+    from workers.graph.browser_style import main as style_main
+
+    return style_main(["--out", args.output, *(["--check"] if args.check else [])])
+
+
 def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Project errors become one line and exit status 1, not a traceback."""
 
@@ -163,6 +169,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     importer = actions.add_parser("import", help="import a JSON lines export (idempotent)")
     importer.add_argument("path", help="file, or - for stdin")
     importer.set_defaults(handler=_guarded(run_import))
+
+    style = actions.add_parser("style", help="write the Neo4j Browser style (GraSS)")
+    style.add_argument("-o", "--output", default="ops/neo4j/turngraph.grass")
+    style.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    style.set_defaults(handler=_guarded(run_style))
 
     forget = subparsers.add_parser(
         "forget", help="delete a session, workspace or user scope completely"
