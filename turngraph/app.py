@@ -15,6 +15,10 @@ from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.recall.worker import RecallWorker
 
+INGEST_MAINTENANCE_INTERVAL_S = 30
+"""How often an ingest worker cleans RQ's registries; that is when jobs of a killed worker
+are found abandoned and retried (RQ's default is 10 minutes)."""
+
 
 def build_extractor(clients: Clients) -> Extractor:
     """The LLM extractor when an endpoint is configured, else the offline rules."""
@@ -46,7 +50,12 @@ def build_ingest_worker(clients: Clients) -> BatchingIngestWorker:
     """No fork per job (warm graph connections); consecutive turns batched per transaction."""
     queue = ingest_queue(clients)
     requeue_expired_claims(clients.redis, queue)
-    return BatchingIngestWorker([queue], connection=clients.redis, serializer=JSONSerializer)
+    return BatchingIngestWorker(
+        [queue],
+        connection=clients.redis,
+        serializer=JSONSerializer,
+        maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
+    )
 
 
 def build_maintenance_worker(clients: Clients) -> SimpleWorker:

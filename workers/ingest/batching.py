@@ -37,8 +37,9 @@ log = structlog.get_logger(__name__)
 DEFAULT_MAX_BATCH = 100
 """Turns per graph transaction, counting the dequeued job."""
 
-CLAIM_TTL_S = 300
-"""A claim older than this is considered abandoned (its worker died) and requeued."""
+CLAIM_MARGIN_S = 60
+"""A claim expires this long after the claimed job's own timeout (RQ's heartbeat margin);
+an expired claim is considered abandoned (its worker died) and requeued."""
 
 CLAIM_KEY_TEMPLATE = "turngraph:claims:{queue}"
 """Sorted set of job ids claimed by some worker, scored by claim expiry (epoch seconds)."""
@@ -94,7 +95,9 @@ class BatchingIngestWorker(SimpleWorker):
     def execute_job(self, job: Job, queue: Queue) -> Any:
         conn = self.connection
         requeue_expired_claims(conn, queue)
-        claimed = self._claim(queue, self.max_batch - 1)
+        claimed = self._claim(
+            queue, self.max_batch - 1, ttl_s=(job.timeout or 180) + CLAIM_MARGIN_S
+        )
         extras, invalid = self._payloads(claimed)
         runtime.set_batch_extras([payload for _, payload in extras])
         try:
@@ -111,13 +114,13 @@ class BatchingIngestWorker(SimpleWorker):
             self._give_back(queue, jobs)
         self._fail_invalid(queue, invalid)
 
-    def _claim(self, queue: Queue, count: int) -> list[str]:
+    def _claim(self, queue: Queue, count: int, ttl_s: float) -> list[str]:
         if count <= 0:
             return []
         script = self.connection.register_script(_CLAIM)
         ids = script(
             keys=[queue.key, claim_key(queue)],
-            args=[count, time.time() + CLAIM_TTL_S, _rq_now(), Job.redis_job_namespace_prefix],
+            args=[count, time.time() + ttl_s, _rq_now(), Job.redis_job_namespace_prefix],
         )
         return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 
