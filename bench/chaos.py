@@ -30,7 +30,7 @@ from bench.report import result_line, table
 from producers.bounded_queue import read_stats
 from producers.publisher import Publisher
 from schemas.turn_event import ClientInfo, TurnEvent
-from turngraph.embedded import EmbeddedServices
+from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import DEFAULT_INGEST_QUEUE
 
 DRAIN_TIMEOUT_S = 420.0
@@ -73,7 +73,7 @@ def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _episode_ids(endpoints) -> list[str]:  # type: ignore[no-untyped-def]
+def _episode_ids(endpoints: ServiceEndpoints) -> list[str]:
     with neo4j.GraphDatabase.driver(
         endpoints.graph_uri, auth=(endpoints.graph_user, endpoints.graph_password)
     ) as driver:
