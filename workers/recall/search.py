@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -387,6 +388,10 @@ def _response(
     )
 
 
+_MEMORY_TAG = re.compile(r"<(/?)memory>", re.IGNORECASE)
+"""A recalled text must not be able to close the block and speak outside it."""
+
+
 def render_memory_block(results: Sequence[RecallResult]) -> str:
     """A ``<memory>`` block to put in a prompt, framed as optional background context."""
     if not results:
@@ -402,6 +407,6 @@ def render_memory_block(results: Sequence[RecallResult]) -> str:
         label = result.kind if result.status == "Active" else f"{result.kind}, {result.status}"
         topic = f" · {result.topic}" if result.topic else ""
         lines.append(f"[{n}] ({label}, {result.scope}, {when}{topic})")
-        lines.append(result.text.strip())
+        lines.append(_MEMORY_TAG.sub(r"<\1memory-text>", result.text.strip()))
     lines.append("</memory>")
     return "\n".join(lines)
