@@ -86,6 +86,8 @@ class PreparedJob(NamedTuple):
 
 @dataclass(frozen=True)
 class BatchResult:
+    """The script's answer for one batch: an outcome per event, and older jobs evicted."""
+
     outcomes: tuple[Outcome, ...]
     evicted: int
 

@@ -57,7 +57,9 @@ class Recaller(Protocol):
     ``recall(query, **options) -> RecallResponse``."""
 
     @property
-    def recall(self) -> Callable[..., RecallResponse]: ...
+    def recall(self) -> Callable[..., RecallResponse]:
+        """``recall(query, **options)``, failing open with a degraded response."""
+        ...
 
 
 def error_reply(code: BridgeError, user_message: str, remediation: str) -> dict[str, Any]:

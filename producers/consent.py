@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ CONSENT_FILE = "consent.json"
 
 CONSENT_VERSION = 1
 """Format version of the consent file."""
+
+RECHECK_S = 1.0
+"""A store re-reads the file at most this often: another process's change applies within it."""
 
 
 def endpoint_id(redis_url: str) -> str:
@@ -32,11 +36,13 @@ def endpoint_id(redis_url: str) -> str:
 class ConsentStore:
     """Grants per (hashed) workspace and endpoint. Reads are cached until the file changes."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, recheck_s: float = RECHECK_S) -> None:
         self.path = data_dir / CONSENT_FILE
+        self._recheck_s = recheck_s
         self._lock = threading.Lock()
         self._cache: dict[str, Any] | None = None
         self._cache_mtime: float | None = None
+        self._checked_at = 0.0
 
     def is_enabled(self, workspace: str, endpoint: str) -> bool:
         """True when publishing from ``workspace`` to ``endpoint`` has been enabled."""
@@ -64,11 +70,15 @@ class ConsentStore:
         return f"{workspace}|{endpoint}"
 
     def _grants(self) -> dict[str, dict[str, Any]]:
+        now = time.monotonic()
+        if self._cache is not None and now - self._checked_at < self._recheck_s:
+            return self._cache  # publish() asks per event: no stat() call each time
         try:
             mtime = self.path.stat().st_mtime_ns
         except FileNotFoundError:
             return {}
         with self._lock:
+            self._checked_at = now
             if self._cache is None or self._cache_mtime != mtime:
                 try:
                     data = json.loads(self.path.read_text())

@@ -26,6 +26,8 @@ ID_HEX_CHARS = 32
 
 
 class ScopeKind(str, Enum):
+    """The three scopes a memory can belong to."""
+
     SESSION = "session"
     WORKSPACE = "workspace"
     USER = "user"

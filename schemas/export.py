@@ -1,7 +1,7 @@
 """Export the wire models as JSON Schema files, for producers not written in Python.
 
-    python -m schemas.export          # rewrite schemas/json/*.schema.json
-    python -m schemas.export --check  # exit 1 if a committed file is out of date
+python -m schemas.export          # rewrite schemas/json/*.schema.json
+python -m schemas.export --check  # exit 1 if a committed file is out of date
 """
 
 from __future__ import annotations
