@@ -61,7 +61,7 @@ def build(seed: int = SEED) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
                 for role, content in lines:
                     event = _turn(session_id, workspace, index, role, content, start)
                     turns.append(event)
-                    ids.append(event["event_id"])
+                    ids.append((event["event_id"], session_id, index))
                     index += 1
                 if kind == "scenario":
                     questions += _questions(unit, slots, ids, workspace)
@@ -90,7 +90,10 @@ def _turn(
 
 
 def _questions(
-    scenario: dict[str, Any], slots: dict[str, str], ids: list[str], workspace: str
+    scenario: dict[str, Any],
+    slots: dict[str, str],
+    ids: list[tuple[str, str, int]],
+    workspace: str,
 ) -> list[dict[str, Any]]:
     found = []
     for spec in scenario["questions"]:
@@ -106,7 +109,10 @@ def _questions(
                 "follow_up": bool(context),
                 "question": spec["q"].format(**slots),
                 "conversation_context": context,
-                "evidence_event_ids": [ids[i] for i in spec["evidence"]],
+                "evidence_event_ids": [ids[i][0] for i in spec["evidence"]],
+                "evidence_turns": [
+                    {"session_id": ids[i][1], "turn_index": ids[i][2]} for i in spec["evidence"]
+                ],
             }
         )
     return found
