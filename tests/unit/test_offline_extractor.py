@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -153,3 +154,22 @@ def test_any_text_gives_a_valid_extraction(text: str) -> None:
     checked = validate_extraction(extraction).extraction
     assert checked.dropped == 0
     assert all(e.name.strip() for e in extraction.entities)
+
+
+REFERENCE_NAMES = ("File", "Branch", "Commit", "PullRequest", "Issue", "Plan", "Url")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It was 3.5x faster with v1.2.3 on Python 3.11, e.g. in 0.08 ms at 12:30.",
+        "We hit bugs 3 times this week; the issue is the retry, not the schema.",
+        "Mail alice@example.com, colour #fff, released 2026-11-20, see step 2.",
+        "Node.js and Vue.js are fine; the main thing is latency; our #1 goal.",
+        "Main worry: nothing. The plan is simple and the phase of the moon irrelevant.",
+        "deadbeef and 1234567 and facade are words or numbers, not commits.",
+    ],
+)
+def test_ordinary_prose_names_no_references(text: str) -> None:
+    found = [(e.type, e.name) for e in EXTRACTOR.extract_text("e1", text).entities]
+    assert [f for f in found if f[0] in REFERENCE_NAMES] == []

@@ -53,8 +53,14 @@ _NUMBER_SIGN = re.compile(r"#(\d{1,7})\b")
 _OWNER_REPO_BEFORE = re.compile(r"([A-Za-z0-9][\w.-]{0,38})/([\w.-]{1,100})$")
 # Patterns run on ascii_lower(text) start with a literal, not an assertion: the regex
 # engine then skips ahead quickly; the "not inside a word" check is done on the match.
-_PR = re.compile(r"(?:prs?|pull\s+requests?|mrs?|merge\s+requests?)\s*(?:#\s*)?(\d{1,7})\b")
-_ISSUE = re.compile(r"(?:issues?|tickets?|bugs?)\s*#?\s*(\d{1,7})\b")
+# A plural needs "#": "PRs #4" is a reference, "bugs 3 times" is not.
+_PR = re.compile(
+    r"(?:pr|pull\s+request|mr|merge\s+request)\s*(?:#\s*)?(\d{1,7})\b"
+    r"|(?:prs|pull\s+requests|mrs|merge\s+requests)\s*#\s*(\d{1,7})\b"
+)
+_ISSUE = re.compile(
+    r"(?:issue|ticket|bug)\s*#?\s*(\d{1,7})\b|(?:issues|tickets|bugs)\s*#\s*(\d{1,7})\b"
+)
 _HASH_REF = re.compile(r"#(\d{1,7})\b(?!-)")
 _PR_BEFORE = re.compile(r"\b(?:pr|pull request|mr)\s*$")
 _RANK_BEFORE = re.compile(r"(?i)\b(?:the|my|our|your|a|is|number)\s+$")
@@ -193,12 +199,12 @@ def find_numbered_refs(text: str) -> list[Hit]:
         return []
     lower = ascii_lower(text)
     hits = [
-        Hit(*m.span(), "PullRequest", f"#{m.group(1)}")
+        Hit(*m.span(), "PullRequest", f"#{m.group(1) or m.group(2)}")
         for m in _PR.finditer(lower)
         if _free_before(lower, m.start(), "/")
     ]
     hits += [
-        Hit(*m.span(), "Issue", f"#{m.group(1)}")
+        Hit(*m.span(), "Issue", f"#{m.group(1) or m.group(2)}")
         for m in _ISSUE.finditer(lower)
         if _free_before(lower, m.start(), "/")
     ]
