@@ -118,6 +118,11 @@ class RecallResponse(BaseModel):
     total_tokens: int = 0
     took_ms: float = 0.0
     degraded: list[str] = Field(default_factory=list)
+    memory_block: str = Field(
+        default="",
+        description="The results rendered as a <memory> block, ready to put in a prompt "
+        "and framed as optional background context; empty when there are no results.",
+    )
     error_code: ErrorCode | None = None
     user_message: str | None = None
     remediation: str | None = None

@@ -99,4 +99,6 @@ def render(response: RecallResponse) -> str:
             f"{result.text}"
         )
     lines.append(f"({response.result_count} results in {response.took_ms:.1f} ms)")
+    if response.memory_block:
+        lines += ["", "What a chat assistant would put in its prompt:", response.memory_block]
     return "\n".join(lines)

@@ -76,6 +76,8 @@ def test_published_turn_is_recalled_through_the_reply_queue(clients: Clients) ->
     assert "jittered backoff" in top.text
     assert events[1].event_id in top.source_event_ids
     assert all("Lunch" not in result.text for result in response.results[:1])
+    assert response.memory_block.startswith("<memory>")
+    assert "jittered backoff" in response.memory_block
 
 
 def test_late_request_is_skipped_and_client_fails_open(clients: Clients) -> None:

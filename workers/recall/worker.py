@@ -23,7 +23,7 @@ from turngraph.errors import InvalidPayloadError
 from workers.recall.bootstrap import all_memories
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import Change
-from workers.recall.search import search
+from workers.recall.search import render_memory_block, search
 
 log = structlog.get_logger(__name__)
 
@@ -142,6 +142,7 @@ class RecallWorker:
             log.info("recall_request_late", request_id=request.request_id)
             return None
         response = search(self.index, request)
+        response.memory_block = render_memory_block(response.results)
         if request.reply_to:
             self._reply(request.reply_to, response)
         self.counters.answered += 1
