@@ -122,6 +122,7 @@ def test_consecutive_turns_share_one_structured_call(fake: FakeOpenAI) -> None:
     [request] = fake.requests
     body = request.body
     assert body["model"] == "fake-model"
+    assert "temperature" not in body
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["strict"] is True
     enum = body["response_format"]["json_schema"]["schema"]["$defs"]["entity"]
@@ -221,12 +222,13 @@ def test_two_unreadable_answers_give_empty_extractions_counted(fake: FakeOpenAI)
     fake.add(malformed("not json"), answer({"wrong": "shape"}))
     x = extractor(fake)
     results = x.extract(TURNS)
-    assert [(r.entities, r.facts) for r in results] == [([], []), ([], [])]
+    assert [(r.entities, r.facts, r.dropped) for r in results] == [([], [], 1), ([], [], 1)]
     assert "does not match the schema" in fake.requests[1].messages[3]["content"] or (
         "not valid JSON" in fake.requests[1].messages[3]["content"]
     )
     stats = x.stats.snapshot()
     assert (stats["calls"], stats["invalid_answers"], stats["unanswered_turns"]) == (2, 2, 2)
+    assert stats["dropped"] == 2
 
 
 def test_missing_turn_in_the_answer_is_asked_for_again(fake: FakeOpenAI) -> None:

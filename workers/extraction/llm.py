@@ -165,9 +165,9 @@ class LLMExtractor:
         results = {}
         for turn in batch:
             extraction = parsed.extractions.get(turn.event_id)
-            if extraction is None:
+            if extraction is None:  # lost: counted as one drop, the episode is still stored
                 self.stats.add(unanswered_turns=1)
-                extraction = Extraction(event_id=turn.event_id)
+                extraction = Extraction(event_id=turn.event_id, dropped=1)
             results[turn.event_id] = extraction
         self.stats.add(
             turns=len(batch),
@@ -185,7 +185,7 @@ class LLMExtractor:
                 model=self.model,
                 messages=messages,
                 response_format=self._response_format,
-                temperature=0,
+                # no temperature: reasoning models reject any value but the default
             )
         except openai.OpenAIError as err:
             converted = _convert(err)
