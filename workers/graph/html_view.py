@@ -97,7 +97,7 @@ def render_html(subgraph: Subgraph, ontology: OntologyLike, title: str) -> str:
                 id=node.element_id,
                 caption=caption(style.caption, node.properties, label) if style else label,
                 color=style.color if style else "#A5ABB6",
-                size=max(6, style.diameter_px // 4) if style else 10,
+                size=style.diameter_px / 2 if style else 25,
                 properties=properties,
             )
         )
