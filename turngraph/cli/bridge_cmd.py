@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import structlog
 
 from producers.bounded_queue import read_stats
 from producers.bridge import Bridge
@@ -24,6 +25,8 @@ from producers.scopes import ScopeHasher
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
+
+log = structlog.get_logger(__name__)
 
 ONE_SHOT_FLUSH_S = 3.0
 """How long ``turngraph publish`` waits for Redis to take the event."""
@@ -39,6 +42,12 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
     endpoint = producer_consent_endpoint(settings)
     url = producer_redis_url(settings)
     publisher = recaller = queue_status = None
+    try:
+        if url is not None:
+            redis.connection.parse_url(url)  # a malformed URL: no backend, not a crash
+    except ValueError:
+        log.warning("bridge_redis_url_invalid")
+        url = None
     if url is not None:
         publisher = Publisher.from_settings(
             settings.model_copy(update={"redis_url": url}), consent=consent.checker(endpoint)
