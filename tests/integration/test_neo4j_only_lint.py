@@ -3,11 +3,15 @@
 They cannot run on the embedded engine, so ``@neo4j-cypher/language-support``
 (``lintCypherQuery``, under Node, offline) checks them instead. Needs
 ``npm ci --prefix ops/cypher-lint``; skipped only when Node itself is missing.
+The portable statements (run on the embedded engine by the other tests) are linted too:
+that is the only check here that Neo4j 5 itself accepts them.
 Everything is linted in one Node run (loading the parser takes a second).
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -24,6 +28,7 @@ from tests.support.cypher_lint import (
 )
 from workers.graph.browser_style import STRUCTURAL_NODES, STRUCTURAL_RELATIONSHIPS
 from workers.graph.neo4j_only import neo4j_only_statements
+from workers.graph.schema import schema_statements
 
 SAVED_QUERIES = REPO_ROOT / "ops" / "neo4j" / "saved-queries.cypher"
 
@@ -44,6 +49,34 @@ QUERIES = [
     CypherText(f"query:{q.name}", q.text, q.parameters, q.console_commands)
     for q in saved_queries(SAVED_QUERIES.read_text())
 ]
+PORTABLE_MODULES = ("workers.graph.statements", "workers.graph.forget", "workers.recall.bootstrap")
+"""Modules whose upper-case string constants are Cypher the project sends."""
+TEMPLATE_SAMPLE = {
+    "label": "Decision",
+    "source_label": "Decision",
+    "target_label": "File",
+    "rel_type": "APPLIES_TO",
+}
+_CYPHER_START = re.compile(r"^\s*(MATCH|OPTIONAL|UNWIND|MERGE|CREATE|CALL|WITH|RETURN)\b")
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def portable_statements() -> list[CypherText]:
+    found = {f"schema:{i}": text for i, text in enumerate(schema_statements(ONTOLOGY.labels()))}
+    for name in PORTABLE_MODULES:
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if attr.isupper() and isinstance(value, str) and _CYPHER_START.match(value):
+                if any(f"{{{field}}}" in value for field in TEMPLATE_SAMPLE):
+                    value = value.format(**TEMPLATE_SAMPLE)
+                found[f"{name}.{attr}"] = value
+    return [
+        CypherText(f"portable:{name}", text, dict.fromkeys(_PARAMETER.findall(text), "x"))
+        for name, text in found.items()
+    ]
+
+
+PORTABLE = portable_statements()
 BROKEN = [
     # The real first statement with its closing bracket lost.
     CypherText("broken:truncated", STATEMENTS[0].text.removesuffix("]")),
@@ -65,7 +98,7 @@ TYPO = CypherText("typo:label", "MATCH (e:Episod) RETURN e")
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, LintResult]:
-    texts = [*STATEMENTS, *QUERIES, *BROKEN, TYPO]
+    texts = [*STATEMENTS, *QUERIES, *PORTABLE, *BROKEN, TYPO]
     linted = lint(texts, MODEL_LABELS, MODEL_TYPES)
     assert [r.name for r in linted] == [t.name for t in texts]
     return {r.name: r for r in linted}
@@ -101,4 +134,10 @@ def test_saved_queries_parse_and_use_only_the_model(results: dict[str, LintResul
     names = [q.name for q in QUERIES]
     assert len(names) == len(set(names)) >= 6
     found = problems([results[q.name] for q in QUERIES], warnings_fail=True)
+    assert not found, "\n".join(found)
+
+
+def test_portable_statements_parse_in_neo4j_too(results: dict[str, LintResult]) -> None:
+    assert len(PORTABLE) > 20
+    found = problems([results[t.name] for t in PORTABLE], warnings_fail=True)
     assert not found, "\n".join(found)
