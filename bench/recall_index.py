@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import percentile, result_line, table
-from bench.retrieval import build_index
 from bench.retrieval_data import DEFAULT_OUT, load
 from schemas.recall import ConversationTurn, RecallRequest
+from workers.extraction.models import Extraction
+from workers.ingest.changes import episode_memory
+from workers.recall.index import MemoryIndex
 from workers.recall.memory import Memory, MemoryKind
 from workers.recall.search import search
 
@@ -84,7 +86,8 @@ def run(n: int, n_workspaces: int) -> dict[str, Any]:
     rss_before = _rss_kib()  # before the memories exist: a replica holds them too
     memories = synthetic(n, vocabulary, workspaces, now)
     started = time.perf_counter()
-    index = build_index(turns, {})
+    index = MemoryIndex()
+    index.add_many(episode_memory(t, Extraction(event_id=t.event_id)) for t in turns)
     index.add_many(memories)
     build_s = time.perf_counter() - started
     del memories

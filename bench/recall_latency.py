@@ -35,7 +35,7 @@ from producers.publisher import Publisher
 from producers.recall_client import RecallClient
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.app import build_pipeline
-from turngraph.clients import build_clients
+from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import Settings
 
@@ -45,15 +45,7 @@ SESSIONS = 50
 
 
 def settings_for(endpoints: ServiceEndpoints) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        redis_url=endpoints.redis_url,
-        graph_uri=endpoints.graph_uri,
-        graph_user=endpoints.graph_user,
-        graph_password=endpoints.graph_password,  # type: ignore[arg-type]
-        graph_database=endpoints.graph_database,
-        log_level="WARNING",
-    )
+    return with_endpoints(Settings(_env_file=None, log_level="WARNING"), endpoints)
 
 
 def load_graph(settings: Settings, count: int) -> float:

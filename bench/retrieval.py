@@ -1,33 +1,52 @@
 """Retrieval quality: ``python -m bench.retrieval``.
 
-Phase 1: builds the recall index directly from the dataset's turns (one episode memory
-per turn, entities from the offline extractor when it is importable) and asks the 100+
-questions through :func:`workers.recall.search.search`. The reference is a plain Okapi
-BM25 over the raw turns of the same workspace (lowercase word tokens, no stemming, no
-stopwords, no context), in the same run. Reports Recall@5, Recall@10 and MRR@10 of the
-evidence turns, for all questions and split into standalone and follow-up questions.
+The dataset's turns go through the real pipeline: the embedded Redis and graph servers
+are started, every turn is published with the :class:`~producers.publisher.Publisher`
+(redaction, bounded Lua enqueue), ingested by the batching RQ worker (offline extractor,
+graph writer), and a recall worker bootstraps its index from the graph; every question is
+then asked through :class:`~producers.recall_client.RecallClient`, over Redis, to that
+worker. Timestamps are shifted so the dataset's "now" is the moment of the run (the
+worker ranks with the real clock).
+
+The reference is a plain Okapi BM25 over the raw turns of the same workspace (lowercase
+word tokens, no stemming, no stopwords, no context), in the same run. Reports Recall@5,
+Recall@10 and MRR@10 of the evidence turns, for all questions and split into standalone
+and follow-up questions.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import statistics
 import sys
+import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import redis
+import structlog
+
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
-from schemas.recall import ConversationTurn, RecallRequest
+from producers.bounded_queue import is_ingested
+from producers.publisher import Publisher
+from producers.recall_client import RecallClient
+from schemas.recall import ConversationTurn
 from schemas.turn_event import TurnEvent
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import Memory, MemoryKind, normalise_entities
-from workers.recall.search import search
+from turngraph.app import build_ingest_worker, build_pipeline, build_recall_worker
+from turngraph.clients import Clients, build_clients, with_endpoints
+from turngraph.embedded import EmbeddedServices
+from turngraph.settings import Settings
+from workers import runtime
+from workers.recall.worker import RecallWorker
 
 BENCH_SESSION = "bench_question_session"
 """Questions are asked from a new session that is not part of the dataset."""
@@ -35,60 +54,60 @@ BENCH_SESSION = "bench_question_session"
 Ranker = Callable[[dict[str, Any]], list[str]]
 
 
-def entity_names(turns: Sequence[TurnEvent]) -> tuple[dict[str, list[str]], str]:
-    """Entities per event id from the project's extractor (offline: no LLM in this bench)."""
-    try:
-        from turngraph.settings import Settings
-        from workers.extraction.factory import build_extractor
-
-        settings = Settings(_env_file=None)
-        extractor, label = build_extractor(settings, None), "offline"
-    except ImportError:
-        return {}, "none"
-    names: dict[str, list[str]] = {}
-    for extraction in extractor.extract(list(turns)):
-        names[extraction.event_id] = [e.name for e in extraction.entities]
-    return names, label
+def shifted(turns: Sequence[TurnEvent], dataset_now: datetime) -> list[TurnEvent]:
+    """The same turns, moved in time so that the dataset's "now" is this moment."""
+    delta = datetime.now(UTC) - dataset_now
+    return [turn.model_copy(update={"occurred_at": turn.occurred_at + delta}) for turn in turns]
 
 
-def build_index(turns: Sequence[TurnEvent], entities: dict[str, list[str]]) -> MemoryIndex:
-    index = MemoryIndex()
-    for turn in turns:
-        index.add(
-            Memory(
-                id=turn.event_id,
-                text=turn.content,
-                kind=MemoryKind.EPISODE,
-                scope="session",
-                created_at=turn.occurred_at,
-                source_created_at=turn.occurred_at,
-                source_event_ids=(turn.event_id,),
-                session_id=turn.session_id,
-                workspace=turn.workspace,
-                user=turn.user,
-                entities=normalise_entities(entities.get(turn.event_id, ())),
-                turn_index=turn.turn_index,
-            )
-        )
-    return index
+@contextmanager
+def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, RecallWorker]]:
+    """Embedded services with ``turns`` published, ingested and a recall worker serving."""
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
+        settings = with_endpoints(Settings(_env_file=None), endpoints)
+        clients = build_clients(settings)
+        with Publisher.from_settings(settings) as publisher:
+            for turn in turns:
+                publisher.publish(turn)
+            if not publisher.flush(timeout_s=60):
+                raise SystemExit("the publisher could not flush the dataset")
+        runtime.install(build_pipeline(clients))
+        build_ingest_worker(clients).work(burst=True, with_scheduler=False, logging_level="WARNING")
+        runtime.install(None)
+        missing = [t.event_id for t in turns if not is_ingested(clients.redis, t.event_id)]
+        if missing:
+            raise SystemExit(f"{len(missing)} turns were not ingested")
+        recall = build_recall_worker(clients)
+        recall.bootstrap()
+        server = threading.Thread(target=recall.run, daemon=True)
+        server.start()
+        try:
+            yield clients, recall
+        finally:
+            recall.stop()
+            server.join(timeout=10)
+            clients.close()
 
 
-def recall_ranker(index: MemoryIndex, now: datetime, timings: list[float]) -> Ranker:
+def recall_ranker(conn: redis.Redis, timings: list[float]) -> Ranker:
+    client = RecallClient(conn, deadline_ms=5_000)
+
     def rank(question: dict[str, Any]) -> list[str]:
-        request = RecallRequest(
-            query=question["question"],
+        started = time.perf_counter()
+        response = client.recall(
+            question["question"],
             workspace=question["workspace"],
             user=question["user"],
             session_id=BENCH_SESSION,
-            conversation_context=tuple(
+            conversation_context=[
                 ConversationTurn(**turn) for turn in question["conversation_context"]
-            ),
+            ],
             max_results=10,
             max_tokens=100_000,
         )
-        started = time.perf_counter()
-        response = search(index, request, now)
         timings.append((time.perf_counter() - started) * 1000)
+        if not response.success:
+            raise SystemExit(f"recall failed: {response.error_code}")
         ranked: list[str] = []
         for result in response.results:
             ranked += [e for e in result.source_event_ids if e not in ranked]
@@ -159,32 +178,33 @@ def evaluate(ranker: Ranker, questions: Sequence[dict[str, Any]]) -> dict[str, f
 
 
 def main(data_dir: Path = DEFAULT_OUT) -> int:
-    turns, questions, now = load(data_dir)
-    entities, extractor = entity_names(turns)
-    index = build_index(turns, entities)
-    no_entities = build_index(turns, {})
+    logging.basicConfig(level=logging.WARNING)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    dataset_turns, questions, dataset_now = load(data_dir)
+    turns = shifted(dataset_turns, dataset_now)
     bm25 = PlainBM25(turns)
     timings: list[float] = []
-    systems: dict[str, Ranker] = {
-        f"recall (entities: {extractor})": recall_ranker(index, now, timings),
-        "recall (entities: none)": recall_ranker(no_entities, now, []),
-        "bm25 raw turns (reference)": bm25.ranker(),
-        "bm25 raw turns + context": bm25.ranker(with_context=True),
-    }
     groups = {
         "all": questions,
         "standalone": [q for q in questions if not q["follow_up"]],
         "follow-up": [q for q in questions if q["follow_up"]],
     }
-    results = {
-        (system, group): evaluate(ranker, qs)
-        for system, ranker in systems.items()
-        for group, qs in groups.items()
-    }
+    with pipeline_stack(turns) as (clients, recall):
+        systems: dict[str, Ranker] = {
+            "recall through the pipeline": recall_ranker(clients.redis, timings),
+            "bm25 raw turns (reference)": bm25.ranker(),
+            "bm25 raw turns + context": bm25.ranker(with_context=True),
+        }
+        results = {
+            (system, group): evaluate(ranker, qs)
+            for system, ranker in systems.items()
+            for group, qs in groups.items()
+        }
+        memories = len(recall.index)
     print(
         f"dataset: {len(turns)} turns, {len({t.session_id for t in turns})} sessions, "
         f"{len({t.workspace for t in turns})} workspaces, {len(questions)} questions "
-        f"({len(groups['follow-up'])} follow-ups); extractor: {extractor}"
+        f"({len(groups['follow-up'])} follow-ups); recall index: {memories} memories"
     )
     rows = [
         [system, group, m["recall_at_5"], m["recall_at_10"], m["mrr"], len(groups[group])]
@@ -192,7 +212,7 @@ def main(data_dir: Path = DEFAULT_OUT) -> int:
     ]
     print(table(["system", "questions", "R@5", "R@10", "MRR@10", "n"], rows))
     print(
-        f"in-process search over {len(index)} memories: p50 {percentile(timings, 50):.3f} ms, "
+        f"recall end to end over Redis: p50 {percentile(timings, 50):.3f} ms, "
         f"p95 {percentile(timings, 95):.3f} ms"
     )
     ours = results[(next(iter(systems)), "all")]
@@ -209,7 +229,7 @@ def main(data_dir: Path = DEFAULT_OUT) -> int:
             bm25_recall_at_10=round(reference["recall_at_10"], 3),
             bm25_mrr=round(reference["mrr"], 3),
             questions=len(questions),
-            search_p50_ms=round(percentile(timings, 50), 3),
+            recall_p50_ms=round(percentile(timings, 50), 3),
         )
     )
     return 0

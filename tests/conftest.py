@@ -10,9 +10,9 @@ import neo4j
 import pytest
 import redis
 
-from turngraph.clients import Clients, build_clients
+from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
-from turngraph.settings import Settings
+from turngraph.settings import LogFormat, Settings
 
 
 @pytest.fixture(scope="session")
@@ -29,16 +29,8 @@ def embedded_services(embedded: ServiceEndpoints, request: pytest.FixtureRequest
 
 @pytest.fixture
 def settings(embedded: ServiceEndpoints, tmp_path: Path) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        data_dir=tmp_path / "data",
-        redis_url=embedded.redis_url,
-        graph_uri=embedded.graph_uri,
-        graph_user=embedded.graph_user,
-        graph_password=embedded.graph_password,  # type: ignore[arg-type]
-        graph_database=embedded.graph_database,
-        log_format="json",  # type: ignore[arg-type]
-    )
+    base = Settings(_env_file=None, data_dir=tmp_path / "data", log_format=LogFormat.JSON)
+    return with_endpoints(base, embedded)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import neo4j
 import redis
 from pydantic import SecretStr
 
-from turngraph.embedded.services import wait_for_endpoints
+from turngraph.embedded.services import ServiceEndpoints, wait_for_endpoints
 from turngraph.errors import ConfigurationError
 from turngraph.settings import Settings
 
@@ -31,7 +31,11 @@ def resolve_endpoints(settings: Settings, wait_s: float = EMBEDDED_WAIT_S) -> Se
         raise ConfigurationError(
             "set both TURNGRAPH_REDIS_URL and TURNGRAPH_GRAPH_URI, or neither (embedded)"
         )
-    endpoints = wait_for_endpoints(settings.data_dir, wait_s)
+    return with_endpoints(settings, wait_for_endpoints(settings.data_dir, wait_s))
+
+
+def with_endpoints(settings: Settings, endpoints: ServiceEndpoints) -> Settings:
+    """``settings`` pointed at running embedded services."""
     return settings.model_copy(
         update={
             "redis_url": endpoints.redis_url,
