@@ -5,10 +5,12 @@ from __future__ import annotations
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
-import schemas.ontology as ontology
+from schemas.ontology import ONTOLOGY, Ontology
+from schemas.ontology.turtle import ontology_from
 from turngraph.clients import Clients
+from turngraph.settings import Settings
+from workers.extraction.factory import build_extractor
 from workers.extraction.models import Extractor
-from workers.extraction.offline import OfflineExtractor
 from workers.graph.schema import ensure_schema
 from workers.graph.writer import GraphWriter
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
@@ -20,13 +22,17 @@ INGEST_MAINTENANCE_INTERVAL_S = 30
 are found abandoned and retried (RQ's default is 10 minutes)."""
 
 
-def build_extractor(clients: Clients) -> Extractor:
-    """The LLM extractor when an endpoint is configured, else the offline rules."""
-    return OfflineExtractor()
+def load_ontology(settings: Settings) -> Ontology:
+    """Our ontology, extended by the configured Turtle file (a broken file is a typed error)."""
+    return ontology_from(settings.ontology_path, ONTOLOGY)
 
 
 def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> IngestPipeline:
-    """Schema set up (idempotent), writer and extractor wired; one per process."""
+    """Schema set up (idempotent), writer and extractor wired; one per process.
+
+    The extractor is the LLM one when an endpoint is configured, else the offline rules.
+    """
+    ontology = load_ontology(clients.settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
     writer = GraphWriter(
         clients.graph,
@@ -37,7 +43,7 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     return IngestPipeline(
         redis_client=clients.redis,
         writer=writer,
-        extractor=extractor or build_extractor(clients),
+        extractor=extractor or build_extractor(clients.settings, clients.llm, ontology=ontology),
         changes_stream=clients.settings.changes_stream,
     )
 

@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     publish_buffer_size: int = Field(default=10_000, ge=1)
     """Events one producer buffers while Redis is away; beyond it new ones are dropped."""
 
+    ontology_path: Path | None = None
+    """A Turtle (OWL) file extending our ontology with more entity and relation types."""
+
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"
