@@ -49,13 +49,22 @@ QUERIES = [
     CypherText(f"query:{q.name}", q.text, q.parameters, q.console_commands)
     for q in saved_queries(SAVED_QUERIES.read_text())
 ]
-PORTABLE_MODULES = ("workers.graph.statements", "workers.graph.forget", "workers.recall.bootstrap")
+PORTABLE_MODULES = (
+    "workers.graph.statements",
+    "workers.graph.subgraph",
+    "workers.graph.forget",
+    "workers.graph.export",
+    "workers.recall.bootstrap",
+)
 """Modules whose upper-case string constants are Cypher the project sends."""
 TEMPLATE_SAMPLE = {
     "label": "Decision",
     "source_label": "Decision",
     "target_label": "File",
     "rel_type": "APPLIES_TO",
+    "prop": "session_id",
+    "labels": ":Decision",
+    "key": "uid",
 }
 _CYPHER_START = re.compile(r"^\s*(MATCH|OPTIONAL|UNWIND|MERGE|CREATE|CALL|WITH|RETURN)\b")
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -38,6 +38,23 @@ NODE_KEYS: tuple[str, ...] = ("uid", "event_id", "key")
 Item = dict[str, Any]
 """One JSON object: a line of the file, or a row sent to the graph."""
 
+# Statements: labels, key and type are formatted in, always through quote_identifier.
+CREATE_NODES = """
+UNWIND $rows AS r CREATE (n{labels}) SET n = r.props
+RETURN r.id AS id, elementId(n) AS eid
+"""
+MERGE_NODES = """
+UNWIND $rows AS r MERGE (n{labels} {{{key}: r.key}}) SET n = r.props
+RETURN r.id AS id, elementId(n) AS eid
+"""
+MERGE_RELATIONSHIPS = """
+UNWIND $rows AS r
+MATCH (a) WHERE elementId(a) = r.s
+MATCH (b) WHERE elementId(b) = r.t
+MERGE (a)-[x:{rel_type}]->(b) SET x = r.props
+RETURN count(x) AS written
+"""
+
 _TEMPORAL = {
     "DateTime": neo4j.time.DateTime,
     "Date": neo4j.time.Date,
@@ -255,10 +272,8 @@ def _returning(
 def _node_statement(labels: Sequence[str], merge_key: str | None) -> str:
     label_text = "".join(f":{quote_identifier(label)}" for label in labels)
     if merge_key is None:
-        head = f"CREATE (n{label_text})"
-    else:
-        head = f"MERGE (n{label_text} {{{quote_identifier(merge_key)}: r.key}})"
-    return f"UNWIND $rows AS r {head} SET n = r.props RETURN r.id AS id, elementId(n) AS eid"
+        return CREATE_NODES.format(labels=label_text)
+    return MERGE_NODES.format(labels=label_text, key=quote_identifier(merge_key))
 
 
 def import_jsonl(
@@ -288,12 +303,7 @@ def import_jsonl(
         props = {k: decode_value(v) for k, v in rel["properties"].items()}
         by_type[rel["type"]].append({**ends, "props": props})
     for rel_type, rows in by_type.items():
-        statement = (
-            "UNWIND $rows AS r MATCH (a) WHERE elementId(a) = r.s "
-            "MATCH (b) WHERE elementId(b) = r.t "
-            f"MERGE (a)-[x:{quote_identifier(rel_type)}]->(b) SET x = r.props "
-            "RETURN count(x) AS written"
-        )
+        statement = MERGE_RELATIONSHIPS.format(rel_type=quote_identifier(rel_type))
         for batch in _batches(rows):
             run_write(driver, database, _returning(statement, batch))
     return len(nodes), len(relationships)

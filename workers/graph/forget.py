@@ -100,6 +100,8 @@ SET d.status = 'Active'
 REMOVE d.invalid_at
 """
 
+EVENT_IDS_BY_SCOPE = "MATCH (e:Episode {{{prop}: $key}}) RETURN e.event_id AS id"
+
 DELETE_NODES = "UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id DETACH DELETE n"
 
 SUPERSEDED_BY = """
@@ -234,7 +236,7 @@ def scope_event_ids(
 ) -> list[str]:
     prop = EPISODE_SCOPE_PROPERTY[scope]
     records, _, _ = driver.execute_query(
-        f"MATCH (e:Episode {{{prop}: $key}}) RETURN e.event_id AS id",
+        EVENT_IDS_BY_SCOPE.format(prop=prop),
         key=key,
         database_=database,
         routing_=neo4j.RoutingControl.READ,

@@ -45,6 +45,31 @@ DERIVED_LABELS: tuple[str, ...] = ("Summary", "DecisionRecord", "Memory")
 """Nodes made from a scope's turns; they carry the scope's keys like episodes do."""
 
 
+# Statements: ``{label}`` and ``{prop}`` are formatted in (quoted or from fixed tables).
+SCOPE_NODE = "MATCH (n:{label} {{key: $key}}) RETURN elementId(n) AS id"
+EPISODES_BY_SCOPE = "MATCH (n:Episode {{{prop}: $key}}) RETURN elementId(n) AS id"
+SESSIONS_BY_SCOPE = "MATCH (n:Session) WHERE n.{prop} = $key RETURN elementId(n) AS id"
+ENTITIES_BY_SCOPE = "MATCH (n:{label} {{scope_key: $key}}) RETURN elementId(n) AS id"
+DERIVED_BY_SCOPE = "MATCH (n:{label}) WHERE n.{prop} = $key RETURN elementId(n) AS id"
+MENTIONED_BY = """
+UNWIND $ids AS id MATCH (e:Episode) WHERE elementId(e) = id
+MATCH (e)-[:MENTIONS]->(x) RETURN DISTINCT elementId(x) AS id
+"""
+WORKSPACES_OF = """
+UNWIND $ids AS id MATCH (s:Session) WHERE elementId(s) = id
+MATCH (s)-[:IN_WORKSPACE]->(w:Workspace) RETURN DISTINCT elementId(w) AS id
+"""
+NODES_BY_ID = """
+UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id
+RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS properties
+"""
+RELATIONSHIPS_FROM = """
+UNWIND $ids AS id MATCH (a) WHERE elementId(a) = id MATCH (a)-[r]->(b)
+RETURN elementId(r) AS id, type(r) AS type, elementId(a) AS start, elementId(b) AS end,
+  properties(r) AS properties
+"""
+
+
 @dataclass(frozen=True)
 class GraphNode:
     element_id: str
@@ -81,7 +106,7 @@ def scope_node_ids(driver: neo4j.Driver, database: str | None, scope: Scope, key
     return _ids(
         driver,
         database,
-        f"MATCH (n:{SCOPE_LABEL[scope]} {{key: $key}}) RETURN elementId(n) AS id",
+        SCOPE_NODE.format(label=SCOPE_LABEL[scope]),
         key=key,
     )
 
@@ -95,18 +120,15 @@ def own_node_ids(
 ) -> list[str]:
     """Element ids of the nodes that belong to the scope itself (forget deletes these)."""
     prop = quote_identifier(EPISODE_SCOPE_PROPERTY[scope])
-    queries = [f"MATCH (n:Episode {{{prop}: $key}}) RETURN elementId(n) AS id"]
+    queries = [EPISODES_BY_SCOPE.format(prop=prop)]
     if scope is not Scope.SESSION:
-        queries.append(f"MATCH (n:Session) WHERE n.{prop} = $key RETURN elementId(n) AS id")
+        queries.append(SESSIONS_BY_SCOPE.format(prop=prop))
         queries += [
-            f"MATCH (n:{quote_identifier(label)} {{scope_key: $key}}) RETURN elementId(n) AS id"
+            ENTITIES_BY_SCOPE.format(label=quote_identifier(label))
             for label in sorted(set(entity_labels))
         ]
     derived_prop = "scope_key" if scope is not Scope.SESSION else "session_id"
-    queries += [
-        f"MATCH (n:{label}) WHERE n.{derived_prop} = $key RETURN elementId(n) AS id"
-        for label in DERIVED_LABELS
-    ]
+    queries += [DERIVED_BY_SCOPE.format(label=label, prop=derived_prop) for label in DERIVED_LABELS]
     seen: dict[str, None] = dict.fromkeys(scope_node_ids(driver, database, scope, key))
     for query in queries:
         for element_id in _ids(driver, database, query, key=key):
@@ -121,8 +143,7 @@ def mentioned_ids(driver: neo4j.Driver, database: str | None, node_ids: Sequence
         for element_id in _ids(
             driver,
             database,
-            "UNWIND $ids AS id MATCH (e:Episode) WHERE elementId(e) = id "
-            "MATCH (e)-[:MENTIONS]->(x) RETURN DISTINCT elementId(x) AS id",
+            MENTIONED_BY,
             ids=list(node_ids[start : start + FETCH_BATCH]),
         ):
             found.setdefault(element_id, None)
@@ -138,8 +159,7 @@ def workspace_ids_of(
         for element_id in _ids(
             driver,
             database,
-            "UNWIND $ids AS id MATCH (s:Session) WHERE elementId(s) = id "
-            "MATCH (s)-[:IN_WORKSPACE]->(w:Workspace) RETURN DISTINCT elementId(w) AS id",
+            WORKSPACES_OF,
             ids=list(node_ids[start : start + FETCH_BATCH]),
         ):
             found.setdefault(element_id, None)
@@ -150,8 +170,7 @@ def read_nodes(driver: neo4j.Driver, database: str | None, ids: Sequence[str]) -
     nodes: list[GraphNode] = []
     for start in range(0, len(ids), FETCH_BATCH):
         records, _, _ = driver.execute_query(
-            "UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id "
-            "RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS properties",
+            NODES_BY_ID,
             ids=list(ids[start : start + FETCH_BATCH]),
             database_=database,
             routing_=neo4j.RoutingControl.READ,
@@ -170,9 +189,7 @@ def read_relationships_among(
     found: dict[str, GraphRelationship] = {}
     for start in range(0, len(ids), FETCH_BATCH):
         records, _, _ = driver.execute_query(
-            "UNWIND $ids AS id MATCH (a) WHERE elementId(a) = id MATCH (a)-[r]->(b) "
-            "RETURN elementId(r) AS id, type(r) AS type, elementId(a) AS start, "
-            "elementId(b) AS end, properties(r) AS properties",
+            RELATIONSHIPS_FROM,
             ids=list(ids[start : start + FETCH_BATCH]),
             database_=database,
             routing_=neo4j.RoutingControl.READ,
