@@ -39,6 +39,9 @@ log = structlog.get_logger(__name__)
 DEFAULT_BUFFER_SIZE = 10_000
 """Events a publisher holds while Redis is away; beyond it new events are dropped."""
 
+DEFAULT_BUFFER_MAX_CHARS = 32_000_000
+"""Content characters a publisher holds at most (turns may be 200k characters long)."""
+
 DEFAULT_BATCH_SIZE = 256
 """Events per Lua call (one round trip); bounds how long one call blocks Redis."""
 
@@ -123,6 +126,7 @@ class Publisher:
         drop_policy: DropPolicy | str = DropPolicy.DROP_NEWEST,
         job_timeout_s: int = 120,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
+        buffer_max_chars: int = DEFAULT_BUFFER_MAX_CHARS,
         batch_size: int = DEFAULT_BATCH_SIZE,
         socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
@@ -148,6 +152,8 @@ class Publisher:
             function=function,
         )
         self._buffer_size = buffer_size
+        self._buffer_max_chars = buffer_max_chars
+        self._buffered_chars = 0
         self._batch_size = batch_size
         self._min_backoff_s = min_backoff_ms / 1000
         self._max_backoff_s = max_backoff_ms / 1000
@@ -195,10 +201,11 @@ class Publisher:
         local buffer is full, or the publisher is closed), and the drop is counted.
         """
         try:
+            size = len(event.content)
             consent = self._consent
             allowed = consent is None or consent(event.workspace)
-        except Exception:  # a broken consent store means: no consent
-            allowed = False
+        except Exception:  # a broken consent store (or not an event) means: no consent
+            size, allowed = 0, False
         with self._lock:
             stats = self._stats
             stats.published += 1
@@ -208,11 +215,15 @@ class Publisher:
             if not allowed:
                 stats.not_consented += 1
                 return False
-            if self._pending >= self._buffer_size:
+            if (
+                self._pending >= self._buffer_size
+                or self._buffered_chars + size > self._buffer_max_chars
+            ):
                 stats.dropped_local += 1
                 self._unreported_local_drops += 1
                 return False
             self._pending += 1
+            self._buffered_chars += size
             stats.buffered += 1
             self._buffer.append(event)
         if not self._wake.is_set():
@@ -311,16 +322,20 @@ class Publisher:
     def _prepare_batch(self) -> list[PreparedJob]:
         jobs: list[PreparedJob] = []
         buffer, prepare = self._buffer, self.queue.prepare
+        chars = 0
         for _ in range(self._batch_size):
             try:
                 event = buffer.popleft()
             except IndexError:
                 break
+            chars += len(event.content)
             try:
                 jobs.append(prepare(redact_event(event)))
             except Exception as exc:  # an event we cannot serialize: count it, go on
                 log.warning("publish_event_failed", error=type(exc).__name__)
                 self._answered(failed=1)
+        with self._lock:
+            self._buffered_chars -= chars
         return jobs
 
     def _unavailable(self, exc: Exception) -> None:
@@ -368,6 +383,7 @@ class Publisher:
             left = len(self._retry) + len(self._buffer)
             self._retry = []
             self._buffer.clear()
+            self._buffered_chars = 0
             if left:
                 self._stats.abandoned += left
                 self._pending -= left

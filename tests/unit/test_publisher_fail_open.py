@@ -63,3 +63,17 @@ def test_publish_after_close_is_dropped_and_counted() -> None:
     pub.close(timeout_s=0.01)
     assert pub.publish(make_turn(0)) is False
     assert pub.stats().dropped_closed == 1
+
+
+def test_the_buffer_is_bounded_in_characters_too() -> None:
+    pub = _dead_publisher(buffer_max_chars=25_000)
+    big = "x" * 10_000
+    results = [pub.publish(make_turn(i, content=big)) for i in range(5)]
+    assert results == [True, True, False, False, False]
+    assert pub.close(timeout_s=0.01).dropped_local == 3
+
+
+def test_publishing_something_that_is_not_an_event_does_not_raise() -> None:
+    pub = _dead_publisher()
+    assert pub.publish({"content": "a dict"}) is False  # type: ignore[arg-type]
+    assert pub.close(timeout_s=0.01).not_consented == 1
