@@ -10,12 +10,14 @@ from typing import Any
 import openai
 import pytest
 import structlog
+from pydantic import SecretStr
 
 from schemas.ontology import ONTOLOGY
 from schemas.turn_event import ClientInfo, Role, TurnEvent
 from tests.support.fake_openai import FakeOpenAI, answer, error, hang, malformed
 from turngraph.clients import Clients
 from turngraph.errors import ConfigurationError, TransientError
+from turngraph.settings import Settings
 from workers.extraction.errors import LLMConfigurationError, LLMUnavailableError
 from workers.extraction.llm import LLMExtractor
 from workers.graph.writer import GraphWriter
@@ -342,3 +344,28 @@ def test_answer_cut_at_the_output_limit_splits_the_batch(fake: FakeOpenAI) -> No
     ]
     assert sent == [["e1", "e2"], ["e1"], ["e2"]]
     assert (x.stats.calls, x.stats.reasks, x.stats.batches) == (3, 0, 2)
+
+
+@pytest.mark.integration
+def test_configured_endpoint_drives_the_ingest_pipeline(
+    fake: FakeOpenAI, clients: Clients, settings: Settings
+) -> None:
+    from turngraph.app import build_pipeline
+    from turngraph.clients import build_clients
+
+    fake.add(answer({"turns": [E1, E2]}))
+    configured = settings.model_copy(
+        update={"llm_base_url": fake.base_url, "llm_api_key": SecretStr("k"), "llm_max_retries": 0}
+    )
+    with_llm = build_clients(configured)
+    try:
+        result = build_pipeline(with_llm).ingest(TURNS)
+    finally:
+        with_llm.close()
+    assert (result.turns, result.entities, result.facts, result.dropped) == (2, 4, 2, 0)
+    assert len(fake.requests) == 1  # two consecutive turns of one session: one call
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (:Decision)-[:APPLIES_TO]->(s:Service) RETURN s.name AS name",
+        database_=clients.graph_database,
+    )
+    assert [r["name"] for r in records] == ["Valkey"]
