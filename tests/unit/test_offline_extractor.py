@@ -173,3 +173,11 @@ REFERENCE_NAMES = ("File", "Branch", "Commit", "PullRequest", "Issue", "Plan", "
 def test_ordinary_prose_names_no_references(text: str) -> None:
     found = [(e.type, e.name) for e in EXTRACTOR.extract_text("e1", text).entities]
     assert [f for f in found if f[0] in REFERENCE_NAMES] == []
+
+
+def test_a_huge_pasted_log_is_bounded() -> None:
+    line = "ERROR in workers/mod_{i}.py at 3f9c2ab{i:04d}: see PR #{i} on branch fix/x-{i}\n"
+    text = "".join(line.format(i=i) for i in range(5_000))  # ~400 KB
+    extraction = EXTRACTOR.extract_text("e1", text)
+    assert 0 < len(extraction.entities) <= 200
+    assert ("File", "workers/mod_0.py") in [(e.type, e.name) for e in extraction.entities]

@@ -29,8 +29,14 @@ from workers.extraction.vocabulary import find_terms, is_term
 MAX_APPLIES_TO = 5
 """At most this many APPLIES_TO facts per decision or directive."""
 
+MAX_SCAN_CHARS = 50_000
+"""Only the head of a longer turn (a pasted log) is scanned: ~1 µs per character."""
+
 MAX_ENTITIES_PER_TURN = 200
 """A pasted log can name thousands of paths; past this many, the rest are ignored."""
+
+MAX_ENTITIES_PER_TYPE = 50
+"""So that one type (hundreds of PR numbers) cannot crowd out the others."""
 
 
 def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
@@ -49,6 +55,7 @@ class _Turn:
     mask: bytearray
     entities: dict[tuple[str, str], tuple[str, str, dict[str, str]]] = field(default_factory=dict)
     positions: list[tuple[int, int, tuple[str, str]]] = field(default_factory=list)
+    per_type: dict[str, int] = field(default_factory=dict)
     facts: dict[tuple[str, tuple[str, str], tuple[str, str]], None] = field(default_factory=dict)
 
     def masked(self, start: int, end: int) -> bool:
@@ -71,6 +78,10 @@ class _Turn:
         if known is None:
             if len(self.entities) >= MAX_ENTITIES_PER_TURN:
                 return None
+            count = self.per_type.get(type_name, 0)
+            if count >= MAX_ENTITIES_PER_TYPE:
+                return None
+            self.per_type[type_name] = count + 1
             self.entities[key] = (type_name, name, dict(attributes or {}))
         elif attributes:
             for attr, value in attributes.items():
@@ -137,7 +148,8 @@ class OfflineExtractor:
         return [self.extract_text(turn.event_id, turn.content) for turn in turns]
 
     def extract_text(self, event_id: str, text: str) -> Extraction:
-        """Entities and facts of one turn's text."""
+        """Entities and facts of one turn's text (its first :data:`MAX_SCAN_CHARS`)."""
+        text = text[:MAX_SCAN_CHARS]
         found = _Turn(self.ontology, bytearray(len(text)))
         fences = refs.fenced_spans(text)
         spans = refs.code_spans(text)
