@@ -9,7 +9,7 @@ from __future__ import annotations
 from schemas.ontology.model import EntityType, Ontology, RelationType
 
 ONTOLOGY_VERSION = 1
-"""Bumped on any change of the types below; stored on extracted nodes and in the TTL."""
+"""Bumped on any change of the types below; exported as the TTL's ``owl:versionInfo``."""
 
 E = EntityType
 
