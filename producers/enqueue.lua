@@ -46,6 +46,8 @@ local enqueued, dropped_newest, dropped_oldest, duplicates = 0, 0, 0, 0
 
 redis.call('SADD', queues_key, queue_key)
 local length = redis.call('LLEN', queue_key)
+-- Ids accepted in this call, pushed with one RPUSH at the end; `length` counts them.
+local pushes, first_push = {}, 1
 
 for i = 1, n do
   local a = HEAD + (i - 1) * PER_EVENT
@@ -66,8 +68,13 @@ for i = 1, n do
     codes[i] = DROPPED_NEWEST
   else
     while length >= max_len do
+      -- the oldest is at the list's head; once the list is empty, the first of this call
       local oldest = redis.call('LPOP', queue_key)
-      if not oldest then break end
+      if not oldest then
+        if first_push > #pushes then break end
+        oldest = pushes[first_push]
+        first_push = first_push + 1
+      end
       redis.call('DEL', job_prefix .. oldest)
       dropped_oldest = dropped_oldest + 1
       length = length - 1
@@ -97,13 +104,16 @@ for i = 1, n do
       'failure_ttl', failure_ttl,
       'retries_left', RETRIES,
       'retry_intervals', RETRY_INTERVALS)
-    redis.call('RPUSH', queue_key, job_id)
+    pushes[#pushes + 1] = job_id
     length = length + 1
     enqueued = enqueued + 1
     codes[i] = ENQUEUED
   end
 end
 
+if first_push <= #pushes then
+  redis.call('RPUSH', queue_key, unpack(pushes, first_push, #pushes))
+end
 redis.call('HINCRBY', stats_key, 'published', n)
 if enqueued > 0 then redis.call('HINCRBY', stats_key, 'enqueued', enqueued) end
 if dropped_newest > 0 then redis.call('HINCRBY', stats_key, 'dropped_newest', dropped_newest) end
