@@ -22,7 +22,9 @@ from workers.extraction.errors import LLMConfigurationError, LLMUnavailableError
 from workers.extraction.llm import LLMExtractor
 from workers.graph.writer import GraphWriter
 
-RETRY_AFTER_S = 0.3
+RETRY_AFTER_S = 0.8
+"""Longer than the openai client's own first backoff (at most 0.5 s): a retry this late
+shows the Retry-After header was honoured."""
 
 
 def turn(event_id: str, content: str, session: str = "s1", index: int = 0) -> TurnEvent:
