@@ -181,3 +181,13 @@ def test_a_huge_pasted_log_is_bounded() -> None:
     extraction = EXTRACTOR.extract_text("e1", text)
     assert 0 < len(extraction.entities) <= 200
     assert ("File", "workers/mod_0.py") in [(e.type, e.name) for e in extraction.entities]
+
+
+def test_sentence_opening_decisions_and_their_subjects() -> None:
+    text = "Then go with RQ on our Redis. Also decided that log lines never include bodies."
+    decisions = [e for e in EXTRACTOR.extract_text("e1", text).entities if e.type == "Decision"]
+    assert [d.name for d in decisions] == ["RQ on our Redis", "log lines never include bodies"]
+    directive = entity("decision: GET /v1/payments uses cursor pagination", "Decision")
+    later = entity("decision: GET /v1/payments uses offset pagination, max 200", "Decision")
+    assert directive.attributes["subject"] == later.attributes["subject"] == "get /v1/payments"
+    assert names("I never go with the flow. We haven't decided yet.", "Decision") == []

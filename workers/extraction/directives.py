@@ -42,6 +42,12 @@ _DECISION = re.compile(
     r"|the\s+decision\s+is"
     r")[ \t]*(?:to\s+|that\s+|on\s+|:\s*)?"
 )
+_DECISION_AT_SENTENCE_START = re.compile(
+    r"(?:(?:then|so|ok|okay|alright|fine)[, ]+)?"
+    r"(?:go\s+with|(?:also\s+)?decided\s+(?:that|to|on))[ \t]*"
+)
+"""Imperative or subjectless decisions that count only when they open a sentence:
+"Then go with RQ on our Redis.", "Also decided that log lines never include bodies."."""
 _DIRECTIVE_WORDS = ("decision", "preference", "term", "lesson", "procedure")
 _DECISION_WORDS = ("decid", "go with", "going with", "agreed", "settled")
 _QUOTES = frozenset("\"'\u201c\u201d\u2018\u2019\u00ab\u00bb")
@@ -49,8 +55,9 @@ _CLAUSE_END = re.compile(r"[.;!?](?=\s|$)|\n|$")
 _FOR_AS = re.compile(r"\b(?:for|as)\s+(.+)")
 _COPULA = re.compile(
     r"^(.{3,60}?)\s+(?:is|are|stays|stay|remains|remain|will\s+be|should\s+be|must\s+be|"
-    r"becomes|goes|go)\b"
+    r"becomes|goes|go|runs|run|uses|use|lives|live|happens|happen|moves|move)\b"
 )
+"""``<subject> is / stays / runs on / uses …``: what comes before the verb is the subject."""
 _LEADING_VERB = re.compile(
     r"^(?:use|using|keep|switch\s+to|move\s+to|migrate\s+to|adopt|go\s+with|stick\s+with|"
     r"stay\s+with|drop|pick|choose|prefer)\s+"
@@ -132,11 +139,15 @@ def find_decisions(text: str) -> list[Statement]:
     lower = ascii_lower(text)
     if not any(w in lower for w in _DECISION_WORDS):
         return found
-    for match in _DECISION.finditer(lower):
-        if match.start() and (
-            lower[match.start() - 1].isalnum() or lower[match.start() - 1] == "_"
-        ):
-            continue
+    matches = [
+        m
+        for m in _DECISION.finditer(lower)
+        if not (m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "_"))
+    ]
+    matches += [
+        m for m in _DECISION_AT_SENTENCE_START.finditer(lower) if _starts_line(text, m.start())
+    ]
+    for match in sorted(matches, key=lambda m: m.start()):
         before, after = text[max(0, match.start() - 1) : match.start()], text[match.end() :][:1]
         if (before and before in _QUOTES) or (after and after in _QUOTES):
             continue  # the phrase quoted ("we decided" as a trigger word), not a decision

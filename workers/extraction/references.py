@@ -76,7 +76,8 @@ _GIT_SWITCH = re.compile(r"git\s+(?:checkout|switch)\s+(?:-[bcBC]\s+)?([\w][\w./
 _TRUNK = re.compile(r"(main|master|develop|trunk)`?(?![\w/-]|\.\w)")
 _TRUNK_BEFORE = re.compile(
     r"\b(?:on|onto|into|from|to|against|off|of|in|rebase|rebased|merge|merged|latest|pull|"
-    r"pulled|pulling)\s+(?:the\s+|latest\s+)?`?$"
+    r"pulled|pulling|reached|reaches|reach|hit|hits|landed|targets|target)\s+"
+    r"(?:the\s+|latest\s+)?`?$"
 )
 _TRUNK_WORDS = ("main", "master", "develop", "trunk")
 _COMMIT = re.compile(r"([0-9a-f]{7,40})(?![\w-]|\.\w)")
@@ -235,6 +236,11 @@ def _path_name(token: str) -> str | None:
     if ext is None:
         return None
     if "/" in token:
+        if (
+            token.split("/", 1)[0] in BRANCH_PREFIXES
+            and ext.group(1).lower() not in FILE_EXTENSIONS
+        ):
+            return None  # release/vX.Y, feature/v2.beta: a branch, not a file
         return token if len(token) > len(ext.group(0)) + 1 else None
     if ext.group(1).lower() not in FILE_EXTENSIONS:
         return None

@@ -111,6 +111,21 @@ SERVICES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vLLM", ()),
     ("llama.cpp", ()),
     ("Zep", ("Zep Cloud",)),
+    ("Stripe", ()),
+    ("Slack", ()),
+    ("Jira", ()),
+    ("Linear", ()),
+    ("Vercel", ()),
+    ("Netlify", ()),
+    ("Heroku", ()),
+    ("AWS", ("Amazon Web Services",)),
+    ("Google Cloud", ("GCP",)),
+    ("Azure", ()),
+    ("Cloudflare", ()),
+    ("PyPI", ()),
+    ("npm registry", ()),
+    ("Docker Hub", ()),
+    ("VS Code Marketplace", ("Visual Studio Marketplace",)),
 )
 
 CODE_ONLY: frozenset[str] = frozenset(
@@ -129,6 +144,8 @@ CODE_ONLY: frozenset[str] = frozenset(
         "Yarn",
         "Vite",
         "Prettier",
+        "Linear",
+        "Slack",
     }
 )
 """Spellings that are English words too: recognised only inside `code spans`, or in prose
