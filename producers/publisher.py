@@ -15,7 +15,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 
 import redis
 import structlog
@@ -29,6 +28,7 @@ from producers.bounded_queue import (
     Outcome,
     PreparedJob,
 )
+from producers.publisher_stats import PublisherStats
 from producers.redaction import redact_event
 from producers.sender import SEND_ERRORS, ScriptSender
 from schemas.turn_event import TurnEvent
@@ -60,39 +60,14 @@ DEFAULT_MAX_BACKOFF_MS = 5_000
 DEFAULT_CLOSE_TIMEOUT_S = 2.0
 """How long ``close()`` lets the sender deliver what is buffered."""
 
+PIPELINE_DEPTH = 2
+"""Script calls in flight: Redis finds the next batch waiting when it finishes one."""
+
 IDLE_WAKE_S = 1.0
 """The sender wakes at least this often, even without new events (to retry, to stop)."""
 
 ConsentCheck = Callable[[str], bool]
 """Called with an event's (hashed) workspace; False means: do not publish."""
-
-
-@dataclass
-class PublisherStats:
-    """What one publisher did; ``published`` counts every call to ``publish``.
-
-    ``published == buffered + dropped_local + not_consented + dropped_closed`` and
-    ``buffered == sent + failed + abandoned + pending``, where
-    ``sent == enqueued + duplicates + dropped_newest`` (Redis's answers).
-    """
-
-    published: int = 0
-    buffered: int = 0
-    not_consented: int = 0
-    dropped_local: int = 0
-    dropped_closed: int = 0
-    sent: int = 0
-    enqueued: int = 0
-    duplicates: int = 0
-    dropped_newest: int = 0
-    evicted_oldest: int = 0
-    failed: int = 0
-    abandoned: int = 0
-    send_errors: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        """The counters as a plain dict (for JSON replies and benchmarks)."""
-        return asdict(self)
 
 
 def connect(redis_url: str, *, socket_timeout_s: float, connect_timeout_s: float) -> redis.Redis:
@@ -282,8 +257,7 @@ class Publisher:
 
     def _run(self) -> None:
         failures = 0
-        in_flight: list[PreparedJob] = []
-        in_flight_drops = 0
+        in_flight: deque[tuple[list[PreparedJob], int]] = deque()
         while True:
             if not in_flight and not self._retry and not self._buffer:
                 if self._stopping.is_set():
@@ -291,33 +265,45 @@ class Publisher:
                 self._wake.wait(IDLE_WAKE_S)
                 self._wake.clear()
                 continue
-            # Serialize the next batch while Redis runs the one in flight.
+            # Serialize the next batch while Redis runs the ones in flight.
             jobs = self._retry or self._prepare_batch()
             self._retry = []
             try:
-                if in_flight:
-                    self._record(len(in_flight), self._sender.receive(), in_flight_drops)
-                    in_flight, in_flight_drops = [], 0
+                while in_flight and (len(in_flight) >= PIPELINE_DEPTH or not jobs):
+                    sent, drops = in_flight[0]
+                    self._record(len(sent), self._sender.receive())
+                    in_flight.popleft()
                 if jobs:
-                    with self._lock:
-                        in_flight_drops = self._unreported_local_drops
-                    self._sender.send(jobs, in_flight_drops)
-                    in_flight, jobs = jobs, []
+                    drops = self._take_local_drops()
+                    in_flight.append((jobs, drops))
+                    jobs = []
+                    self._sender.send(*in_flight[-1])
                 failures = 0
             except Exception as exc:  # SEND_ERRORS, or a bug: the sender thread must not die
                 if not isinstance(exc, SEND_ERRORS):
                     log.error("publish_sender_error", error=type(exc).__name__)
                 self._sender.reset()
-                self._retry = in_flight + jobs
-                in_flight, in_flight_drops = [], 0
+                self._retry = [job for batch, _ in in_flight for job in batch] + jobs
+                self._return_local_drops(sum(drops for _, drops in in_flight))
+                in_flight.clear()
                 failures += 1
                 self._unavailable(exc)
                 if self._stopping.is_set():
                     break
                 self._stopping.wait(self._backoff_s(failures))
-        self._retry = in_flight + self._retry
+        self._retry = [job for batch, _ in in_flight for job in batch] + self._retry
         self._sender.close()
         self._abandon()
+
+    def _take_local_drops(self) -> int:
+        """Local drops not yet counted in Redis travel with the next call."""
+        with self._lock:
+            drops, self._unreported_local_drops = self._unreported_local_drops, 0
+            return drops
+
+    def _return_local_drops(self, drops: int) -> None:
+        with self._lock:
+            self._unreported_local_drops += drops
 
     def _prepare_batch(self) -> list[PreparedJob]:
         jobs: list[PreparedJob] = []
@@ -347,15 +333,13 @@ class Publisher:
                 "publish_redis_unavailable", error=type(exc).__name__, pending=self._pending
             )
 
-    def _record(self, sent: int, result: BatchResult, local_drops: int) -> None:
+    def _record(self, sent: int, result: BatchResult) -> None:
         counts = dict.fromkeys(Outcome, 0)
         for outcome in result.outcomes:
             counts[outcome] += 1
         if not self._available:
             self._available = True
             log.info("publish_redis_available", pending=self._pending)
-        with self._lock:
-            self._unreported_local_drops -= local_drops
         self._answered(
             sent=sent,
             enqueued=counts[Outcome.ENQUEUED],

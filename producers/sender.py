@@ -1,8 +1,8 @@
-"""One Lua call in flight at a time, so Redis runs a batch while the next is serialized.
+"""Lua calls kept in flight, so Redis runs batches while the next one is serialized.
 
 redis-py's ``Pipeline.execute`` writes and then waits; the publisher instead writes a
-batch, prepares the next one (redaction, JSON) while Redis executes the script, and only
-then reads the reply. This module owns that one connection and its error handling.
+batch, prepares the next one (redaction, JSON) while Redis executes the script, and reads
+replies only when it must. This module owns that one connection and its error handling.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 import redis
 from redis.connection import AbstractConnection
-from redis.exceptions import NoScriptError
 
 from producers.bounded_queue import BatchResult, BoundedQueue, PreparedJob
 
@@ -38,42 +37,41 @@ def pack_resp(args: Sequence[Any]) -> bytes:
 
 
 class ScriptSender:
-    """Writes script calls and reads their replies on one pooled connection."""
+    """Writes script calls and reads their replies, in order, on one pooled connection.
+
+    Several calls may be in flight (written, reply not yet read). The script is loaded
+    once per connection (SCRIPT LOAD is idempotent), so a restarted Redis that lost its
+    script cache answers the next call normally.
+    """
 
     def __init__(self, queue: BoundedQueue) -> None:
         self._queue = queue
         self._conn: AbstractConnection | None = None
-        self._last: tuple[Any, ...] | None = None
+        self._in_flight = 0
 
     @property
-    def in_flight(self) -> bool:
-        """True while a call has been written and its reply not read."""
-        return self._last is not None
+    def in_flight(self) -> int:
+        """Calls written whose reply has not been read."""
+        return self._in_flight
 
     def send(self, jobs: Sequence[PreparedJob], dropped_local: int = 0) -> None:
-        """Write one script call for ``jobs``; does not wait for Redis."""
+        """Write one script call for ``jobs``; does not wait for its reply."""
         keys, args = self._queue.script_call(jobs, dropped_local)
         command = ("EVALSHA", self._queue.script_sha, len(keys), *keys, *args)
         conn = self._connection()
-        self._last = command
         conn.send_packed_command([pack_resp(command)], check_health=False)
+        self._in_flight += 1
 
     def receive(self) -> BatchResult:
-        """Read the reply of the call in flight (loading the script once if Redis lost it)."""
-        assert self._last is not None and self._conn is not None
-        try:
-            reply = self._conn.read_response()
-        except NoScriptError:
-            self._conn.send_command("SCRIPT", "LOAD", self._queue.script_source)
-            self._conn.read_response()
-            self._conn.send_command(*self._last)
-            reply = self._conn.read_response()
-        self._last = None
+        """Read the reply of the oldest call in flight."""
+        assert self._conn is not None and self._in_flight > 0
+        reply = self._conn.read_response()
+        self._in_flight -= 1
         return self._queue.parse_reply(reply)
 
     def reset(self) -> None:
-        """Drop the connection after an error (a half-read reply must not be reused)."""
-        self._last = None
+        """Drop the connection after an error (half-read replies must not be reused)."""
+        self._in_flight = 0
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.disconnect()
@@ -81,14 +79,22 @@ class ScriptSender:
 
     def close(self) -> None:
         """Give the connection back to the pool."""
+        if self._in_flight:
+            self.reset()
+            return
         conn, self._conn = self._conn, None
         if conn is not None:
-            if self._last is not None:
-                conn.disconnect()
             self._queue.conn.connection_pool.release(conn)  # type: ignore[arg-type]
-        self._last = None
 
     def _connection(self) -> AbstractConnection:
         if self._conn is None:
-            self._conn = self._queue.conn.connection_pool.get_connection()
+            conn = self._queue.conn.connection_pool.get_connection()
+            try:
+                conn.send_command("SCRIPT", "LOAD", self._queue.script_source)
+                conn.read_response()
+            except BaseException:
+                conn.disconnect()
+                self._queue.conn.connection_pool.release(conn)
+                raise
+            self._conn = conn
         return self._conn

@@ -1,0 +1,33 @@
+"""What one publisher did, counted in-process (the shared counters are in Redis)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class PublisherStats:
+    """What one publisher did; ``published`` counts every call to ``publish``.
+
+    ``published == buffered + dropped_local + not_consented + dropped_closed`` and
+    ``buffered == sent + failed + abandoned + pending``, where
+    ``sent == enqueued + duplicates + dropped_newest`` (Redis's answers).
+    """
+
+    published: int = 0
+    buffered: int = 0
+    not_consented: int = 0
+    dropped_local: int = 0
+    dropped_closed: int = 0
+    sent: int = 0
+    enqueued: int = 0
+    duplicates: int = 0
+    dropped_newest: int = 0
+    evicted_oldest: int = 0
+    failed: int = 0
+    abandoned: int = 0
+    send_errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict (for JSON replies and benchmarks)."""
+        return asdict(self)
