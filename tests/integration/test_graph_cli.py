@@ -82,3 +82,10 @@ def test_a_broken_import_file_is_one_clear_line(
 
     assert main(["graph", "import", "bad.jsonl"]) == 1
     assert "error: not a turngraph export" in capsys.readouterr().err
+
+
+def test_indexes_are_not_created_on_the_embedded_engine(
+    env: Clients, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["graph", "indexes"]) == 0
+    assert "not Neo4j" in capsys.readouterr().out

@@ -126,6 +126,19 @@ def run_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_indexes(args: argparse.Namespace) -> int:
+    from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
+
+    statements = neo4j_only_statements(ontology.labels(), ontology.relationship_types())
+    with _clients() as clients:
+        applied = apply_neo4j_only(clients.graph, statements, clients.graph_database)
+    if not applied:
+        print("the graph server is not Neo4j: no Neo4j-only indexes to create")
+    for name in applied:
+        print(f"ensured {name}")
+    return 0
+
+
 def run_style(args: argparse.Namespace) -> int:
     from workers.graph.browser_style import main as style_main
 
@@ -169,6 +182,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     importer = actions.add_parser("import", help="import a JSON lines export (idempotent)")
     importer.add_argument("path", help="file, or - for stdin")
     importer.set_defaults(handler=_guarded(run_import))
+
+    indexes = actions.add_parser(
+        "indexes", help="create the Neo4j-only full-text indexes for Browser (Neo4j only)"
+    )
+    indexes.set_defaults(handler=_guarded(run_indexes))
 
     style = actions.add_parser("style", help="write the Neo4j Browser style (GraSS)")
     style.add_argument("-o", "--output", default="ops/neo4j/turngraph.grass")
