@@ -4,8 +4,10 @@ rest exactly as if the scope had never been ingested."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from rq.registry import StartedJobRegistry
 
 import schemas.ontology as ontology
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
@@ -134,3 +136,17 @@ def test_only_arguments_of_the_scope_match() -> None:
     assert not mentions_scope(job, "session_id", "s10")
     assert mentions_scope(["f", None, [], {"scope": "workspace", "key": "w1"}], "workspace", "w1")
     assert not mentions_scope("s1", "session_id", "s1")
+
+
+def test_a_turn_being_ingested_meanwhile_is_reported(clients: Clients) -> None:
+    ingest(clients, CONVERSATION[:1])
+    publish(clients, [LATE_TURN])
+    queue = clients.settings.ingest_queue
+    # A worker took the late turn off the queue and is running it right now.
+    job_id = clients.redis.lpop(f"rq:queue:{queue}").decode()  # type: ignore[union-attr]
+    started = StartedJobRegistry(queue, connection=clients.redis)
+    clients.redis.zadd(started.key, {f"{job_id}:exec-1": time.time() + 600})
+
+    report = forget(clients, Scope.SESSION, "s1")
+
+    assert report["in_flight"] == 1

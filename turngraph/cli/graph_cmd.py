@@ -123,6 +123,12 @@ def run_forget(args: argparse.Namespace) -> int:
             changes_stream=settings.changes_stream,
         )
     print(json.dumps({"forgotten": {"scope": scope.value, "key": args.key}, **report.as_dict()}))
+    if report.in_flight:
+        print(
+            f"{report.in_flight} turn(s) of this scope were being ingested meanwhile: "
+            "stop its producers and run forget again",
+            file=sys.stderr,
+        )
     return 0
 
 

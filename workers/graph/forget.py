@@ -35,6 +35,7 @@ from rq.registry import (
     FailedJobRegistry,
     FinishedJobRegistry,
     ScheduledJobRegistry,
+    StartedJobRegistry,
 )
 from rq.results import Result
 from rq.serializers import JSONSerializer
@@ -125,6 +126,8 @@ class ForgetReport:
     jobs_deleted: int = 0
     keys_deleted: int = 0
     changes_deleted: int = 0
+    in_flight: int = 0
+    """Jobs of the scope a worker was running meanwhile: forget again once they end."""
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -208,6 +211,18 @@ def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str)
             pipe.execute()
             deleted += len(doomed)
     return deleted
+
+
+def running_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str) -> int:
+    """How many jobs of the scope workers are running right now (they cannot be stopped)."""
+    field = EPISODE_SCOPE_PROPERTY[scope]
+    running = 0
+    for queue in queues:
+        ids = StartedJobRegistry(queue, connection=conn, serializer=JSONSerializer).get_job_ids()
+        for job_id in ids:
+            raw: Any = conn.hget(f"{Job.redis_job_namespace_prefix}{job_id}", "data")
+            running += mentions_scope(decode_job_data(raw), field, key)
+    return running
 
 
 def purge_changes(conn: redis.Redis, stream: str, scope: Scope, key: str) -> int:
@@ -315,6 +330,7 @@ def forget_scope(
     report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
     deleted, pruned, forgotten = forget_graph(driver, database, scope, key, entity_labels)
     report.nodes_deleted, report.entities_pruned = deleted, pruned
+    report.in_flight = running_jobs(redis_client, queues, scope, key)
     # The job of an ingested turn is named after it; a batching worker may have claimed
     # it off the queue, so it is found by name rather than in a registry.
     for batch in _batches(forgotten, SCAN_BATCH):
