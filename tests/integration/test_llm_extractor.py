@@ -371,3 +371,25 @@ def test_configured_endpoint_drives_the_ingest_pipeline(
         database_=clients.graph_database,
     )
     assert [r["name"] for r in records] == ["Valkey"]
+
+
+def test_attached_references_are_sent_and_kept(fake: FakeOpenAI) -> None:
+    from schemas.turn_event import Reference
+
+    with_refs = TURNS[0].model_copy(
+        update={
+            "references": (
+                Reference(kind="file", value="workers/graph/writer.py"),
+                Reference(kind="branch", value="fix/writer"),
+            )
+        }
+    )
+    fake.add(answer({"turns": [E1, E2]}))
+    first, _ = extractor(fake).extract([with_refs, TURNS[1]])
+    assert [(e.type, e.name) for e in first.entities] == [
+        ("PullRequest", "#45"),
+        ("File", "workers/graph/writer.py"),
+        ("Branch", "fix/writer"),  # attached, not in the answer: added, not duplicated
+    ]
+    sent = json.loads(fake.requests[0].messages[1]["content"].split("\n", 1)[1])
+    assert sent[0]["references"][1] == {"kind": "branch", "value": "fix/writer"}

@@ -191,3 +191,32 @@ def test_sentence_opening_decisions_and_their_subjects() -> None:
     later = entity("decision: GET /v1/payments uses offset pagination, max 200", "Decision")
     assert directive.attributes["subject"] == later.attributes["subject"] == "get /v1/payments"
     assert names("I never go with the flow. We haven't decided yet.", "Decision") == []
+
+
+def test_references_attached_by_the_producer_are_entities() -> None:
+    from datetime import UTC, datetime
+
+    from schemas.turn_event import ClientInfo, Reference, Role, TurnEvent
+
+    event = TurnEvent(
+        session_id="s",
+        workspace="w",
+        user="u",
+        turn_index=0,
+        role=Role.USER,
+        content="why does this fail? see ./src/app.py",
+        occurred_at=datetime(2026, 11, 21, tzinfo=UTC),
+        client=ClientInfo(name="t"),
+        references=(
+            Reference(kind="file", value="./src/app.py"),
+            Reference(kind="plan", value="plan-7"),
+            Reference(kind="issue", value="12"),
+            Reference(kind="other", value="whatever"),
+        ),
+    )
+    [extraction] = EXTRACTOR.extract([event])
+    assert [(e.type, e.name) for e in extraction.entities] == [
+        ("File", "src/app.py"),
+        ("Plan", "PLAN-7"),
+        ("Issue", "#12"),
+    ]

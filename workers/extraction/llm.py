@@ -35,8 +35,9 @@ from workers.extraction.prompts import (
     build_messages,
     reask_messages,
 )
+from workers.extraction.references import attached
 from workers.extraction.stats import ExtractionStats
-from workers.extraction.validation import validate_raw
+from workers.extraction.validation import validate_raw, with_entities
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -168,6 +169,9 @@ class LLMExtractor:
             if extraction is None:  # lost: counted as one drop, the episode is still stored
                 self.stats.add(unanswered_turns=1)
                 extraction = Extraction(event_id=turn.event_id, dropped=1)
+            if turn.references:  # what the producer attached is known without asking
+                pairs = (attached(r.kind, r.value) for r in turn.references)
+                extraction = with_entities(extraction, [p for p in pairs if p], self.ontology)
             results[turn.event_id] = extraction
         self.stats.add(
             turns=len(batch),

@@ -145,12 +145,25 @@ class OfflineExtractor:
         self.ontology = ontology
 
     def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
-        return [self.extract_text(turn.event_id, turn.content) for turn in turns]
+        return [
+            self.extract_text(
+                turn.event_id, turn.content, [(r.kind, r.value) for r in turn.references]
+            )
+            for turn in turns
+        ]
 
-    def extract_text(self, event_id: str, text: str) -> Extraction:
-        """Entities and facts of one turn's text (its first :data:`MAX_SCAN_CHARS`)."""
+    def extract_text(
+        self, event_id: str, text: str, attached: Sequence[tuple[str, str]] = ()
+    ) -> Extraction:
+        """Entities and facts of one turn's text (its first :data:`MAX_SCAN_CHARS`), plus
+        the references the producer attached to it (``TurnEvent.references``)."""
         text = text[:MAX_SCAN_CHARS]
         found = _Turn(self.ontology, bytearray(len(text)))
+        outside = len(text) + 1  # attached references sit in no statement's span
+        for kind, value in attached:
+            entity = refs.attached(kind, value)
+            if entity is not None:
+                found.add(outside, outside, *entity)
         fences = refs.fenced_spans(text)
         spans = refs.code_spans(text)
         found.add_hits(refs.find_urls(text), skip_masked=False)

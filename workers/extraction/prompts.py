@@ -87,15 +87,17 @@ def system_prompt(ontology: Ontology) -> str:
 
 def user_prompt(turns: Sequence[TurnEvent]) -> str:
     """The batch of turns, as JSON (content cut to :data:`MAX_TURN_CHARS`)."""
-    payload = [
-        {
+    payload: list[dict[str, object]] = []
+    for t in turns:
+        item: dict[str, object] = {
             "event_id": t.event_id,
             "role": t.role.value,
             "speaker": t.speaker,
             "content": t.content[:MAX_TURN_CHARS],
         }
-        for t in turns
-    ]
+        if t.references:
+            item["references"] = [{"kind": r.kind, "value": r.value} for r in t.references]
+        payload.append(item)
     return "Extract entities and facts from these turns:\n" + json.dumps(
         payload, ensure_ascii=False
     )

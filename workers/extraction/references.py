@@ -378,3 +378,35 @@ def find_mentions(text: str) -> list[Hit]:
     if "@" not in text:
         return []
     return [Hit(*m.span(), "Person", m.group(1)) for m in _MENTION.finditer(text)]
+
+
+_ATTACHED_TYPES = {
+    "file": "File",
+    "plan": "Plan",
+    "branch": "Branch",
+    "issue": "Issue",
+    "pull_request": "PullRequest",
+    "commit": "Commit",
+    "url": "Url",
+}
+
+
+def attached(kind: str, value: str) -> tuple[str, str] | None:
+    """The entity a producer-attached reference (``TurnEvent.references``) names, in the
+    same naming convention as the finders; None for ``other`` or an unusable value."""
+    type_name = _ATTACHED_TYPES.get(kind)
+    value = value.strip()
+    if type_name is None or not value:
+        return None
+    if type_name == "File":
+        value = value.removeprefix("./")
+    elif type_name == "Plan":
+        plans = find_plans(value)
+        value = plans[0].name if plans else value
+    elif type_name in ("Issue", "PullRequest") and value.isdigit():
+        value = f"#{value}"
+    elif type_name == "Commit":
+        value = value.lower()
+    elif type_name == "Url":
+        value = clean_url(value)
+    return type_name, value[:500]

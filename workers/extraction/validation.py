@@ -221,3 +221,24 @@ def validate_extraction(extraction: Extraction, ontology: Ontology = ONTOLOGY) -
     checked.dropped += extraction.dropped
     checked.repaired += extraction.repaired
     return result
+
+
+def with_entities(
+    extraction: Extraction, extra: Iterable[tuple[str, str]], ontology: Ontology = ONTOLOGY
+) -> Extraction:
+    """``extraction`` plus the (type, name) entities it does not have yet (e.g. references
+    the producer attached to the turn); unknown types are ignored."""
+    have = {(e.type, ontology.normalize_name(e.type, e.name)) for e in extraction.entities}
+    added = []
+    for type_name, name in extra:
+        etype = ontology.entity_type(type_name)
+        if etype is None or not name.strip():
+            continue
+        key = (etype.name, ontology.normalize_name(etype.name, name))
+        if key in have:
+            continue
+        have.add(key)
+        added.append(ExtractedEntity(type=etype.name, name=name.strip()[:MAX_NAME_CHARS]))
+    if not added:
+        return extraction
+    return extraction.model_copy(update={"entities": [*extraction.entities, *added]})
