@@ -1,14 +1,15 @@
 """The saved Browser queries run on a real graph and find what they promise.
 
 They are written for Neo4j Browser, yet all but the Neo4j-only ones (full-text search)
-also run on the embedded engine: that checks them against the graph model as written.
+also run on the embedded engine: that checks them against the graph the real ingest
+pipeline writes.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support import scope_graph
+from tests.support.conversation import CONVERSATION, ingest
 from tests.support.cypher_lint import REPO_ROOT, CypherText, saved_queries
 from turngraph.clients import Clients
 
@@ -17,13 +18,13 @@ pytestmark = pytest.mark.integration
 QUERIES = saved_queries((REPO_ROOT / "ops" / "neo4j" / "saved-queries.cypher").read_text())
 PORTABLE = [q for q in QUERIES if "Neo4j only" not in q.name]
 VALUES = {
-    "session_id": "s-1",
+    "session_id": "s1",
     "about": "retry",
-    "event_id": scope_graph.event_id("s-1", 0, "user"),
-    "path": "src/app.py",
+    "event_id": CONVERSATION[0].event_id,
+    "path": "src/upload.py",
     "workspace": "",
     "days": 100_000,
-    "name": "app.py",
+    "name": "upload.py",
 }
 
 
@@ -39,7 +40,7 @@ def test_every_parameter_has_a_test_value() -> None:
 
 @pytest.mark.parametrize("query", PORTABLE, ids=lambda q: q.name)
 def test_saved_query_finds_something(clients: Clients, query: CypherText) -> None:
-    scope_graph.build(clients.graph, clients.graph_database)
+    ingest(clients, CONVERSATION)
 
     records, _, _ = clients.graph.execute_query(
         runnable(query),
@@ -51,7 +52,7 @@ def test_saved_query_finds_something(clients: Clients, query: CypherText) -> Non
 
 
 def test_decisions_show_what_superseded_them(clients: Clients) -> None:
-    scope_graph.build(clients.graph, clients.graph_database)
+    ingest(clients, CONVERSATION)
     query = next(q for q in QUERIES if q.name.startswith("What was decided"))
 
     records, _, _ = clients.graph.execute_query(
@@ -59,7 +60,8 @@ def test_decisions_show_what_superseded_them(clients: Clients) -> None:
     )
 
     rows = {r["decision"]: (r["status"], r["superseded_by"]) for r in records}
+    newer = "retry uploads with a fixed delay in src/upload.py"
     assert rows == {
-        "retry with fixed delay": ("Active", None),
-        "retry with backoff": ("Superseded", "retry with fixed delay"),
+        newer: ("Active", None),
+        "retry uploads with exponential backoff in src/upload.py": ("Superseded", newer),
     }
