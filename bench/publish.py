@@ -8,6 +8,9 @@ In one run, on an embedded Valkey it starts itself:
   first call until Redis has answered for every event (redaction, serialization, the Lua
   bound check and the RQ job hash included);
 - reference: the same event payloads through raw pipelined ``RPUSH`` (256 per round trip);
+- CPU per event of both (this process plus the Redis server's time in the command): on a
+  shared machine the throughput ratio depends on whether Redis finds a free core, the CPU
+  cost does not;
 - caller-blocking time of ``publish()``: during the tight loop, and paced like busy editors
   (2,000 turns/s);
 - Redis killed: ``publish()`` paced again, its latency and the exceptions raised (target 0).
@@ -80,9 +83,18 @@ def make_events(count: int, session: str, seed: int = 7) -> list[TurnEvent]:
     return events
 
 
-def raw_rpush(url: str, payloads: list[bytes]) -> float:
-    """Events/s of the same payloads through pipelined RPUSH."""
+def server_us(conn: redis.Redis, command: str) -> float:
+    """Microseconds Redis spent in ``command`` since the last CONFIG RESETSTAT."""
+    stats = conn.info("commandstats").get(f"cmdstat_{command}", {})
+    return float(stats.get("usec", 0))
+
+
+def raw_rpush(url: str, payloads: list[bytes]) -> tuple[float, tuple[float, float]]:
+    """Events/s of the same payloads through pipelined RPUSH, and CPU µs per event
+    (this process plus the Redis server)."""
     conn = redis.Redis.from_url(url)
+    conn.config_resetstat()
+    cpu = time.process_time()
     began = time.perf_counter()
     for start in range(0, len(payloads), RPUSH_BATCH):
         pipe = conn.pipeline(transaction=False)
@@ -90,17 +102,27 @@ def raw_rpush(url: str, payloads: list[bytes]) -> float:
             pipe.rpush("bench:raw", payload)
         pipe.execute()
     rate = len(payloads) / (time.perf_counter() - began)
+    cpu_us = (
+        (time.process_time() - cpu) * 1e6 / len(payloads),
+        server_us(conn, "rpush") / len(payloads),
+    )
     conn.delete("bench:raw")
     conn.close()
-    return rate
+    return rate, cpu_us
 
 
-def sustained(url: str, events: list[TurnEvent]) -> tuple[float, list[float], int]:
-    """Events/s of publish + flush, the per-call times, and the events enqueued."""
+def sustained(
+    url: str, events: list[TurnEvent]
+) -> tuple[float, tuple[float, float], list[float], int]:
+    """Events/s of publish + flush, CPU µs per event (this process plus the Redis
+    server), the per-call times, and the events enqueued."""
     publisher = Publisher(
         redis_url=url, max_queue_length=10 * len(events), buffer_size=2 * len(events)
     )
+    admin = redis.Redis.from_url(url)
+    admin.config_resetstat()
     timings = []
+    cpu = time.process_time()
     began = time.perf_counter()
     for event in events:
         t0 = time.perf_counter()
@@ -109,7 +131,12 @@ def sustained(url: str, events: list[TurnEvent]) -> tuple[float, list[float], in
     if not publisher.flush(timeout_s=120):
         raise RuntimeError("publisher did not drain")
     rate = len(events) / (time.perf_counter() - began)
-    return rate, timings, publisher.close().enqueued
+    cpu_us = (
+        (time.process_time() - cpu) * 1e6 / len(events),
+        server_us(admin, "evalsha") / len(events),
+    )
+    admin.close()
+    return rate, cpu_us, timings, publisher.close().enqueued
 
 
 def paced(publisher: Publisher, events: list[TurnEvent]) -> tuple[list[float], int]:
@@ -151,15 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             url = server.url
             admin = redis.Redis.from_url(url)
-            raw_rates, pub_rates, tight = [], [], []
+            raw_rates, pub_rates, raw_cpu, pub_cpu, tight = [], [], [], [], []
             for trial in range(args.trials):
                 events = make_events(args.events, f"s_trial{trial}")
                 payloads = [event.model_dump_json().encode() for event in events]
-                raw_rates.append(raw_rpush(url, payloads))
+                rate, cpu_us = raw_rpush(url, payloads)
+                raw_rates.append(rate)
+                raw_cpu.append(cpu_us)
                 admin.flushdb()
-                rate, timings, enqueued = sustained(url, events)
+                rate, cpu_us, timings, enqueued = sustained(url, events)
                 assert enqueued == len(events), "every event must be enqueued"
                 pub_rates.append(rate)
+                pub_cpu.append(cpu_us)
                 tight.extend(timings)
                 admin.flushdb()
 
@@ -193,11 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         table(
-            ["throughput, one producer", "events/s (median)", "trials"],
+            ["throughput, one producer", "events/s", "client_cpu_us", "redis_cpu_us", "trials"],
             [
-                ["raw pipelined RPUSH (reference)", round(raw_rate), _trials(raw_rates)],
-                ["Publisher: publish + flush", round(pub_rate), _trials(pub_rates)],
-                ["ratio (median of paired trials)", round(ratio, 3), _trials(ratios, 3)],
+                [
+                    "raw pipelined RPUSH (reference)",
+                    round(raw_rate),
+                    *_cpu(raw_cpu),
+                    _trials(raw_rates),
+                ],
+                ["Publisher: publish + flush", round(pub_rate), *_cpu(pub_cpu), _trials(pub_rates)],
+                ["ratio (median of paired trials)", round(ratio, 3), "", "", _trials(ratios, 3)],
             ],
         )
     )
@@ -214,11 +249,23 @@ def main(argv: list[str] | None = None) -> int:
             events_per_s=round(pub_rate),
             rpush_events_per_s=round(raw_rate),
             ratio=round(ratio, 3),
+            client_cpu_us=_cpu(pub_cpu)[0],
+            redis_cpu_us=_cpu(pub_cpu)[1],
+            rpush_client_cpu_us=_cpu(raw_cpu)[0],
+            rpush_redis_cpu_us=_cpu(raw_cpu)[1],
             down_p99_ms=_ms(percentile(down_timings, 99)),
             down_exceptions=down_exceptions,
         )
     )
     return 0
+
+
+def _cpu(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    """Median client and Redis CPU µs per event over the trials."""
+    return (
+        round(statistics.median(c for c, _ in samples), 1),
+        round(statistics.median(r for _, r in samples), 1),
+    )
 
 
 def _trials(values: list[float], digits: int = 0) -> str:
