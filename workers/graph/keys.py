@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 
-_SPACES = re.compile(r"\s+")
+from schemas.ontology import ONTOLOGY
+
 _LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _REL_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
-CASE_SENSITIVE_TYPES = frozenset({"File", "Symbol", "Branch", "Url"})
-"""Types whose names keep their case: `Foo.py` and `foo.py` are different files."""
-
-
 def normalise_name(entity_type: str, name: str) -> str:
-    """The key an entity is resolved on within its scope: trimmed, NFKC, spaces folded."""
-    text = _SPACES.sub(" ", unicodedata.normalize("NFKC", name)).strip().strip("`'\"")
-    if entity_type == "Commit":
-        return text.lower()[:12]
-    return text if entity_type in CASE_SENSITIVE_TYPES else text.casefold()
+    """The key an entity is resolved on within its scope: the ontology's own rule (NFKC,
+    spaces folded, casefolded unless the type is case-sensitive, commits by prefix)."""
+    return ONTOLOGY.normalize_name(entity_type, name)
 
 
 def entity_uid(scope_key: str, entity_type: str, name_key: str) -> str:

@@ -19,9 +19,6 @@ from workers.graph.retry import run_write
 
 log = structlog.get_logger(__name__)
 
-USER_SCOPED_TYPES = frozenset({"Preference", "Terminology", "Person"})
-"""Entity types that belong to the user, not the workspace, unless a directive says otherwise."""
-
 CAPTION_CHARS = 60
 """Length of the ``name`` caption an Episode shows in Neo4j Browser."""
 
@@ -41,9 +38,9 @@ class WriteReport:
 
 
 def entity_scope(entity: ExtractedEntity, event: TurnEvent) -> tuple[str, str]:
-    """(scope name, scope key) an entity is resolved in."""
-    marker = entity.attributes.get("scope")
-    if marker == "user" or (marker is None and entity.type in USER_SCOPED_TYPES):
+    """(scope name, scope key) an entity is resolved in: the workspace, unless a directive
+    says ``(user)``; ambiguity goes to the less persistent scope, as the seed asks."""
+    if entity.attributes.get("scope") == "user":
         return "user", event.user
     return "workspace", event.workspace
 
