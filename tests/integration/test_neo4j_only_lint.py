@@ -113,6 +113,12 @@ def results() -> dict[str, LintResult]:
     return {r.name: r for r in linted}
 
 
+MODEL_HINT = (
+    "\n(known labels and types: the ontology plus STRUCTURAL_NODES / STRUCTURAL_RELATIONSHIPS"
+    " in workers/graph/browser_style.py, which also give them a Browser style)"
+)
+
+
 def problems(results: Sequence[LintResult], *, warnings_fail: bool) -> list[str]:
     return [
         f"{r.name}: {d.severity} at {d.line}:{d.character}: {d.message}"
@@ -143,10 +149,10 @@ def test_saved_queries_parse_and_use_only_the_model(results: dict[str, LintResul
     names = [q.name for q in QUERIES]
     assert len(names) == len(set(names)) >= 6
     found = problems([results[q.name] for q in QUERIES], warnings_fail=True)
-    assert not found, "\n".join(found)
+    assert not found, "\n".join(found) + MODEL_HINT
 
 
 def test_portable_statements_parse_in_neo4j_too(results: dict[str, LintResult]) -> None:
     assert len(PORTABLE) > 20
     found = problems([results[t.name] for t in PORTABLE], warnings_fail=True)
-    assert not found, "\n".join(found)
+    assert not found, "\n".join(found) + MODEL_HINT
