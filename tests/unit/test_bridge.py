@@ -194,3 +194,49 @@ def test_any_request_object_gets_a_contract_reply(bridge: Bridge, request: dict[
     reply = bridge.handle_line(json.dumps(request))
     _assert_contract(reply)
     assert reply.get("error_code") != "INTERNAL_ERROR"
+
+
+RECALL_REQUESTS = st.fixed_dictionaries(
+    {"op": st.just("recall"), "query": st.text(min_size=1, max_size=20) | JSON_VALUES},
+    optional={
+        name: JSON_VALUES
+        for name in (
+            "scopes",
+            "conversation_context",
+            "max_results",
+            "max_tokens",
+            "half_life_days",
+            "include_superseded",
+            "deadline_ms",
+            "session_id",
+            "user",
+        )
+    },
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(request=RECALL_REQUESTS)
+def test_recall_through_the_real_client_always_answers_the_contract(
+    tmp_path: Path, request: dict[str, Any]
+) -> None:
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from producers.recall_client import RecallClient
+
+    dead = redis.Redis(port=free_port(), socket_connect_timeout=0.05, retry=Retry(NoBackoff(), 0))
+    bridge = Bridge(
+        hasher=ScopeHasher(b"s" * 32),
+        consent=ConsentStore(tmp_path),
+        endpoint=ENDPOINT,
+        publisher=None,
+        recaller=RecallClient(dead, deadline_ms=50),
+    )
+    reply = bridge.handle_line(json.dumps(request))
+    _assert_contract(reply)
+    assert reply["success"] is False
+    assert reply["error_code"] in {"INVALID_REQUEST", "BACKEND_UNAVAILABLE"}
