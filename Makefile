@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
+	if command -v npm >/dev/null; then npm ci --prefix ops/cypher-lint --no-audit --no-fund --silent; fi
 	touch $(STAMP)
 
 ## Run the whole system on embedded defaults, show the demo, keep serving until Ctrl-C.

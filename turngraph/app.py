@@ -11,6 +11,7 @@ from turngraph.clients import Clients
 from turngraph.settings import Settings
 from workers.extraction.factory import build_extractor
 from workers.extraction.models import Extractor
+from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
 from workers.graph.writer import GraphWriter
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
@@ -34,6 +35,12 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     """
     ontology = load_ontology(clients.settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
+    # Full-text indexes for people searching in Neo4j Browser; skipped on other engines.
+    apply_neo4j_only(
+        clients.graph,
+        neo4j_only_statements(ontology.labels(), ontology.relationship_types()),
+        clients.graph_database,
+    )
     writer = GraphWriter(
         clients.graph,
         clients.graph_database,

@@ -10,6 +10,9 @@ import secrets
 from importlib.util import find_spec
 from pathlib import Path
 
+import neo4j
+import neo4j.exceptions
+
 from turngraph.embedded.process import ServerProcess, free_port, port_open
 from turngraph.errors import EmbeddedServiceError
 
@@ -87,8 +90,21 @@ class GraphServer:
         return self._process.pid
 
     def _ready(self) -> bool:
-        # The HTTP listener opens last, after the Bolt plugin and the default database.
-        return port_open(self.bolt_port) and port_open(self.http_port)
+        # Ports open before the default database exists (seen under load as
+        # DatabaseNotFound on the first query), so ready means: the database answers.
+        if not (port_open(self.bolt_port) and port_open(self.http_port)):
+            return False
+        try:
+            with neo4j.GraphDatabase.driver(
+                self.uri,
+                auth=(GRAPH_USER, self.password),
+                connection_timeout=2.0,
+                max_transaction_retry_time=0,
+            ) as driver:
+                driver.execute_query("RETURN 1", database_=GRAPH_DATABASE)
+            return True
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
+            return False
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
