@@ -147,3 +147,16 @@ def test_decision_arriving_late_is_superseded_on_arrival(clients: Clients) -> No
         "MATCH (n:Decision)-[:SUPERSEDES]->(o:Decision) RETURN n.name AS new, o.name AS old",
     )
     assert links == [{"new": rows[1]["name"], "old": rows[0]["name"]}]
+
+
+def test_turns_of_a_forgotten_scope_never_land(clients: Clients) -> None:
+    from workers.tombstones import mark_forgotten
+
+    pipeline = build_pipeline(clients)
+    mark_forgotten(clients.redis, "session", "s-gone")
+    result = pipeline.ingest(
+        [turn("late turn of a forgotten session", 0, session="s-gone"), turn("kept turn", 1)]
+    )
+    assert result.turns == 1 and result.forgotten == 1
+    rows = _rows(clients, "MATCH (e:Episode) RETURN e.session_id AS s")
+    assert rows == [{"s": "s1"}]

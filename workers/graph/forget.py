@@ -52,6 +52,7 @@ from workers.graph.subgraph import (
 )
 from workers.ingest.changes import CHANGES_MAXLEN
 from workers.recall.memory import Change, MemoryScope
+from workers.tombstones import mark_forgotten
 
 DELETE_BATCH = 500
 """Nodes per write transaction: a large scope is deleted in many small transactions."""
@@ -326,6 +327,7 @@ def forget_scope(
 ) -> ForgetReport:
     """Delete everything of the scope from Redis and the graph, then tell recall."""
     report = ForgetReport()
+    mark_forgotten(redis_client, scope.value, key)  # first: nothing of the scope lands later
     report.jobs_deleted = purge_jobs(redis_client, queues, scope, key)
     report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
     deleted, pruned, forgotten = forget_graph(driver, database, scope, key, entity_labels)

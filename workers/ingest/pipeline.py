@@ -17,6 +17,7 @@ from turngraph.errors import BackendUnavailableError, InvalidPayloadError
 from workers.extraction.models import Extractor
 from workers.graph.writer import GraphWriter
 from workers.ingest.changes import CHANGES_MAXLEN, changes_for
+from workers.tombstones import split_forgotten
 
 log = structlog.get_logger(__name__)
 
@@ -28,9 +29,11 @@ class IngestResult:
     facts: int
     dropped: int
     superseded: int
+    forgotten: int = 0
 
     def as_counts(self) -> dict[str, int]:
         return {
+            "forgotten": self.forgotten,
             "turns": self.turns,
             "entities": self.entities,
             "facts": self.facts,
@@ -68,6 +71,14 @@ class IngestPipeline:
         return self.ingest([parse_payload(payload) for payload in payloads])
 
     def ingest(self, events: Sequence[TurnEvent]) -> IngestResult:
+        try:
+            events, forgotten = split_forgotten(self._redis, events)
+        except redis.RedisError as exc:
+            raise BackendUnavailableError("redis unavailable before graph write") from exc
+        for event in forgotten:
+            log.info("turn_skipped_scope_forgotten", event_id=event.event_id)
+        if not events:
+            return IngestResult(0, 0, 0, 0, 0, forgotten=len(forgotten))
         clean = [redact_event(event) for event in events]
         extractions = self._extractor.extract(clean)
         batch = list(zip(clean, extractions, strict=True))
@@ -96,4 +107,5 @@ class IngestPipeline:
             facts=report.facts,
             dropped=dropped,
             superseded=len(report.superseded),
+            forgotten=len(forgotten),
         )
