@@ -9,6 +9,7 @@ from schemas.ontology import ONTOLOGY
 _LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _REL_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
+
 def normalise_name(entity_type: str, name: str) -> str:
     """The key an entity is resolved on within its scope: the ontology's own rule (NFKC,
     spaces folded, casefolded unless the type is case-sensitive, commits by prefix)."""
