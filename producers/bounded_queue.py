@@ -9,6 +9,7 @@ jobs it writes.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import zlib
@@ -150,13 +151,18 @@ def job_description(event_id: str) -> str:
     return f"{DESCRIPTION_PREFIX}{event_id})"
 
 
+@functools.cache
+def _data_head(function: str) -> bytes:
+    return b"[" + json.dumps(function).encode() + b", null, ["
+
+
 def job_data(event_json: bytes, function: str = INGEST_FUNCTION) -> bytes:
     """The job's ``data`` field: RQ's JSON-serialized ``(func, instance, args, kwargs)``.
 
     Byte for byte what ``rq.serializers.JSONSerializer.dumps`` gives for
     ``(function, None, (event,), {})``, spliced around the event's JSON.
     """
-    data = b"[" + json.dumps(function).encode() + b", null, [" + event_json + _DATA_TAIL
+    data = _data_head(function) + event_json + _DATA_TAIL
     if len(data) > COMPRESS_ABOVE_BYTES:
         return zlib.compress(data)
     return data
