@@ -18,7 +18,9 @@ input. Raw scope keys are hashed here (``producers.scopes``) before anything lea
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Protocol, TextIO
@@ -36,6 +38,9 @@ log = structlog.get_logger(__name__)
 
 MAX_LINE_CHARS = 1_000_000
 """Longer request lines are refused (a turn's content is at most 200k characters)."""
+
+RECONNECT_EVERY_S = 2.0
+"""Without a backend, the bridge looks for one at most this often."""
 
 DEFAULT_FLUSH_TIMEOUT_S = 2.0
 """``flush`` waits this long unless the request says otherwise (capped at 30 s)."""
@@ -88,9 +93,23 @@ _RECALL_OPTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class Backend:
+    """What the bridge talks to once a Redis endpoint is known."""
+
+    publisher: Publisher
+    recaller: Recaller
+    queue_status: Callable[[], Mapping[str, int]] | None = None
+
+
 class Bridge:
-    """Answers request lines; ``publisher`` / ``recaller`` may be None when Redis is not
-    reachable at start-up (those ops then answer ``BACKEND_UNAVAILABLE``)."""
+    """Answers request lines.
+
+    ``publisher`` / ``recaller`` may be None when no Redis is known at start-up: with
+    ``connect`` given, the bridge asks it again (at most every ``RECONNECT_EVERY_S``) until
+    it returns a :class:`Backend`, so a bridge started before ``turngraph up`` starts
+    working once the services run; meanwhile those ops answer ``BACKEND_UNAVAILABLE``.
+    """
 
     def __init__(
         self,
@@ -101,6 +120,7 @@ class Bridge:
         publisher: Publisher | None,
         recaller: Recaller | None,
         queue_status: Callable[[], Mapping[str, int]] | None = None,
+        connect: Callable[[], Backend | None] | None = None,
     ) -> None:
         self._hasher = hasher
         self._consent = consent
@@ -108,6 +128,8 @@ class Bridge:
         self._publisher = publisher
         self._recaller = recaller
         self._queue_status = queue_status
+        self._connect = connect
+        self._last_connect = -RECONNECT_EVERY_S
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "publish": self.publish,
             "recall": self.recall,
@@ -146,6 +168,8 @@ class Bridge:
                 request_id = raw_id
             op = request.get("op")
             handler = self._ops.get(op) if isinstance(op, str) else None
+            if handler is not None:
+                self._ensure_backend()
             if handler is None:
                 reply = error_reply(
                     BridgeError.UNKNOWN_OP,
@@ -181,6 +205,24 @@ class Bridge:
         """Deliver what is buffered (bounded wait) and stop the publisher."""
         if self._publisher is not None:
             self._publisher.close()
+
+    def _ensure_backend(self) -> None:
+        if self._publisher is not None or self._connect is None:
+            return
+        now = time.monotonic()
+        if now - self._last_connect < RECONNECT_EVERY_S:
+            return
+        self._last_connect = now
+        try:
+            backend = self._connect()
+        except Exception as exc:  # no backend yet: answer BACKEND_UNAVAILABLE, try later
+            log.warning("bridge_connect_failed", error=type(exc).__name__)
+            return
+        if backend is not None:
+            self._publisher = backend.publisher
+            self._recaller = backend.recaller
+            self._queue_status = backend.queue_status
+            log.info("bridge_connected", endpoint=self._endpoint)
 
     # -- ops -----------------------------------------------------------------------------
 

@@ -240,3 +240,35 @@ def test_recall_through_the_real_client_always_answers_the_contract(
     _assert_contract(reply)
     assert reply["success"] is False
     assert reply["error_code"] in {"INVALID_REQUEST", "BACKEND_UNAVAILABLE"}
+
+
+def test_a_bridge_started_before_redis_connects_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import producers.bridge as bridge_module
+    from producers.bridge import Backend
+
+    monkeypatch.setattr(bridge_module, "RECONNECT_EVERY_S", 0.0)
+    attempts: list[int] = []
+    publisher = Publisher(redis_url=f"redis://127.0.0.1:{free_port()}/0")
+
+    def connect() -> Backend | None:
+        attempts.append(1)
+        if len(attempts) < 2:
+            return None
+        return Backend(publisher=publisher, recaller=FakeRecaller())
+
+    bridge = Bridge(
+        hasher=ScopeHasher(b"s" * 32),
+        consent=ConsentStore(tmp_path),
+        endpoint=ENDPOINT,
+        publisher=None,
+        recaller=None,
+        connect=connect,
+    )
+    first = bridge.handle_line('{"op": "recall", "query": "q"}')
+    assert first["error_code"] == "BACKEND_UNAVAILABLE"
+    assert bridge.handle_line('{"op": "recall", "query": "q"}')["success"] is True
+    assert bridge.handle_line('{"op": "status"}')["publisher"]["published"] == 0
+    assert len(attempts) == 2  # connected: no more attempts
+    bridge.close()

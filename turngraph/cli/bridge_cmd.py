@@ -16,7 +16,7 @@ import redis
 import structlog
 
 from producers.bounded_queue import read_stats
-from producers.bridge import Bridge
+from producers.bridge import Backend, Bridge
 from producers.consent import ConsentStore
 from producers.git_info import git_metadata
 from producers.publisher import Publisher
@@ -36,23 +36,24 @@ RECALL_SOCKET_SLACK_S = 0.5
 
 
 def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridge:
-    """A bridge on the configured (or running embedded) Redis; without one, publish and
-    recall answer BACKEND_UNAVAILABLE instead of failing."""
+    """A bridge on the configured (or running embedded) Redis. Without one yet, publish and
+    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds."""
     consent = ConsentStore(settings.data_dir)
     endpoint = producer_consent_endpoint(settings)
-    url = producer_redis_url(settings)
-    publisher = recaller = queue_status = None
-    try:
-        if url is not None:
-            redis.connection.parse_url(url)  # a malformed URL: no backend, not a crash
-    except ValueError:
-        log.warning("bridge_redis_url_invalid")
-        url = None
-    if url is not None:
+
+    def connect() -> Backend | None:
+        url = producer_redis_url(settings)
+        if url is None:
+            return None
+        try:
+            redis.connection.parse_url(url)
+        except ValueError:
+            log.warning("bridge_redis_url_invalid")  # a bad URL: no backend, not a crash
+            return None
         publisher = Publisher.from_settings(
             settings.model_copy(update={"redis_url": url}), consent=consent.checker(endpoint)
         )
-        client = RecallClient(
+        recaller = RecallClient(
             redis.Redis.from_url(
                 url,
                 socket_timeout=(deadline_ms or 750) / 1000 + RECALL_SOCKET_SLACK_S,
@@ -61,19 +62,20 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
             requests_key=settings.recall_requests_key,
             **({"deadline_ms": deadline_ms} if deadline_ms else {}),
         )
-        recaller = client
         queue_conn = publisher.queue.conn
 
         def queue_status() -> dict[str, int]:
             return read_stats(queue_conn, settings.ingest_queue).as_dict()
 
+        return Backend(publisher=publisher, recaller=recaller, queue_status=queue_status)
+
     return Bridge(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),
         consent=consent,
         endpoint=endpoint,
-        publisher=publisher,
-        recaller=recaller,
-        queue_status=queue_status,
+        publisher=None,
+        recaller=None,
+        connect=connect,
     )
 
 
