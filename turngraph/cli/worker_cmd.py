@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import signal
 import threading
+import time
 
+import redis
 import structlog
 from rq import SimpleWorker
 
@@ -52,6 +54,23 @@ def run_worker(args: argparse.Namespace) -> int:
         clients.close()
 
 
+CLIENTS_LEAVE_TIMEOUT_S = 15.0
+"""How long the embedded services wait, when stopped, for their clients to disconnect."""
+
+
+def wait_for_clients_to_leave(redis_url: str, timeout_s: float) -> None:
+    """Until ours is the only connection to Redis (workers, their schedulers, pub/sub)."""
+    conn = redis.Redis.from_url(redis_url, socket_timeout=1)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(conn.client_list()) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling other processes' shutdown
+    except redis.RedisError:
+        pass
+    finally:
+        conn.close()
+
+
 def run_services(args: argparse.Namespace) -> int:
     """Start the embedded Redis and graph servers and keep them up until signalled."""
     settings = Settings()
@@ -70,6 +89,9 @@ def run_services(args: argparse.Namespace) -> int:
         )
         with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
+        # A runner (honcho) signals every process at once; the workers' warm shutdown
+        # still talks to Redis, so the servers outlive their clients for a moment.
+        wait_for_clients_to_leave(endpoints.redis_url, CLIENTS_LEAVE_TIMEOUT_S)
     return 0
 
 
