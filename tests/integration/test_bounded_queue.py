@@ -60,7 +60,9 @@ def test_stock_simple_worker_runs_the_jobs_the_script_wrote(redis_conn: redis.Re
     assert queue.length() == 0
 
 
-def test_job_hash_has_the_fields_rq_itself_writes(redis_conn: redis.Redis) -> None:
+def test_job_hash_has_every_field_rq_itself_fills(redis_conn: redis.Redis) -> None:
+    """RQ also writes eight empty strings (callbacks, worker, times); we leave them out
+    (they cost a third of Redis's time per enqueue) and RQ reads them back the same."""
     rq_queue = Queue("tg-reference", connection=redis_conn, serializer=JSONSerializer)
     rq_queue.enqueue(
         PROBE,
@@ -74,8 +76,20 @@ def test_job_hash_has_the_fields_rq_itself_writes(redis_conn: redis.Redis) -> No
     _queue(redis_conn).enqueue(make_turn(0))
     ours = redis_conn.hgetall(f"rq:job:{make_turn(0).event_id}")
     theirs = redis_conn.hgetall("rq:job:ref")
-    assert set(ours) == set(theirs)
-    assert ours[b"status"] == b"queued" and ours[b"worker_name"] == b""
+    assert set(ours) == {field for field, value in theirs.items() if value != b""}
+    assert ours[b"status"] == b"queued"
+    restored = Job.fetch(make_turn(0).event_id, connection=redis_conn, serializer=JSONSerializer)
+    reference = Job.fetch("ref", connection=redis_conn, serializer=JSONSerializer)
+    for attribute in (
+        "started_at",
+        "ended_at",
+        "last_heartbeat",
+        "worker_name",
+        "group_id",
+    ):
+        assert getattr(restored, attribute) == getattr(reference, attribute), attribute
+    for callback in ("success_callback", "failure_callback", "stopped_callback"):
+        assert getattr(restored, callback) is None
     assert ours[b"retries_left"] == theirs[b"retries_left"]
     assert json.loads(ours[b"retry_intervals"]) == json.loads(theirs[b"retry_intervals"])
 
