@@ -71,13 +71,23 @@ def reset(endpoints: ServiceEndpoints, conn: redis.Redis) -> None:
         driver.execute_query("MATCH (n) DETACH DELETE n", database_=endpoints.graph_database)
 
 
-def run_workers(endpoints: ServiceEndpoints, workers: int, turns: list[TurnEvent]) -> float:
-    """Seconds from the workers' start until the last turn is marked ingested."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process (and its waited-for children) has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def run_workers(
+    endpoints: ServiceEndpoints, workers: int, turns: list[TurnEvent], graph_pid: int
+) -> tuple[float, float, float]:
+    """(seconds until the last turn is marked ingested, workers' CPU s, graph server CPU s)."""
     conn = redis.Redis.from_url(endpoints.redis_url)
     reset(endpoints, conn)
     queue = BoundedQueue(conn, max_length=len(turns) + 1)
     queue.enqueue_many(turns)
     env = {**os.environ, **endpoints.as_env(), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+    graph_cpu = cpu_seconds(graph_pid)
     started = time.perf_counter()
     procs = [
         subprocess.Popen(
@@ -85,13 +95,18 @@ def run_workers(endpoints: ServiceEndpoints, workers: int, turns: list[TurnEvent
         )
         for _ in range(workers)
     ]
+    worker_cpu = 0.0
     for proc in procs:
-        proc.wait()
+        while proc.poll() is None:
+            worker_cpu_now = cpu_seconds(proc.pid)
+            time.sleep(0.05)  # sampling the child's CPU time until it exits
+        worker_cpu += worker_cpu_now
     elapsed = time.perf_counter() - started
+    graph_cpu = cpu_seconds(graph_pid) - graph_cpu
     missing = sum(not is_ingested(conn, t.event_id) for t in turns)
     if missing:
         raise SystemExit(f"{missing} turns were not ingested")
-    return elapsed
+    return elapsed, worker_cpu, graph_cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,17 +114,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=3000)
     args = parser.parse_args(argv)
     turns = make_turns(args.turns)
-    with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
-        run_workers(endpoints, 1, turns[: min(200, len(turns))])  # warm the JIT and schema
-        one = run_workers(endpoints, 1, turns)
-        two = run_workers(endpoints, 2, turns)
+    with tempfile.TemporaryDirectory() as tmp:
+        services = EmbeddedServices(Path(tmp))
+        with services as endpoints:
+            graph_pid = services.graph.pid
+            assert graph_pid is not None
+            run_workers(endpoints, 1, turns[: min(200, len(turns))], graph_pid)  # warm the JIT
+            one, one_cpu, one_graph = run_workers(endpoints, 1, turns, graph_pid)
+            two, two_cpu, two_graph = run_workers(endpoints, 2, turns, graph_pid)
     rate_one, rate_two = len(turns) / one, len(turns) / two
-    print(
-        table(
-            ["workers", "turns", "seconds", "turns_per_s"],
-            [[1, len(turns), one, rate_one], [2, len(turns), two, rate_two]],
-        )
-    )
+    print(f"cores: {os.cpu_count()}")
+    rows = [
+        [1, len(turns), one, rate_one, one_cpu, one_graph, (one_cpu + one_graph) / one],
+        [2, len(turns), two, rate_two, two_cpu, two_graph, (two_cpu + two_graph) / two],
+    ]
+    headers = ["workers", "turns", "seconds", "turns_per_s", "worker_cpu_s", "graph_cpu_s"]
+    print(table([*headers, "cores_busy"], rows))
     print(
         result_line(
             "ingest",
@@ -117,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             one_worker_turns_per_s=round(rate_one, 1),
             two_workers_turns_per_s=round(rate_two, 1),
             scaling_ratio=round(rate_two / rate_one, 2),
+            worker_cpu_ms_per_turn=round(one_cpu / len(turns) * 1000, 3),
+            graph_cpu_ms_per_turn=round(one_graph / len(turns) * 1000, 3),
         )
     )
     return 0

@@ -23,6 +23,7 @@ FIXED_INDEXES: tuple[tuple[str, str], ...] = (
     ("Episode", "workspace"),
     ("Episode", "user"),
     ("Episode", "turn_index"),
+    ("Episode", "turn_key"),
 )
 """Range indexes the hot paths look up by."""
 

@@ -27,7 +27,7 @@ ON CREATE SET e.session_id = r.session_id, e.workspace = r.workspace, e.user = r
   e.content = r.content, e.occurred_at = r.occurred_at, e.client = r.client,
   e.importance = r.importance, e.tags = r.tags, e.git_branch = r.git_branch,
   e.git_commit = r.git_commit, e.ingested_at = r.ingested_at,
-  e.name = r.caption
+  e.name = r.caption, e.turn_key = r.turn_key
 WITH e, r
 MATCH (s:Session {key: r.session_id})
 MERGE (e)-[:IN_SESSION]->(s)
@@ -36,30 +36,28 @@ MERGE (e)-[:IN_SESSION]->(s)
 LINK_EPISODE_CHAIN = """
 UNWIND $rows AS r
 MATCH (e:Episode {event_id: r.event_id})
-OPTIONAL MATCH (p:Episode {session_id: r.session_id, turn_index: r.turn_index - 1})
-OPTIONAL MATCH (n:Episode {session_id: r.session_id, turn_index: r.turn_index + 1})
+OPTIONAL MATCH (p:Episode {turn_key: r.prev_key})
+OPTIONAL MATCH (n:Episode {turn_key: r.next_key})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (p)-[:NEXT]->(e))
 FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END | MERGE (e)-[:NEXT]->(n))
 """
 
-UPSERT_ENTITIES = """
+UPSERT_MENTIONED_ENTITIES = """
 UNWIND $rows AS r
+MATCH (e:Episode {{event_id: r.event_id}})
 MERGE (n:{label} {{uid: r.uid}})
 ON CREATE SET n.name = r.name, n.name_key = r.name_key, n.type = r.type,
   n.scope = r.scope, n.scope_key = r.scope_key, n.workspace = r.workspace,
-  n.user = r.user, n.first_seen = r.occurred_at, n.status = r.status,
-  n.valid_at = r.occurred_at, n.summary = r.summary, n.subject = r.subject,
-  n.aliases = r.aliases, n.mentions = 0, n.episode_ids = []
-SET n.last_seen = r.occurred_at
-"""
-
-LINK_MENTIONS = """
-UNWIND $rows AS r
-MATCH (e:Episode {{event_id: r.event_id}})
-MATCH (n:{label} {{uid: r.uid}})
+  n.user = r.user, n.first_seen = r.occurred_at, n.last_seen = r.occurred_at,
+  n.status = r.status, n.valid_at = r.occurred_at, n.summary = r.summary,
+  n.subject = r.subject, n.aliases = r.aliases, n.mentions = 0, n.episode_ids = []
 MERGE (e)-[m:MENTIONS]->(n)
-ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.event_id
+ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.event_id,
+  n.last_seen = CASE WHEN r.occurred_at > n.last_seen THEN r.occurred_at ELSE n.last_seen END
 """
+"""Entities and the episode's MENTIONS in one pass: a mention is counted (and its episode
+added to the provenance) only when the MENTIONS relationship is created, so re-delivery
+changes nothing."""
 
 UPSERT_FACTS = """
 UNWIND $rows AS r

@@ -67,7 +67,23 @@ def _episode_row(event: TurnEvent, ingested_at: str) -> dict[str, Any]:
         "git_branch": event.git.branch if event.git else None,
         "git_commit": event.git.commit if event.git else None,
         "ingested_at": ingested_at,
+        "turn_key": turn_key(event.session_id, event.turn_index),
+        "prev_key": turn_key(event.session_id, event.turn_index - 1),
+        "next_key": turn_key(event.session_id, event.turn_index + 1),
     }
+
+
+def turn_key(session_id: str, turn_index: int) -> str:
+    """One indexed property to find a session's turn by position (no composite index)."""
+    return f"{session_id}:{turn_index}"
+
+
+def _first_per(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """One row per distinct ``key`` (the earliest turn), in a stable order."""
+    first: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: (r[key], r["occurred_at"])):
+        first.setdefault(row[key], row)
+    return list(first.values())
 
 
 class GraphWriter:
@@ -124,7 +140,9 @@ class GraphWriter:
                         "aliases": list(entity.aliases),
                     },
                 )
-                mentions[entity.type].append({"event_id": event.event_id, "uid": uid})
+                mentions[entity.type].append(
+                    {"event_id": event.event_id, "uid": uid, "occurred_at": occurred_at}
+                )
                 if entity.type == "Decision" and subject:
                     decisions.append(
                         {
@@ -156,15 +174,17 @@ class GraphWriter:
                 )
 
         def work(tx: neo4j.ManagedTransaction) -> list[tuple[str, str]]:
-            tx.run(cypher.UPSERT_WORKSPACES, rows=episodes).consume()
-            tx.run(cypher.UPSERT_SESSIONS, rows=episodes).consume()
+            tx.run(cypher.UPSERT_WORKSPACES, rows=_first_per(episodes, "workspace")).consume()
+            tx.run(cypher.UPSERT_SESSIONS, rows=_first_per(episodes, "session_id")).consume()
             tx.run(cypher.UPSERT_EPISODES, rows=episodes).consume()
             tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
             for label in sorted(entities):
-                rows = sorted(entities[label].values(), key=lambda row: row["uid"])
-                tx.run(cypher.UPSERT_ENTITIES.format(label=label), rows=rows).consume()
-                links = sorted(mentions[label], key=lambda row: (row["uid"], row["event_id"]))
-                tx.run(cypher.LINK_MENTIONS.format(label=label), rows=links).consume()
+                rows = [
+                    {**entities[label][link["uid"]], **link}
+                    for link in sorted(mentions[label], key=lambda m: (m["uid"], m["event_id"]))
+                ]
+                statement = cypher.UPSERT_MENTIONED_ENTITIES.format(label=label)
+                tx.run(statement, rows=rows).consume()
             for (source_label, rel_type, target_label), rows in sorted(facts.items()):
                 statement = cypher.UPSERT_FACTS.format(
                     source_label=source_label, rel_type=rel_type, target_label=target_label
