@@ -1,10 +1,10 @@
 """Chaos: kill an ingest worker mid-batch, restart Redis and the graph server under load.
 
 Publishes turns continuously through the real Publisher while two ingest workers run;
-SIGKILLs one worker, restarts Redis (SIGTERM: AOF flushed) and then the graph server;
-starts a replacement worker; stops publishing; waits until the queue, the claims and
-the retries drain. Then checks: every accepted event (the queue's own counters) is in
-the graph exactly once, and no episode exists that was not accepted.
+SIGKILLs both workers while a batch is claimed and starts two new ones, restarts Redis
+(SIGTERM: AOF flushed) and then the graph server; stops publishing; waits until the
+queue, the claims and the retries drain. Then checks: every accepted event (the queue's
+own counters) is in the graph exactly once, and no episode exists that was not accepted.
 
     python -m bench.chaos [--seconds 20] [--rate 200]
 """
@@ -32,6 +32,7 @@ from producers.publisher import Publisher
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import DEFAULT_INGEST_QUEUE
+from workers.ingest.batching import CLAIM_KEY_TEMPLATE
 
 DRAIN_TIMEOUT_S = 420.0
 """Abandoned jobs are found by RQ's registry cleaning (heartbeat TTL + maintenance)."""
@@ -73,6 +74,21 @@ def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
+def kill_mid_batch(redis_url: str, workers: list[subprocess.Popen[bytes]]) -> int:
+    """SIGKILL the workers while a batch is claimed (or after 10 s); returns the claim size."""
+    conn = redis.Redis.from_url(redis_url)
+    key = CLAIM_KEY_TEMPLATE.format(queue=DEFAULT_INGEST_QUEUE)
+    deadline = time.monotonic() + 10
+    claimed = 0
+    while time.monotonic() < deadline and not claimed:
+        claimed = int(conn.zcard(key))
+    for worker in workers:
+        worker.kill()
+        worker.wait()
+    conn.close()
+    return claimed
+
+
 def _episode_ids(endpoints: ServiceEndpoints) -> list[str]:
     with neo4j.GraphDatabase.driver(
         endpoints.graph_uri, auth=(endpoints.graph_user, endpoints.graph_password)
@@ -106,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             producer.start()
             step = args.seconds / 4
             time.sleep(step)  # let load build up before each fault
-            workers[0].kill()
-            events.append((time.monotonic() - started, "ingest worker SIGKILLed"))
+            claimed = kill_mid_batch(endpoints.redis_url, workers)
+            events.append(
+                (time.monotonic() - started, f"both workers SIGKILLed ({claimed} jobs claimed)")
+            )
+            workers += [_worker(env), _worker(env)]
             time.sleep(step)
             services.redis.stop()
             services.redis.start()
@@ -116,8 +135,6 @@ def main(argv: list[str] | None = None) -> int:
             services.graph.stop()
             services.graph.start()
             events.append((time.monotonic() - started, "graph server restarted"))
-            workers.append(_worker(env))
-            events.append((time.monotonic() - started, "replacement worker started"))
             time.sleep(step)
             stop.set()
             producer.join()
@@ -140,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
             for worker in workers:
                 worker.terminate()
             for worker in workers:
-                worker.wait(timeout=30)
+                try:
+                    worker.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    events.append((time.monotonic() - started, "a worker ignored SIGTERM"))
+                    worker.kill()
         finally:
             services.stop()
     accepted = stats.enqueued

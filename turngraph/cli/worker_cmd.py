@@ -7,10 +7,12 @@ import contextlib
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 import structlog
 from rq import SimpleWorker
+from rq.exceptions import StopRequested
 
 from turngraph.app import (
     build_ingest_worker,
@@ -18,13 +20,49 @@ from turngraph.app import (
     build_pipeline,
     build_recall_worker,
 )
-from turngraph.clients import build_clients
+from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers import runtime
 
 log = structlog.get_logger(__name__)
+
+
+RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+"""Waits between attempts to reach Redis again after an RQ worker quit on losing it."""
+
+
+def supervise(
+    build: Callable[[], SimpleWorker], clients: Clients, *, burst: bool, settings: Settings
+) -> int:
+    """Run RQ workers until asked to stop, replacing one that quit because Redis went away.
+
+    RQ ends its work loop on any Redis error (it expects a process supervisor); a Redis
+    restart would then stop ingestion for good under runners such as honcho. The job a
+    worker held is recovered by RQ's started registry (jobs carry a retry policy) and
+    by our claim expiry; writes are idempotent.
+    """
+    failures = 0
+    while True:
+        worker = build()
+        try:
+            # The scheduler runs retries with back-off (see producers/enqueue.lua).
+            worker.work(burst=burst, with_scheduler=True, logging_level=settings.log_level)
+        except redis.RedisError as exc:  # raised from RQ's teardown while Redis is away
+            log.warning("rq_worker_lost_redis", error=type(exc).__name__)
+        if burst or worker._shutdown_requested_date is not None:  # a stop was asked for
+            return 0
+        delay = RESTART_BACKOFF_S[min(failures, len(RESTART_BACKOFF_S) - 1)]
+        failures += 1
+        log.warning("rq_worker_restarting", attempt=failures, delay_s=delay)
+        try:
+            time.sleep(delay)  # the old worker's signal handlers still answer a stop
+        except StopRequested:
+            return 0
+        with contextlib.suppress(redis.RedisError):
+            if clients.redis.ping():
+                failures = 0
 
 
 def run_worker(args: argparse.Namespace) -> int:
@@ -42,14 +80,8 @@ def run_worker(args: argparse.Namespace) -> int:
                 recall.stop()
             return 0
         runtime.install(build_pipeline(clients))
-        worker: SimpleWorker = (
-            build_ingest_worker(clients)
-            if args.kind == "ingest"
-            else build_maintenance_worker(clients)
-        )
-        # The scheduler runs retries with back-off (see producers/enqueue.lua).
-        worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
-        return 0
+        build = build_ingest_worker if args.kind == "ingest" else build_maintenance_worker
+        return supervise(lambda: build(clients), clients, burst=args.burst, settings=settings)
     finally:
         clients.close()
 

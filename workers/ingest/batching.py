@@ -92,6 +92,12 @@ class BatchingIngestWorker(SimpleWorker):
 
     max_batch = DEFAULT_MAX_BATCH
 
+    def run_maintenance_tasks(self) -> None:
+        """RQ's registry cleaning, plus requeueing expired claims while the queue is idle."""
+        super().run_maintenance_tasks()
+        for queue in self.queues:
+            requeue_expired_claims(self.connection, queue)
+
     def execute_job(self, job: Job, queue: Queue) -> Any:
         conn = self.connection
         requeue_expired_claims(conn, queue)
