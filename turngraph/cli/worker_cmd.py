@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import signal
 import threading
 import time
@@ -25,6 +26,7 @@ from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers import runtime
+from workers.ingest.batching import BatchingIngestWorker
 
 log = structlog.get_logger(__name__)
 
@@ -39,11 +41,10 @@ def supervise(
     """Run RQ workers until asked to stop, replacing one that quit because Redis went away.
 
     RQ ends its work loop on any Redis error (it expects a process supervisor); a Redis
-    restart would then stop ingestion for good under runners such as honcho. The job a
-    worker held is recovered by RQ's started registry (jobs carry a retry policy) and
-    by our claim expiry; writes are idempotent.
+    restart would then stop ingestion for good under runners such as honcho. Once Redis
+    answers again, the batch the old worker held goes back to the queue's head and a new
+    worker starts; writes are idempotent.
     """
-    failures = 0
     while True:
         worker = build()
         try:
@@ -53,16 +54,23 @@ def supervise(
             log.warning("rq_worker_lost_redis", error=type(exc).__name__)
         if burst or worker._shutdown_requested_date is not None:  # a stop was asked for
             return 0
-        delay = RESTART_BACKOFF_S[min(failures, len(RESTART_BACKOFF_S) - 1)]
-        failures += 1
-        log.warning("rq_worker_restarting", attempt=failures, delay_s=delay)
         try:
-            time.sleep(delay)  # the old worker's signal handlers still answer a stop
-        except StopRequested:
+            wait_for_redis(clients.redis)
+        except StopRequested:  # the old worker's signal handlers still answer a stop
             return 0
+        if isinstance(worker, BatchingIngestWorker):
+            with contextlib.suppress(redis.RedisError):
+                worker.requeue_in_flight()
+
+
+def wait_for_redis(conn: redis.Redis) -> None:
+    for attempt in itertools.count():
+        delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
+        log.warning("rq_worker_waiting_for_redis", attempt=attempt + 1, delay_s=delay)
+        time.sleep(delay)
         with contextlib.suppress(redis.RedisError):
-            if clients.redis.ping():
-                failures = 0
+            if conn.ping():
+                return
 
 
 def run_worker(args: argparse.Namespace) -> int:

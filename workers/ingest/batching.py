@@ -91,6 +91,8 @@ class BatchingIngestWorker(SimpleWorker):
     """A :class:`rq.SimpleWorker` (no fork per job) that batches consecutive ingest jobs."""
 
     max_batch = DEFAULT_MAX_BATCH
+    in_flight: tuple[str, ...] = ()
+    """Ids of the batch being ingested (the dequeued job first); empty between batches."""
 
     def run_maintenance_tasks(self) -> None:
         """RQ's registry cleaning, plus requeueing expired claims while the queue is idle."""
@@ -100,10 +102,12 @@ class BatchingIngestWorker(SimpleWorker):
 
     def execute_job(self, job: Job, queue: Queue) -> Any:
         conn = self.connection
+        self.in_flight = (job.id,)
         requeue_expired_claims(conn, queue)
         claimed = self._claim(
             queue, self.max_batch - 1, ttl_s=(job.timeout or 180) + CLAIM_MARGIN_S
         )
+        self.in_flight = (job.id, *claimed)
         extras, invalid = self._payloads(claimed)
         runtime.set_batch_extras([payload for _, payload in extras])
         try:
@@ -119,6 +123,24 @@ class BatchingIngestWorker(SimpleWorker):
         else:
             self._give_back(queue, jobs)
         self._fail_invalid(queue, invalid)
+        self.in_flight = ()
+
+    def requeue_in_flight(self) -> int:
+        """After this worker lost Redis mid-batch: put its batch back at the queue's head at
+        once, instead of waiting for claim expiry and RQ's abandoned-job detection. RQ may
+        later retry the dequeued job once more; writes are idempotent."""
+        ids, self.in_flight = self.in_flight, ()
+        if not ids:
+            return 0
+        queue = self.queues[0]
+        with self.connection.pipeline(transaction=True) as pipe:
+            for job_id in reversed(ids):
+                pipe.lpush(queue.key, job_id)
+                pipe.hset(Job.redis_job_namespace_prefix + job_id, "status", "queued")
+                pipe.zrem(claim_key(queue), job_id)
+            pipe.execute()
+        log.warning("ingest_batch_requeued_after_redis_loss", jobs=len(ids))
+        return len(ids)
 
     def _claim(self, queue: Queue, count: int, ttl_s: float) -> list[str]:
         if count <= 0:
