@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from schemas.turn_event import ClientInfo, TurnEvent
+from schemas.turn_event import TurnEvent
+from tests.support.turns import turn
 
 SAMPLE_CONTENT = (
     "Let's keep the retry in the ingest job and make the graph writes idempotent on "
@@ -21,14 +20,6 @@ def make_turn(
     workspace: str = "w_test",
     user: str = "u_test",
 ) -> TurnEvent:
-    """A valid user turn; the event id is the stable default for (session, index, role)."""
-    return TurnEvent(
-        session_id=session,
-        workspace=workspace,
-        user=user,
-        turn_index=index,
-        role="user",  # type: ignore[arg-type]
-        content=content,
-        occurred_at=datetime(2026, 11, 21, 5, 0, tzinfo=UTC),
-        client=ClientInfo(name="pytest", version="1"),
-    )
+    """A valid user turn at a fixed time; the event id is the stable default for
+    (session, index, role)."""
+    return turn(content, index, session=session, workspace=workspace, user=user, minutes=0)
