@@ -58,7 +58,7 @@ def decision_memories(event: TurnEvent, extraction: Extraction) -> list[Memory]:
                 session_id=event.session_id,
                 workspace=None if user_level else event.workspace,
                 user=event.user,
-                topic=entity.attributes.get("subject") or entity.type,
+                topic=(entity.attributes.get("subject") or entity.type).rstrip(".,;:!?"),
                 entities=tuple(e.name for e in extraction.entities if e is not entity),
                 extra={"entity_type": entity.type},
             )
