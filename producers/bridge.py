@@ -33,6 +33,7 @@ from producers.publisher import Publisher
 from producers.scopes import ScopeHasher
 from schemas.recall import RecallResponse
 from schemas.turn_event import TurnEvent
+from schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
 
@@ -79,7 +80,7 @@ def error_reply(code: BridgeError, user_message: str, remediation: str) -> dict[
 
 def _invalid_fields(exc: ValidationError) -> str:
     """Names of the invalid fields only: pydantic's messages may quote the input."""
-    return ", ".join(sorted({".".join(str(p) for p in e["loc"]) or "(root)" for e in exc.errors()}))
+    return ", ".join(invalid_fields(exc, "(root)"))
 
 
 _RECALL_OPTIONS = (

@@ -18,6 +18,7 @@ from schemas.recall import (
     RecallResponse,
     ScopeName,
 )
+from schemas.validation import invalid_fields
 from turngraph.settings import DEFAULT_RECALL_REQUESTS_KEY
 
 log = structlog.get_logger(__name__)
@@ -85,9 +86,7 @@ class RecallClient:
             )
         except (ValidationError, ValueError) as exc:
             fields = (
-                sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
-                if isinstance(exc, ValidationError)
-                else ["scopes"]
+                invalid_fields(exc, "request") if isinstance(exc, ValidationError) else ["scopes"]
             )
             return RecallResponse.failure(
                 request_id,

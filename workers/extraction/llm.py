@@ -23,6 +23,7 @@ import structlog
 
 from schemas.ontology import ONTOLOGY, Ontology, response_format
 from schemas.turn_event import TurnEvent
+from schemas.validation import invalid_fields
 from workers.extraction.errors import (
     LLMConfigurationError,
     LLMRequestError,
@@ -223,7 +224,7 @@ class LLMExtractor:
         try:
             answer = ExtractionAnswer.model_validate(data)
         except pydantic.ValidationError as err:
-            where = sorted({".".join(str(p) for p in e["loc"]) or "answer" for e in err.errors()})
+            where = invalid_fields(err, "answer")
             return _Parsed(
                 problems=[f"the answer does not match the schema at: {', '.join(where[:10])}"],
                 usable=False,

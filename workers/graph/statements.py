@@ -94,5 +94,3 @@ ON CREATE SET s.valid_at = next.valid_at, s.episode_ids = next.episode_ids
 RETURN late.uid AS superseded_uid, next.uid AS by_uid
 """
 """A decision that arrives after a newer one on the same subject (out-of-order delivery)."""
-
-EPISODE_EXISTS = "MATCH (e:Episode {event_id: $event_id}) RETURN count(e) AS n"

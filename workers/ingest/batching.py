@@ -28,6 +28,7 @@ from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
 
+from producers.bounded_queue import DEFAULT_FAILURE_TTL_S, rq_timestamp
 from turngraph.errors import InvalidPayloadError
 from workers import runtime
 from workers.ingest.pipeline import parse_payload
@@ -64,11 +65,9 @@ end
 return #ids
 """
 
-_RQ_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
 
 def _rq_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    return rq_timestamp(time.time())
 
 
 def claim_key(queue: Queue) -> str:
@@ -207,6 +206,6 @@ class BatchingIngestWorker(SimpleWorker):
                         "exc_info": "InvalidPayloadError: invalid TurnEvent",
                     },
                 )
-                pipe.zadd(queue.failed_job_registry.key, {job_id: now + 7 * 24 * 3600})
+                pipe.zadd(queue.failed_job_registry.key, {job_id: now + DEFAULT_FAILURE_TTL_S})
             pipe.execute()
         log.warning("ingest_payloads_invalid", queue=queue.name, jobs=len(invalid))

@@ -13,6 +13,7 @@ import structlog
 from producers.bounded_queue import INGESTED_TTL_S, ingested_key
 from producers.redaction import redact_event
 from schemas.turn_event import TurnEvent
+from schemas.validation import invalid_fields
 from turngraph.errors import BackendUnavailableError, InvalidPayloadError
 from workers.extraction.models import Extractor
 from workers.graph.writer import GraphWriter
@@ -47,7 +48,7 @@ def parse_payload(payload: Any) -> TurnEvent:
     try:
         return TurnEvent.model_validate(payload)
     except pydantic.ValidationError as exc:
-        where = sorted({".".join(str(p) for p in err["loc"]) or "payload" for err in exc.errors()})
+        where = invalid_fields(exc, "payload")
         raise InvalidPayloadError(f"invalid TurnEvent: {', '.join(where)}") from None
 
 

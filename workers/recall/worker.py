@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import neo4j
@@ -19,6 +19,7 @@ import structlog
 from pydantic import ValidationError
 
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
+from schemas.validation import invalid_fields
 from turngraph.errors import InvalidPayloadError
 from workers.recall.bootstrap import all_memories
 from workers.recall.index import MemoryIndex
@@ -44,7 +45,6 @@ class RecallCounters:
     malformed: int = 0
     changes_applied: int = 0
     bad_changes: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 def _now_ms() -> int:
@@ -125,7 +125,7 @@ class RecallWorker:
             request = RecallRequest.model_validate(data)
         except ValidationError as exc:
             self.counters.malformed += 1
-            fields = sorted({".".join(str(p) for p in e["loc"]) or "request" for e in exc.errors()})
+            fields = invalid_fields(exc, "request")
             log.warning("recall_request_malformed", reason="invalid", fields=fields)
             if not isinstance(reply_to, str) or not reply_to:
                 return None
