@@ -29,10 +29,10 @@ import structlog
 from bench.report import result_line, table
 from producers.bounded_queue import read_stats
 from producers.publisher import Publisher
+from schemas.defaults import INGEST_QUEUE
+from schemas.keys import CLAIMS_TEMPLATE
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
-from turngraph.settings import DEFAULT_INGEST_QUEUE
-from workers.ingest.batching import CLAIM_KEY_TEMPLATE
 
 DRAIN_TIMEOUT_S = 420.0
 """Abandoned jobs are found by RQ's registry cleaning (heartbeat TTL + maintenance)."""
@@ -77,7 +77,7 @@ def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
 def kill_mid_batch(redis_url: str, workers: list[subprocess.Popen[bytes]]) -> int:
     """SIGKILL the workers while a batch is claimed (or after 10 s); returns the claim size."""
     conn = redis.Redis.from_url(redis_url)
-    key = CLAIM_KEY_TEMPLATE.format(queue=DEFAULT_INGEST_QUEUE)
+    key = CLAIMS_TEMPLATE.format(queue=INGEST_QUEUE)
     deadline = time.monotonic() + 10
     claimed = 0
     while time.monotonic() < deadline and not claimed:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             producer.join()
             events.append((time.monotonic() - started, f"publishing stopped ({len(published)})"))
             conn = redis.Redis.from_url(endpoints.redis_url)
-            stats = read_stats(conn, DEFAULT_INGEST_QUEUE)
+            stats = read_stats(conn, INGEST_QUEUE)
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
             ids: list[str] = []
             while time.monotonic() < deadline:

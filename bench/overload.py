@@ -24,9 +24,9 @@ import redis
 from bench.report import result_line, table
 from producers.bounded_queue import QueueStats, read_stats
 from producers.publisher import Publisher
+from schemas.defaults import DropPolicy
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import RedisServer
-from turngraph.settings import DropPolicy
 
 SHARED_EVENTS = 20
 """Events every producer publishes with the same ids (cross-process duplicates)."""

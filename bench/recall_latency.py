@@ -31,11 +31,10 @@ import structlog
 
 from bench.ingest import MODULES, make_turns
 from bench.report import percentile, result_line, table
-from producers.publisher import Publisher
 from producers.recall_client import RecallClient
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.app import build_pipeline
-from turngraph.clients import build_clients, with_endpoints
+from turngraph.clients import build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import Settings
 
@@ -150,7 +149,7 @@ def time_to_recall(settings: Settings, samples: int) -> list[float]:
     conn = redis.Redis.from_url(str(settings.redis_url), socket_timeout=5)
     client = RecallClient(conn, deadline_ms=1_000)
     results = []
-    with Publisher.from_settings(settings) as publisher:
+    with build_publisher(settings) as publisher:
         for i in range(samples):
             marker = f"zq{uuid.uuid4().hex[:10]}"
             event = TurnEvent(

@@ -37,12 +37,11 @@ import structlog
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
 from producers.bounded_queue import is_ingested
-from producers.publisher import Publisher
 from producers.recall_client import RecallClient
 from schemas.recall import ConversationTurn
 from schemas.turn_event import TurnEvent
 from turngraph.app import build_ingest_worker, build_pipeline, build_recall_worker
-from turngraph.clients import Clients, build_clients, with_endpoints
+from turngraph.clients import Clients, build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.settings import Settings
 from workers import runtime
@@ -66,7 +65,7 @@ def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, Recall
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
         settings = with_endpoints(Settings(_env_file=None), endpoints)
         clients = build_clients(settings)
-        with Publisher.from_settings(settings) as publisher:
+        with build_publisher(settings) as publisher:
             for turn in turns:
                 publisher.publish(turn)
             if not publisher.flush(timeout_s=60):

@@ -23,38 +23,26 @@ from typing import Any, NamedTuple
 import redis
 from redis.commands.core import Script
 
+from schemas.defaults import (
+    FAILURE_TTL_S,
+    INGEST_QUEUE,
+    INGESTED_TTL_S,
+    JOB_TIMEOUT_S,
+    RESULT_TTL_S,
+    DropPolicy,
+)
+from schemas.keys import (
+    INGESTED_PREFIX,
+    QUEUE_STATS_TEMPLATE,
+    RQ_FAILED_PREFIX,
+    RQ_JOB_PREFIX,
+    RQ_QUEUE_PREFIX,
+    RQ_QUEUES_KEY,
+)
 from schemas.turn_event import TurnEvent
-from turngraph.settings import DEFAULT_INGEST_QUEUE, DropPolicy
 
 INGEST_FUNCTION = "workers.ingest.job.ingest_turn"
 """Dotted path of the job function; it gets one argument, the TurnEvent as a JSON dict."""
-
-RQ_QUEUE_PREFIX = "rq:queue:"
-"""RQ's key prefix of a queue's list (``Queue.redis_queue_namespace_prefix``)."""
-
-RQ_QUEUES_KEY = "rq:queues"
-"""RQ's set of known queues (``Queue.redis_queues_keys``); workers and ``rq info`` read it."""
-
-RQ_JOB_PREFIX = "rq:job:"
-"""RQ's key prefix of a job hash (``Job.redis_job_namespace_prefix``)."""
-
-RQ_FAILED_PREFIX = "rq:failed:"
-"""RQ's key prefix of a queue's failed-job registry."""
-
-STATS_KEY_TEMPLATE = "turngraph:queue:{queue}:stats"
-"""Hash of the queue's counters, shared by every producer."""
-
-INGESTED_KEY_PREFIX = "turngraph:ingested:"
-"""Marker set by the ingest job once an event is in the graph (duplicate detection)."""
-
-INGESTED_TTL_S = 7 * 24 * 3600
-"""How long an ingested marker lives; graph writes are idempotent beyond it anyway."""
-
-DEFAULT_RESULT_TTL_S = 600
-"""How long RQ keeps a finished ingest job's hash."""
-
-DEFAULT_FAILURE_TTL_S = 7 * 24 * 3600
-"""How long RQ keeps a failed ingest job in its failed registry."""
 
 COMPRESS_ABOVE_BYTES = 16 * 1024
 """Job data longer than this is zlib-compressed, as RQ does; shorter data is stored as
@@ -177,7 +165,7 @@ def prepare_job(event: TurnEvent, function: str = INGEST_FUNCTION) -> PreparedJo
 
 def ingested_key(event_id: str) -> str:
     """Redis key of an event's ingested marker."""
-    return INGESTED_KEY_PREFIX + event_id
+    return INGESTED_PREFIX + event_id
 
 
 def mark_ingested(conn: redis.Redis, event_id: str, ttl_s: int = INGESTED_TTL_S) -> None:
@@ -208,12 +196,12 @@ class BoundedQueue:
         self,
         conn: redis.Redis,
         *,
-        name: str = DEFAULT_INGEST_QUEUE,
+        name: str = INGEST_QUEUE,
         max_length: int,
         policy: DropPolicy = DropPolicy.DROP_NEWEST,
-        job_timeout_s: int = 120,
-        result_ttl_s: int = DEFAULT_RESULT_TTL_S,
-        failure_ttl_s: int = DEFAULT_FAILURE_TTL_S,
+        job_timeout_s: int = JOB_TIMEOUT_S,
+        result_ttl_s: int = RESULT_TTL_S,
+        failure_ttl_s: int = FAILURE_TTL_S,
         function: str = INGEST_FUNCTION,
     ) -> None:
         if max_length < 1:
@@ -224,7 +212,7 @@ class BoundedQueue:
         self.max_length = max_length
         self.policy = DropPolicy(policy)
         self.queue_key = RQ_QUEUE_PREFIX + name
-        self.stats_key = STATS_KEY_TEMPLATE.format(queue=name)
+        self.stats_key = QUEUE_STATS_TEMPLATE.format(queue=name)
         self._head = [
             str(max_length),
             self.policy.value,
@@ -258,7 +246,7 @@ class BoundedQueue:
             *self._head,
             rq_timestamp(time.time()),
             RQ_JOB_PREFIX,
-            INGESTED_KEY_PREFIX,
+            INGESTED_PREFIX,
             DESCRIPTION_PREFIX,
             dropped_local,
         ]
@@ -303,7 +291,7 @@ class BoundedQueue:
 def read_stats(conn: redis.Redis, queue_name: str) -> QueueStats:
     """Counters and length of ``queue_name``; what ``turngraph queue status`` prints."""
     pipe = conn.pipeline(transaction=True)
-    pipe.hgetall(STATS_KEY_TEMPLATE.format(queue=queue_name))
+    pipe.hgetall(QUEUE_STATS_TEMPLATE.format(queue=queue_name))
     pipe.llen(RQ_QUEUE_PREFIX + queue_name)
     raw, length = pipe.execute()
     known = {f.name for f in fields(QueueStats)}

@@ -31,12 +31,13 @@ from producers.bounded_queue import (
 from producers.publisher_stats import PublisherStats
 from producers.redaction import redact_event
 from producers.sender import SEND_ERRORS, ScriptSender
+from schemas import defaults
+from schemas.defaults import DropPolicy
 from schemas.turn_event import TurnEvent
-from turngraph.settings import DEFAULT_INGEST_QUEUE, DropPolicy, Settings
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_BUFFER_SIZE = 10_000
+DEFAULT_BUFFER_SIZE = defaults.PUBLISH_BUFFER_SIZE
 """Events a publisher holds while Redis is away; beyond it new events are dropped."""
 
 DEFAULT_BUFFER_MAX_CHARS = 32_000_000
@@ -96,10 +97,10 @@ class Publisher:
         *,
         redis: redis.Redis | None = None,
         redis_url: str | None = None,
-        queue_name: str = DEFAULT_INGEST_QUEUE,
-        max_queue_length: int = 100_000,
+        queue_name: str = defaults.INGEST_QUEUE,
+        max_queue_length: int = defaults.MAX_QUEUE_LENGTH,
         drop_policy: DropPolicy | str = DropPolicy.DROP_NEWEST,
-        job_timeout_s: int = 120,
+        job_timeout_s: int = defaults.JOB_TIMEOUT_S,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         buffer_max_chars: int = DEFAULT_BUFFER_MAX_CHARS,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -147,25 +148,6 @@ class Publisher:
         self._available = True
         self._thread = threading.Thread(target=self._run, name="turngraph-publisher", daemon=True)
         self._thread.start()
-
-    @classmethod
-    def from_settings(
-        cls, settings: Settings, *, consent: ConsentCheck | None = None, **overrides: object
-    ) -> Publisher:
-        """A publisher for the configured Redis and ingest queue (``redis_url`` must be set)."""
-        if not settings.redis_url:
-            raise ValueError("settings.redis_url is not set: resolve the endpoints first")
-        options: dict[str, object] = {
-            "redis_url": settings.redis_url,
-            "queue_name": settings.ingest_queue,
-            "max_queue_length": settings.max_queue_length,
-            "drop_policy": settings.drop_policy,
-            "job_timeout_s": settings.job_timeout_s,
-            "buffer_size": settings.publish_buffer_size,
-            "consent": consent,
-        }
-        options.update(overrides)
-        return cls(**options)  # type: ignore[arg-type]
 
     # -- the caller's side -------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import redis
 import structlog
 from pydantic import ValidationError
 
+from schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
 from schemas.recall import (
     DEFAULT_DEADLINE_MS,
     ConversationTurn,
@@ -19,11 +20,9 @@ from schemas.recall import (
     ScopeName,
 )
 from schemas.validation import invalid_fields
-from turngraph.settings import DEFAULT_RECALL_REQUESTS_KEY
 
 log = structlog.get_logger(__name__)
 
-REPLY_KEY_PREFIX = "turngraph:recall:reply:"
 """Per-request reply lists are named this prefix plus the request id."""
 
 REQUEST_TTL_S = 60
@@ -41,7 +40,7 @@ class RecallClient:
         self,
         conn: redis.Redis,
         *,
-        requests_key: str = DEFAULT_RECALL_REQUESTS_KEY,
+        requests_key: str = RECALL_REQUESTS,
         deadline_ms: int = DEFAULT_DEADLINE_MS,
     ) -> None:
         """``conn`` should have a socket timeout at least as long as ``deadline_ms``."""
@@ -69,7 +68,7 @@ class RecallClient:
         try:
             request = RecallRequest(
                 request_id=request_id,
-                reply_to=REPLY_KEY_PREFIX + request_id,
+                reply_to=RECALL_REPLY_PREFIX + request_id,
                 query=query,
                 session_id=session_id,
                 workspace=workspace,

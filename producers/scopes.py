@@ -12,8 +12,9 @@ import hashlib
 import hmac
 import os
 import secrets
-from enum import Enum
 from pathlib import Path
+
+from schemas.scopes import Scope
 
 SALT_FILE = "scope.salt"
 """File under ``settings.data_dir`` holding the installation's salt (hex)."""
@@ -25,15 +26,7 @@ ID_HEX_CHARS = 32
 """Hex characters of the HMAC kept in an id (128 bits)."""
 
 
-class ScopeKind(str, Enum):
-    """The three scopes a memory can belong to."""
-
-    SESSION = "session"
-    WORKSPACE = "workspace"
-    USER = "user"
-
-
-_PREFIX = {ScopeKind.SESSION: "s_", ScopeKind.WORKSPACE: "w_", ScopeKind.USER: "u_"}
+_PREFIX = {Scope.SESSION: "s_", Scope.WORKSPACE: "w_", Scope.USER: "u_"}
 
 
 def load_or_create_salt(data_dir: Path) -> bytes:
@@ -64,20 +57,20 @@ class ScopeHasher:
         """The hasher of this installation (salt under ``data_dir``)."""
         return cls(load_or_create_salt(data_dir))
 
-    def hash(self, kind: ScopeKind | str, raw: str) -> str:
+    def hash(self, kind: Scope | str, raw: str) -> str:
         """The id of one raw scope key, e.g. ``w_3f2a…`` for a workspace path."""
-        kind = ScopeKind(kind)
+        kind = Scope(kind)
         digest = hmac.new(self._salt, f"{kind.value}\x1f{raw}".encode(), hashlib.sha256)
         return _PREFIX[kind] + digest.hexdigest()[:ID_HEX_CHARS]
 
     def session(self, raw: str) -> str:
         """The id of a raw session key."""
-        return self.hash(ScopeKind.SESSION, raw)
+        return self.hash(Scope.SESSION, raw)
 
     def workspace(self, raw: str) -> str:
         """The id of a raw workspace key (e.g. the workspace folder's path)."""
-        return self.hash(ScopeKind.WORKSPACE, raw)
+        return self.hash(Scope.WORKSPACE, raw)
 
     def user(self, raw: str) -> str:
         """The id of a raw user key."""
-        return self.hash(ScopeKind.USER, raw)
+        return self.hash(Scope.USER, raw)

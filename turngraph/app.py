@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
@@ -9,14 +11,18 @@ from schemas.ontology import ONTOLOGY, Ontology
 from schemas.ontology.turtle import ontology_from
 from turngraph.clients import Clients
 from turngraph.settings import Settings
-from workers.extraction.factory import build_extractor
 from workers.extraction.models import Extractor
+from workers.extraction.offline import OfflineExtractor
+from workers.extraction.stats import ExtractionStats
 from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
 from workers.graph.writer import GraphWriter
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.recall.worker import RecallWorker
+
+if TYPE_CHECKING:
+    import openai
 
 INGEST_MAINTENANCE_INTERVAL_S = 30
 """How often an ingest worker cleans RQ's registries; that is when jobs of a killed worker
@@ -26,6 +32,29 @@ are found abandoned and retried (RQ's default is 10 minutes)."""
 def load_ontology(settings: Settings) -> Ontology:
     """Our ontology, extended by the configured Turtle file (a broken file is a typed error)."""
     return ontology_from(settings.ontology_path, ONTOLOGY)
+
+
+def build_extractor(
+    settings: Settings,
+    llm_client: openai.OpenAI | None,
+    *,
+    ontology: Ontology = ONTOLOGY,
+    stats: ExtractionStats | None = None,
+) -> Extractor:
+    """The :class:`OfflineExtractor` when ``llm_client`` is None, else an
+    :class:`~workers.extraction.llm.LLMExtractor` on ``settings.llm_model`` with
+    ``settings.llm_concurrency`` parallel calls (``Clients.llm`` is the client)."""
+    if llm_client is None:
+        return OfflineExtractor(ontology)
+    from workers.extraction.llm import LLMExtractor  # openai is only needed on this path
+
+    return LLMExtractor(
+        llm_client,
+        model=settings.llm_model,
+        ontology=ontology,
+        stats=stats,
+        concurrency=settings.llm_concurrency,
+    )
 
 
 def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> IngestPipeline:

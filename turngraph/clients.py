@@ -9,8 +9,9 @@ import neo4j
 import redis
 from pydantic import SecretStr
 
+from producers.publisher import ConsentCheck, Publisher
+from schemas.errors import ConfigurationError
 from turngraph.embedded.services import ServiceEndpoints, wait_for_endpoints
-from turngraph.errors import ConfigurationError
 from turngraph.settings import Settings
 
 if TYPE_CHECKING:
@@ -95,3 +96,22 @@ def build_clients(settings: Settings) -> Clients:
             max_retries=settings.llm_max_retries,
         )
     return Clients(settings=settings, redis=redis_client, graph=graph, llm=llm)
+
+
+def build_publisher(
+    settings: Settings, *, consent: ConsentCheck | None = None, **overrides: object
+) -> Publisher:
+    """A publisher for the configured Redis and ingest queue (``redis_url`` must be set)."""
+    if not settings.redis_url:
+        raise ConfigurationError("settings.redis_url is not set: resolve the endpoints first")
+    options: dict[str, object] = {
+        "redis_url": settings.redis_url,
+        "queue_name": settings.ingest_queue,
+        "max_queue_length": settings.max_queue_length,
+        "drop_policy": settings.drop_policy,
+        "job_timeout_s": settings.job_timeout_s,
+        "buffer_size": settings.publish_buffer_size,
+        "consent": consent,
+    }
+    options.update(overrides)
+    return Publisher(**options)  # type: ignore[arg-type]

@@ -8,22 +8,10 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_INGEST_QUEUE = "turngraph-ingest"
-"""RQ queue the producers publish turn events onto."""
+from schemas import defaults, keys
+from schemas.defaults import DropPolicy
 
-DEFAULT_MAINTENANCE_QUEUE = "turngraph-maintenance"
-"""RQ queue for summaries, compaction, recap, forget and scheduled work."""
-
-DEFAULT_RECALL_REQUESTS_KEY = "turngraph:recall:requests"
-"""Redis list the recall workers block-pop search requests from."""
-
-DEFAULT_CHANGES_STREAM = "turngraph:changes"
-"""Redis stream on which ingest workers announce what they wrote (recall stays fresh)."""
-
-
-class DropPolicy(str, Enum):
-    DROP_NEWEST = "drop_newest"
-    DROP_OLDEST = "drop_oldest"
+__all__ = ["DropPolicy", "LogFormat", "Settings"]
 
 
 class LogFormat(str, Enum):
@@ -51,14 +39,14 @@ class Settings(BaseSettings):
     graph_password: SecretStr = SecretStr("")
     graph_database: str | None = None
 
-    ingest_queue: str = DEFAULT_INGEST_QUEUE
-    maintenance_queue: str = DEFAULT_MAINTENANCE_QUEUE
-    recall_requests_key: str = DEFAULT_RECALL_REQUESTS_KEY
-    changes_stream: str = DEFAULT_CHANGES_STREAM
-    max_queue_length: int = Field(default=100_000, ge=1)
+    ingest_queue: str = defaults.INGEST_QUEUE
+    maintenance_queue: str = defaults.MAINTENANCE_QUEUE
+    recall_requests_key: str = keys.RECALL_REQUESTS
+    changes_stream: str = keys.CHANGES_STREAM
+    max_queue_length: int = Field(default=defaults.MAX_QUEUE_LENGTH, ge=1)
     drop_policy: DropPolicy = DropPolicy.DROP_NEWEST
-    job_timeout_s: int = Field(default=120, ge=1)
-    publish_buffer_size: int = Field(default=10_000, ge=1)
+    job_timeout_s: int = Field(default=defaults.JOB_TIMEOUT_S, ge=1)
+    publish_buffer_size: int = Field(default=defaults.PUBLISH_BUFFER_SIZE, ge=1)
     """Events one producer buffers while Redis is away; beyond it new ones are dropped."""
 
     ontology_path: Path | None = None
@@ -71,7 +59,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=2, ge=0)
     llm_concurrency: int = Field(default=4, ge=1)
 
-    recall_reply_ttl_s: int = Field(default=30, ge=1)
+    recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
 
     log_level: str = "INFO"
     log_format: LogFormat = LogFormat.AUTO

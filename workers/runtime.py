@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turngraph.errors import ConfigurationError
+from schemas.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from workers.ingest.pipeline import IngestPipeline

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import redis
 
+from schemas.keys import TOMBSTONE_PREFIX as TOMBSTONE_KEY_PREFIX
 from schemas.turn_event import TurnEvent
 
-TOMBSTONE_KEY_PREFIX = "turngraph:forgotten:"
 """``turngraph:forgotten:<scope>:<key>`` exists while a forgotten scope stays closed."""
 
 TOMBSTONE_TTL_S = 30 * 24 * 3600

@@ -8,7 +8,7 @@ types and uniqueness keys (:func:`labels`, :func:`relationship_types`,
 
 from __future__ import annotations
 
-from schemas.ontology.catalog import ONTOLOGY, ONTOLOGY_VERSION
+from schemas.ontology.catalog import DIRECTIVES, ONTOLOGY, ONTOLOGY_VERSION
 from schemas.ontology.errors import (
     OntologyConflictError,
     OntologyError,
@@ -41,6 +41,7 @@ def uniqueness_keys() -> dict[str, tuple[str, ...]]:
 
 
 __all__ = [
+    "DIRECTIVES",
     "ENTITY_KEY_PROPERTIES",
     "ONTOLOGY",
     "ONTOLOGY_VERSION",

@@ -161,6 +161,8 @@ ENTITY_TYPES: tuple[EntityType, ...] = (
 
 CODE = frozenset({"Repository", "Branch", "Commit", "PullRequest", "Issue", "File", "Symbol"})
 DIRECTIVES = frozenset({"Decision", "Preference", "Procedure", "LessonLearned", "Terminology"})
+"""Statement types: what a memory directive (``decision:``, ``preference:`` ...) or a stated
+decision becomes. They are memories in their own right, recalled beside the turns."""
 WORK = frozenset({"Task", "Plan", "Issue", "PullRequest"})
 TROUBLE = frozenset({"Problem", "Incident", "Issue", "Question"})
 RUNTIME = frozenset({"Tool", "Service"})

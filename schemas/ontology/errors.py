@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turngraph.errors import ConfigurationError
+from schemas.errors import ConfigurationError
 
 
 class OntologyError(ConfigurationError):

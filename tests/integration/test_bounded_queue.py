@@ -18,9 +18,9 @@ from producers.bounded_queue import (
     mark_ingested,
     read_stats,
 )
+from schemas.defaults import DropPolicy
 from tests.integration.probe_jobs import SEEN_KEY
 from tests.support.turn_factory import make_turn
-from turngraph.settings import DropPolicy
 
 pytestmark = pytest.mark.integration
 

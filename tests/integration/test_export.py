@@ -13,10 +13,11 @@ import neo4j.time
 import pytest
 
 import schemas.ontology as ontology
+from schemas.errors import InvalidPayloadError
+from schemas.scopes import Scope
 from tests.support.conversation import CONVERSATION, ingest
 from turngraph.clients import Clients
-from turngraph.errors import InvalidPayloadError
-from workers.graph.export import (
+from turngraph.inspection.export import (
     decode_value,
     encode_value,
     import_jsonl,
@@ -24,7 +25,7 @@ from workers.graph.export import (
     write_graphml,
     write_jsonl,
 )
-from workers.graph.subgraph import Scope, read_scope
+from workers.graph.subgraph import read_scope
 
 pytestmark = pytest.mark.integration
 

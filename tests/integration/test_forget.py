@@ -10,10 +10,11 @@ import pytest
 from rq.registry import StartedJobRegistry
 
 import schemas.ontology as ontology
+from schemas.scopes import Scope
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
 from turngraph.clients import Clients
 from workers.graph.forget import decode_job_data, forget_scope, mentions_scope
-from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
+from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
 from workers.recall.memory import Change, ChangeOp
 
 pytestmark = pytest.mark.integration

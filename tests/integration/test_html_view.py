@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from schemas.ontology import ONTOLOGY
+from schemas.scopes import Scope
 from tests.support import scope_graph
 from turngraph.clients import Clients
-from workers.graph.html_view import caption, studio_hint, write_html_view
-from workers.graph.subgraph import Scope
+from turngraph.inspection.html_view import caption, write_html_view
 
 pytestmark = pytest.mark.integration
 
@@ -68,10 +68,6 @@ def test_large_scopes_are_cut_to_the_newest_turns(clients: Clients, tmp_path: Pa
     )
 
     assert view.truncated and view.nodes == 8
-
-
-def test_studio_hint_points_at_the_running_server(tmp_path: Path) -> None:
-    assert "no embedded graph server" in studio_hint(tmp_path)
 
 
 def test_caption_falls_back_when_a_property_is_missing() -> None:

@@ -12,11 +12,11 @@ import pytest
 import structlog
 from pydantic import SecretStr
 
+from schemas.errors import ConfigurationError, TransientError
 from schemas.ontology import ONTOLOGY
 from schemas.turn_event import ClientInfo, Role, TurnEvent
 from tests.support.fake_openai import FakeOpenAI, answer, error, hang, malformed
 from turngraph.clients import Clients
-from turngraph.errors import ConfigurationError, TransientError
 from turngraph.settings import Settings
 from workers.extraction.errors import LLMConfigurationError, LLMUnavailableError
 from workers.extraction.llm import LLMExtractor

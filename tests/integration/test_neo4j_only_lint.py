@@ -26,7 +26,7 @@ from tests.support.cypher_lint import (
     node_executable,
     saved_queries,
 )
-from workers.graph.browser_style import STRUCTURAL_NODES, STRUCTURAL_RELATIONSHIPS
+from turngraph.inspection.browser_style import STRUCTURAL_NODES, STRUCTURAL_RELATIONSHIPS
 from workers.graph.neo4j_only import neo4j_only_statements
 from workers.graph.schema import schema_statements
 
@@ -53,7 +53,7 @@ PORTABLE_MODULES = (
     "workers.graph.statements",
     "workers.graph.subgraph",
     "workers.graph.forget",
-    "workers.graph.export",
+    "turngraph.inspection.export",
     "workers.recall.bootstrap",
 )
 """Modules whose upper-case string constants are Cypher the project sends."""
@@ -115,7 +115,7 @@ def results() -> dict[str, LintResult]:
 
 MODEL_HINT = (
     "\n(known labels and types: the ontology plus STRUCTURAL_NODES / STRUCTURAL_RELATIONSHIPS"
-    " in workers/graph/browser_style.py, which also give them a Browser style)"
+    " in turngraph/inspection/browser_style.py, which also give them a Browser style)"
 )
 
 

@@ -7,9 +7,9 @@ import pytest
 
 from bench.overload import SHARED_EVENTS, overload_event, run_overload
 from producers.bounded_queue import mark_ingested
+from schemas.defaults import DropPolicy
 from turngraph.app import build_ingest_worker, build_pipeline
 from turngraph.clients import Clients
-from turngraph.settings import DropPolicy
 from workers import runtime
 
 pytestmark = pytest.mark.integration

@@ -12,6 +12,7 @@ import redis
 from producers.bounded_queue import read_stats
 from producers.publisher import Publisher
 from tests.support.turn_factory import make_turn
+from turngraph.clients import build_publisher
 from turngraph.embedded import RedisServer
 from turngraph.settings import Settings
 
@@ -21,7 +22,7 @@ BUDGET_S = 0.001
 
 
 def test_published_events_become_queued_jobs(redis_conn: redis.Redis, settings: Settings) -> None:
-    with Publisher.from_settings(settings, max_queue_length=1000) as pub:
+    with build_publisher(settings, max_queue_length=1000) as pub:
         for i in range(300):
             assert pub.publish(make_turn(i))
         pub.publish(make_turn(0))  # a duplicate
@@ -67,6 +68,10 @@ def test_redis_stopped_mid_run_publish_stays_in_budget_and_events_flow_after(
             assert pub.publish(make_turn(i)) is True
             timings.append(time.perf_counter() - t0)
 
+    # `appendfsync everysec` (the default) may lose the last second of writes to a
+    # SIGKILL; this test is about the publisher, so every write is made durable.
+    with redis.Redis.from_url(own_redis.url) as admin:
+        admin.config_set("appendfsync", "always")
     publish_range(0, 200)
     assert pub.flush(timeout_s=10)
     own_redis.kill()  # no clean shutdown
@@ -89,7 +94,7 @@ def test_redis_stopped_mid_run_publish_stays_in_budget_and_events_flow_after(
 def test_the_sender_thread_survives_an_unexpected_error(
     redis_conn: redis.Redis, settings: Settings
 ) -> None:
-    pub = Publisher.from_settings(settings, min_backoff_ms=1, max_backoff_ms=5)
+    pub = build_publisher(settings, min_backoff_ms=1, max_backoff_ms=5)
     real_send = pub._sender.send
     calls = []
 

@@ -12,8 +12,8 @@ from structlog.testing import capture_logs
 
 from producers.bridge import Bridge
 from producers.consent import ConsentStore
-from producers.publisher import Publisher
 from producers.scopes import ScopeHasher
+from turngraph.clients import build_publisher
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -67,7 +67,7 @@ def test_no_secret_reaches_redis_or_the_logs(
     hasher = ScopeHasher.for_data_dir(settings.data_dir)
     consent = ConsentStore(settings.data_dir)
     consent.enable(hasher.workspace(RAW_WORKSPACE), settings.redis_url)
-    publisher = Publisher.from_settings(settings, consent=consent.checker(settings.redis_url))
+    publisher = build_publisher(settings, consent=consent.checker(settings.redis_url))
     bridge = Bridge(
         hasher=hasher,
         consent=consent,

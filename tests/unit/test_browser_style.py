@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from schemas.ontology import ONTOLOGY, EntityType
-from workers.graph.browser_style import (
+from turngraph.inspection.browser_style import (
     STRUCTURAL_NODES,
     grass_for,
     main,
@@ -30,7 +30,7 @@ def rules(text: str) -> dict[str, dict[str, str]]:
 
 def test_committed_style_is_generated_from_the_current_ontology() -> None:
     assert COMMITTED.read_text() == grass_for(ONTOLOGY), (
-        "ops/neo4j/turngraph.grass is stale: run python -m workers.graph.browser_style"
+        "ops/neo4j/turngraph.grass is stale: run python -m turngraph.inspection.browser_style"
     )
     assert main(["--check", "--out", str(COMMITTED)]) == 0
 

@@ -8,8 +8,8 @@ import openai
 
 from schemas.ontology import ONTOLOGY
 from schemas.turn_event import ClientInfo, Role, TurnEvent
+from turngraph.app import build_extractor
 from turngraph.settings import Settings
-from workers.extraction.factory import build_extractor
 from workers.extraction.llm import LLMExtractor, micro_batches
 from workers.extraction.offline import OfflineExtractor
 from workers.extraction.prompts import build_messages, reask_messages

@@ -8,6 +8,7 @@ import pytest
 import rdflib
 from rdflib.namespace import OWL, RDF
 
+from schemas.errors import ConfigurationError
 from schemas.ontology import (
     ONTOLOGY,
     OntologyConflictError,
@@ -23,7 +24,6 @@ from schemas.ontology import (
     to_turtle,
 )
 from schemas.ontology.export import TURTLE_PATH, main
-from turngraph.errors import ConfigurationError
 
 PREFIXES = """\
 @prefix tg: <https://turngraph.dev/ontology#> .

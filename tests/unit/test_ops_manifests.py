@@ -15,8 +15,9 @@ import pytest
 import yaml
 from rq import Queue
 
+from schemas.defaults import INGEST_QUEUE
 from turngraph.cli import build_parser
-from turngraph.settings import DEFAULT_INGEST_QUEUE, Settings
+from turngraph.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPS = REPO_ROOT / "ops"
@@ -176,7 +177,7 @@ def test_keda_scales_ingest_on_the_rq_queue_length() -> None:
     metadata = trigger["metadata"]
     assert all(isinstance(v, str) for v in metadata.values()), "KEDA metadata are strings"
     queue = config["TURNGRAPH_INGEST_QUEUE"]
-    assert queue == DEFAULT_INGEST_QUEUE
+    assert queue == INGEST_QUEUE
     assert metadata["listName"] == Queue.redis_queue_namespace_prefix + queue
     assert metadata["listName"] == "rq:queue:turngraph-ingest"
     redis_url = urlsplit(config["TURNGRAPH_REDIS_URL"])

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from schemas.errors import InvalidPayloadError
 from tests.support.recall import memory
-from turngraph.errors import InvalidPayloadError
 from workers.recall.memory import Change, ChangeOp, Memory, MemoryKind
 
 

@@ -19,10 +19,10 @@ from producers.bounded_queue import read_stats
 from producers.bridge import Backend, Bridge
 from producers.consent import ConsentStore
 from producers.git_info import git_metadata
-from producers.publisher import Publisher
 from producers.recall_client import RecallClient
 from producers.scopes import ScopeHasher
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
+from turngraph.clients import build_publisher
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 
@@ -50,7 +50,7 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
         except ValueError:
             log.warning("bridge_redis_url_invalid")  # a bad URL: no backend, not a crash
             return None
-        publisher = Publisher.from_settings(
+        publisher = build_publisher(
             settings.model_copy(update={"redis_url": url}), consent=consent.checker(endpoint)
         )
         recaller = RecallClient(

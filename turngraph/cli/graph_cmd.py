@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-import schemas.ontology as ontology
+from schemas.errors import TurngraphError
+from schemas.scopes import Scope
+from turngraph.app import load_ontology
 from turngraph.clients import Clients, build_clients, resolve_endpoints
-from turngraph.errors import TurngraphError
 from turngraph.settings import Settings
-from workers.graph.subgraph import Scope
 
 
 @contextlib.contextmanager
@@ -41,7 +41,7 @@ def _output(path: str) -> Iterator[IO[str]]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from workers.graph.html_view import studio_hint, write_html_view
+    from turngraph.inspection.html_view import write_html_view
 
     scope = Scope(args.scope)
     out = Path(args.output or f"turngraph-{scope.value}-{args.key}.html")
@@ -53,27 +53,23 @@ def run_show(args: argparse.Namespace) -> int:
             scope,
             args.key,
             out,
-            ontology.ONTOLOGY,
+            load_ontology(settings),
             max_nodes=args.max_nodes,
         )
     cut = f" (cut to {view.nodes} nodes: --max-nodes)" if view.truncated else ""
     print(f"wrote {view.path}: {view.nodes} nodes, {view.relationships} relationships{cut}")
-    if settings.embedded:
-        print(studio_hint(settings.data_dir))
-    else:
-        print("Neo4j Browser: see ops/neo4j/README.md (style file and saved queries)")
+    print("open it in a browser; on Neo4j, Neo4j Browser: see ops/neo4j/README.md")
     return 0
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from workers.graph.export import write_graphml, write_jsonl
+    from turngraph.inspection.export import write_graphml, write_jsonl
     from workers.graph.subgraph import read_scope
 
     scope = Scope(args.scope)
     with _clients() as clients:
-        subgraph = read_scope(
-            clients.graph, clients.graph_database, scope, args.key, ontology.labels()
-        )
+        labels = load_ontology(clients.settings).labels()
+        subgraph = read_scope(clients.graph, clients.graph_database, scope, args.key, labels)
     with _output(args.output) as out:
         if args.format == "graphml":
             write_graphml(subgraph, out)
@@ -89,7 +85,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from workers.graph.export import import_jsonl
+    from turngraph.inspection.export import import_jsonl
 
     source = sys.stdin if args.path == "-" else open(args.path, encoding="utf-8")  # noqa: SIM115
     with source, _clients() as clients:
@@ -118,7 +114,7 @@ def run_forget(args: argparse.Namespace) -> int:
             database=clients.graph_database,
             scope=scope,
             key=args.key,
-            entity_labels=ontology.labels(),
+            entity_labels=load_ontology(settings).labels(),
             queues=[settings.ingest_queue, settings.maintenance_queue],
             changes_stream=settings.changes_stream,
         )
@@ -135,8 +131,9 @@ def run_forget(args: argparse.Namespace) -> int:
 def run_indexes(args: argparse.Namespace) -> int:
     from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 
-    statements = neo4j_only_statements(ontology.labels(), ontology.relationship_types())
     with _clients() as clients:
+        onto = load_ontology(clients.settings)
+        statements = neo4j_only_statements(onto.labels(), onto.relationship_types())
         applied = apply_neo4j_only(clients.graph, statements, clients.graph_database)
     if not applied:
         print("the graph server is not Neo4j: no Neo4j-only indexes to create")
@@ -146,7 +143,7 @@ def run_indexes(args: argparse.Namespace) -> int:
 
 
 def run_style(args: argparse.Namespace) -> int:
-    from workers.graph.browser_style import main as style_main
+    from turngraph.inspection.browser_style import main as style_main
 
     return style_main(["--out", args.output, *(["--check"] if args.check else [])])
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import redis
 import structlog
 
-from producers.publisher import Publisher
 from producers.recall_client import RecallClient
 from producers.scopes import ScopeHasher
 from turngraph import demo
+from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
@@ -67,7 +67,7 @@ def run_demo(settings: Settings) -> bool:
     conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
     scopes = demo.DemoScopes.hashed(ScopeHasher.for_data_dir(settings.data_dir))
     events = demo.demo_events(scopes)
-    with Publisher.from_settings(settings) as publisher:
+    with build_publisher(settings) as publisher:
         for event in events:
             publisher.publish(event)
         publisher.flush(timeout_s=10)

@@ -13,8 +13,8 @@ from pathlib import Path
 import neo4j
 import neo4j.exceptions
 
+from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.process import ServerProcess, free_port, port_open
-from turngraph.errors import EmbeddedServiceError
 
 GRAPH_DATABASE = "turngraph"
 """Name of the database the embedded server creates on first start."""

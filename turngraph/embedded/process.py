@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from turngraph.errors import EmbeddedServiceError
+from schemas.errors import EmbeddedServiceError
 
 STARTUP_TIMEOUT_S = 60.0
 """How long a server may take to accept connections before start-up counts as failed."""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import redis
 
+from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.process import ServerProcess, free_port
-from turngraph.errors import EmbeddedServiceError
 
 
 def server_binary() -> Path:

@@ -8,9 +8,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.graph_server import GRAPH_DATABASE, GRAPH_USER, GraphServer
 from turngraph.embedded.redis_server import RedisServer
-from turngraph.errors import EmbeddedServiceError
 
 STATE_FILE = "services.json"
 """File under the data folder naming the running embedded services' endpoints."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turngraph.errors import ConfigurationError, PermanentError, TransientError
+from schemas.errors import ConfigurationError, PermanentError, TransientError
 
 
 class LLMUnavailableError(TransientError):

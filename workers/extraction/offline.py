@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from schemas.ontology import ONTOLOGY, Ontology
+from schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
 from schemas.turn_event import TurnEvent
 from workers.extraction import references as refs
 from workers.extraction.directives import (
@@ -133,9 +133,7 @@ class _Turn:
         )
 
 
-_STATEMENT_TYPES = frozenset(
-    {"Decision", "Preference", "Terminology", "LessonLearned", "Procedure"}
-)
+_STATEMENT_TYPES = DIRECTIVES
 
 
 class OfflineExtractor:

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from schemas.ontology import ONTOLOGY, Ontology
+from schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
 from schemas.turn_event import ClientInfo, Role, TurnEvent
 from workers.extraction.models import Extractor
 
 DATASET_PATH = Path(__file__).resolve().parents[2] / "tests" / "data" / "extraction_turns.jsonl"
 """The labelled developer-chat turns (one JSON object per line)."""
 
-STATEMENT_TYPES = frozenset({"Decision", "Preference", "Terminology", "LessonLearned", "Procedure"})
+STATEMENT_TYPES = DIRECTIVES
 REFERENCE_TYPES: tuple[str, ...] = (
     "File", "Branch", "Commit", "PullRequest", "Issue", "Plan",
     "Decision", "Preference", "Terminology", "LessonLearned", "Procedure",

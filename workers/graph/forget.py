@@ -28,7 +28,6 @@ from typing import Any, cast
 
 import neo4j
 import redis
-from rq.job import Job
 from rq.registry import (
     CanceledJobRegistry,
     DeferredJobRegistry,
@@ -40,7 +39,9 @@ from rq.registry import (
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import RQ_QUEUE_PREFIX, ingested_key
+from producers.bounded_queue import ingested_key
+from schemas.defaults import CHANGES_MAXLEN
+from schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
 from workers.graph.retry import run_write
 from workers.graph.subgraph import (
     EPISODE_SCOPE_PROPERTY,
@@ -50,7 +51,6 @@ from workers.graph.subgraph import (
     scope_node_ids,
     workspace_ids_of,
 )
-from workers.ingest.changes import CHANGES_MAXLEN
 from workers.recall.memory import Change, MemoryScope
 from workers.tombstones import mark_forgotten
 
@@ -184,7 +184,7 @@ def _job_ids(conn: redis.Redis, queue: str) -> list[str]:
 
 def _job_keys(job_id: str) -> list[str]:
     """Every key RQ keeps for one job: its hash, dependency sets and result stream."""
-    job_key = f"{Job.redis_job_namespace_prefix}{job_id}"
+    job_key = f"{RQ_JOB_PREFIX}{job_id}"
     return [job_key, f"{job_key}:dependents", f"{job_key}:dependencies", Result.get_key(job_id)]
 
 
@@ -197,7 +197,7 @@ def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str)
         for batch in _batches(_job_ids(conn, queue), SCAN_BATCH):
             pipe = conn.pipeline(transaction=False)
             for job_id in batch:
-                pipe.hget(f"{Job.redis_job_namespace_prefix}{job_id}", "data")
+                pipe.hget(f"{RQ_JOB_PREFIX}{job_id}", "data")
             doomed = [
                 job_id
                 for job_id, raw in zip(batch, pipe.execute(), strict=True)
@@ -221,7 +221,7 @@ def running_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: st
     for queue in queues:
         ids = StartedJobRegistry(queue, connection=conn, serializer=JSONSerializer).get_job_ids()
         for job_id in ids:
-            raw: Any = conn.hget(f"{Job.redis_job_namespace_prefix}{job_id}", "data")
+            raw: Any = conn.hget(f"{RQ_JOB_PREFIX}{job_id}", "data")
             running += mentions_scope(decode_job_data(raw), field, key)
     return running
 

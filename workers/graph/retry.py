@@ -15,7 +15,7 @@ from typing import TypeVar
 import neo4j
 import neo4j.exceptions as neo4j_errors
 
-from turngraph.errors import BackendUnavailableError, TransientError
+from schemas.errors import BackendUnavailableError, TransientError
 
 T = TypeVar("T")
 

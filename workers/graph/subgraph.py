@@ -10,21 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import neo4j
 
+from schemas.scopes import Scope
 from workers.graph.neo4j_only import quote_identifier
 
 FETCH_BATCH = 1_000
 """Element ids per round trip when reading nodes and relationships."""
-
-
-class Scope(StrEnum):
-    SESSION = "session"
-    WORKSPACE = "workspace"
-    USER = "user"
 
 
 EPISODE_SCOPE_PROPERTY: dict[Scope, str] = {

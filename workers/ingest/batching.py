@@ -28,8 +28,10 @@ from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
 
-from producers.bounded_queue import DEFAULT_FAILURE_TTL_S, rq_timestamp
-from turngraph.errors import InvalidPayloadError
+from producers.bounded_queue import rq_timestamp
+from schemas.defaults import FAILURE_TTL_S
+from schemas.errors import InvalidPayloadError
+from schemas.keys import CLAIMS_TEMPLATE, RQ_JOB_PREFIX
 from workers import runtime
 from workers.ingest.pipeline import parse_payload
 
@@ -41,9 +43,6 @@ DEFAULT_MAX_BATCH = 100
 CLAIM_MARGIN_S = 60
 """A claim expires this long after the claimed job's own timeout (RQ's heartbeat margin);
 an expired claim is considered abandoned (its worker died) and requeued."""
-
-CLAIM_KEY_TEMPLATE = "turngraph:claims:{queue}"
-"""Sorted set of job ids claimed by some worker, scored by claim expiry (epoch seconds)."""
 
 _CLAIM = """
 local ids = redis.call('LPOP', KEYS[1], tonumber(ARGV[1]))
@@ -71,7 +70,7 @@ def _rq_now() -> str:
 
 
 def claim_key(queue: Queue) -> str:
-    return CLAIM_KEY_TEMPLATE.format(queue=queue.name)
+    return CLAIMS_TEMPLATE.format(queue=queue.name)
 
 
 def requeue_expired_claims(conn: redis.Redis, queue: Queue, now: float | None = None) -> int:
@@ -79,7 +78,7 @@ def requeue_expired_claims(conn: redis.Redis, queue: Queue, now: float | None = 
     script = conn.register_script(_REQUEUE_EXPIRED)
     count = script(
         keys=[queue.key, claim_key(queue)],
-        args=[now if now is not None else time.time(), Job.redis_job_namespace_prefix],
+        args=[now if now is not None else time.time(), RQ_JOB_PREFIX],
     )
     if count:
         log.warning("ingest_claims_requeued", queue=queue.name, jobs=int(count))
@@ -135,7 +134,7 @@ class BatchingIngestWorker(SimpleWorker):
         with self.connection.pipeline(transaction=True) as pipe:
             for job_id in reversed(ids):
                 pipe.lpush(queue.key, job_id)
-                pipe.hset(Job.redis_job_namespace_prefix + job_id, "status", "queued")
+                pipe.hset(RQ_JOB_PREFIX + job_id, "status", "queued")
                 pipe.zrem(claim_key(queue), job_id)
             pipe.execute()
         log.warning("ingest_batch_requeued_after_redis_loss", jobs=len(ids))
@@ -147,7 +146,7 @@ class BatchingIngestWorker(SimpleWorker):
         script = self.connection.register_script(_CLAIM)
         ids = script(
             keys=[queue.key, claim_key(queue)],
-            args=[count, time.time() + ttl_s, _rq_now(), Job.redis_job_namespace_prefix],
+            args=[count, time.time() + ttl_s, _rq_now(), RQ_JOB_PREFIX],
         )
         return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 
@@ -196,7 +195,7 @@ class BatchingIngestWorker(SimpleWorker):
         now = time.time()
         with self.connection.pipeline(transaction=False) as pipe:
             for job_id in invalid:
-                key = Job.redis_job_namespace_prefix + job_id
+                key = RQ_JOB_PREFIX + job_id
                 pipe.zrem(claim_key(queue), job_id)
                 pipe.hset(
                     key,
@@ -206,6 +205,6 @@ class BatchingIngestWorker(SimpleWorker):
                         "exc_info": "InvalidPayloadError: invalid TurnEvent",
                     },
                 )
-                pipe.zadd(queue.failed_job_registry.key, {job_id: now + DEFAULT_FAILURE_TTL_S})
+                pipe.zadd(queue.failed_job_registry.key, {job_id: now + FAILURE_TTL_S})
             pipe.execute()
         log.warning("ingest_payloads_invalid", queue=queue.name, jobs=len(invalid))

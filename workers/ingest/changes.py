@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from schemas.ontology import DIRECTIVES
 from schemas.turn_event import TurnEvent
 from workers.extraction.models import Extraction
 from workers.graph.keys import entity_uid, normalise_name
 from workers.graph.writer import WriteReport, entity_scope
 from workers.recall.memory import Change, Memory, MemoryKind
 
-CHANGES_MAXLEN = 1_000_000
-"""Approximate cap of the change stream; recall replicas bootstrap from the graph anyway."""
-
-RECALLABLE_ENTITY_TYPES = frozenset(
-    {"Decision", "Preference", "Terminology", "LessonLearned", "Procedure"}
-)
+RECALLABLE_ENTITY_TYPES = DIRECTIVES
 """Entity types that are memories in their own right, recalled beside the turns."""
 
 

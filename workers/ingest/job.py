@@ -6,7 +6,7 @@ from typing import Any
 
 from rq import get_current_job
 
-from turngraph.errors import PermanentError
+from schemas.errors import PermanentError
 from workers import runtime
 
 

@@ -10,14 +10,15 @@ import pydantic
 import redis
 import structlog
 
-from producers.bounded_queue import INGESTED_TTL_S, ingested_key
+from producers.bounded_queue import ingested_key
 from producers.redaction import redact_event
+from schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S
+from schemas.errors import BackendUnavailableError, InvalidPayloadError
 from schemas.turn_event import TurnEvent
 from schemas.validation import invalid_fields
-from turngraph.errors import BackendUnavailableError, InvalidPayloadError
 from workers.extraction.models import Extractor
 from workers.graph.writer import GraphWriter
-from workers.ingest.changes import CHANGES_MAXLEN, changes_for
+from workers.ingest.changes import changes_for
 from workers.tombstones import split_forgotten
 
 log = structlog.get_logger(__name__)

@@ -8,7 +8,7 @@ from typing import Any
 
 import neo4j
 
-from workers.ingest.changes import RECALLABLE_ENTITY_TYPES
+from schemas.ontology import DIRECTIVES as RECALLABLE_ENTITY_TYPES
 from workers.recall.memory import Memory, MemoryKind
 
 PAGE_SIZE = 5_000

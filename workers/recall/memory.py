@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, cast
 
-from turngraph.errors import InvalidPayloadError
+from schemas.errors import InvalidPayloadError
 from workers.recall.text import entity_key
 
 CHANGE_SCHEMA_VERSION = 1

@@ -18,9 +18,9 @@ import redis
 import structlog
 from pydantic import ValidationError
 
+from schemas.errors import InvalidPayloadError
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.validation import invalid_fields
-from turngraph.errors import InvalidPayloadError
 from workers.recall.bootstrap import all_memories
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import Change

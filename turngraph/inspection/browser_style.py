@@ -2,7 +2,7 @@
 
 One colour and one caption per label: every ontology entity type plus the structural
 labels (episodes, sessions, summaries …). ``ops/neo4j/turngraph.grass`` is this module's
-output; regenerate it with ``python -m workers.graph.browser_style`` after the ontology
+output; regenerate it with ``python -m turngraph.inspection.browser_style`` after the ontology
 changes (a test fails while the committed file is stale).
 """
 
@@ -191,7 +191,7 @@ def _default_ontology() -> OntologyLike:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the style file, or with ``--check`` fail if the committed one is stale."""
-    parser = argparse.ArgumentParser(prog="python -m workers.graph.browser_style")
+    parser = argparse.ArgumentParser(prog="python -m turngraph.inspection.browser_style")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
     args = parser.parse_args(argv)

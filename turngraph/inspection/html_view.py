@@ -3,7 +3,7 @@
 Rendered with Neo4j's ``neo4j-viz`` (the NVL graph view Neo4j's own tools use). Its
 wheel ships the page with the JavaScript and CSS inlined, so the file opens offline and
 can be mailed around; nothing is fetched from a CDN. Colours and captions are the same as
-the Neo4j Browser style (:mod:`workers.graph.browser_style`), so the graph reads the same
+the Neo4j Browser style (:mod:`turngraph.inspection.browser_style`), so the graph reads the same
 in both places. The page holds the scope's turns verbatim: it is the user's own data,
 written to a file they chose.
 """
@@ -19,9 +19,9 @@ from typing import Any
 
 import neo4j
 
-from turngraph.embedded.services import read_endpoints
-from workers.graph.browser_style import OntologyLike, node_styles
-from workers.graph.subgraph import Scope, Subgraph, read_scope
+from schemas.scopes import Scope
+from turngraph.inspection.browser_style import OntologyLike, node_styles
+from workers.graph.subgraph import Subgraph, read_scope
 
 MAX_NODES = 2_000
 """Larger scopes are cut (episodes first, newest kept): a browser tab stays responsive."""
@@ -133,18 +133,3 @@ def write_html_view(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return HtmlView(path, len(subgraph.nodes), len(subgraph.relationships), truncated)
-
-
-def studio_hint(data_dir: Path) -> str:
-    """Where to look at the embedded graph interactively: ArcadeDB's own Studio."""
-    endpoints = read_endpoints(data_dir)
-    if endpoints is None:
-        return (
-            f"no embedded graph server runs for {data_dir} (start `turngraph services`); "
-            "on Neo4j, use Neo4j Browser: see ops/neo4j/README.md"
-        )
-    return (
-        f"ArcadeDB Studio (the embedded graph server's own UI): {endpoints.studio_url} "
-        f"(user {endpoints.graph_user}, database {endpoints.graph_database}, password in "
-        f"{data_dir / GRAPH_PASSWORD_FILE}; choose the 'cypher' language)"
-    )

@@ -1,0 +1,55 @@
+"""Defaults shared by producers and workers: queue names, bounds, TTLs, the retry policy.
+
+Like ``rq/defaults.py``, this module imports nothing of the project's own: every layer
+may read it, and ``turngraph.settings`` takes its defaults from here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+INGEST_QUEUE = "turngraph-ingest"
+"""RQ queue the producers publish turn events onto."""
+
+MAINTENANCE_QUEUE = "turngraph-maintenance"
+"""RQ queue for summaries, compaction, recap, forget and scheduled work."""
+
+MAX_QUEUE_LENGTH = 100_000
+"""The bound of the ingest queue (jobs waiting); beyond it the drop policy applies."""
+
+JOB_TIMEOUT_S = 120
+"""RQ's timeout of one ingest job (and so of the batch the worker claims with it)."""
+
+PUBLISH_BUFFER_SIZE = 10_000
+"""Events one producer buffers while Redis is away; beyond it new ones are dropped."""
+
+RECALL_REPLY_TTL_S = 30
+"""How long a recall reply waits on its reply key for a client that gave up."""
+
+INGESTED_TTL_S = 7 * 24 * 3600
+"""How long an ingested marker lives; graph writes are idempotent beyond it anyway."""
+
+RESULT_TTL_S = 600
+"""How long RQ keeps a finished ingest job's hash."""
+
+FAILURE_TTL_S = 7 * 24 * 3600
+"""How long RQ keeps a failed ingest job in its failed registry."""
+
+RETRIES = 8
+"""How often RQ retries a job that failed for a transient reason (graph or Redis
+restarting, LLM rate-limited); the one retry layer of a job."""
+
+RETRY_INTERVALS_S: tuple[int, ...] = (1, 2, 5, 10, 30, 60, 120, 300)
+"""Waits between those retries (RQ's ``Retry(interval=[...])``)."""
+
+CHANGES_MAXLEN = 1_000_000
+"""Approximate cap of the change stream; recall replicas bootstrap from the graph anyway."""
+
+
+class DropPolicy(StrEnum):
+    """What the bounded queue does with an event when it is full (always counted)."""
+
+    DROP_NEWEST = "drop_newest"
+    """Reject the new event."""
+    DROP_OLDEST = "drop_oldest"
+    """Evict the oldest queued job (and delete its job hash) to make room."""

@@ -1,0 +1,22 @@
+"""The three scopes a memory lives in, from the narrowest to the widest."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Scope(StrEnum):
+    """A scope of memory. Every node carries the (hashed) key of the scopes it belongs to.
+
+    ``session``: one conversation; ``workspace``: a project folder shared by its sessions;
+    ``user``: a person across workspaces (written only by promotion or a ``(user)``
+    directive).
+    """
+
+    SESSION = "session"
+    WORKSPACE = "workspace"
+    USER = "user"
+
+
+SCOPE_ORDER: tuple[Scope, ...] = (Scope.SESSION, Scope.WORKSPACE, Scope.USER)
+"""The order in which recall prefers scopes (the bridge seed's order)."""
