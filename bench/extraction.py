@@ -1,7 +1,10 @@
 """Extractor quality on the labelled turns: ``python -m bench.extraction``.
 
-Prints per-type precision and recall (reference types first) and the offline
-extractor's time per turn, and ends with one line ``RESULT extraction key=value …``.
+Prints per-type precision and recall (reference types first) on both halves of the
+labelled turns (see :func:`workers.extraction.scoring.split_of`): the *tune* half, which
+the rules may be fitted to, and the *score* half, whose figures the RESULT line quotes;
+then the offline extractor's time per turn. Ends with one line
+``RESULT extraction key=value …`` (score half; ``tune_`` keys for the tune half).
 With ``--llm`` it scores the LLM extractor on the configured endpoint instead
 (``TURNGRAPH_LLM_BASE_URL`` / ``TURNGRAPH_LLM_API_KEY`` / ``TURNGRAPH_LLM_MODEL``) and
 reports calls and tokens per turn.
@@ -18,6 +21,10 @@ from turngraph.settings import Settings
 from workers.extraction.offline import OfflineExtractor
 from workers.extraction.scoring import (
     REFERENCE_TYPES,
+    SCORE,
+    TUNE,
+    UNFITTED_PATH,
+    LabelledTurn,
     Report,
     TypeScore,
     as_events,
@@ -26,19 +33,51 @@ from workers.extraction.scoring import (
 )
 
 
-def _row(name: str, s: TypeScore) -> str:
-    return f"{name:<16}{s.tp:>5}{s.fp:>5}{s.fn:>5}{s.precision:>11.3f}{s.recall:>9.3f}"
+def _cells(s: TypeScore) -> str:
+    return f"{s.tp:>5}{s.fp:>4}{s.fn:>4}{s.precision:>7.3f}{s.recall:>7.3f}"
 
 
-def render(report: Report) -> str:
-    lines = [f"{'type':<16}{'tp':>5}{'fp':>5}{'fn':>5}{'precision':>11}{'recall':>9}"]
+def render(tune: Report, held: Report) -> str:
+    """One row per type: the tune half, then the score half."""
+    head = f"{'tp':>5}{'fp':>4}{'fn':>4}{'P':>7}{'R':>7}"
+    lines = [
+        f"{'':<16}{'tune half':^27} | {'score half':^27}",
+        f"{'type':<16}{head} | {head}",
+    ]
+
+    def row(name: str, pick: str | None = None) -> None:
+        if pick == "reference":
+            a, b = tune.reference, held.reference
+        elif pick == "directives":
+            a, b = tune.directives, held.directives
+        elif pick == "all":
+            a, b = tune.overall, held.overall
+        else:
+            a = tune.per_type.get(name, TypeScore())
+            b = held.per_type.get(name, TypeScore())
+        lines.append(f"{name:<16}{_cells(a)} | {_cells(b)}")
+
     for name in REFERENCE_TYPES:
-        lines.append(_row(name, report.per_type.get(name, TypeScore())))
-    lines.append(_row("= reference", report.reference))
-    for name in sorted(set(report.per_type) - set(REFERENCE_TYPES)):
-        lines.append(_row(name, report.per_type[name]))
-    lines.append(_row("= all types", report.overall))
+        row(name)
+    row("= reference", "reference")
+    row("= directives", "directives")
+    for name in sorted((set(tune.per_type) | set(held.per_type)) - set(REFERENCE_TYPES)):
+        row(name)
+    row("= all types", "all")
     return "\n".join(lines)
+
+
+def _figures(report: Report, prefix: str = "") -> str:
+    ref, directives, overall = report.reference, report.directives, report.overall
+    return (
+        f"{prefix}precision={ref.precision:.3f} {prefix}recall={ref.recall:.3f} "
+        f"{prefix}directive_recall={directives.recall:.3f} "
+        f"{prefix}all_precision={overall.precision:.3f} {prefix}all_recall={overall.recall:.3f}"
+    )
+
+
+def _halves(turns: list[LabelledTurn]) -> str:
+    return f"{len(load_dataset(split=TUNE))} tune / {len(load_dataset(split=SCORE))} score"
 
 
 def time_per_turn_us(extractor: OfflineExtractor, rounds: int) -> tuple[float, float, float]:
@@ -55,11 +94,11 @@ def time_per_turn_us(extractor: OfflineExtractor, rounds: int) -> tuple[float, f
     return statistics.median(per_pass), min(per_pass), chars
 
 
-def _misses(report: Report) -> None:
+def _misses(report: Report, half: str) -> None:
     for turn_id, type_name, name in report.misses:
-        print(f"miss   {turn_id} {type_name}: {name}")
+        print(f"{half} miss   {turn_id} {type_name}: {name}")
     for turn_id, type_name, name in report.extras:
-        print(f"extra  {turn_id} {type_name}: {name}")
+        print(f"{half} extra  {turn_id} {type_name}: {name}")
 
 
 def run_llm(verbose: bool) -> int:
@@ -81,19 +120,20 @@ def run_llm(verbose: bool) -> int:
     turns = load_dataset()
     extractor = LLMExtractor(client, model=settings.llm_model)
     start = time.perf_counter()
-    report = score(extractor, turns)
+    tune = score(extractor, load_dataset(split=TUNE))
+    held = score(extractor, load_dataset(split=SCORE))
     elapsed = time.perf_counter() - start
     client.close()
-    print(f"LLM extractor ({settings.llm_model}) on {len(turns)} labelled turns")
-    print(render(report))
+    print(f"LLM extractor ({settings.llm_model}) on {len(turns)} labelled turns ({_halves(turns)})")
+    print(render(tune, held))
     if verbose:
-        _misses(report)
+        _misses(tune, TUNE)
+        _misses(held, SCORE)
     stats, per_turn = extractor.stats.snapshot(), extractor.stats.per_turn()
     print(f"\n{stats}")
-    ref = report.reference
     print(
-        f"RESULT extraction turns={len(turns)} precision={ref.precision:.3f} "
-        f"recall={ref.recall:.3f} calls_per_turn={per_turn['calls_per_turn']:.3f} "
+        f"RESULT extraction turns={len(turns)} {_figures(held)} "
+        f"calls_per_turn={per_turn['calls_per_turn']:.3f} "
         f"prompt_tokens_per_turn={per_turn['prompt_tokens_per_turn']:.0f} "
         f"completion_tokens_per_turn={per_turn['completion_tokens_per_turn']:.0f} "
         f"dropped={stats['dropped']} ms_per_turn={elapsed / len(turns) * 1e3:.1f}"
@@ -112,21 +152,23 @@ def main(argv: list[str] | None = None) -> int:
 
     turns = load_dataset()
     extractor = OfflineExtractor()
-    report = score(extractor, turns)
-    print(f"offline extractor on {len(turns)} labelled turns")
-    print(render(report))
+    tune = score(extractor, load_dataset(split=TUNE))
+    held = score(extractor, load_dataset(split=SCORE))
+    print(f"offline extractor on {len(turns)} labelled turns ({_halves(turns)})")
+    print(render(tune, held))
+    unfitted = score(extractor, load_dataset(UNFITTED_PATH, split=SCORE))
+    print(f"score half, {UNFITTED_PATH.name} only: {_figures(unfitted)}")
     if args.verbose:
-        _misses(report)
+        _misses(tune, TUNE)
+        _misses(held, SCORE)
     us, best_us, chars = time_per_turn_us(extractor, args.rounds)
     print(
         f"\nspeed: median {us:.1f} µs per turn, best pass {best_us:.1f} µs "
         f"(mean {chars:.0f} chars per turn), {1e6 / us:,.0f} turns/s"
     )
-    ref, overall = report.reference, report.overall
     print(
-        f"RESULT extraction turns={len(turns)} precision={ref.precision:.3f} "
-        f"recall={ref.recall:.3f} all_precision={overall.precision:.3f} "
-        f"all_recall={overall.recall:.3f} us_per_turn={us:.1f} best_us_per_turn={best_us:.1f}"
+        f"RESULT extraction turns={len(turns)} {_figures(held)} {_figures(tune, 'tune_')} "
+        f"us_per_turn={us:.1f} best_us_per_turn={best_us:.1f}"
     )
     return 0
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from workers.extraction.models import ExtractedEntity
 from workers.extraction.offline import OfflineExtractor
-from workers.extraction.scoring import REFERENCE_TYPES, load_dataset, score
+from workers.extraction.scoring import DATASET_PATH, REFERENCE_TYPES, load_dataset, score
 from workers.extraction.validation import validate_extraction
 
 EXTRACTOR = OfflineExtractor()
@@ -34,7 +34,7 @@ def test_labelled_set_is_large_enough_and_covers_every_reference_type() -> None:
 
 
 def test_precision_and_recall_on_reference_types() -> None:
-    report = score(EXTRACTOR, load_dataset())
+    report = score(EXTRACTOR, load_dataset(DATASET_PATH))
     reference = report.reference
     assert reference.precision >= 0.9, report.extras
     assert reference.recall >= 0.8, report.misses

@@ -1,14 +1,19 @@
-"""Scoring an extractor against the labelled turns in ``tests/data/extraction_turns.jsonl``.
+"""Scoring an extractor against the labelled turns in ``tests/data/extraction_turns*.jsonl``.
 
 Shared by ``tests/unit/test_offline_extractor.py`` and ``python -m bench.extraction``.
 Identifier types (files, commits …) match on the ontology's normalised name; statement
 types (decisions and directives) match when their normalised word sets overlap by at
 least :data:`TEXT_MATCH_JACCARD` or one contains the other, since where a clause ends is
 a judgement call. Matching is one-to-one per turn and type.
+
+The turns are split once, deterministically, into a *tune* half (rules may be fitted to
+it) and a *score* half (the figures to quote): a turn is in the score half when the first
+byte of the SHA-256 of its id is odd (:func:`split_of`). Neither depends on the content.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -20,10 +25,20 @@ from schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
 from schemas.turn_event import ClientInfo, Role, TurnEvent
 from workers.extraction.models import Extractor
 
-DATASET_PATH = Path(__file__).resolve().parents[2] / "tests" / "data" / "extraction_turns.jsonl"
-"""The labelled developer-chat turns (one JSON object per line)."""
+DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
+DATASET_PATH = DATA_DIR / "extraction_turns.jsonl"
+"""The first labelled developer-chat turns (one JSON object per line)."""
+UNFITTED_PATH = DATA_DIR / "extraction_turns_unfitted.jsonl"
+"""Turns written to look like chat the rules were not fitted to (labelled before changes)."""
+DATASET_PATHS: tuple[Path, ...] = (DATASET_PATH, UNFITTED_PATH)
+"""Every labelled file: the first set, and turns written before the rules were fitted."""
 
+TUNE, SCORE = "tune", "score"
+
+DIRECTIVE_TYPES = ("Decision", "Preference", "Terminology", "LessonLearned", "Procedure")
 STATEMENT_TYPES = DIRECTIVES
+TEXT_TYPES = STATEMENT_TYPES | {"Task", "Incident"}
+"""Types named by a clause, matched on word overlap rather than on the exact name."""
 REFERENCE_TYPES: tuple[str, ...] = (
     "File", "Branch", "Commit", "PullRequest", "Issue", "Plan",
     "Decision", "Preference", "Terminology", "LessonLearned", "Procedure",
@@ -81,18 +96,33 @@ class Report:
         return self.total(REFERENCE_TYPES)
 
     @property
+    def directives(self) -> TypeScore:
+        return self.total(DIRECTIVE_TYPES)
+
+    @property
     def overall(self) -> TypeScore:
         return self.total(self.per_type)
 
 
-def load_dataset(path: Path = DATASET_PATH) -> list[LabelledTurn]:
+def split_of(turn_id: str) -> str:
+    """:data:`SCORE` when the first byte of SHA-256(id) is odd, else :data:`TUNE`."""
+    return SCORE if hashlib.sha256(turn_id.encode()).digest()[0] % 2 else TUNE
+
+
+def load_dataset(
+    paths: Path | Sequence[Path] = DATASET_PATHS, split: str | None = None
+) -> list[LabelledTurn]:
+    """The labelled turns of ``paths``; only those of one half when ``split`` is given."""
     turns = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        expected = tuple((e["type"], e["name"]) for e in row["expected"])
-        turns.append(LabelledTurn(row["id"], row["role"], row["content"], expected))
+    for path in [paths] if isinstance(paths, Path) else paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if split is not None and split_of(row["id"]) != split:
+                continue
+            expected = tuple((e["type"], e["name"]) for e in row["expected"])
+            turns.append(LabelledTurn(row["id"], row["role"], row["content"], expected))
     return turns
 
 
@@ -121,7 +151,7 @@ def _words(text: str) -> frozenset[str]:
 def _same(type_name: str, a: str, b: str, ontology: Ontology) -> bool:
     if ontology.normalize_name(type_name, a) == ontology.normalize_name(type_name, b):
         return True
-    if type_name not in STATEMENT_TYPES:
+    if type_name not in TEXT_TYPES:
         return False
     wa, wb = _words(a), _words(b)
     if not wa or not wb:
