@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Protocol, TextIO
+from typing import Any, BinaryIO, Protocol
 
 import structlog
 from pydantic import ValidationError
@@ -40,6 +40,9 @@ log = structlog.get_logger(__name__)
 MAX_LINE_CHARS = 1_000_000
 """Longer request lines are refused (a turn's content is at most 200k characters)."""
 
+MAX_LINE_BYTES = 4 * MAX_LINE_CHARS
+"""A line read from stdin is cut (and refused) past this many bytes, so memory stays bounded."""
+
 RECONNECT_EVERY_S = 2.0
 """Without a backend, the bridge looks for one at most this often."""
 
@@ -51,6 +54,7 @@ class BridgeError(str, Enum):
     """Error codes of the bridge's replies."""
 
     INVALID_JSON = "INVALID_JSON"
+    INVALID_ENCODING = "INVALID_ENCODING"
     INVALID_REQUEST = "INVALID_REQUEST"
     UNKNOWN_OP = "UNKNOWN_OP"
     CONSENT_REQUIRED = "CONSENT_REQUIRED"
@@ -190,13 +194,39 @@ class Bridge:
             reply = {"id": request_id, **reply}
         return reply
 
-    def serve(self, lines_in: TextIO, lines_out: TextIO) -> int:
-        """Answer every line until end of input, then flush and close the publisher."""
+    def handle_bytes(self, raw: bytes) -> dict[str, Any]:
+        """One request line as bytes: decoded as UTF-8 here, whatever the locale says, so
+        invalid bytes are one ``INVALID_ENCODING`` reply and never an exception."""
         try:
-            for line in lines_in:
-                if not line.strip():
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return error_reply(
+                BridgeError.INVALID_ENCODING,
+                "the request line is not valid UTF-8",
+                "encode every line as UTF-8",
+            )
+        return self.handle_line(line)
+
+    def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
+        """Answer every line until end of input, then flush and close the publisher.
+
+        Reads and writes bytes (``sys.stdin.buffer``, ``sys.stdout.buffer``): decoding per
+        line means one bad line costs that line only, and every earlier reply is already
+        written and flushed.
+        """
+        try:
+            for raw in read_lines(lines_in):
+                if raw is None:
+                    reply = error_reply(
+                        BridgeError.INVALID_REQUEST,
+                        "the request line is too long",
+                        f"send at most {MAX_LINE_CHARS} characters per line",
+                    )
+                elif not raw.strip():
                     continue
-                lines_out.write(json.dumps(self.handle_line(line)) + "\n")
+                else:
+                    reply = self.handle_bytes(raw)
+                lines_out.write(encode_reply(reply))
                 lines_out.flush()
         finally:
             self.close()
@@ -338,6 +368,26 @@ class Bridge:
                 reply["queue"] = None
                 reply["degraded"] = [f"queue_status_{type(exc).__name__}"]
         return reply
+
+
+def read_lines(stream: BinaryIO) -> Iterator[bytes | None]:
+    """Lines of ``stream`` as bytes; a line longer than ``MAX_LINE_BYTES`` is skipped to its
+    end and yielded as None (bounded memory, and the next line is read intact)."""
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(MAX_LINE_BYTES)
+            yield None
+            continue
+        yield raw
+
+
+def encode_reply(reply: dict[str, Any]) -> bytes:
+    """One reply line: ASCII-only JSON (non-ASCII text is \\u-escaped), whatever the locale."""
+    return (json.dumps(reply, ensure_ascii=True) + "\n").encode("ascii")
 
 
 def _backend_unavailable() -> dict[str, Any]:

@@ -129,11 +129,51 @@ def test_malformed_lines_get_typed_errors(bridge: Bridge, line: str, code: str) 
 
 
 def test_serve_answers_every_line_and_survives_garbage(bridge: Bridge) -> None:
-    lines_in = io.StringIO('{"op": "status", "id": "a"}\n\n\x00garbage\n{"op": "status"}\n')
-    lines_out = io.StringIO()
+    lines_in = io.BytesIO(b'{"op": "status", "id": "a"}\n\n\x00garbage\n{"op": "status"}\n')
+    lines_out = io.BytesIO()
     assert bridge.serve(lines_in, lines_out) == 0
     replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
     assert [r["success"] for r in replies] == [True, False, True] and replies[0]["id"] == "a"
+
+
+def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Bridge) -> None:
+    lines_in = io.BytesIO(
+        b'{"op": "status", "id": 1}\n\xff\xfe{"op": "status"}\n'
+        b'{"op": "status", "id": 2, "note": "caf\xc3\xa9"}\n{"id": 3, "op": "status"}'
+    )
+    lines_out = io.BytesIO()
+    assert bridge.serve(lines_in, lines_out) == 0
+    replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
+    assert [r.get("id") for r in replies] == [1, None, 2, 3]
+    assert replies[1]["error_code"] == "INVALID_ENCODING" and replies[1]["remediation"]
+    assert lines_out.getvalue().isascii()
+
+
+def test_an_overlong_line_is_refused_and_the_next_line_answered(
+    bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import producers.bridge as bridge_module
+
+    monkeypatch.setattr(bridge_module, "MAX_LINE_BYTES", 64)
+    long_line = b'{"op": "status", "pad": "' + b"x" * 500 + b'"}\n'
+    lines_in = io.BytesIO(long_line + b'{"op": "status", "id": 9}\n')
+    lines_out = io.BytesIO()
+    bridge.serve(lines_in, lines_out)
+    replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
+    assert replies[0]["error_code"] == "INVALID_REQUEST" and replies[1]["id"] == 9
+
+
+@settings(max_examples=100, deadline=None)
+@given(raw=st.binary(max_size=200))
+def test_any_bytes_get_a_contract_reply(raw: bytes) -> None:
+    bridge = Bridge(
+        hasher=ScopeHasher(b"s" * 32),
+        consent=ConsentStore(Path("/nonexistent-consent-dir")),
+        endpoint=ENDPOINT,
+        publisher=None,
+        recaller=None,
+    )
+    _assert_contract(bridge.handle_bytes(raw))
 
 
 JSON_VALUES = st.recursive(

@@ -82,7 +82,7 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
 def run_bridge(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings)  # logs go to stderr; stdout carries only replies
-    return build_bridge(settings).serve(sys.stdin, sys.stdout)
+    return build_bridge(settings).serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 def _print(reply: dict[str, Any]) -> int:
