@@ -15,7 +15,7 @@ LINES = (
     b'{"id": 1, "op": "status"}\n'
     b'{"id": 2, "op": "recall", "query": "caf\xc3\xa9 \xe2\x98\x95"}\n'
     b"\xff\xfe not utf-8 \xc3\x28\n"
-    b'{"id": 3, "op": "status", "note": "\xed\xa0\x80 (an encoded surrogate)"}\n'  # no id: unreadable
+    b'{"id": 3, "op": "status", "note": "\xed\xa0\x80 (an encoded surrogate)"}\n'  # no id
     b'{"id": 4, "op": "status"}\n'
 )
 
