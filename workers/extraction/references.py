@@ -1,10 +1,10 @@
-"""Precompiled finders for what a developer chat turn references by name.
+"""Precompiled finders for what a developer chat turn references by number or address.
 
 Each finder returns ``Hit``s: a span of the text, an ontology type and a canonical name.
-Names follow one convention (the labelled dataset uses the same): files as written
-without ``./`` or ``:line``; commits as lowercase hex; pull requests and issues as ``#N``
-or ``owner/repo#N``; plans as ``PLAN-12``, ``Plan 10.2``, ``Phase 3``; URLs without
-credentials.
+Names follow one convention (the labelled dataset uses the same): commits as lowercase
+hex; pull requests and issues as ``#N``, ``owner/repo#N`` or a tracker key (``PAY-2041``);
+plans as ``PLAN-12``, ``Plan 10.2``, ``Phase 3``; URLs without credentials. Files and
+branches are in :mod:`workers.extraction.paths`, symbols in :mod:`workers.extraction.code`.
 """
 
 from __future__ import annotations
@@ -22,25 +22,6 @@ class Hit(NamedTuple):
     type: str
     name: str
 
-
-_EXTENSION_WORDS = (
-    "py pyi pyx md rst txt toml yaml yml json jsonl lua cypher cql ts tsx js jsx mjs cjs go "
-    "rs java kt rb php c h cc cpp hpp cs swift sh bash zsh ps1 sql ttl owl html css scss ini "
-    "cfg conf env lock xml csv ipynb proto graphql tf gradle mk vue svelte grass log patch "
-    "diff dockerfile"
-)
-FILE_EXTENSIONS = frozenset(_EXTENSION_WORDS.split())
-"""Extensions that make a bare name (no ``/``) a file: ``loop.py``, ``pyproject.toml``."""
-
-EXTENSIONLESS_FILES = (
-    "README", "Makefile", "Dockerfile", "Procfile", "LICENSE", "CHANGELOG", "Justfile",
-    "Gemfile", "Jenkinsfile", "Vagrantfile", "CODEOWNERS",
-)  # fmt: skip
-
-BRANCH_PREFIXES = (
-    "feature", "feat", "fix", "bugfix", "hotfix", "release", "chore", "refactor", "perf",
-    "wip", "experiment", "spike", "dependabot", "renovate",
-)  # fmt: skip
 
 _DIGIT = re.compile(r"\d")
 _SCHEME_BEFORE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{1,15}$")
@@ -62,40 +43,87 @@ _ISSUE = re.compile(
     r"(?:issue|ticket|bug)\s*#?\s*(\d{1,7})\b|(?:issues|tickets|bugs)\s*#\s*(\d{1,7})\b"
 )
 _HASH_REF = re.compile(r"#(\d{1,7})\b(?!-)")
+_TRACKER_KEY = re.compile(r"(?<![\w/.#-])([A-Z][A-Z0-9]{1,9})-(\d{1,6})(?![\w-]|\.\d)")
+_NOT_TRACKERS = frozenset(
+    [
+        "UTF",
+        "SHA",
+        "MD",
+        "AES",
+        "RSA",
+        "DES",
+        "ISO",
+        "RFC",
+        "HTTP",
+        "TLS",
+        "SSL",
+        "ES",
+        "ECMA",
+        "PEP",
+        "IPV",
+        "CP",
+        "WIN",
+        "GPT",
+        "BASE",
+        "COVID",
+        "MP",
+        "CVE",
+        "CWE",
+        "GHSA",
+        "ID",
+        "TCP",
+        "UDP",
+        "DNS",
+        "PLAN",
+        "PHASE",
+        "STEP",
+        "SEV",
+        "P",
+        "NO",
+        "NR",
+        "VOL",
+        "PT",
+        "X",
+        "Y",
+        "Z",
+        "V",
+        "UX",
+        "AB",
+        "USB",
+        "HDMI",
+        "ARM",
+        "AMD",
+        "NVME",
+        "PCI",
+        "DDR",
+        "LTS",
+        "RC",
+        "GA",
+        "API",
+        "OS",
+        "SDK",
+        "JDK",
+        "JRE",
+        "CSS",
+        "HTML",
+        "JSON",
+        "XML",
+        "YAML",
+        "H",
+    ]
+)
+"""Prefixes of ``ABC-123`` that are standards, versions or severities, not tracker keys."""
+_COLOUR_WORDS = re.compile(
+    r"(?i)colou?r|#[0-9a-f]{0,5}[a-f][0-9a-f]{0,5}\b|\bhex\b|\bcss\b|\bbackground|\bborder|\bfill\b"
+)
 _PR_BEFORE = re.compile(r"\b(?:pr|pull request|mr)\s*$")
 _RANK_BEFORE = re.compile(r"(?i)\b(?:the|my|our|your|a|is|number)\s+$")
-_TOKEN = re.compile(r"[^\s`'\"()\[\]{}<>,;|*]+")
-_EXT = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,9})$")
-_EXTENSIONLESS = re.compile(r"(" + "|".join(EXTENSIONLESS_FILES) + r")(?![\w-]|\.\w)")
-_BRANCH_PREFIXED = re.compile(
-    r"((?:" + "|".join(BRANCH_PREFIXES) + r")/[\w][\w./-]*[\w])(?![\w/]|\.\w)"
-)
-_BRANCH_NAMED = re.compile(r"branch\s+(?:called\s+|named\s+)?(`?)([\w][\w./-]*[\w])`?")
-_BRANCH_QUOTED = re.compile(r"`([\w][\w./-]*[\w])`\s+branch\b")
-_GIT_SWITCH = re.compile(r"git\s+(?:checkout|switch)\s+(?:-[bcBC]\s+)?([\w][\w./-]*[\w])")
-_TRUNK = re.compile(r"(main|master|develop|trunk)`?(?![\w/-]|\.\w)")
-_TRUNK_BEFORE = re.compile(
-    r"\b(?:on|onto|into|from|to|against|off|of|in|rebase|rebased|merge|merged|latest|pull|"
-    r"pulled|pulling|reached|reaches|reach|hit|hits|landed|targets|target)\s+"
-    r"(?:the\s+|latest\s+)?`?$"
-)
-_TRUNK_WORDS = ("main", "master", "develop", "trunk")
 _COMMIT = re.compile(r"([0-9a-f]{7,40})(?![\w-]|\.\w)")
 _PLAN_ID = re.compile(r"plan-(\d+(?:\.\d+)*)\b")
 _PLAN_WORD = re.compile(r"(plan|phase|milestone)(?:\s+|-)(\d+(?:\.\d+)*|[ivx]+\b)(?![\w%])")
 _CODE_SPAN = re.compile(r"`([^`\n]{1,200})`")
 _FENCE = re.compile(r"```.*?(?:```|$)", re.S)
-_SYMBOL = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\([^()]*\))?$")
-_EXCEPTION_SUFFIX = re.compile(r"(?:Error|Exception|Failed|Failure|Warning|Timeout)\b")
-_CAMEL_BEFORE = re.compile(r"(?:[A-Z][a-z0-9]+)+$")
-_EXCEPTION_WORDS = ("Error", "Exception", "Failed", "Failure", "Warning", "Timeout")
-_TEST_ID = re.compile(r"test_\w+\b(?!\.\w)")
-_LINE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 _MENTION = re.compile(r"(?<![\w.@/`])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?)\b(?![.@/])")
-_NOT_SYMBOLS = frozenset({"True", "False", "None", "null", "true", "false", "nil", "self"})
-_NON_BRANCH_WORDS = frozenset({"is", "was", "and", "or", "the", "that", "this", "for", "with"})
-
-
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
@@ -121,6 +149,14 @@ def _free_before(text: str, index: int, also: str = "") -> bool:
 def fenced_spans(text: str) -> list[tuple[int, int]]:
     """Spans of fenced code blocks (```), where prose rules don't apply."""
     return [m.span() for m in _FENCE.finditer(text)] if "```" in text else []
+
+
+_FENCE_TAG = re.compile(r"```[ \t]*([\w+#.-]+)")
+
+
+def fence_tags(text: str) -> list[tuple[int, int]]:
+    """Spans of fence language tags (```` ```python ````): a tag is not a mention."""
+    return [m.span(1) for m in _FENCE_TAG.finditer(text)] if "```" in text else []
 
 
 def code_spans(text: str) -> list[tuple[int, int, str]]:
@@ -210,12 +246,18 @@ def find_numbered_refs(text: str) -> list[Hit]:
         if _free_before(lower, m.start(), "/")
     ]
     if "#" in text:
+        colours: bool | None = None  # looked for only when a number could be a colour
         for match in _HASH_REF.finditer(text):
             if not _free_before(text, match.start(), "&/#"):
                 continue
             if any(h.start <= match.start() < h.end for h in hits):
                 continue  # the "#45" of "PR #45"
             number = match.group(1)
+            if len(number) in (3, 6, 8):
+                if colours is None:
+                    colours = _COLOUR_WORDS.search(text) is not None
+                if colours or len(number) == 6:
+                    continue  # "#374151": a colour, not issue three hundred thousand
             # "the #1 thing", "our #2 priority": a rank, not a reference
             if int(number) <= 10 and _RANK_BEFORE.search(text, 0, match.start()):
                 continue
@@ -223,87 +265,15 @@ def find_numbered_refs(text: str) -> list[Hit]:
     return hits
 
 
-def _path_name(token: str) -> str | None:
-    token = token.split("::", 1)[0].rstrip(".:!?")
-    if "." not in token and "/" not in token:
-        return None  # "it." at the end of a sentence
-    if ":" in token:
-        token = _LINE_SUFFIX.sub("", token)
-    token = token.removeprefix("./")
-    if not token or "://" in token or "#" in token or "@" in token:
-        return None
-    ext = _EXT.search(token)
-    if ext is None:
-        return None
-    if "/" in token:
-        if (
-            token.split("/", 1)[0] in BRANCH_PREFIXES
-            and ext.group(1).lower() not in FILE_EXTENSIONS
-        ):
-            return None  # release/vX.Y, feature/v2.beta: a branch, not a file
-        return token if len(token) > len(ext.group(0)) + 1 else None
-    if ext.group(1).lower() not in FILE_EXTENSIONS:
-        return None
-    stem = token[: -len(ext.group(0))]
-    if not stem or (ext.group(1) == "js" and stem[:1].isupper()):  # Node.js, Vue.js
-        return None
-    return token
-
-
-def find_files(text: str) -> list[Hit]:
-    """Paths with an extension (any, when there is a ``/``), and well-known files."""
-    hits: list[Hit] = []
-    for match in _TOKEN.finditer(text):
-        token = match.group(0)
-        if "." in token or "/" in token:
-            name = _path_name(token)
-            if name:
-                hits.append(Hit(match.start(), match.end(), "File", name))
-    if any(name in text for name in EXTENSIONLESS_FILES):
-        hits += [
-            Hit(*m.span(), "File", m.group(1))
-            for m in _EXTENSIONLESS.finditer(text)
-            if _free_before(text, m.start(), "./-")
-        ]
-    return hits
-
-
-def find_branches(text: str) -> list[Hit]:
-    """``feature/x``-style names, ``branch X``, ``git checkout -b X``, and ``on main``."""
-    hits: list[Hit] = []
-    if "/" in text:
-        hits += [
-            Hit(*m.span(1), "Branch", m.group(1))
-            for m in _BRANCH_PREFIXED.finditer(text)
-            if _free_before(text, m.start(), "/.-")
-        ]
-    lower = ascii_lower(text)
-    if "branch" in lower:
-        named = [
-            (m.start(), m.end(), *m.span(2), m.group(1) == "`")
-            for m in _BRANCH_NAMED.finditer(lower)
-            if _free_before(lower, m.start())
-        ]
-        named += [(m.start(), m.end(), *m.span(1), True) for m in _BRANCH_QUOTED.finditer(lower)]
-        for start, end, name_start, name_end, quoted in named:
-            name = text[name_start:name_end]  # as written: branch names keep their case
-            if name.lower() in _NON_BRANCH_WORDS:
-                continue
-            if quoted or any(c in name for c in "/-_") or name in ("main", "master", "develop"):
-                hits.append(Hit(start, end, "Branch", name))
-    if "git " in text:
-        hits += [
-            Hit(*m.span(1), "Branch", m.group(1))
-            for m in _GIT_SWITCH.finditer(text)
-            if _free_before(text, m.start())
-        ]
-    if any(word in text for word in _TRUNK_WORDS):
-        for match in _TRUNK.finditer(text):
-            if _free_before(text, match.start()) and _TRUNK_BEFORE.search(
-                text, max(0, match.start() - 24), match.start()
-            ):
-                hits.append(Hit(*match.span(1), "Branch", match.group(1)))
-    return hits
+def find_tracker_keys(text: str) -> list[Hit]:
+    """``PAY-2041``, ``GH-77``: an issue in a tracker (Jira, Linear, GitHub, YouTrack)."""
+    if "-" not in text or _DIGIT.search(text) is None:
+        return []
+    return [
+        Hit(*m.span(), "Issue", m.group(0))
+        for m in _TRACKER_KEY.finditer(text)
+        if m.group(1) not in _NOT_TRACKERS and not m.group(1).isdigit()
+    ]
 
 
 def find_commits(text: str) -> list[Hit]:
@@ -339,37 +309,6 @@ def find_plans(text: str) -> list[Hit]:
             continue  # the "PLAN-12" already found
         number = text[match.start(2) : match.end(2)]  # as written: "Phase II"
         hits.append(Hit(*match.span(), "Plan", f"{match.group(1).capitalize()} {number}"))
-    return hits
-
-
-def symbol_name(code: str) -> str | None:
-    """The symbol a code span names (``foo()`` -> ``foo``), or None for commands, values."""
-    match = _SYMBOL.match(code)
-    if match is None:
-        return None
-    name = match.group(1)
-    if name in _NOT_SYMBOLS or (name.isupper() and "_" not in name and "." not in name):
-        return None  # values and commands/keywords (MERGE, BLPOP), not code symbols
-    return name
-
-
-def find_prose_symbols(text: str) -> list[Hit]:
-    """Symbols recognisable outside code spans: exception class names
-    (``ConstraintValidationFailed``) and pytest node ids (``file.py::test_x``)."""
-    hits: list[Hit] = []
-    if any(word in text for word in _EXCEPTION_WORDS):
-        for suffix in _EXCEPTION_SUFFIX.finditer(text):
-            camel = _CAMEL_BEFORE.search(text, max(0, suffix.start() - 80), suffix.start())
-            start = camel.start() if camel else suffix.start()
-            if start == suffix.start() and not camel:
-                continue  # a bare "Error" is not a class name
-            if _free_before(text, start, ".`'\""):
-                hits.append(Hit(start, suffix.end(), "Symbol", text[start : suffix.end()]))
-    if "test_" in text:
-        for match in _TEST_ID.finditer(text):
-            start = match.start()
-            if text[max(0, start - 2) : start] == "::" or _free_before(text, start, "./:"):
-                hits.append(Hit(*match.span(), "Symbol", match.group(0)))
     return hits
 
 

@@ -3,13 +3,15 @@
 Each entry is ``(canonical name, ontology type, other spellings)``. Names that are also
 ordinary English words (``make``, ``black``, ``hypothesis``) are listed in
 :data:`CODE_ONLY` and only count inside a code span, where they are unambiguous.
-Add entries here; the matcher is compiled from this list once, on first use.
+Add entries here or in ``vocabulary.txt`` (the longer list, one product per line); the
+matcher is compiled from both once, on first use.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 
 from workers.extraction.references import ascii_lower
 
@@ -26,12 +28,12 @@ TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("npm", ()),
     ("pnpm", ()),
     ("Yarn", ()),
-    ("Node.js", ("nodejs",)),
+    ("Node.js", ("nodejs", "node")),
     ("TypeScript", ()),
     ("Python", ()),
     ("Lua", ()),
     ("Rust", ()),
-    ("Cargo", ()),
+    ("Cargo", ("cargo build", "cargo test", "cargo run", "cargo add")),
     ("kubectl", ()),
     ("Helm", ()),
     ("Terraform", ()),
@@ -58,7 +60,7 @@ TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Celery", ()),
     ("dramatiq", ()),
     ("structlog", ()),
-    ("pydantic", ("pydantic-settings",)),
+    ("pydantic", ()),
     ("httpx", ()),
     ("openai", ("openai-python",)),
     ("neo4j driver", ("neo4j python driver", "neo4j-driver")),
@@ -142,7 +144,6 @@ CODE_ONLY: frozenset[str] = frozenset(
         "Cargo",
         "Poetry",
         "Yarn",
-        "Vite",
         "Prettier",
         "Linear",
         "Slack",
@@ -150,6 +151,31 @@ CODE_ONLY: frozenset[str] = frozenset(
 )
 """Spellings that are English words too: recognised only inside `code spans`, or in prose
 when written exactly as the capitalised product name (``Helm``, not ``helm``)."""
+
+
+VOCABULARY_FILE = Path(__file__).with_name("vocabulary.txt")
+"""The longer list: ``[Tool]`` / ``[Service]`` sections, ``canonical|spelling|…`` lines,
+a trailing ``*`` marking a spelling that is an English word too (see :data:`CODE_ONLY`)."""
+
+
+def read_vocabulary(
+    path: Path = VOCABULARY_FILE,
+) -> list[tuple[str, str, tuple[str, ...], frozenset[str]]]:
+    """``(type, canonical, other spellings, code-only spellings)`` per line of ``path``."""
+    entries = []
+    type_name = "Tool"
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            type_name = line[1:-1]
+            continue
+        spellings = [s.strip() for s in line.split("|") if s.strip()]
+        code_only = frozenset(s.rstrip("*") for s in spellings if s.endswith("*"))
+        names = [s.rstrip("*") for s in spellings]
+        entries.append((type_name, names[0], tuple(names[1:]), code_only))
+    return entries
 
 
 _WORD = re.compile(r"[a-z0-9][\w.+-]*[\w+]|[a-z]")
@@ -174,6 +200,14 @@ def _index() -> tuple[dict[str, Entry], frozenset[str], dict[str, tuple[str, ...
                 if spelling[:1].isupper() and code_only:
                     exact[spelling] = (canonical, type_name, False)
                 spellings.setdefault(spelling.casefold(), (canonical, type_name, code_only))
+    for type_name, canonical, others, code_words in read_vocabulary():
+        for spelling in (canonical, *others):
+            if spelling in exact or spelling.casefold() in spellings:
+                continue  # the first list wins ("Redis" stays the Service it is there)
+            code_only = spelling in code_words
+            # A code-only word written capitalised names the product in prose too.
+            exact[spelling] = (canonical, type_name, code_only and not spelling[:1].isupper())
+            spellings[spelling.casefold()] = (canonical, type_name, code_only)
     spellings.update(exact)
     lowered = {s.lower() for s in spellings}
     words = frozenset(s for s in lowered if " " not in s)
@@ -224,11 +258,33 @@ def find_terms(text: str) -> list[tuple[int, int, str, str, bool]]:
     for start, end in spans:
         if start < taken_until:
             continue
-        entry = _lookup(spellings, " ".join(text[start:end].split()))
-        if entry is not None:
-            found.append((start, end, *entry))
-            taken_until = end
+        written = " ".join(text[start:end].split())
+        entry = _lookup(spellings, written)
+        if entry is None:
+            continue
+        if not entry[2] and written.casefold() in _code_words() and _opens_sentence(text, start):
+            entry = (entry[0], entry[1], True)  # "Go ahead", "Express it": code only
+        found.append((start, end, *entry))
+        taken_until = end
     return found
+
+
+@lru_cache(maxsize=1)
+def _code_words() -> frozenset[str]:
+    """Casefolded spellings that are English words too."""
+    spellings = _index()[0]
+    return frozenset(k for k, v in spellings.items() if k == k.casefold() and v[2])
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip(" \t\"'(*_>-")
+    return not before or before[-1] in ".!?:\n"
+
+
+def lookup(name: str) -> tuple[str, str] | None:
+    """``(canonical name, type)`` when ``name`` is a listed spelling."""
+    entry = _lookup(_index()[0], name)
+    return (entry[0], entry[1]) if entry else None
 
 
 def is_term(text: str) -> bool:
