@@ -26,8 +26,7 @@ from typing import Any
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
 from schemas.recall import ConversationTurn, RecallRequest
-from workers.extraction.models import Extraction
-from workers.ingest.changes import episode_memory
+from workers.graph.recallable import episode_memory, turn_row
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import Memory, MemoryKind
 from workers.recall.search import search
@@ -87,7 +86,7 @@ def run(n: int, n_workspaces: int) -> dict[str, Any]:
     memories = synthetic(n, vocabulary, workspaces, now)
     started = time.perf_counter()
     index = MemoryIndex()
-    index.add_many(episode_memory(t, Extraction(event_id=t.event_id)) for t in turns)
+    index.add_many(Memory.from_record(episode_memory(turn_row(t))) for t in turns)
     index.add_many(memories)
     build_s = time.perf_counter() - started
     del memories

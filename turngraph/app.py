@@ -14,9 +14,9 @@ from turngraph.settings import Settings
 from workers.extraction.models import Extractor
 from workers.extraction.offline import OfflineExtractor
 from workers.extraction.stats import ExtractionStats
+from workers.graph.bolt_store import BoltGraphStore
 from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
-from workers.graph.writer import GraphWriter
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.recall.worker import RecallWorker
@@ -57,6 +57,18 @@ def build_extractor(
     )
 
 
+def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> BoltGraphStore:
+    """The graph store on the process's driver, restricted to the ontology's labels and
+    relationship types (the configured ontology unless one is given)."""
+    ontology = ontology or load_ontology(clients.settings)
+    return BoltGraphStore(
+        clients.graph,
+        clients.graph_database,
+        entity_labels=ontology.labels(),
+        relation_types=ontology.relationship_types(),
+    )
+
+
 def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> IngestPipeline:
     """Schema set up (idempotent), writer and extractor wired; one per process.
 
@@ -70,15 +82,9 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         neo4j_only_statements(ontology.labels(), ontology.relationship_types()),
         clients.graph_database,
     )
-    writer = GraphWriter(
-        clients.graph,
-        clients.graph_database,
-        entity_labels=ontology.labels(),
-        relation_types=ontology.relationship_types(),
-    )
     return IngestPipeline(
         redis_client=clients.redis,
-        writer=writer,
+        store=build_graph_store(clients, ontology),
         extractor=extractor or build_extractor(clients.settings, clients.llm, ontology=ontology),
         changes_stream=clients.settings.changes_stream,
     )
@@ -110,8 +116,7 @@ def build_maintenance_worker(clients: Clients) -> SimpleWorker:
 def build_recall_worker(clients: Clients) -> RecallWorker:
     return RecallWorker(
         redis_client=clients.redis,
-        driver=clients.graph,
-        database=clients.graph_database,
+        store=build_graph_store(clients),
         requests_key=clients.settings.recall_requests_key,
         changes_stream=clients.settings.changes_stream,
         reply_ttl_s=clients.settings.recall_reply_ttl_s,

@@ -9,13 +9,13 @@ import time
 import pytest
 from rq.registry import StartedJobRegistry
 
-import schemas.ontology as ontology
+from schemas.changes import ScopeForgotten, decode_change
 from schemas.scopes import Scope
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
+from turngraph.app import build_graph_store
 from turngraph.clients import Clients
 from workers.graph.forget import decode_job_data, forget_scope, mentions_scope
 from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
-from workers.recall.memory import Change, ChangeOp
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +36,9 @@ def forget(clients: Clients, scope: Scope, key: str) -> dict[str, int]:
     settings = clients.settings
     return forget_scope(
         redis_client=clients.redis,
-        driver=clients.graph,
-        database=clients.graph_database,
+        store=build_graph_store(clients),
         scope=scope,
         key=key,
-        entity_labels=ontology.labels(),
         queues=[settings.ingest_queue, settings.maintenance_queue],
         changes_stream=settings.changes_stream,
     ).as_dict()
@@ -112,8 +110,7 @@ def test_forget_leaves_nothing_and_the_rest_as_if_never_ingested(
     if LATE_TURN.event_id in forgotten:  # still queued when forget ran
         assert report["jobs_deleted"] >= 1
     last = clients.redis.xrevrange(clients.settings.changes_stream, count=1)[0][1]
-    change = Change.from_fields(last)
-    assert (change.op, change.scope, change.scope_key) == (ChangeOp.FORGET, scope.value, key)
+    assert decode_change(last) == ScopeForgotten(scope=scope, scope_key=key)
 
 
 def test_forget_is_idempotent_and_touches_no_other_scope(clients: Clients) -> None:

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import threading
 
+from schemas.changes import ScopeForgotten
+from schemas.scopes import Scope
 from tests.support.recall import memory
 from workers.recall import index as index_module
 from workers.recall.index import MemoryIndex
-from workers.recall.memory import Change
 from workers.recall.text import tokenize
 
 WS_A = ("workspace", "ws_a")
@@ -79,7 +80,7 @@ def test_forget_removes_exactly_one_scope() -> None:
     assert _ids(index, index.lexical(WS_A, _query("alpha"), limit=5)) == ["s2"]
     assert index.forget("workspace", "ws_b") == 1
     assert not index.has_partition(WS_B)
-    index.apply(Change.forget("user", "u_1"))
+    index.apply(ScopeForgotten(scope=Scope.USER, scope_key="u_1"))
     assert len(index) == 0
 
 

@@ -13,7 +13,7 @@ from typing import IO
 
 from schemas.errors import TurngraphError
 from schemas.scopes import Scope
-from turngraph.app import load_ontology
+from turngraph.app import build_graph_store, load_ontology
 from turngraph.clients import Clients, build_clients, resolve_endpoints
 from turngraph.settings import Settings
 
@@ -110,11 +110,9 @@ def run_forget(args: argparse.Namespace) -> int:
         settings = clients.settings
         report = forget_scope(
             redis_client=clients.redis,
-            driver=clients.graph,
-            database=clients.graph_database,
+            store=build_graph_store(clients),
             scope=scope,
             key=args.key,
-            entity_labels=load_ontology(settings).labels(),
             queues=[settings.ingest_queue, settings.maintenance_queue],
             changes_stream=settings.changes_stream,
         )

@@ -24,9 +24,8 @@ import json
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-import neo4j
 import redis
 from rq.registry import (
     CanceledJobRegistry,
@@ -40,22 +39,12 @@ from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from producers.bounded_queue import ingested_key
+from schemas.changes import CHANGE_FIELD, ScopeForgotten, encode_change
 from schemas.defaults import CHANGES_MAXLEN
 from schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
-from workers.graph.retry import run_write
-from workers.graph.subgraph import (
-    EPISODE_SCOPE_PROPERTY,
-    Scope,
-    mentioned_ids,
-    own_node_ids,
-    scope_node_ids,
-    workspace_ids_of,
-)
-from workers.recall.memory import Change, MemoryScope
+from workers.graph.store import GraphStore
+from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
 from workers.tombstones import mark_forgotten
-
-DELETE_BATCH = 500
-"""Nodes per write transaction: a large scope is deleted in many small transactions."""
 
 SCAN_BATCH = 1_000
 """Jobs or stream entries read per round trip."""
@@ -67,57 +56,6 @@ _REGISTRIES = (
     ScheduledJobRegistry,
     CanceledJobRegistry,
 )
-
-PRUNE_FACTS = """
-UNWIND $ids AS id
-MATCH (a) WHERE elementId(a) = id
-MATCH (a)-[r]-() WHERE any(x IN r.episode_ids WHERE x IN $forgotten)
-WITH DISTINCT r
-WITH r, [x IN r.episode_ids WHERE NOT x IN $forgotten] AS after,
-     r.episode_ids[0] IN $forgotten AS stated_by_forgotten
-SET r.episode_ids = after,
-    r.statement = CASE WHEN stated_by_forgotten THEN '' ELSE r.statement END
-WITH r, after WHERE size(after) = 0
-DELETE r
-"""
-
-PRUNE_ENTITIES = """
-UNWIND $ids AS id
-MATCH (n) WHERE elementId(n) = id
-WITH n, [x IN n.episode_ids WHERE NOT x IN $forgotten] AS after,
-     n.episode_ids[0] IN $forgotten AS created_by_forgotten
-WHERE size(after) < size(n.episode_ids)
-SET n.episode_ids = after, n.mentions = size(after),
-    n.summary = CASE WHEN created_by_forgotten THEN '' ELSE n.summary END,
-    n.aliases = CASE WHEN created_by_forgotten THEN [] ELSE n.aliases END
-WITH n, after WHERE size(after) = 0
-DETACH DELETE n
-"""
-
-REACTIVATE_DECISIONS = """
-UNWIND $ids AS id
-MATCH (d:Decision) WHERE elementId(d) = id AND d.status = 'Superseded'
-  AND NOT EXISTS { MATCH (d)<-[:SUPERSEDES]-(:Decision) }
-SET d.status = 'Active'
-REMOVE d.invalid_at
-"""
-
-EVENT_IDS_BY_SCOPE = "MATCH (e:Episode {{{prop}: $key}}) RETURN e.event_id AS id"
-
-DELETE_NODES = "UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id DETACH DELETE n"
-
-SUPERSEDED_BY = """
-UNWIND $ids AS id
-MATCH (n) WHERE elementId(n) = id
-MATCH (n)-[:SUPERSEDES]->(old:Decision)
-RETURN DISTINCT elementId(old) AS id
-"""
-
-DELETE_EMPTY_WORKSPACES = """
-UNWIND $ids AS id
-MATCH (w:Workspace) WHERE elementId(w) = id AND NOT EXISTS { MATCH (w)<-[:IN_WORKSPACE]-() }
-DETACH DELETE w
-"""
 
 
 @dataclass
@@ -234,8 +172,8 @@ def purge_changes(conn: redis.Redis, stream: str, scope: Scope, key: str) -> int
         entries: Any = conn.xrange(stream, min=start, max="+", count=SCAN_BATCH)
         doomed = []
         for entry_id, fields in entries:
-            memory = fields.get(b"memory")
-            if memory is not None and mentions_scope(json.loads(memory), field, key):
+            change = fields.get(CHANGE_FIELD.encode())
+            if change is not None and mentions_scope(json.loads(change), field, key):
                 doomed.append(entry_id)
         if doomed:
             deleted += int(conn.xdel(stream, *doomed))
@@ -244,84 +182,12 @@ def purge_changes(conn: redis.Redis, stream: str, scope: Scope, key: str) -> int
         start = "(" + entries[-1][0].decode()
 
 
-# -- graph ------------------------------------------------------------------------------
-
-
-def scope_event_ids(
-    driver: neo4j.Driver, database: str | None, scope: Scope, key: str
-) -> list[str]:
-    prop = EPISODE_SCOPE_PROPERTY[scope]
-    records, _, _ = driver.execute_query(
-        EVENT_IDS_BY_SCOPE.format(prop=prop),
-        key=key,
-        database_=database,
-        routing_=neo4j.RoutingControl.READ,
-    )
-    return [r["id"] for r in records]
-
-
-def _write(driver: neo4j.Driver, database: str | None, query: str, **params: Any) -> int:
-    def work(tx: neo4j.ManagedTransaction) -> int:
-        summary = tx.run(query, params).consume()
-        return int(summary.counters.nodes_deleted)
-
-    return run_write(driver, database, work)
-
-
-def _ids_from(
-    driver: neo4j.Driver, database: str | None, query: str, ids: Sequence[str]
-) -> list[str]:
-    found: dict[str, None] = {}
-    for batch in _batches(ids, DELETE_BATCH):
-        records, _, _ = driver.execute_query(
-            query, ids=batch, database_=database, routing_=neo4j.RoutingControl.READ
-        )
-        found.update(dict.fromkeys(r["id"] for r in records))
-    return list(found)
-
-
-def forget_graph(
-    driver: neo4j.Driver,
-    database: str | None,
-    scope: Scope,
-    key: str,
-    entity_labels: Iterable[str],
-) -> tuple[int, int, list[str]]:
-    """Delete the scope from the graph: (nodes deleted, entities pruned, event ids)."""
-    forgotten = scope_event_ids(driver, database, scope, key)
-    own = own_node_ids(driver, database, scope, key, entity_labels)
-    own_set = set(own)
-    neighbours = [i for i in mentioned_ids(driver, database, own) if i not in own_set]
-    touched = [*own, *neighbours]
-    # Decisions a doomed decision superseded, and workspaces a doomed session was in:
-    # once the scope is gone they may stand alone again.
-    superseded = _ids_from(driver, database, SUPERSEDED_BY, touched)
-    workspaces = workspace_ids_of(driver, database, own)
-    deleted = pruned = 0
-    if forgotten:
-        for batch in _batches(neighbours, DELETE_BATCH):
-            _write(driver, database, PRUNE_FACTS, ids=batch, forgotten=forgotten)
-            pruned += _write(driver, database, PRUNE_ENTITIES, ids=batch, forgotten=forgotten)
-    # The scope node goes last: a rerun after a failure still finds the rest by key.
-    scope_nodes = set(scope_node_ids(driver, database, scope, key))
-    ordered = [i for i in own if i not in scope_nodes] + [i for i in own if i in scope_nodes]
-    for batch in _batches(ordered, DELETE_BATCH):
-        deleted += _write(driver, database, DELETE_NODES, ids=batch)
-    for batch in _batches(superseded, DELETE_BATCH):
-        _write(driver, database, REACTIVATE_DECISIONS, ids=batch)
-    for batch in _batches(workspaces, DELETE_BATCH):
-        deleted += _write(driver, database, DELETE_EMPTY_WORKSPACES, ids=batch)
-    return deleted, pruned, forgotten
-
-
 def forget_scope(
     *,
     redis_client: redis.Redis,
-    driver: neo4j.Driver,
-    database: str | None,
+    store: GraphStore,
     scope: Scope,
     key: str,
-    entity_labels: Iterable[str],
     queues: Sequence[str],
     changes_stream: str,
 ) -> ForgetReport:
@@ -330,15 +196,16 @@ def forget_scope(
     mark_forgotten(redis_client, scope.value, key)  # first: nothing of the scope lands later
     report.jobs_deleted = purge_jobs(redis_client, queues, scope, key)
     report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
-    deleted, pruned, forgotten = forget_graph(driver, database, scope, key, entity_labels)
-    report.nodes_deleted, report.entities_pruned = deleted, pruned
+    deletion = store.delete_scope(scope, key)
+    report.nodes_deleted, report.entities_pruned = deletion.nodes_deleted, deletion.entities_pruned
+    forgotten = deletion.event_ids
     report.in_flight = running_jobs(redis_client, queues, scope, key)
     # The job of an ingested turn is named after it; a batching worker may have claimed
     # it off the queue, so it is found by name rather than in a registry.
     for batch in _batches(forgotten, SCAN_BATCH):
         keys = [k for e in batch for k in (ingested_key(e), *_job_keys(e))]
         report.keys_deleted += int(redis_client.delete(*keys))
-    event: dict[Any, Any] = Change.forget(cast(MemoryScope, scope.value), key).to_fields()
+    event: dict[Any, Any] = encode_change(ScopeForgotten(scope=scope, scope_key=key))
     redis_client.xadd(
         changes_stream,
         event,

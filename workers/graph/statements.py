@@ -50,7 +50,8 @@ ON CREATE SET n.name = r.name, n.name_key = r.name_key, n.type = r.type,
   n.scope = r.scope, n.scope_key = r.scope_key, n.workspace = r.workspace,
   n.user = r.user, n.first_seen = r.occurred_at, n.last_seen = r.occurred_at,
   n.status = r.status, n.valid_at = r.occurred_at, n.summary = r.summary,
-  n.subject = r.subject, n.aliases = r.aliases, n.mentions = 0, n.episode_ids = []
+  n.subject = r.subject, n.topic = r.topic, n.aliases = r.aliases, n.mentions = 0,
+  n.episode_ids = []
 MERGE (e)-[m:MENTIONS]->(n)
 ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.event_id,
   n.last_seen = CASE WHEN r.occurred_at > n.last_seen THEN r.occurred_at ELSE n.last_seen END

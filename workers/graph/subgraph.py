@@ -15,6 +15,7 @@ from typing import Any
 import neo4j
 
 from schemas.scopes import Scope
+from workers.graph.errors import graph_errors
 from workers.graph.neo4j_only import quote_identifier
 
 FETCH_BATCH = 1_000
@@ -88,11 +89,18 @@ class Subgraph:
     """``event_id`` of every episode of the scope (not of mentioned neighbours)."""
 
 
+def _read(
+    driver: neo4j.Driver, database: str | None, query: str, **params: Any
+) -> list[neo4j.Record]:
+    with graph_errors("read scope"):
+        records, _, _ = driver.execute_query(
+            query, params, database_=database, routing_=neo4j.RoutingControl.READ
+        )
+    return records
+
+
 def _ids(driver: neo4j.Driver, database: str | None, query: str, **params: Any) -> list[str]:
-    records, _, _ = driver.execute_query(
-        query, params, database_=database, routing_=neo4j.RoutingControl.READ
-    )
-    return [record["id"] for record in records]
+    return [record["id"] for record in _read(driver, database, query, **params)]
 
 
 def scope_node_ids(driver: neo4j.Driver, database: str | None, scope: Scope, key: str) -> list[str]:
@@ -163,12 +171,7 @@ def workspace_ids_of(
 def read_nodes(driver: neo4j.Driver, database: str | None, ids: Sequence[str]) -> list[GraphNode]:
     nodes: list[GraphNode] = []
     for start in range(0, len(ids), FETCH_BATCH):
-        records, _, _ = driver.execute_query(
-            NODES_BY_ID,
-            ids=list(ids[start : start + FETCH_BATCH]),
-            database_=database,
-            routing_=neo4j.RoutingControl.READ,
-        )
+        records = _read(driver, database, NODES_BY_ID, ids=list(ids[start : start + FETCH_BATCH]))
         nodes += [
             GraphNode(r["id"], tuple(sorted(r["labels"])), dict(r["properties"])) for r in records
         ]
@@ -182,12 +185,8 @@ def read_relationships_among(
     members = set(ids)
     found: dict[str, GraphRelationship] = {}
     for start in range(0, len(ids), FETCH_BATCH):
-        records, _, _ = driver.execute_query(
-            RELATIONSHIPS_FROM,
-            ids=list(ids[start : start + FETCH_BATCH]),
-            database_=database,
-            routing_=neo4j.RoutingControl.READ,
-        )
+        batch = list(ids[start : start + FETCH_BATCH])
+        records = _read(driver, database, RELATIONSHIPS_FROM, ids=batch)
         for r in records:
             if r["end"] in members:
                 found[r["id"]] = GraphRelationship(

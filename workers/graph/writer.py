@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
 import neo4j
 import structlog
 
+from schemas.changes import MemoryRecord
 from schemas.turn_event import TurnEvent
-from workers.extraction.models import ExtractedEntity, Extraction
+from workers.extraction.models import ExtractedEntity
 from workers.graph import statements as cypher
 from workers.graph.keys import checked_label, checked_rel_type, entity_uid, normalise_name
+from workers.graph.recallable import (
+    DIRECTIVES_BY_UID,
+    EPISODES_BY_ID,
+    RECALLABLE_ENTITY_TYPES,
+    directive_memory,
+    display_topic,
+    episode_memory,
+)
 from workers.graph.retry import run_write
+from workers.graph.store import Batch, WriteReport
 
 log = structlog.get_logger(__name__)
 
@@ -26,15 +35,6 @@ CAPTION_CHARS = 60
 def iso(moment: datetime) -> str:
     """Timestamps are stored as fixed-format UTC ISO strings: portable and sortable."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass
-class WriteReport:
-    episodes: int = 0
-    entities: int = 0
-    facts: int = 0
-    dropped: int = 0
-    superseded: list[tuple[str, str]] = field(default_factory=list)
 
 
 def entity_scope(entity: ExtractedEntity, event: TurnEvent) -> tuple[str, str]:
@@ -102,7 +102,7 @@ class GraphWriter:
         self._labels = frozenset(checked_label(label) for label in entity_labels)
         self._relations = frozenset(checked_rel_type(rel) for rel in relation_types)
 
-    def write(self, batch: Sequence[tuple[TurnEvent, Extraction]]) -> WriteReport:
+    def write(self, batch: Batch) -> WriteReport:
         report = WriteReport()
         now = iso(datetime.now(UTC))
         episodes = [_episode_row(event, now) for event, _ in batch]
@@ -137,6 +137,7 @@ class GraphWriter:
                         "status": "Active",
                         "summary": entity.summary,
                         "subject": normalise_name("Topic", subject) if subject else None,
+                        "topic": display_topic(subject),
                         "aliases": list(entity.aliases),
                     },
                 )
@@ -173,7 +174,7 @@ class GraphWriter:
                     }
                 )
 
-        def work(tx: neo4j.ManagedTransaction) -> list[tuple[str, str]]:
+        def work(tx: neo4j.ManagedTransaction) -> tuple[list[tuple[str, str]], list[MemoryRecord]]:
             tx.run(cypher.UPSERT_WORKSPACES, rows=_first_per(episodes, "workspace")).consume()
             tx.run(cypher.UPSERT_SESSIONS, rows=_first_per(episodes, "session_id")).consume()
             tx.run(cypher.UPSERT_EPISODES, rows=episodes).consume()
@@ -195,10 +196,28 @@ class GraphWriter:
                 for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
                     result = tx.run(statement, rows=decisions)
                     superseded += [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
-            return superseded
+            return superseded, _read_back(tx, episodes, entities)
 
-        report.superseded = run_write(self._driver, self._database, work)
+        report.superseded, report.memories = run_write(self._driver, self._database, work)
         report.episodes = len(episodes)
         report.entities = sum(len(rows) for rows in entities.values())
         report.facts = sum(len(rows) for rows in facts.values())
         return report
+
+
+def _read_back(
+    tx: neo4j.ManagedTransaction,
+    episodes: list[dict[str, Any]],
+    entities: dict[str, dict[str, dict[str, Any]]],
+) -> list[MemoryRecord]:
+    """The recallable memories the batch made or touched, as the graph now holds them
+    (the same rows and mapper the recall bootstrap uses)."""
+    ids = [row["event_id"] for row in episodes]
+    memories = [episode_memory(rec) for rec in tx.run(EPISODES_BY_ID, ids=ids)]
+    for label in sorted(RECALLABLE_ENTITY_TYPES & entities.keys()):
+        statement = DIRECTIVES_BY_UID.format(label=label)
+        for rec in tx.run(statement, uids=sorted(entities[label])):
+            memory = directive_memory(label, rec)
+            if memory is not None:
+                memories.append(memory)
+    return memories

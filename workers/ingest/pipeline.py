@@ -12,12 +12,13 @@ import structlog
 
 from producers.bounded_queue import ingested_key
 from producers.redaction import redact_event
+from schemas.changes import encode_change
 from schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S
 from schemas.errors import BackendUnavailableError, InvalidPayloadError
 from schemas.turn_event import TurnEvent
 from schemas.validation import invalid_fields
 from workers.extraction.models import Extractor
-from workers.graph.writer import GraphWriter
+from workers.graph.store import GraphStore
 from workers.ingest.changes import changes_for
 from workers.tombstones import split_forgotten
 
@@ -60,12 +61,12 @@ class IngestPipeline:
         self,
         *,
         redis_client: redis.Redis,
-        writer: GraphWriter,
+        store: GraphStore,
         extractor: Extractor,
         changes_stream: str,
     ) -> None:
         self._redis = redis_client
-        self._writer = writer
+        self._store = store
         self._extractor = extractor
         self._changes_stream = changes_stream
 
@@ -84,14 +85,14 @@ class IngestPipeline:
         clean = [redact_event(event) for event in events]
         extractions = self._extractor.extract(clean)
         batch = list(zip(clean, extractions, strict=True))
-        report = self._writer.write(batch)
+        report = self._store.write(batch)
         dropped = report.dropped + sum(extraction.dropped for extraction in extractions)
         try:
             with self._redis.pipeline(transaction=False) as pipe:
-                for fields in changes_for(batch, report):
+                for change in changes_for(report):
                     pipe.xadd(
                         self._changes_stream,
-                        cast(Any, fields),
+                        cast(Any, encode_change(change)),
                         maxlen=CHANGES_MAXLEN,
                         approximate=True,
                     )

@@ -25,8 +25,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import cast
 
-from workers.recall.memory import Change, ChangeOp, Memory, MemoryScope
+from schemas.changes import ChangeEntry, MemoryRemoval, MemoryUpsert, ScopeForgotten, StatusChange
+from workers.recall.memory import Memory, MemoryScope
 from workers.recall.postings import (
     Partition,
     PartitionKey,
@@ -82,16 +84,16 @@ class MemoryIndex:
 
     # -- writing ---------------------------------------------------------------------
 
-    def apply(self, change: Change) -> None:
-        """Apply one parsed change-stream entry."""
-        if change.op is ChangeOp.UPSERT and change.memory is not None:
-            self.add(change.memory)
-        elif change.op is ChangeOp.REMOVE and change.memory_id:
+    def apply(self, change: ChangeEntry) -> None:
+        """Apply one validated change-stream entry."""
+        if isinstance(change, MemoryUpsert):
+            self.add(Memory.from_record(change.memory))
+        elif isinstance(change, MemoryRemoval):
             self.remove(change.memory_id)
-        elif change.op is ChangeOp.STATUS and change.memory_id and change.status:
+        elif isinstance(change, StatusChange):
             self.set_status(change.memory_id, change.status)
-        elif change.op is ChangeOp.FORGET and change.scope and change.scope_key:
-            self.forget(change.scope, change.scope_key)
+        elif isinstance(change, ScopeForgotten):
+            self.forget(cast(MemoryScope, change.scope.value), change.scope_key)
 
     def add(self, memory: Memory) -> None:
         """Insert or replace ``memory`` (same id: re-indexed only if its text changed)."""
@@ -219,6 +221,11 @@ class MemoryIndex:
         internal = self._ids.get(memory_id)
         doc = self._docs.get(internal) if internal is not None else None
         return doc.memory if doc is not None else None
+
+    def snapshot(self) -> dict[str, Memory]:
+        """Every memory held, by id (for comparing replicas)."""
+        with self._lock:
+            return {doc.memory.id: doc.memory for doc in self._docs.values()}
 
     def memory(self, internal: int) -> Memory | None:
         doc = self._docs.get(internal)

@@ -13,17 +13,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import neo4j
 import redis
 import structlog
 from pydantic import ValidationError
 
+from schemas.changes import decode_change
 from schemas.errors import InvalidPayloadError
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.validation import invalid_fields
-from workers.recall.bootstrap import all_memories
+from workers.recall.bootstrap import MemorySource, all_memories
 from workers.recall.index import MemoryIndex
-from workers.recall.memory import Change
 from workers.recall.search import render_memory_block, search
 
 log = structlog.get_logger(__name__)
@@ -56,15 +55,13 @@ class RecallWorker:
         self,
         *,
         redis_client: redis.Redis,
-        driver: neo4j.Driver,
-        database: str | None,
+        store: MemorySource,
         requests_key: str,
         changes_stream: str,
         reply_ttl_s: int,
     ) -> None:
         self._redis = redis_client
-        self._driver = driver
-        self._database = database
+        self._store = store
         self._requests_key = requests_key
         self._changes_stream = changes_stream
         self._reply_ttl_s = reply_ttl_s
@@ -79,7 +76,7 @@ class RecallWorker:
         """Load the graph, then catch up from the change stream position noted first."""
         last: Any = self._redis.xrevrange(self._changes_stream, count=1)
         self._last_change_id = last[0][0].decode() if last else "0-0"
-        loaded = self.index.add_many(all_memories(self._driver, self._database))
+        loaded = self.index.add_many(all_memories(self._store))
         self.apply_pending_changes(block_ms=None)
         log.info("recall_index_ready", memories=loaded)
         return loaded
@@ -94,7 +91,7 @@ class RecallWorker:
             for entry_id, fields in entries:
                 self._last_change_id = entry_id.decode()
                 try:
-                    self.index.apply(Change.from_fields(fields))
+                    self.index.apply(decode_change(fields))
                     applied += 1
                 except InvalidPayloadError:
                     self.counters.bad_changes += 1

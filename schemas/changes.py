@@ -1,0 +1,184 @@
+"""The ingest → recall change stream: one versioned entry per change, as JSON.
+
+Ingest and maintenance workers ``XADD`` one entry per change to the changes stream
+(``TURNGRAPH_CHANGES_STREAM``); every recall replica tails it and applies each entry to
+its in-memory index. An entry is one stream field, ``change``, holding the JSON of one of
+the models below, told apart by ``op``:
+
+- ``upsert``: a recallable memory, as the graph holds it after the write, optionally with
+  its embedding vector (and the model that made it);
+- ``status``: a memory's status changed (a decision was superseded, or is Active again);
+- ``remove``: one memory is gone;
+- ``forget``: a whole scope is gone (``turngraph forget``).
+
+Entries are built in one place (the graph store's mapper, ``workers/graph/recallable.py``,
+for memories) and validated where they are read (:func:`decode_change`). An incompatible
+change of any model bumps :data:`CHANGE_SCHEMA_VERSION`; a reader rejects (and counts)
+entries of a version it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from schemas.errors import InvalidPayloadError
+from schemas.scopes import Scope
+from schemas.validation import invalid_fields
+
+CHANGE_SCHEMA_VERSION: Literal[1] = 1
+"""Bumped on any incompatible change of the change-stream entries."""
+
+CHANGE_FIELD = "change"
+"""The one stream field of an entry; its value is the entry's JSON."""
+
+
+class MemoryKind(StrEnum):
+    """What a recallable memory is. Later kinds (summaries, decision records, recaps)
+    reuse the same upsert entry."""
+
+    EPISODE = "episode"
+    FACT = "fact"
+    DECISION_RECORD = "decision_record"
+    SUMMARY = "summary"
+    PROMOTED = "promoted"
+    RECAP = "recap"
+
+
+class MemoryStatus(StrEnum):
+    ACTIVE = "Active"
+    SUPERSEDED = "Superseded"
+
+
+class MemoryRecord(BaseModel):
+    """One recallable item, as the graph holds it.
+
+    ``scope`` is the level it lives at: an episode (turn) in its session (and so in its
+    workspace), facts and decision records in a workspace, a promoted memory may live at
+    user level (``workspace`` is then ``None``). ``entities`` holds the display names of
+    the entities it is about (sorted, for a stable wire form); readers normalise them.
+    ``created_at`` is when the memory first existed, ``source_created_at`` when its
+    latest source turn happened (recency decays from it).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=1_024)
+    text: str = Field(min_length=1)
+    kind: MemoryKind
+    scope: Scope
+    created_at: AwareDatetime
+    source_event_ids: tuple[str, ...] = Field(min_length=1)
+    session_id: str | None = None
+    workspace: str | None = None
+    user: str | None = None
+    status: str = MemoryStatus.ACTIVE.value
+    topic: str | None = None
+    source_created_at: AwareDatetime | None = None
+    entities: tuple[str, ...] = ()
+    turn_index: int | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _scope_keys_present(self) -> MemoryRecord:
+        if not self.text.strip():
+            raise ValueError("text is blank")
+        needed = {Scope.SESSION: self.session_id, Scope.WORKSPACE: self.workspace}
+        needed[Scope.USER] = self.user
+        if not needed[self.scope]:
+            raise ValueError(f"a {self.scope.value} memory needs its scope key")
+        if self.scope is Scope.SESSION and not self.workspace:
+            raise ValueError("a session memory needs its workspace")
+        return self
+
+
+class Embedding(BaseModel):
+    """A memory's vector and the model that made it (dimensions are the vector's length)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, max_length=256)
+    vector: tuple[float, ...] = Field(min_length=1)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = CHANGE_SCHEMA_VERSION
+
+
+class MemoryUpsert(_Entry):
+    """Insert or replace a memory (same ``memory.id``)."""
+
+    op: Literal["upsert"] = "upsert"
+    memory: MemoryRecord
+    embedding: Embedding | None = None
+
+
+class StatusChange(_Entry):
+    """A memory's status changed; its text did not."""
+
+    op: Literal["status"] = "status"
+    memory_id: str = Field(min_length=1)
+    status: str = Field(min_length=1)
+
+
+class MemoryRemoval(_Entry):
+    """One memory is gone."""
+
+    op: Literal["remove"] = "remove"
+    memory_id: str = Field(min_length=1)
+
+
+class ScopeForgotten(_Entry):
+    """Every memory of a session, workspace or user is gone."""
+
+    op: Literal["forget"] = "forget"
+    scope: Scope
+    scope_key: str = Field(min_length=1)
+
+
+ChangeEntry = Annotated[
+    MemoryUpsert | StatusChange | MemoryRemoval | ScopeForgotten, Field(discriminator="op")
+]
+"""Any one entry of the change stream."""
+
+_ENTRY: TypeAdapter[ChangeEntry] = TypeAdapter(ChangeEntry)
+
+
+def encode_change(entry: ChangeEntry) -> dict[str, str]:
+    """The stream fields of one entry: ``XADD <stream> * change <json>``."""
+    return {CHANGE_FIELD: entry.model_dump_json()}
+
+
+def decode_change(fields: Mapping[Any, Any]) -> ChangeEntry:
+    """Validate one stream entry (``bytes`` keys and values as redis-py returns them).
+
+    Raises :class:`InvalidPayloadError` naming the invalid fields, never their values.
+    """
+    raw = fields.get(CHANGE_FIELD, fields.get(CHANGE_FIELD.encode()))
+    if raw is None:
+        raise InvalidPayloadError(f"change entry has no {CHANGE_FIELD!r} field")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidPayloadError("change entry is not JSON") from None
+    if isinstance(data, dict) and data.get("schema_version") != CHANGE_SCHEMA_VERSION:
+        raise InvalidPayloadError("change entry of an unknown schema_version")
+    try:
+        return _ENTRY.validate_python(data)
+    except ValidationError as exc:
+        where = invalid_fields(exc, "change")
+        raise InvalidPayloadError(f"invalid change entry: {', '.join(where)}") from None

@@ -1,0 +1,86 @@
+"""The :class:`GraphStore` over Bolt: Neo4j 5 or the embedded ArcadeDB."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+
+import neo4j
+
+from schemas.changes import MemoryRecord
+from schemas.scopes import Scope
+from workers.graph.errors import graph_errors
+from workers.graph.recallable import (
+    DIRECTIVES_PAGE,
+    EPISODES_PAGE,
+    RECALLABLE_ENTITY_TYPES,
+    directive_memory,
+    episode_memory,
+)
+from workers.graph.scope_deletion import delete_scope
+from workers.graph.store import Batch, ScopeDeletion, WriteReport
+from workers.graph.subgraph import Subgraph, read_scope
+from workers.graph.writer import GraphWriter
+
+BOOTSTRAP_PAGE_SIZE = 5_000
+"""Episodes fetched per round trip while a recall replica bootstraps."""
+
+
+class BoltGraphStore:
+    """Writes, scope reads and deletes, and recall bootstrap reads, on one Bolt driver.
+
+    The driver belongs to the caller (``turngraph.clients.Clients``); labels and
+    relationship types are the ontology's allow-list.
+    """
+
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        database: str | None,
+        *,
+        entity_labels: Collection[str],
+        relation_types: Collection[str],
+    ) -> None:
+        self.driver = driver
+        self.database = database
+        self.entity_labels = frozenset(entity_labels)
+        self._writer = GraphWriter(
+            driver, database, entity_labels=entity_labels, relation_types=relation_types
+        )
+
+    def write(self, batch: Batch) -> WriteReport:
+        return self._writer.write(batch)
+
+    def read_scope(self, scope: Scope, key: str) -> Subgraph:
+        return read_scope(self.driver, self.database, scope, key, self.entity_labels)
+
+    def delete_scope(self, scope: Scope, key: str) -> ScopeDeletion:
+        return delete_scope(self.driver, self.database, scope, key, self.entity_labels)
+
+    def recallable_memories(self) -> Iterator[MemoryRecord]:
+        yield from self._episode_memories()
+        for label in sorted(RECALLABLE_ENTITY_TYPES & self.entity_labels):
+            for record in self._pages(DIRECTIVES_PAGE.format(label=label), "uid"):
+                memory = directive_memory(label, record)
+                if memory is not None:
+                    yield memory
+
+    def _episode_memories(self) -> Iterator[MemoryRecord]:
+        for record in self._pages(EPISODES_PAGE, "event_id"):
+            yield episode_memory(record)
+
+    def _pages(self, query: str, key: str) -> Iterator[neo4j.Record]:
+        """Every row of a paged read (``$after``/``$limit``, ordered by ``key``)."""
+        after = ""
+        while True:
+            with graph_errors("read recallable memories"):
+                records, _, _ = self.driver.execute_query(
+                    query,
+                    after=after,
+                    limit=BOOTSTRAP_PAGE_SIZE,
+                    database_=self.database,
+                    routing_=neo4j.RoutingControl.READ,
+                )
+            yield from records
+            if len(records) < BOOTSTRAP_PAGE_SIZE:
+                return
+            after = records[-1][key]

@@ -1,0 +1,156 @@
+"""Deleting a scope from the graph over Bolt (the graph half of ``turngraph forget``).
+
+The scope's own nodes (see :mod:`workers.graph.subgraph`) go with their relationships;
+elsewhere, the provenance its turns gave goes: an entity or fact that only these turns
+stated is deleted; one stated elsewhere too keeps only the other turns, and loses the
+summary or statement a forgotten turn wrote; a decision that only a forgotten decision
+had superseded is Active again. Idempotent: rerun after a failure and it finishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import neo4j
+
+from workers.graph.errors import graph_errors
+from workers.graph.retry import run_write
+from workers.graph.store import ScopeDeletion
+from workers.graph.subgraph import (
+    EPISODE_SCOPE_PROPERTY,
+    Scope,
+    mentioned_ids,
+    own_node_ids,
+    scope_node_ids,
+    workspace_ids_of,
+)
+
+DELETE_BATCH = 500
+"""Nodes per write transaction: a large scope is deleted in many small transactions."""
+
+
+def _batches(items: Sequence[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+PRUNE_FACTS = """
+UNWIND $ids AS id
+MATCH (a) WHERE elementId(a) = id
+MATCH (a)-[r]-() WHERE any(x IN r.episode_ids WHERE x IN $forgotten)
+WITH DISTINCT r
+WITH r, [x IN r.episode_ids WHERE NOT x IN $forgotten] AS after,
+     r.episode_ids[0] IN $forgotten AS stated_by_forgotten
+SET r.episode_ids = after,
+    r.statement = CASE WHEN stated_by_forgotten THEN '' ELSE r.statement END
+WITH r, after WHERE size(after) = 0
+DELETE r
+"""
+
+PRUNE_ENTITIES = """
+UNWIND $ids AS id
+MATCH (n) WHERE elementId(n) = id
+WITH n, [x IN n.episode_ids WHERE NOT x IN $forgotten] AS after,
+     n.episode_ids[0] IN $forgotten AS created_by_forgotten
+WHERE size(after) < size(n.episode_ids)
+SET n.episode_ids = after, n.mentions = size(after),
+    n.summary = CASE WHEN created_by_forgotten THEN '' ELSE n.summary END,
+    n.aliases = CASE WHEN created_by_forgotten THEN [] ELSE n.aliases END
+WITH n, after WHERE size(after) = 0
+DETACH DELETE n
+"""
+
+REACTIVATE_DECISIONS = """
+UNWIND $ids AS id
+MATCH (d:Decision) WHERE elementId(d) = id AND d.status = 'Superseded'
+  AND NOT EXISTS { MATCH (d)<-[:SUPERSEDES]-(:Decision) }
+SET d.status = 'Active'
+REMOVE d.invalid_at
+"""
+
+EVENT_IDS_BY_SCOPE = "MATCH (e:Episode {{{prop}: $key}}) RETURN e.event_id AS id"
+
+DELETE_NODES = "UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id DETACH DELETE n"
+
+SUPERSEDED_BY = """
+UNWIND $ids AS id
+MATCH (n) WHERE elementId(n) = id
+MATCH (n)-[:SUPERSEDES]->(old:Decision)
+RETURN DISTINCT elementId(old) AS id
+"""
+
+DELETE_EMPTY_WORKSPACES = """
+UNWIND $ids AS id
+MATCH (w:Workspace) WHERE elementId(w) = id AND NOT EXISTS { MATCH (w)<-[:IN_WORKSPACE]-() }
+DETACH DELETE w
+"""
+
+
+def scope_event_ids(
+    driver: neo4j.Driver, database: str | None, scope: Scope, key: str
+) -> list[str]:
+    prop = EPISODE_SCOPE_PROPERTY[scope]
+    with graph_errors("read scope turns"):
+        records, _, _ = driver.execute_query(
+            EVENT_IDS_BY_SCOPE.format(prop=prop),
+            key=key,
+            database_=database,
+            routing_=neo4j.RoutingControl.READ,
+        )
+    return [r["id"] for r in records]
+
+
+def _write(driver: neo4j.Driver, database: str | None, query: str, **params: Any) -> int:
+    def work(tx: neo4j.ManagedTransaction) -> int:
+        summary = tx.run(query, params).consume()
+        return int(summary.counters.nodes_deleted)
+
+    return run_write(driver, database, work)
+
+
+def _ids_from(
+    driver: neo4j.Driver, database: str | None, query: str, ids: Sequence[str]
+) -> list[str]:
+    found: dict[str, None] = {}
+    for batch in _batches(ids, DELETE_BATCH):
+        with graph_errors("read scope neighbours"):
+            records, _, _ = driver.execute_query(
+                query, ids=batch, database_=database, routing_=neo4j.RoutingControl.READ
+            )
+        found.update(dict.fromkeys(r["id"] for r in records))
+    return list(found)
+
+
+def delete_scope(
+    driver: neo4j.Driver,
+    database: str | None,
+    scope: Scope,
+    key: str,
+    entity_labels: Iterable[str],
+) -> ScopeDeletion:
+    """Delete the scope from the graph (see the module docstring)."""
+    forgotten = scope_event_ids(driver, database, scope, key)
+    own = own_node_ids(driver, database, scope, key, entity_labels)
+    own_set = set(own)
+    neighbours = [i for i in mentioned_ids(driver, database, own) if i not in own_set]
+    touched = [*own, *neighbours]
+    # Decisions a doomed decision superseded, and workspaces a doomed session was in:
+    # once the scope is gone they may stand alone again.
+    superseded = _ids_from(driver, database, SUPERSEDED_BY, touched)
+    workspaces = workspace_ids_of(driver, database, own)
+    deleted = pruned = 0
+    if forgotten:
+        for batch in _batches(neighbours, DELETE_BATCH):
+            _write(driver, database, PRUNE_FACTS, ids=batch, forgotten=forgotten)
+            pruned += _write(driver, database, PRUNE_ENTITIES, ids=batch, forgotten=forgotten)
+    # The scope node goes last: a rerun after a failure still finds the rest by key.
+    scope_nodes = set(scope_node_ids(driver, database, scope, key))
+    ordered = [i for i in own if i not in scope_nodes] + [i for i in own if i in scope_nodes]
+    for batch in _batches(ordered, DELETE_BATCH):
+        deleted += _write(driver, database, DELETE_NODES, ids=batch)
+    for batch in _batches(superseded, DELETE_BATCH):
+        _write(driver, database, REACTIVATE_DECISIONS, ids=batch)
+    for batch in _batches(workspaces, DELETE_BATCH):
+        deleted += _write(driver, database, DELETE_EMPTY_WORKSPACES, ids=batch)
+    return ScopeDeletion(nodes_deleted=deleted, entities_pruned=pruned, event_ids=forgotten)

@@ -1,0 +1,72 @@
+"""The graph-store boundary: what the ingest pipeline, forget and recall need of a graph.
+
+Two implementations behave the same for the pipeline: :class:`~workers.graph.bolt_store.
+BoltGraphStore` (Neo4j 5 or the embedded ArcadeDB, over Bolt) and
+:class:`~workers.graph.memory_store.InMemoryGraphStore` (a fake kept in the package for
+fast tests). ``tests/contract/test_graph_store.py`` runs the same assertions on both.
+
+Errors: a store raises only :mod:`schemas.errors` types: ``BackendUnavailableError`` (or
+another ``TransientError``) when the server is unreachable or busy, a ``PermanentError``
+when the request itself cannot succeed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from schemas.changes import MemoryRecord
+from schemas.scopes import Scope
+from schemas.turn_event import TurnEvent
+from workers.extraction.models import Extraction
+from workers.graph.subgraph import Subgraph
+
+Batch = Sequence[tuple[TurnEvent, Extraction]]
+"""Redacted turns with their extractions, written in one transaction."""
+
+
+@dataclass
+class WriteReport:
+    """What one batch write did. ``memories`` are the recallable memories the batch made or
+    touched, as the graph holds them after the write (for the change stream)."""
+
+    episodes: int = 0
+    entities: int = 0
+    facts: int = 0
+    dropped: int = 0
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    """(superseded uid, superseding uid) pairs."""
+    memories: list[MemoryRecord] = field(default_factory=list)
+
+
+@dataclass
+class ScopeDeletion:
+    """What deleting a scope from the graph did."""
+
+    nodes_deleted: int = 0
+    entities_pruned: int = 0
+    event_ids: list[str] = field(default_factory=list)
+    """The forgotten turns (their Redis markers and jobs are deleted by the caller)."""
+
+
+class GraphStore(Protocol):
+    """Write a batch, read a scope, delete a scope, and page through recallable memories."""
+
+    def write(self, batch: Batch) -> WriteReport:
+        """Write the batch in one transaction; idempotent on ``event_id`` (re-delivery
+        changes nothing), mentions counted once, decisions on a subject superseded."""
+        ...
+
+    def read_scope(self, scope: Scope, key: str) -> Subgraph:
+        """The scope's own nodes, what its episodes mention, the workspaces its sessions
+        are in, and the relationships among them."""
+        ...
+
+    def delete_scope(self, scope: Scope, key: str) -> ScopeDeletion:
+        """Delete the scope's own nodes and the provenance its turns gave elsewhere."""
+        ...
+
+    def recallable_memories(self) -> Iterator[MemoryRecord]:
+        """Every recallable memory (recall replica bootstrap), episodes first."""
+        ...
