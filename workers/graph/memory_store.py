@@ -109,7 +109,8 @@ class InMemoryGraphStore:
         node_id = self._keys.get(key)
         if node_id is None:
             node_id = f"n{next(self._ids)}"
-            self.nodes[node_id] = _Node(labels, dict(props))
+            # As on a graph server: setting a property to null leaves it unset.
+            self.nodes[node_id] = _Node(labels, {k: v for k, v in props.items() if v is not None})
             self._keys[key] = node_id
         return node_id
 
@@ -143,6 +144,8 @@ class InMemoryGraphStore:
         if created:
             props.update(valid_at=row["occurred_at"], status="Active", statement=row["statement"])
             props.update(episode_ids=[row["event_id"]], scope_key=row["scope_key"])
+            for name in [k for k, v in props.items() if v is None]:
+                del props[name]
         elif row["event_id"] not in props["episode_ids"]:
             props["episode_ids"] = [*props["episode_ids"], row["event_id"]]
 
