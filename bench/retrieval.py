@@ -40,11 +40,10 @@ from producers.bounded_queue import is_ingested
 from producers.recall_client import RecallClient
 from schemas.recall import ConversationTurn
 from schemas.turn_event import TurnEvent
-from turngraph.app import build_ingest_worker, build_pipeline, build_recall_worker
+from turngraph.app import build_ingest_worker, build_recall_worker
 from turngraph.clients import Clients, build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.settings import Settings
-from workers import runtime
 from workers.recall.worker import RecallWorker
 
 BENCH_SESSION = "bench_question_session"
@@ -70,9 +69,7 @@ def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, Recall
                 publisher.publish(turn)
             if not publisher.flush(timeout_s=60):
                 raise SystemExit("the publisher could not flush the dataset")
-        runtime.install(build_pipeline(clients))
         build_ingest_worker(clients).work(burst=True, with_scheduler=False, logging_level="WARNING")
-        runtime.install(None)
         missing = [t.event_id for t in turns if not is_ingested(clients.redis, t.event_id)]
         if missing:
             raise SystemExit(f"{len(missing)} turns were not ingested")

@@ -94,12 +94,16 @@ def ingest_queue(clients: Clients) -> Queue:
     return Queue(clients.settings.ingest_queue, connection=clients.redis, serializer=JSONSerializer)
 
 
-def build_ingest_worker(clients: Clients) -> BatchingIngestWorker:
-    """No fork per job (warm graph connections); consecutive turns batched per transaction."""
+def build_ingest_worker(
+    clients: Clients, pipeline: IngestPipeline | None = None
+) -> BatchingIngestWorker:
+    """No fork per job (warm graph connections); consecutive turns batched per transaction
+    through ``pipeline`` (built from ``clients`` when not given)."""
     queue = ingest_queue(clients)
     requeue_expired_claims(clients.redis, queue)
     return BatchingIngestWorker(
         [queue],
+        pipeline=pipeline or build_pipeline(clients),
         connection=clients.redis,
         serializer=JSONSerializer,
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,

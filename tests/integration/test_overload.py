@@ -8,9 +8,8 @@ import pytest
 from bench.overload import SHARED_EVENTS, overload_event, run_overload
 from producers.bounded_queue import mark_ingested
 from schemas.defaults import DropPolicy
-from turngraph.app import build_ingest_worker, build_pipeline
+from turngraph.app import build_ingest_worker
 from turngraph.clients import Clients
-from workers import runtime
 
 pytestmark = pytest.mark.integration
 
@@ -46,11 +45,7 @@ def test_overload_keeps_the_bound_and_counts_exactly(clients: Clients, policy: D
 
     queued = {v.decode() for v in clients.redis.lrange(f"rq:queue:{queue_name}", 0, -1)}
     assert len(queued) == stats.accepted
-    runtime.install(build_pipeline(clients))
-    try:
-        assert build_ingest_worker(clients).work(burst=True, with_scheduler=False)
-    finally:
-        runtime.install(None)
+    assert build_ingest_worker(clients).work(burst=True, with_scheduler=False)
     records, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) RETURN e.event_id AS id", database_=clients.graph_database
     )

@@ -58,4 +58,3 @@ def test_a_bootstrapped_replica_holds_what_the_stream_fed_one_holds(clients: Cli
     assert {m.status for m in decisions} == {"Active", "Superseded"}
     repeated = [m for m in decisions if len(m.source_event_ids) == 2]
     assert repeated and repeated[0].entities and repeated[0].topic
-

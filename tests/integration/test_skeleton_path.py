@@ -13,7 +13,6 @@ from schemas.recall import RecallRequest
 from tests.support.turns import turn
 from turngraph.app import build_ingest_worker, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
-from workers import runtime
 
 
 def _queue(clients: Clients) -> BoundedQueue:
@@ -21,11 +20,7 @@ def _queue(clients: Clients) -> BoundedQueue:
 
 
 def _drain(clients: Clients) -> None:
-    runtime.install(build_pipeline(clients))
-    try:
-        assert build_ingest_worker(clients).work(burst=True, with_scheduler=False)
-    finally:
-        runtime.install(None)
+    assert build_ingest_worker(clients).work(burst=True, with_scheduler=False)
 
 
 def _count(clients: Clients, query: str) -> int:
@@ -41,9 +36,7 @@ def test_same_event_published_twice_leaves_one_episode(clients: Clients) -> None
     # Re-published after ingest: counted as a duplicate, never enqueued again.
     assert queue.enqueue(event) is Outcome.DUPLICATE
     # Re-delivered anyway (at-least-once): the pipeline is idempotent.
-    runtime.install(build_pipeline(clients))
-    runtime.pipeline().ingest([event])
-    runtime.install(None)
+    build_pipeline(clients).ingest([event])
     assert _count(clients, "MATCH (e:Episode) RETURN count(e)") == 1
     assert _count(clients, "MATCH (:Episode)-[m:MENTIONS]->() RETURN count(m)") == 2
     assert _count(clients, "MATCH (f:File) RETURN sum(f.mentions)") == 1

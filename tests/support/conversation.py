@@ -13,9 +13,8 @@ from typing import Any
 
 from schemas.turn_event import TurnEvent
 from tests.support.turns import turn
-from turngraph.app import build_ingest_worker, build_pipeline
+from turngraph.app import build_ingest_worker
 from turngraph.clients import Clients
-from workers import runtime
 
 CONVERSATION: list[TurnEvent] = [
     turn("decision: retry uploads with exponential backoff in src/upload.py", 0, session="s1"),
@@ -44,11 +43,7 @@ def ingest(clients: Clients, events: Iterable[TurnEvent]) -> None:
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
     for event in events:
         queue.enqueue(event)
-    runtime.install(build_pipeline(clients))
-    try:
-        build_ingest_worker(clients).work(burst=True, with_scheduler=False)
-    finally:
-        runtime.install(None)
+    build_ingest_worker(clients).work(burst=True, with_scheduler=False)
 
 
 def publish(clients: Clients, events: Iterable[TurnEvent]) -> None:

@@ -25,7 +25,6 @@ from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
-from workers import runtime
 from workers.ingest.batching import BatchingIngestWorker
 
 log = structlog.get_logger(__name__)
@@ -87,9 +86,17 @@ def run_worker(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 recall.stop()
             return 0
-        runtime.install(build_pipeline(clients))
-        build = build_ingest_worker if args.kind == "ingest" else build_maintenance_worker
-        return supervise(lambda: build(clients), clients, burst=args.burst, settings=settings)
+        if args.kind == "ingest":
+            pipeline = build_pipeline(clients)  # one per process, kept across restarts
+
+            def build() -> SimpleWorker:
+                return build_ingest_worker(clients, pipeline)
+        else:
+
+            def build() -> SimpleWorker:
+                return build_maintenance_worker(clients)
+
+        return supervise(build, clients, burst=args.burst, settings=settings)
     finally:
         clients.close()
 

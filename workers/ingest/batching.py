@@ -15,11 +15,17 @@ failure, retry); claimed jobs are bookkept here:
 - after a crash (SIGKILL), :func:`requeue_expired_claims`, run at every worker start and
   between batches, puts expired claims back on the queue. Writes are idempotent, so a
   claimed turn that was already written is harmless when re-ingested.
+
+The worker holds its pipeline (given at construction) and runs it itself: RQ performs the
+dequeued job as an :class:`IngestJob`, whose body is the batch the worker bound to it (the
+job's own turn first, then the claimed ones, each validated once). Only jobs naming the
+allow-listed ingest function run; RQ's success, failure and retry handling stay as they are.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -28,12 +34,12 @@ from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
 
-from producers.bounded_queue import rq_timestamp
+from producers.bounded_queue import INGEST_FUNCTION, rq_timestamp
 from schemas.defaults import FAILURE_TTL_S
-from schemas.errors import InvalidPayloadError
+from schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
 from schemas.keys import CLAIMS_TEMPLATE, RQ_JOB_PREFIX
-from workers import runtime
-from workers.ingest.pipeline import parse_payload
+from schemas.turn_event import TurnEvent
+from workers.ingest.pipeline import IngestPipeline, parse_payload
 
 log = structlog.get_logger(__name__)
 
@@ -85,12 +91,48 @@ def requeue_expired_claims(conn: redis.Redis, queue: Queue, now: float | None = 
     return int(count)
 
 
-class BatchingIngestWorker(SimpleWorker):
-    """A :class:`rq.SimpleWorker` (no fork per job) that batches consecutive ingest jobs."""
+class UnknownJobError(PermanentError):
+    """A job on the ingest queue names a function other than the ingest entry."""
 
-    max_batch = DEFAULT_MAX_BATCH
+
+class IngestJob(Job):
+    """A job as the batching worker performs it: the batch the worker bound, not an import
+    of whatever function the job hash names."""
+
+    batch: Callable[[], dict[str, int]] | None = None
+
+    def _execute(self) -> Any:
+        if self.func_name != INGEST_FUNCTION:
+            self.retries_left = 0
+            raise UnknownJobError("the ingest worker runs only ingest jobs")
+        if self.batch is None:
+            raise ConfigurationError("ingest job performed without a bound batch")
+        try:
+            return self.batch()
+        except PermanentError:
+            self.retries_left = 0  # RQ reads this when it handles the failure: no retry
+            raise
+
+
+class BatchingIngestWorker(SimpleWorker):
+    """A :class:`rq.SimpleWorker` (no fork per job) that batches consecutive ingest jobs
+    through the :class:`IngestPipeline` it is given."""
+
+    job_class = IngestJob
     in_flight: tuple[str, ...] = ()
     """Ids of the batch being ingested (the dequeued job first); empty between batches."""
+
+    def __init__(
+        self,
+        queues: Sequence[Queue],
+        *,
+        pipeline: IngestPipeline,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(list(queues), job_class=IngestJob, **kwargs)
+        self.pipeline = pipeline
+        self.max_batch = max_batch
 
     def run_maintenance_tasks(self) -> None:
         """RQ's registry cleaning, plus requeueing expired claims while the queue is idle."""
@@ -107,21 +149,28 @@ class BatchingIngestWorker(SimpleWorker):
         )
         self.in_flight = (job.id, *claimed)
         extras, invalid = self._payloads(claimed)
-        runtime.set_batch_extras([payload for _, payload in extras])
+        events = [event for _, event in extras]
+        if isinstance(job, IngestJob):
+            job.batch = lambda: self._ingest(job, events)
         try:
             super().execute_job(job, queue)
         finally:
-            leftovers = runtime.take_batch_extras()
+            if isinstance(job, IngestJob):
+                job.batch = None
         jobs = [claimed_job for claimed_job, _ in extras]
-        if leftovers is not None:
-            # The dequeued job never ran its function (or failed before using the batch).
-            self._give_back(queue, jobs)
-        elif job.get_status(refresh=True) == "finished":
+        if job.get_status(refresh=True) == "finished":
             self._finish(queue, jobs, invalid)
         else:
+            # The dequeued job failed (or never ran): the claimed turns go back as they were.
             self._give_back(queue, jobs)
         self._fail_invalid(queue, invalid)
         self.in_flight = ()
+
+    def _ingest(self, job: Job, claimed: list[TurnEvent]) -> dict[str, int]:
+        """The dequeued job's turn and the claimed ones, in one pipeline call."""
+        if not job.args:
+            raise InvalidPayloadError("ingest job has no payload")
+        return self.pipeline.ingest([parse_payload(job.args[0]), *claimed]).as_counts()
 
     def requeue_in_flight(self) -> int:
         """After this worker lost Redis mid-batch: put its batch back at the queue's head at
@@ -150,16 +199,19 @@ class BatchingIngestWorker(SimpleWorker):
         )
         return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 
-    def _payloads(self, ids: list[str]) -> tuple[list[tuple[Job, Any]], list[str]]:
+    def _payloads(self, ids: list[str]) -> tuple[list[tuple[Job, TurnEvent]], list[str]]:
+        """The claimed jobs with their validated turns, and the ids of those that are not
+        ingest jobs with a valid payload."""
         jobs = Job.fetch_many(ids, connection=self.connection, serializer=self.serializer)
-        valid: list[tuple[Job, Any]] = []
+        valid: list[tuple[Job, TurnEvent]] = []
         invalid: list[str] = []
         for job_id, claimed_job in zip(ids, jobs, strict=True):
             try:
                 if claimed_job is None or not claimed_job.args:
                     raise InvalidPayloadError("claimed job has no payload")
-                parse_payload(claimed_job.args[0])
-                valid.append((claimed_job, claimed_job.args[0]))
+                if claimed_job.func_name != INGEST_FUNCTION:
+                    raise InvalidPayloadError("claimed job is not an ingest job")
+                valid.append((claimed_job, parse_payload(claimed_job.args[0])))
             except InvalidPayloadError:
                 invalid.append(job_id)
         return valid, invalid
