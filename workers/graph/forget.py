@@ -41,6 +41,7 @@ from rq.serializers import JSONSerializer
 from producers.bounded_queue import ingested_key
 from schemas.changes import CHANGE_FIELD, ScopeForgotten, encode_change
 from schemas.defaults import CHANGES_MAXLEN
+from schemas.errors import BackendUnavailableError
 from schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
 from workers.graph.store import GraphStore
 from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
@@ -191,7 +192,32 @@ def forget_scope(
     queues: Sequence[str],
     changes_stream: str,
 ) -> ForgetReport:
-    """Delete everything of the scope from Redis and the graph, then tell recall."""
+    """Delete everything of the scope from Redis and the graph, then tell recall.
+
+    Raises only ``schemas.errors`` types; after any error, forget again (idempotent).
+    """
+    try:
+        return _forget_scope(
+            redis_client=redis_client,
+            store=store,
+            scope=scope,
+            key=key,
+            queues=queues,
+            changes_stream=changes_stream,
+        )
+    except redis.RedisError as exc:
+        raise BackendUnavailableError("redis unavailable during forget: run it again") from exc
+
+
+def _forget_scope(
+    *,
+    redis_client: redis.Redis,
+    store: GraphStore,
+    scope: Scope,
+    key: str,
+    queues: Sequence[str],
+    changes_stream: str,
+) -> ForgetReport:
     report = ForgetReport()
     mark_forgotten(redis_client, scope.value, key)  # first: nothing of the scope lands later
     report.jobs_deleted = purge_jobs(redis_client, queues, scope, key)

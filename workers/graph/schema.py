@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import neo4j
 import structlog
 
+from workers.graph.errors import graph_errors
 from workers.graph.keys import checked_label
 
 log = structlog.get_logger(__name__)
@@ -57,7 +58,8 @@ def schema_statements(entity_labels: Iterable[str]) -> list[str]:
 def ensure_schema(driver: neo4j.Driver, database: str | None, entity_labels: Iterable[str]) -> int:
     """Create every constraint and index that is missing; returns how many were sent."""
     statements = schema_statements(entity_labels)
-    for statement in statements:
-        driver.execute_query(statement, database_=database)
+    with graph_errors("set up the graph schema"):
+        for statement in statements:
+            driver.execute_query(statement, database_=database)
     log.info("graph_schema_ready", statements=len(statements))
     return len(statements)

@@ -106,7 +106,7 @@ def _write(driver: neo4j.Driver, database: str | None, query: str, **params: Any
         summary = tx.run(query, params).consume()
         return int(summary.counters.nodes_deleted)
 
-    return run_write(driver, database, work)
+    return run_write(driver, database, work, action="delete a scope")
 
 
 def _ids_from(

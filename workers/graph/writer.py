@@ -63,7 +63,9 @@ class GraphWriter:
             return superseded, _read_back(tx, episodes, entities)
 
         report = WriteReport(dropped=plan.dropped)
-        report.superseded, report.memories = run_write(self._driver, self._database, work)
+        report.superseded, report.memories = run_write(
+            self._driver, self._database, work, action="write a batch"
+        )
         report.episodes = len(episodes)
         report.entities = sum(len(rows) for rows in entities.values())
         report.facts = sum(len(rows) for rows in facts.values())
