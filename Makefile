@@ -7,12 +7,14 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml producers/typescript/package-lock.json
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
 	if command -v npm >/dev/null; then npm ci --prefix ops/cypher-lint --no-audit --no-fund --silent; fi
+	# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
+	if command -v npm >/dev/null; then npm ci --prefix producers/typescript --no-audit --no-fund --silent; fi
 	touch $(STAMP)
 
 ## Run the whole system on embedded defaults, show the demo, keep serving until Ctrl-C.
@@ -34,6 +36,11 @@ typecheck: install
 ## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
 test: lint typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+## Re-export the JSON Schemas from the pydantic models and the TypeScript types from them.
+schemas: install
+	$(PY) -m schemas.export
+	npm run --silent types --prefix producers/typescript
 
 unit: install
 	$(VENV)/bin/pytest -q tests/unit

@@ -1,6 +1,9 @@
-"""The stdio bridge: JSON lines in, JSON lines out, for editors not written in Python.
+"""The bridge core: typed requests in, typed replies out, for every client of the producer.
 
-An extension spawns ``turngraph bridge`` once per window and writes one request per line::
+``turngraph bridge`` (stdio JSON lines, ``producers.bridge_io``) and ``turngraph mcp`` (the
+MCP server) both answer through :meth:`Bridge.handle_request`, so consent, scope hashing,
+validation and the fail-open deadline are decided in one place. An extension writes one
+request per line::
 
     {"id": 1, "op": "publish", "event": {"session_id": "...", "workspace": "/path",
      "user": "me", "turn_index": 3, "role": "user", "content": "...",
@@ -9,57 +12,57 @@ An extension spawns ``turngraph bridge`` once per window and writes one request 
     {"id": 3, "op": "flush", "timeout_s": 2}
     {"id": 4, "op": "status"}
 
-Every line gets exactly one reply line with the seed bridge's contract: ``success`` and,
+Every request gets exactly one reply with the seed bridge's contract: ``success`` and,
 on failure, ``error_code``, ``user_message`` and ``remediation`` (never chat text or
-secrets). A malformed line is answered with a typed error; the bridge never crashes on
-input. Raw scope keys are hashed here (``producers.scopes``) before anything leaves.
+secrets). The models and their JSON Schemas are in ``schemas.bridge``. Raw scope keys are
+hashed here (``producers.scopes``) before anything leaves.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Any, BinaryIO, Protocol
 
 import structlog
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from producers.bridge_io import decode_line, encode_reply, read_lines
 from producers.consent import ConsentStore
 from producers.publisher import Publisher
 from producers.scopes import ScopeHasher
-from schemas.recall import RecallResponse
+from schemas.bridge import (
+    MAX_FLUSH_TIMEOUT_S,
+    REQUEST_MODELS,
+    BridgeErrorCode,
+    Clamped,
+    ErrorReply,
+    FlushReply,
+    FlushRequest,
+    PublishReply,
+    PublishRequest,
+    RecallBridgeRequest,
+    RecallReply,
+    StatusReply,
+    StatusRequest,
+)
+from schemas.recall import CLAMPED_RECALL_OPTIONS, RecallResponse, clamp_option
 from schemas.turn_event import TurnEvent
 from schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
 
+BridgeError = BridgeErrorCode
+"""Error codes of the bridge's replies (defined with the contract in ``schemas.bridge``)."""
+
 MAX_LINE_CHARS = 1_000_000
 """Longer request lines are refused (a turn's content is at most 200k characters)."""
 
-MAX_LINE_BYTES = 4 * MAX_LINE_CHARS
-"""A line read from stdin is cut (and refused) past this many bytes, so memory stays bounded."""
-
 RECONNECT_EVERY_S = 2.0
 """Without a backend, the bridge looks for one at most this often."""
-
-DEFAULT_FLUSH_TIMEOUT_S = 2.0
-"""``flush`` waits this long unless the request says otherwise (capped at 30 s)."""
-
-
-class BridgeError(str, Enum):
-    """Error codes of the bridge's replies."""
-
-    INVALID_JSON = "INVALID_JSON"
-    INVALID_ENCODING = "INVALID_ENCODING"
-    INVALID_REQUEST = "INVALID_REQUEST"
-    UNKNOWN_OP = "UNKNOWN_OP"
-    CONSENT_REQUIRED = "CONSENT_REQUIRED"
-    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
 class Recaller(Protocol):
@@ -72,30 +75,20 @@ class Recaller(Protocol):
         ...
 
 
-def error_reply(code: BridgeError, user_message: str, remediation: str) -> dict[str, Any]:
+def error_reply(code: BridgeErrorCode, user_message: str, remediation: str) -> dict[str, Any]:
     """A failure in the seed bridge's contract."""
-    return {
-        "success": False,
-        "error_code": code.value,
-        "user_message": user_message,
-        "remediation": remediation,
-    }
+    return ErrorReply(
+        error_code=code, user_message=user_message, remediation=remediation
+    ).model_dump(mode="json", exclude_none=True)
+
+
+def _failure(code: BridgeErrorCode, user_message: str, remediation: str) -> ErrorReply:
+    return ErrorReply(error_code=code, user_message=user_message, remediation=remediation)
 
 
 def _invalid_fields(exc: ValidationError) -> str:
     """Names of the invalid fields only: pydantic's messages may quote the input."""
     return ", ".join(invalid_fields(exc, "(root)"))
-
-
-_RECALL_OPTIONS = (
-    "scopes",
-    "conversation_context",
-    "max_results",
-    "max_tokens",
-    "half_life_days",
-    "include_superseded",
-    "deadline_ms",
-)
 
 
 @dataclass(frozen=True)
@@ -108,7 +101,7 @@ class Backend:
 
 
 class Bridge:
-    """Answers request lines.
+    """Answers requests.
 
     ``publisher`` / ``recaller`` may be None when no Redis is known at start-up: with
     ``connect`` given, the bridge asks it again (at most every ``RECONNECT_EVERY_S``) until
@@ -135,33 +128,45 @@ class Bridge:
         self._queue_status = queue_status
         self._connect = connect
         self._last_connect = -RECONNECT_EVERY_S
-        self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        self._ops: dict[str, Callable[[Any], BaseModel]] = {
             "publish": self.publish,
             "recall": self.recall,
             "flush": self.flush,
             "status": self.status,
         }
 
-    # -- lines ---------------------------------------------------------------------------
+    @property
+    def hasher(self) -> ScopeHasher:
+        """How this bridge hashes raw scope keys."""
+        return self._hasher
+
+    # -- requests ------------------------------------------------------------------------
 
     def handle_line(self, line: str) -> dict[str, Any]:
         """One request line in, one reply object out; never raises."""
+        if len(line) > MAX_LINE_CHARS:
+            return error_reply(
+                BridgeError.INVALID_REQUEST,
+                "the request line is too long",
+                f"send at most {MAX_LINE_CHARS} characters per line",
+            )
+        try:
+            request = json.loads(line)
+        except ValueError:
+            return error_reply(
+                BridgeError.INVALID_JSON,
+                "the request line is not valid JSON",
+                "send one JSON object per line",
+            )
+        return self.handle_request(request, line=line)
+
+    def handle_request(self, request: Any, *, line: str | None = None) -> dict[str, Any]:
+        """One decoded request (a JSON object) in, one reply object out; never raises.
+
+        ``line`` is the request's JSON text when the caller has it (saves re-encoding).
+        """
         request_id: Any = None
         try:
-            if len(line) > MAX_LINE_CHARS:
-                return error_reply(
-                    BridgeError.INVALID_REQUEST,
-                    "the request line is too long",
-                    f"send at most {MAX_LINE_CHARS} characters per line",
-                )
-            try:
-                request = json.loads(line)
-            except ValueError:
-                return error_reply(
-                    BridgeError.INVALID_JSON,
-                    "the request line is not valid JSON",
-                    "send one JSON object per line",
-                )
             if not isinstance(request, dict):
                 return error_reply(
                     BridgeError.INVALID_REQUEST,
@@ -171,66 +176,47 @@ class Bridge:
             raw_id = request.get("id")
             if isinstance(raw_id, str | int) and not isinstance(raw_id, bool):
                 request_id = raw_id
-            op = request.get("op")
-            handler = self._ops.get(op) if isinstance(op, str) else None
-            if handler is not None:
-                self._ensure_backend()
-            if handler is None:
-                reply = error_reply(
-                    BridgeError.UNKNOWN_OP,
-                    "unknown or missing op",
-                    f"use one of: {', '.join(self._ops)}",
-                )
-            else:
-                reply = handler(request)
+            reply = self._dispatch(request, line)
         except Exception as exc:  # the bridge must outlive any bug
             log.error("bridge_internal_error", error=type(exc).__name__)
-            reply = error_reply(
+            reply = _failure(
                 BridgeError.INTERNAL_ERROR,
                 "the bridge failed on this request",
                 "retry; if it persists, report it with the bridge's log",
             )
-        if request_id is not None:
-            reply = {"id": request_id, **reply}
-        return reply
+        answer = reply.model_dump(mode="json", exclude_none=True)
+        answer.pop("id", None)
+        return {"id": request_id, **answer} if request_id is not None else answer
 
-    def handle_bytes(self, raw: bytes) -> dict[str, Any]:
-        """One request line as bytes: decoded as UTF-8 here, whatever the locale says, so
-        invalid bytes are one ``INVALID_ENCODING`` reply and never an exception."""
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return error_reply(
-                BridgeError.INVALID_ENCODING,
-                "the request line is not valid UTF-8",
-                "encode every line as UTF-8",
+    def _dispatch(self, request: dict[str, Any], line: str | None) -> BaseModel:
+        op = request.get("op")
+        model = REQUEST_MODELS.get(op) if isinstance(op, str) else None
+        if model is None or not isinstance(op, str):
+            return _failure(
+                BridgeError.UNKNOWN_OP,
+                "unknown or missing op",
+                f"use one of: {', '.join(self._ops)}",
             )
-        return self.handle_line(line)
+        try:
+            # Strict JSON validation: the types a client writes are the types the schema says.
+            typed = model.model_validate_json(line if line is not None else json.dumps(request))
+        except ValidationError as exc:
+            what = "turn event" if op == "publish" else f"{op} request"
+            return _failure(
+                BridgeError.INVALID_REQUEST,
+                f"invalid {what}: {_invalid_fields(exc)}",
+                f"fix the named fields (see schemas/json/bridge_{op}_request.schema.json)",
+            )
+        self._ensure_backend()
+        return self._ops[op](typed)
 
     def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
-        """Answer every line until end of input, then flush and close the publisher.
+        """Answer JSON lines until end of input (see :func:`serve`)."""
+        return serve(self, lines_in, lines_out)
 
-        Reads and writes bytes (``sys.stdin.buffer``, ``sys.stdout.buffer``): decoding per
-        line means one bad line costs that line only, and every earlier reply is already
-        written and flushed.
-        """
-        try:
-            for raw in read_lines(lines_in):
-                if raw is None:
-                    reply = error_reply(
-                        BridgeError.INVALID_REQUEST,
-                        "the request line is too long",
-                        f"send at most {MAX_LINE_CHARS} characters per line",
-                    )
-                elif not raw.strip():
-                    continue
-                else:
-                    reply = self.handle_bytes(raw)
-                lines_out.write(encode_reply(reply))
-                lines_out.flush()
-        finally:
-            self.close()
-        return 0
+    def handle_bytes(self, raw: bytes) -> dict[str, Any]:
+        """One request line as bytes (see :func:`handle_bytes`)."""
+        return handle_bytes(self, raw)
 
     def close(self) -> None:
         """Deliver what is buffered (bounded wait) and stop the publisher."""
@@ -258,8 +244,10 @@ class Bridge:
     # -- ops -----------------------------------------------------------------------------
 
     def build_event(self, raw: Any) -> TurnEvent:
-        """A TurnEvent from the editor's fields, with raw scope keys hashed; raises
-        ``ValidationError`` or ``ValueError``."""
+        """A TurnEvent from the editor's fields (a dict or a ``BridgeTurn``), with raw scope
+        keys hashed; raises ``ValidationError`` or ``ValueError``."""
+        if isinstance(raw, BaseModel):
+            raw = raw.model_dump(exclude_none=True)
         if not isinstance(raw, dict):
             raise ValueError("event must be an object")
         fields = dict(raw)
@@ -270,27 +258,22 @@ class Bridge:
         fields["session_id"] = self._hasher.session(fields["session_id"])
         fields["workspace"] = self._hasher.workspace(fields["workspace"])
         fields["user"] = self._hasher.user(fields["user"])
-        fields.setdefault("occurred_at", datetime.now(UTC).isoformat())
+        fields.setdefault("occurred_at", datetime.now(UTC))
         return TurnEvent.model_validate(fields)
 
-    def publish(self, request: dict[str, Any]) -> dict[str, Any]:
+    def publish(self, request: PublishRequest) -> BaseModel:
         """Op ``publish``: validate, hash, check consent, buffer (fire-and-forget)."""
         try:
-            event = self.build_event(request.get("event"))
-        except ValidationError as exc:
-            return error_reply(
+            event = self.build_event(request.event)
+        except (ValidationError, ValueError) as exc:
+            fields = _invalid_fields(exc) if isinstance(exc, ValidationError) else str(exc)
+            return _failure(
                 BridgeError.INVALID_REQUEST,
-                f"invalid turn event: {_invalid_fields(exc)}",
-                "fix the named fields (see schemas/json/turn_event.schema.json)",
-            )
-        except ValueError as exc:
-            return error_reply(
-                BridgeError.INVALID_REQUEST,
-                f"invalid turn event: {exc}",
-                "send session_id, workspace and user as strings",
+                f"invalid turn event: {fields}",
+                "fix the named fields (see schemas/json/bridge_publish_request.schema.json)",
             )
         if not self._consent.is_enabled(event.workspace, self._endpoint):
-            return error_reply(
+            return _failure(
                 BridgeError.CONSENT_REQUIRED,
                 "publishing is not enabled for this workspace",
                 "run: turngraph consent enable --workspace <path>",
@@ -298,101 +281,119 @@ class Bridge:
         if self._publisher is None:
             return _backend_unavailable()
         buffered = self._publisher.publish(event)
-        reply: dict[str, Any] = {"success": True, "event_id": event.event_id, "buffered": buffered}
-        if not buffered:
-            reply["dropped"] = "local_buffer_full"
-        return reply
+        return PublishReply(
+            event_id=event.event_id,
+            buffered=buffered,
+            dropped=None if buffered else "local_buffer_full",
+        )
 
-    def recall(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Op ``recall``: hash the scope keys and ask the recall workers (fails open)."""
-        query = request.get("query")
-        if not isinstance(query, str) or not query.strip():
-            return error_reply(
-                BridgeError.INVALID_REQUEST, "query must be a non-empty string", "send a query"
-            )
-        options: dict[str, Any] = {k: request[k] for k in _RECALL_OPTIONS if k in request}
+    def recall(self, request: RecallBridgeRequest) -> BaseModel:
+        """Op ``recall``: clamp the options, hash the scope keys, ask the recall workers
+        (fails open within the deadline)."""
+        options: dict[str, Any] = {}
+        clamped: dict[str, Clamped] = {}
+        for name in ("scopes", "conversation_context", "include_superseded"):
+            value = getattr(request, name)
+            if value is not None:
+                options[name] = value
+        for name in CLAMPED_RECALL_OPTIONS:
+            value = getattr(request, name)
+            if value is None:
+                continue
+            used = clamp_option(name, value)
+            used = int(used) if isinstance(value, int) else used
+            if used != value:
+                clamped[name] = Clamped(requested=value, used=used)
+            options[name] = used
         for name, hash_key in (
             ("session_id", self._hasher.session),
             ("workspace", self._hasher.workspace),
             ("user", self._hasher.user),
         ):
-            value = request.get(name)
-            if value is None:
-                continue
-            if not isinstance(value, str) or not value:
-                return error_reply(
-                    BridgeError.INVALID_REQUEST,
-                    f"invalid recall request: {name}",
-                    f"send {name} as a non-empty string",
-                )
-            options[name] = hash_key(value)
+            value = getattr(request, name)
+            if value is not None:
+                options[name] = hash_key(value)
         if self._recaller is None:
-            return _backend_unavailable()
-        try:
-            response = self._recaller.recall(query, **options)
-        except (TypeError, ValueError, ValidationError):
-            return error_reply(
-                BridgeError.INVALID_REQUEST,
-                "invalid recall options",
-                "check the types of max_results, max_tokens, scopes and deadline_ms",
-            )
-        return response.model_dump(mode="json", exclude_none=True)
-
-    def flush(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Op ``flush``: wait (bounded) until buffered events are answered by Redis."""
-        timeout = request.get("timeout_s", DEFAULT_FLUSH_TIMEOUT_S)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
-            return error_reply(
-                BridgeError.INVALID_REQUEST, "timeout_s must be a number >= 0", "e.g. 2"
-            )
-        if self._publisher is None:
-            return _backend_unavailable()
-        if self._publisher.flush(min(float(timeout), 30.0)):
-            return {"success": True, "pending": 0}
-        reply = _backend_unavailable()
-        reply["pending"] = self._publisher.pending
+            reply: BaseModel = _backend_unavailable()
+        else:
+            response = self._recaller.recall(request.query, **options)
+            reply = RecallReply.model_validate(response.model_dump())
+        if clamped:
+            reply = reply.model_copy(update={"clamped": clamped})
         return reply
 
-    def status(self, request: dict[str, Any]) -> dict[str, Any]:
+    def flush(self, request: FlushRequest) -> BaseModel:
+        """Op ``flush``: wait (bounded) until buffered events are answered by Redis."""
+        timeout = min(request.timeout_s, MAX_FLUSH_TIMEOUT_S)
+        clamped = (
+            {"timeout_s": Clamped(requested=request.timeout_s, used=timeout)}
+            if timeout != request.timeout_s
+            else None
+        )
+        if self._publisher is None:
+            return _backend_unavailable().model_copy(update={"clamped": clamped})
+        if self._publisher.flush(timeout):
+            return FlushReply(clamped=clamped)
+        return _backend_unavailable().model_copy(
+            update={"pending": self._publisher.pending, "clamped": clamped}
+        )
+
+    def status(self, request: StatusRequest) -> BaseModel:
         """Op ``status``: this bridge's publisher counters and the shared queue counters."""
-        reply: dict[str, Any] = {"success": True, "endpoint": self._endpoint}
+        reply = StatusReply(endpoint=self._endpoint, redis_available=False)
         if self._publisher is not None:
-            reply["publisher"] = self._publisher.stats().as_dict()
-            reply["redis_available"] = self._publisher.redis_available
-        else:
-            reply["redis_available"] = False
+            reply.publisher = self._publisher.stats().as_dict()
+            reply.redis_available = self._publisher.redis_available
         if self._queue_status is not None:
             try:
-                reply["queue"] = dict(self._queue_status())
+                reply.queue = dict(self._queue_status())
             except Exception as exc:  # status must answer even when Redis does not
-                reply["queue"] = None
-                reply["degraded"] = [f"queue_status_{type(exc).__name__}"]
+                reply.queue = None
+                reply.degraded = [f"queue_status_{type(exc).__name__}"]
         return reply
 
 
-def read_lines(stream: BinaryIO) -> Iterator[bytes | None]:
-    """Lines of ``stream`` as bytes; a line longer than ``MAX_LINE_BYTES`` is skipped to its
-    end and yielded as None (bounded memory, and the next line is read intact)."""
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):
-                raw = stream.readline(MAX_LINE_BYTES)
-            yield None
-            continue
-        yield raw
-
-
-def encode_reply(reply: dict[str, Any]) -> bytes:
-    """One reply line: ASCII-only JSON (non-ASCII text is \\u-escaped), whatever the locale."""
-    return (json.dumps(reply, ensure_ascii=True) + "\n").encode("ascii")
-
-
-def _backend_unavailable() -> dict[str, Any]:
-    return error_reply(
+def _backend_unavailable() -> ErrorReply:
+    return _failure(
         BridgeError.BACKEND_UNAVAILABLE,
         "memory is unavailable right now",
         "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL)",
     )
+
+
+def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
+    """Answer every line of ``lines_in`` until its end, then close the bridge.
+
+    Reads and writes bytes (``sys.stdin.buffer``, ``sys.stdout.buffer``): decoding per line
+    means one bad line costs that line only, and every earlier reply is already written
+    and flushed.
+    """
+    try:
+        for raw in read_lines(lines_in):
+            if raw is None:
+                reply = error_reply(
+                    BridgeError.INVALID_REQUEST,
+                    "the request line is too long",
+                    f"send at most {MAX_LINE_CHARS} characters per line",
+                )
+            elif not raw.strip():
+                continue
+            else:
+                reply = handle_bytes(bridge, raw)
+            lines_out.write(encode_reply(reply))
+            lines_out.flush()
+    finally:
+        bridge.close()
+    return 0
+
+
+def handle_bytes(bridge: Bridge, raw: bytes) -> dict[str, Any]:
+    """One request line as bytes: invalid UTF-8 is one ``INVALID_ENCODING`` reply."""
+    line = decode_line(raw)
+    if line is None:
+        return error_reply(
+            BridgeError.INVALID_ENCODING,
+            "the request line is not valid UTF-8",
+            "encode every line as UTF-8",
+        )
+    return bridge.handle_line(line)

@@ -15,8 +15,20 @@ DEFAULT_DEADLINE_MS = 750
 """How long a client waits for an answer before it fails open."""
 
 
-def _clamp(value: float, low: float, high: float) -> float:
-    return max(low, min(high, value))
+CLAMPED_RECALL_OPTIONS: dict[str, tuple[float, float | None]] = {
+    "max_results": (1, 50),
+    "max_tokens": (100, None),
+    "half_life_days": (0.5, 90.0),
+    "deadline_ms": (1, 60_000),
+}
+"""Recall options clamped into ``(low, high)`` (None: no upper bound) instead of rejected."""
+
+
+def clamp_option(name: str, value: float) -> float:
+    """``value`` moved into the range of option ``name``."""
+    low, high = CLAMPED_RECALL_OPTIONS[name]
+    value = max(low, value)
+    return value if high is None else min(high, value)
 
 
 class ScopeName(str, Enum):
@@ -59,17 +71,17 @@ class RecallRequest(BaseModel):
     @field_validator("max_results", mode="after")
     @classmethod
     def _clamp_results(cls, value: int) -> int:
-        return int(_clamp(value, 1, 50))
+        return int(clamp_option("max_results", value))
 
     @field_validator("max_tokens", mode="after")
     @classmethod
     def _min_tokens(cls, value: int) -> int:
-        return max(100, value)
+        return int(clamp_option("max_tokens", value))
 
     @field_validator("half_life_days", mode="after")
     @classmethod
     def _clamp_half_life(cls, value: float) -> float:
-        return _clamp(value, 0.5, 90.0)
+        return clamp_option("half_life_days", value)
 
 
 class ScoreBreakdown(BaseModel):

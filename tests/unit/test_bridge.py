@@ -152,9 +152,9 @@ def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Bridge) ->
 def test_an_overlong_line_is_refused_and_the_next_line_answered(
     bridge: Bridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import producers.bridge as bridge_module
+    import producers.bridge_io as bridge_io
 
-    monkeypatch.setattr(bridge_module, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(bridge_io, "MAX_LINE_BYTES", 64)
     long_line = b'{"op": "status", "pad": "' + b"x" * 500 + b'"}\n'
     lines_in = io.BytesIO(long_line + b'{"op": "status", "id": 9}\n')
     lines_out = io.BytesIO()
@@ -312,3 +312,62 @@ def test_a_bridge_started_before_redis_connects_later(
     assert bridge.handle_line('{"op": "status"}')["publisher"]["published"] == 0
     assert len(attempts) == 2  # connected: no more attempts
     bridge.close()
+
+
+def test_out_of_range_recall_options_are_clamped_and_reported(bridge: Bridge) -> None:
+    reply = bridge.handle_line(
+        json.dumps(
+            {"id": "c", "op": "recall", "query": "q", "max_results": 500, "half_life_days": 0.1}
+        )
+    )
+    assert reply["success"] is True and reply["id"] == "c"
+    assert reply["clamped"] == {
+        "max_results": {"requested": 500, "used": 50},
+        "half_life_days": {"requested": 0.1, "used": 0.5},
+    }
+    recaller = bridge._recaller
+    assert isinstance(recaller, FakeRecaller)
+    assert recaller.calls[-1][1]["max_results"] == 50
+    in_range = bridge.handle_line('{"op": "recall", "query": "q", "max_results": 7}')
+    assert "clamped" not in in_range and recaller.calls[-1][1]["max_results"] == 7
+
+
+def test_flush_timeout_above_the_cap_is_clamped_and_reported(bridge: Bridge) -> None:
+    reply = bridge.handle_line('{"op": "flush", "timeout_s": 600}')
+    assert reply["success"] is True
+    assert reply["clamped"] == {"timeout_s": {"requested": 600.0, "used": 30.0}}
+
+
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        ({"op": "recall", "query": "q", "max_results": "5"}, "max_results"),  # strict types
+        ({"op": "recall", "query": "q", "max_result": 5}, "max_result"),  # a typo is an error
+        ({"op": "status", "verbose": True}, "verbose"),
+        ({"op": "publish", "event": _event(occurred_at="2026-01-01T00:00:00")}, "occurred_at"),
+        ({"op": "publish", "event": _event(turn_index="3")}, "turn_index"),
+        ({"op": "flush", "timeout_s": -1}, "timeout_s"),
+    ],
+)
+def test_requests_are_checked_as_the_schema_says(
+    bridge: Bridge, request_: dict[str, Any], field: str
+) -> None:
+    reply = bridge.handle_line(json.dumps({"id": 5, **request_}))
+    assert reply["error_code"] == "INVALID_REQUEST" and reply["id"] == 5
+    assert field in reply["user_message"]
+
+
+def test_every_reply_matches_its_reply_model(bridge: Bridge) -> None:
+    from pydantic import TypeAdapter
+
+    from schemas.bridge import REPLY_MODELS
+
+    lines = {
+        "publish": json.dumps({"id": 1, "op": "publish", "event": _event()}),
+        "recall": '{"id": 2, "op": "recall", "query": "q", "max_tokens": 5}',
+        "flush": '{"id": 3, "op": "flush", "timeout_s": 0}',
+        "status": '{"id": 4, "op": "status"}',
+    }
+    for op, line in lines.items():
+        reply = bridge.handle_line(line)
+        TypeAdapter(REPLY_MODELS[op][0] | REPLY_MODELS[op][1]).validate_python(reply)

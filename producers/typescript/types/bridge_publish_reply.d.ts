@@ -1,0 +1,71 @@
+/* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
+
+export type BridgePublishReply = PublishReply | ErrorReply;
+/**
+ * False when this bridge's local buffer was full.
+ */
+export type Buffered = boolean;
+export type Dropped = "local_buffer_full" | null;
+export type EventId = string;
+export type Id = (string | number) | null;
+export type Success = true;
+/**
+ * Options that were out of range, clamped into it.
+ */
+export type Clamped = {
+  [k: string]: Clamped1;
+} | null;
+export type Requested = number;
+export type Used = number;
+/**
+ * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
+ *
+ * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed.
+ */
+export type BridgeErrorCode =
+  | "INVALID_JSON"
+  | "INVALID_ENCODING"
+  | "INVALID_REQUEST"
+  | "UNKNOWN_OP"
+  | "CONSENT_REQUIRED"
+  | "BACKEND_UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_AVAILABLE"
+  | "CONFIRMATION_REQUIRED"
+  | "INTERNAL_ERROR";
+export type Id1 = (string | number) | null;
+/**
+ * flush: events still buffered.
+ */
+export type Pending = number | null;
+export type Remediation = string;
+export type Success1 = false;
+export type UserMessage = string;
+
+export interface PublishReply {
+  buffered: Buffered;
+  dropped?: Dropped;
+  event_id: EventId;
+  id?: Id;
+  success?: Success;
+}
+/**
+ * Any failure: the seed bridge's contract (never chat text or secrets).
+ */
+export interface ErrorReply {
+  clamped?: Clamped;
+  error_code: BridgeErrorCode;
+  id?: Id1;
+  pending?: Pending;
+  remediation: Remediation;
+  success?: Success1;
+  user_message: UserMessage;
+}
+/**
+ * An option outside its range: what was asked and what was used.
+ */
+export interface Clamped1 {
+  requested: Requested;
+  used: Used;
+}

@@ -1,0 +1,139 @@
+/* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
+
+export type BridgeRecallReply = RecallReply | ErrorReply;
+/**
+ * Options that were out of range, clamped into it.
+ */
+export type Clamped = {
+  [k: string]: Clamped1;
+} | null;
+export type Requested = number;
+export type Used = number;
+export type Degraded = string[];
+export type ErrorCode = "INVALID_REQUEST" | "DEADLINE_EXCEEDED" | "BACKEND_UNAVAILABLE" | "INTERNAL_ERROR";
+export type Id = (string | number) | null;
+/**
+ * The results rendered as a <memory> block, ready to put in a prompt and framed as optional background context; empty when there are no results.
+ */
+export type MemoryBlock = string;
+export type Remediation = string | null;
+export type RequestId = string;
+export type ResultCount = number;
+export type CreatedAt = string;
+export type Kind = string;
+export type Scope = "session" | "workspace" | "user";
+export type ContextBoost = number;
+export type FinalScore = number;
+export type GraphScore = number;
+export type LexicalScore = number;
+export type RecencyMultiplier = number;
+export type ScopeMultiplier = number;
+export type SemanticScore = number;
+export type StatusMultiplier = number;
+export type SourceCreatedAt = string | null;
+/**
+ * @minItems 1
+ */
+export type SourceEventIds = [string, ...string[]];
+export type Status = string;
+export type Text = string;
+export type Tokens = number;
+export type Topic = string | null;
+export type Results = RecallResult[];
+export type SchemaVersion = 1;
+export type Success = boolean;
+export type TookMs = number;
+export type TotalTokens = number;
+export type UserMessage = string | null;
+/**
+ * Options that were out of range, clamped into it.
+ */
+export type Clamped2 = {
+  [k: string]: Clamped1;
+} | null;
+/**
+ * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
+ *
+ * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed.
+ */
+export type BridgeErrorCode =
+  | "INVALID_JSON"
+  | "INVALID_ENCODING"
+  | "INVALID_REQUEST"
+  | "UNKNOWN_OP"
+  | "CONSENT_REQUIRED"
+  | "BACKEND_UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_AVAILABLE"
+  | "CONFIRMATION_REQUIRED"
+  | "INTERNAL_ERROR";
+export type Id1 = (string | number) | null;
+/**
+ * flush: events still buffered.
+ */
+export type Pending = number | null;
+export type Remediation1 = string;
+export type Success1 = false;
+export type UserMessage1 = string;
+
+/**
+ * A RecallResponse (success, or a fail-open failure with ``degraded``), plus ``id``.
+ */
+export interface RecallReply {
+  clamped?: Clamped;
+  degraded?: Degraded;
+  error_code?: ErrorCode | null;
+  id?: Id;
+  memory_block?: MemoryBlock;
+  remediation?: Remediation;
+  request_id: RequestId;
+  result_count?: ResultCount;
+  results?: Results;
+  schema_version?: SchemaVersion;
+  success: Success;
+  took_ms?: TookMs;
+  total_tokens?: TotalTokens;
+  user_message?: UserMessage;
+}
+/**
+ * An option outside its range: what was asked and what was used.
+ */
+export interface Clamped1 {
+  requested: Requested;
+  used: Used;
+}
+export interface RecallResult {
+  created_at: CreatedAt;
+  kind?: Kind;
+  scope: Scope;
+  score: ScoreBreakdown;
+  source_created_at?: SourceCreatedAt;
+  source_event_ids: SourceEventIds;
+  status?: Status;
+  text: Text;
+  tokens: Tokens;
+  topic?: Topic;
+}
+export interface ScoreBreakdown {
+  context_boost?: ContextBoost;
+  final_score: FinalScore;
+  graph_score?: GraphScore;
+  lexical_score?: LexicalScore;
+  recency_multiplier: RecencyMultiplier;
+  scope_multiplier?: ScopeMultiplier;
+  semantic_score: SemanticScore;
+  status_multiplier: StatusMultiplier;
+}
+/**
+ * Any failure: the seed bridge's contract (never chat text or secrets).
+ */
+export interface ErrorReply {
+  clamped?: Clamped2;
+  error_code: BridgeErrorCode;
+  id?: Id1;
+  pending?: Pending;
+  remediation: Remediation1;
+  success?: Success1;
+  user_message: UserMessage1;
+}

@@ -1,0 +1,53 @@
+/* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
+
+export type ConversationContext = ConversationTurn[] | null;
+export type Content = string;
+export type Role = "user" | "assistant" | "system" | "tool";
+/**
+ * How long to wait (default 750). Out of range (1..60000) it is clamped and named in `clamped`.
+ */
+export type DeadlineMs = number | null;
+/**
+ * Recency half-life (default 14). Out of range (0.5..90.0) it is clamped and named in `clamped`.
+ */
+export type HalfLifeDays = number | null;
+export type Id = (string | number) | null;
+export type IncludeSuperseded = boolean | null;
+/**
+ * Results wanted (default 5). Out of range (1..50) it is clamped and named in `clamped`.
+ */
+export type MaxResults = number | null;
+/**
+ * Token budget of the results (default 1000). Out of range (>= 100) it is clamped and named in `clamped`.
+ */
+export type MaxTokens = number | null;
+export type Op = "recall";
+export type Query = string;
+export type Scopes = ScopeName[] | null;
+export type ScopeName = "session" | "workspace" | "user" | "auto";
+export type SessionId = string | null;
+export type User = string | null;
+export type Workspace = string | null;
+
+/**
+ * Op ``recall``: search the memory; answers within ``deadline_ms`` (fails open).
+ */
+export interface BridgeRecallRequest {
+  conversation_context?: ConversationContext;
+  deadline_ms?: DeadlineMs;
+  half_life_days?: HalfLifeDays;
+  id?: Id;
+  include_superseded?: IncludeSuperseded;
+  max_results?: MaxResults;
+  max_tokens?: MaxTokens;
+  op: Op;
+  query: Query;
+  scopes?: Scopes;
+  session_id?: SessionId;
+  user?: User;
+  workspace?: Workspace;
+}
+export interface ConversationTurn {
+  content: Content;
+  role: Role;
+}

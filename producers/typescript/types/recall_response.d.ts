@@ -1,0 +1,74 @@
+/* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
+
+export type Degraded = string[];
+export type ErrorCode = "INVALID_REQUEST" | "DEADLINE_EXCEEDED" | "BACKEND_UNAVAILABLE" | "INTERNAL_ERROR";
+/**
+ * The results rendered as a <memory> block, ready to put in a prompt and framed as optional background context; empty when there are no results.
+ */
+export type MemoryBlock = string;
+export type Remediation = string | null;
+export type RequestId = string;
+export type ResultCount = number;
+export type CreatedAt = string;
+export type Kind = string;
+export type Scope = "session" | "workspace" | "user";
+export type ContextBoost = number;
+export type FinalScore = number;
+export type GraphScore = number;
+export type LexicalScore = number;
+export type RecencyMultiplier = number;
+export type ScopeMultiplier = number;
+export type SemanticScore = number;
+export type StatusMultiplier = number;
+export type SourceCreatedAt = string | null;
+/**
+ * @minItems 1
+ */
+export type SourceEventIds = [string, ...string[]];
+export type Status = string;
+export type Text = string;
+export type Tokens = number;
+export type Topic = string | null;
+export type Results = RecallResult[];
+export type SchemaVersion = 1;
+export type Success = boolean;
+export type TookMs = number;
+export type TotalTokens = number;
+export type UserMessage = string | null;
+
+export interface RecallResponse {
+  degraded?: Degraded;
+  error_code?: ErrorCode | null;
+  memory_block?: MemoryBlock;
+  remediation?: Remediation;
+  request_id: RequestId;
+  result_count?: ResultCount;
+  results?: Results;
+  schema_version?: SchemaVersion;
+  success: Success;
+  took_ms?: TookMs;
+  total_tokens?: TotalTokens;
+  user_message?: UserMessage;
+}
+export interface RecallResult {
+  created_at: CreatedAt;
+  kind?: Kind;
+  scope: Scope;
+  score: ScoreBreakdown;
+  source_created_at?: SourceCreatedAt;
+  source_event_ids: SourceEventIds;
+  status?: Status;
+  text: Text;
+  tokens: Tokens;
+  topic?: Topic;
+}
+export interface ScoreBreakdown {
+  context_boost?: ContextBoost;
+  final_score: FinalScore;
+  graph_score?: GraphScore;
+  lexical_score?: LexicalScore;
+  recency_multiplier: RecencyMultiplier;
+  scope_multiplier?: ScopeMultiplier;
+  semantic_score: SemanticScore;
+  status_multiplier: StatusMultiplier;
+}

@@ -1,0 +1,270 @@
+"""The stdio bridge's contract: what an editor sends to ``turngraph bridge`` and gets back.
+
+These differ from the wire models (``TurnEvent``, ``RecallRequest``) in what a client
+holds: **raw** scope keys (a workspace path, a session id, a user name: the bridge hashes
+them), an optional ``occurred_at`` (default: now), and an ``id`` echoed in the reply.
+Requests are strict (JSON types as written, unknown fields rejected) so a typo in an
+option is an error, not a silently ignored field. Exported to ``schemas/json/bridge_*``.
+
+Out-of-range recall options are **clamped and reported**: the reply's ``clamped`` names
+each option that was changed, with the value asked for and the value used. Each clamped
+option carries its range in the JSON Schema as ``x-clamped-to``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictInt,
+    StrictStr,
+)
+
+from schemas.recall import (
+    CLAMPED_RECALL_OPTIONS,
+    ConversationTurn,
+    ErrorCode,
+    RecallResponse,
+    ScopeName,
+)
+from schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, GitInfo, Reference, Role
+
+MAX_RAW_KEY_CHARS = 4_096
+"""Longest raw scope key (a workspace path) the bridge hashes."""
+
+MAX_FLUSH_TIMEOUT_S = 30.0
+"""``flush`` waits at most this long; a longer ``timeout_s`` is clamped and reported."""
+
+RequestId = Annotated[
+    StrictStr | StrictInt,
+    Field(description="Any string or integer; echoed unchanged in the reply."),
+]
+RawKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_RAW_KEY_CHARS,
+        description="A raw scope key (e.g. the workspace folder's path); the bridge hashes "
+        "it with the installation's salt before anything leaves this machine.",
+    ),
+]
+
+_REQUEST_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True)
+_REPLY_CONFIG = ConfigDict(extra="forbid")
+
+
+class BridgeErrorCode(str, Enum):
+    """Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
+
+    ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+    ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed.
+    """
+
+    INVALID_JSON = "INVALID_JSON"
+    INVALID_ENCODING = "INVALID_ENCODING"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    UNKNOWN_OP = "UNKNOWN_OP"
+    CONSENT_REQUIRED = "CONSENT_REQUIRED"
+    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    NOT_AVAILABLE = "NOT_AVAILABLE"
+    CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+class BridgeTurn(BaseModel):
+    """A finished turn as an editor sends it: ``TurnEvent`` with raw scope keys."""
+
+    model_config = _REQUEST_CONFIG
+
+    event_id: str = Field(
+        default="",
+        pattern=r"^([A-Za-z0-9_-]{1,128})?$",
+        description="Idempotency key; default: a stable hash of session, turn index and role.",
+    )
+    session_id: RawKey
+    workspace: RawKey
+    user: RawKey
+    turn_index: int = Field(ge=0, le=10_000_000)
+    role: Role
+    speaker: str = Field(default="", max_length=100)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    occurred_at: AwareDatetime | None = Field(
+        default=None, description="ISO 8601 with a timezone; default: when the bridge reads it."
+    )
+    client: ClientInfo
+    git: GitInfo | None = None
+    references: tuple[Reference, ...] = Field(default=(), max_length=100)
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    tags: tuple[str, ...] = Field(default=(), max_length=50)
+
+
+class PublishRequest(BaseModel):
+    """Op ``publish``: validate, hash, check consent, buffer (fire-and-forget)."""
+
+    model_config = _REQUEST_CONFIG
+
+    id: RequestId | None = None
+    op: Literal["publish"]
+    event: BridgeTurn
+
+
+def _clamped(option: str, description: str) -> Any:
+    low, high = CLAMPED_RECALL_OPTIONS[option]
+    bounds: dict[str, JsonValue] = {"minimum": low}
+    if high is not None:
+        bounds["maximum"] = high
+    to = f"{low}..{high}" if high is not None else f">= {low}"
+    return Field(
+        default=None,
+        description=f"{description} Out of range ({to}) it is clamped and named in `clamped`.",
+        json_schema_extra={"x-clamped-to": bounds},
+    )
+
+
+class RecallBridgeRequest(BaseModel):
+    """Op ``recall``: search the memory; answers within ``deadline_ms`` (fails open)."""
+
+    model_config = _REQUEST_CONFIG
+
+    id: RequestId | None = None
+    op: Literal["recall"]
+    query: str = Field(min_length=1, max_length=4_000)
+    session_id: RawKey | None = None
+    workspace: RawKey | None = None
+    user: RawKey | None = None
+    scopes: tuple[ScopeName, ...] | None = None
+    conversation_context: tuple[ConversationTurn, ...] | None = Field(default=None, max_length=20)
+    max_results: int | None = _clamped("max_results", "Results wanted (default 5).")
+    max_tokens: int | None = _clamped("max_tokens", "Token budget of the results (default 1000).")
+    half_life_days: float | None = _clamped("half_life_days", "Recency half-life (default 14).")
+    include_superseded: bool | None = None
+    deadline_ms: int | None = _clamped("deadline_ms", "How long to wait (default 750).")
+
+
+class FlushRequest(BaseModel):
+    """Op ``flush``: wait (bounded) until buffered events are taken by Redis."""
+
+    model_config = _REQUEST_CONFIG
+
+    id: RequestId | None = None
+    op: Literal["flush"]
+    timeout_s: float = Field(
+        default=2.0,
+        ge=0,
+        description=f"Seconds to wait; above {MAX_FLUSH_TIMEOUT_S:g} it is clamped and "
+        "named in `clamped`.",
+        json_schema_extra={"x-clamped-to": {"minimum": 0, "maximum": MAX_FLUSH_TIMEOUT_S}},
+    )
+
+
+class StatusRequest(BaseModel):
+    """Op ``status``: this bridge's counters and the shared queue's."""
+
+    model_config = _REQUEST_CONFIG
+
+    id: RequestId | None = None
+    op: Literal["status"]
+
+
+BridgeRequest = Annotated[
+    PublishRequest | RecallBridgeRequest | FlushRequest | StatusRequest,
+    Field(discriminator="op"),
+]
+"""One request line."""
+
+REQUEST_MODELS: dict[str, type[BaseModel]] = {
+    "publish": PublishRequest,
+    "recall": RecallBridgeRequest,
+    "flush": FlushRequest,
+    "status": StatusRequest,
+}
+"""Op name -> request model."""
+
+
+class Clamped(BaseModel):
+    """An option outside its range: what was asked and what was used."""
+
+    model_config = _REPLY_CONFIG
+
+    requested: float
+    used: float
+
+
+ClampedOptions = Annotated[
+    dict[str, Clamped] | None,
+    Field(description="Options that were out of range, clamped into it."),
+]
+
+
+class ErrorReply(BaseModel):
+    """Any failure: the seed bridge's contract (never chat text or secrets)."""
+
+    model_config = _REPLY_CONFIG
+
+    id: RequestId | None = None
+    success: Literal[False] = False
+    error_code: BridgeErrorCode
+    user_message: str
+    remediation: str
+    pending: int | None = Field(default=None, description="flush: events still buffered.")
+    clamped: ClampedOptions = None
+
+
+class PublishReply(BaseModel):
+    model_config = _REPLY_CONFIG
+
+    id: RequestId | None = None
+    success: Literal[True] = True
+    event_id: str
+    buffered: bool = Field(description="False when this bridge's local buffer was full.")
+    dropped: Literal["local_buffer_full"] | None = None
+
+
+class RecallReply(RecallResponse):
+    """A RecallResponse (success, or a fail-open failure with ``degraded``), plus ``id``."""
+
+    id: RequestId | None = None
+    clamped: ClampedOptions = None
+
+
+class FlushReply(BaseModel):
+    model_config = _REPLY_CONFIG
+
+    id: RequestId | None = None
+    success: Literal[True] = True
+    pending: Literal[0] = 0
+    clamped: ClampedOptions = None
+
+
+class StatusReply(BaseModel):
+    model_config = _REPLY_CONFIG
+
+    id: RequestId | None = None
+    success: Literal[True] = True
+    endpoint: str = Field(description="What consent is tied to (no credentials).")
+    redis_available: bool
+    publisher: dict[str, int] | None = Field(
+        default=None, description="This bridge's publisher counters."
+    )
+    queue: dict[str, int] | None = Field(
+        default=None, description="The shared ingest queue's counters."
+    )
+    degraded: list[str] | None = None
+
+
+REPLY_MODELS: dict[str, tuple[type[BaseModel], ...]] = {
+    "publish": (PublishReply, ErrorReply),
+    "recall": (RecallReply, ErrorReply),
+    "flush": (FlushReply, ErrorReply),
+    "status": (StatusReply, ErrorReply),
+}
+"""Op name -> the reply models one of which answers it."""
+
+__all__ = ["BridgeErrorCode", "BridgeRequest", "ErrorCode"]
