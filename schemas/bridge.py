@@ -215,6 +215,14 @@ class ErrorReply(BaseModel):
     remediation: str
     pending: int | None = Field(default=None, description="flush: events still buffered.")
     clamped: ClampedOptions = None
+    event_id: str | None = Field(
+        default=None, description="MCP remember: the turn published but not yet delivered."
+    )
+    confirmation_token: str | None = Field(
+        default=None,
+        description="MCP forget, where the client cannot ask its user: send it back as "
+        "`confirm` once the user has agreed.",
+    )
 
 
 class PublishReply(BaseModel):

@@ -42,8 +42,10 @@ def test_export_forget_import_round_trip(
     ingest(env, CONVERSATION)
     before = count_nodes(env)
 
-    assert main(["graph", "export", "--scope", "workspace", "w1", "-o", "w1.jsonl"]) == 0
-    assert main(["forget", "--scope", "workspace", "w1", "--yes"]) == 0
+    assert (
+        main(["graph", "export", "--scope", "workspace", "w1", "--hashed", "-o", "w1.jsonl"]) == 0
+    )
+    assert main(["forget", "--scope", "workspace", "w1", "--hashed", "--yes"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["forgotten"] == {"scope": "workspace", "key": "w1"}
     assert report["nodes_deleted"] > 0 and count_nodes(env) < before
@@ -57,8 +59,8 @@ def test_show_writes_the_page_and_graphml_export_works(
 ) -> None:
     ingest(env, CONVERSATION)
 
-    assert main(["graph", "show", "--scope", "session", "s1", "-o", "s1.html"]) == 0
-    assert main(["graph", "export", "--scope", "user", "u1", "--format", "graphml",
+    assert main(["graph", "show", "--scope", "session", "s1", "--hashed", "-o", "s1.html"]) == 0
+    assert main(["graph", "export", "--scope", "user", "u1", "--hashed", "--format", "graphml",
                  "-o", "u1.graphml"]) == 0  # fmt: skip
 
     out = capsys.readouterr().out
@@ -71,7 +73,7 @@ def test_forget_needs_confirmation_without_a_terminal(env: Clients) -> None:
     ingest(env, CONVERSATION[:1])
     before = count_nodes(env)
 
-    assert main(["forget", "--scope", "session", "s1"]) == 2
+    assert main(["forget", "--scope", "session", "s1", "--hashed"]) == 2
     assert count_nodes(env) == before
 
 

@@ -12,6 +12,7 @@ COMMAND_MODULES = (
     "turngraph.cli.run_cmd",
     "turngraph.cli.worker_cmd",
     "turngraph.cli.bridge_cmd",
+    "turngraph.cli.mcp_cmd",
     "turngraph.cli.consent_cmd",
     "turngraph.cli.queue_cmd",
     "turngraph.cli.graph_cmd",

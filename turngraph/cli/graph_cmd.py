@@ -13,7 +13,7 @@ from typing import IO
 
 from schemas.errors import TurngraphError
 from schemas.scopes import Scope
-from turngraph.app import build_graph_store, load_ontology
+from turngraph.app import load_ontology
 from turngraph.clients import Clients, build_clients, resolve_endpoints
 from turngraph.settings import Settings
 
@@ -44,14 +44,15 @@ def run_show(args: argparse.Namespace) -> int:
     from turngraph.inspection.html_view import write_html_view
 
     scope = Scope(args.scope)
-    out = Path(args.output or f"turngraph-{scope.value}-{args.key}.html")
     settings = Settings()
+    key = _scope_id(settings, scope, args.key, hashed=args.hashed)
+    out = Path(args.output or f"turngraph-{scope.value}-{key}.html")
     with _clients(settings) as clients:
         view = write_html_view(
             clients.graph,
             clients.graph_database,
             scope,
-            args.key,
+            key,
             out,
             load_ontology(settings),
             max_nodes=args.max_nodes,
@@ -67,17 +68,19 @@ def run_export(args: argparse.Namespace) -> int:
     from workers.graph.subgraph import read_scope
 
     scope = Scope(args.scope)
-    with _clients() as clients:
+    settings = Settings()
+    key = _scope_id(settings, scope, args.key, hashed=args.hashed)
+    with _clients(settings) as clients:
         labels = load_ontology(clients.settings).labels()
-        subgraph = read_scope(clients.graph, clients.graph_database, scope, args.key, labels)
+        subgraph = read_scope(clients.graph, clients.graph_database, scope, key, labels)
     with _output(args.output) as out:
         if args.format == "graphml":
             write_graphml(subgraph, out)
         else:
-            write_jsonl(subgraph, scope, args.key, out)
+            write_jsonl(subgraph, scope, key, out)
     where = "stdout" if args.output == "-" else args.output
     print(
-        f"exported {scope.value} {args.key}: {len(subgraph.nodes)} nodes, "
+        f"exported {scope.value} {key}: {len(subgraph.nodes)} nodes, "
         f"{len(subgraph.relationships)} relationships to {where}",
         file=sys.stderr,
     )
@@ -95,7 +98,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    from workers.graph.forget import forget_scope
+    from turngraph.forgetting import forget
 
     scope = Scope(args.scope)
     if not args.yes:
@@ -106,20 +109,12 @@ def run_forget(args: argparse.Namespace) -> int:
         if typed.strip() != args.key:
             print("not confirmed; nothing deleted")
             return 1
-    with _clients() as clients:
-        settings = clients.settings
-        report = forget_scope(
-            redis_client=clients.redis,
-            store=build_graph_store(clients),
-            scope=scope,
-            key=args.key,
-            queues=[settings.ingest_queue, settings.maintenance_queue],
-            changes_stream=settings.changes_stream,
-        )
-    print(json.dumps({"forgotten": {"scope": scope.value, "key": args.key}, **report.as_dict()}))
-    if report.in_flight:
+    report = forget(Settings(), scope, args.key, hashed=args.hashed)
+    report.pop("success", None)
+    print(json.dumps(report))
+    if report.get("in_flight"):
         print(
-            f"{report.in_flight} turn(s) of this scope were being ingested meanwhile: "
+            f"{report['in_flight']} turn(s) of this scope were being ingested meanwhile: "
             "stop its producers and run forget again",
             file=sys.stderr,
         )
@@ -159,9 +154,33 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return run
 
 
+def _scope_id(settings: Settings, scope: Scope, key: str, *, hashed: bool = False) -> str:
+    """A raw key (folder, session id, user name) hashed like the producer; an id as is."""
+    from producers.scopes import ScopeHasher
+    from turngraph.scope_keys import scope_id
+
+    if hashed:
+        return key
+    return scope_id(ScopeHasher.for_data_dir(settings.data_dir), scope, key)
+
+
 def _scope_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scope", required=True, choices=[s.value for s in Scope])
-    parser.add_argument("key", help="the scope's (hashed) key, as stored in the graph")
+    parser.add_argument(
+        "--scope",
+        required=True,
+        choices=[s.value for s in Scope],
+        help="which kind of scope KEY names",
+    )
+    parser.add_argument(
+        "key",
+        help="the workspace folder (e.g. .), session id or user name, hashed like the "
+        "producer does; or a hashed id (w_..., s_..., u_...) as `turngraph scopes` lists",
+    )
+    parser.add_argument(
+        "--hashed",
+        action="store_true",
+        help="KEY is a stored scope id whatever it looks like: do not hash it",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

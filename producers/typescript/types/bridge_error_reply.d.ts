@@ -9,6 +9,10 @@ export type Clamped = {
 export type Requested = number;
 export type Used = number;
 /**
+ * MCP forget, where the client cannot ask its user: send it back as `confirm` once the user has agreed.
+ */
+export type ConfirmationToken = string | null;
+/**
  * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
  *
  * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
@@ -25,6 +29,10 @@ export type BridgeErrorCode =
   | "NOT_AVAILABLE"
   | "CONFIRMATION_REQUIRED"
   | "INTERNAL_ERROR";
+/**
+ * MCP remember: the turn published but not yet delivered.
+ */
+export type EventId = string | null;
 export type Id = (string | number) | null;
 /**
  * flush: events still buffered.
@@ -39,7 +47,9 @@ export type UserMessage = string;
  */
 export interface BridgeErrorReply {
   clamped?: Clamped;
+  confirmation_token?: ConfirmationToken;
   error_code: BridgeErrorCode;
+  event_id?: EventId;
   id?: Id;
   pending?: Pending;
   remediation: Remediation;

@@ -19,6 +19,10 @@ export type Clamped2 = {
   [k: string]: Clamped1;
 } | null;
 /**
+ * MCP forget, where the client cannot ask its user: send it back as `confirm` once the user has agreed.
+ */
+export type ConfirmationToken = string | null;
+/**
  * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
  *
  * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
@@ -35,6 +39,10 @@ export type BridgeErrorCode =
   | "NOT_AVAILABLE"
   | "CONFIRMATION_REQUIRED"
   | "INTERNAL_ERROR";
+/**
+ * MCP remember: the turn published but not yet delivered.
+ */
+export type EventId = string | null;
 export type Id1 = (string | number) | null;
 /**
  * flush: events still buffered.
@@ -62,7 +70,9 @@ export interface Clamped1 {
  */
 export interface ErrorReply {
   clamped?: Clamped2;
+  confirmation_token?: ConfirmationToken;
   error_code: BridgeErrorCode;
+  event_id?: EventId;
   id?: Id1;
   pending?: Pending1;
   remediation: Remediation;

@@ -30,6 +30,10 @@ export type Clamped = {
 export type Requested = number;
 export type Used = number;
 /**
+ * MCP forget, where the client cannot ask its user: send it back as `confirm` once the user has agreed.
+ */
+export type ConfirmationToken = string | null;
+/**
  * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
  *
  * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
@@ -46,6 +50,10 @@ export type BridgeErrorCode =
   | "NOT_AVAILABLE"
   | "CONFIRMATION_REQUIRED"
   | "INTERNAL_ERROR";
+/**
+ * MCP remember: the turn published but not yet delivered.
+ */
+export type EventId = string | null;
 export type Id1 = (string | number) | null;
 /**
  * flush: events still buffered.
@@ -69,7 +77,9 @@ export interface StatusReply {
  */
 export interface ErrorReply {
   clamped?: Clamped;
+  confirmation_token?: ConfirmationToken;
   error_code: BridgeErrorCode;
+  event_id?: EventId;
   id?: Id1;
   pending?: Pending;
   remediation: Remediation;

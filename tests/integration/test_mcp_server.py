@@ -1,0 +1,234 @@
+"""``turngraph mcp`` driven by the MCP Python SDK's own client over stdio: the tools, the
+consent check and the fail-open deadline of the bridge, forget's confirmation (asked
+through elicitation, or by a token where the client cannot ask), and a garbage line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp import types as mcp_types
+
+from producers.consent import ConsentStore, consent_endpoint
+from producers.scopes import ScopeHasher
+from tests.support.turns import turn
+from turngraph.app import build_pipeline, build_recall_worker
+from turngraph.clients import Clients
+
+pytestmark = pytest.mark.integration
+
+INGESTED = "Decision: release builds are signed with the hardware key in the vault."
+QUERY = "how are release builds signed?"
+TOOLS = {"recall", "remember", "recap", "summarize_recent", "promote", "forget", "status"}
+
+
+@pytest.fixture
+def served(clients: Clients, tmp_path: Path) -> Iterator[tuple[dict[str, str], Path, Clients]]:
+    settings = clients.settings
+    assert settings.redis_url
+    workspace = tmp_path / "proj"
+    workspace.mkdir()
+    hasher = ScopeHasher.for_data_dir(settings.data_dir)
+    hashed = hasher.workspace(str(workspace))
+    ConsentStore(settings.data_dir).enable(
+        hashed, consent_endpoint(settings.redis_url, settings.data_dir)
+    )
+    build_pipeline(clients).ingest(
+        [turn(INGESTED, 0, session=hasher.session("s-old"), workspace=hashed, user="u_x")]
+    )
+    recall = build_recall_worker(clients)
+    recall.bootstrap()
+    thread = threading.Thread(target=recall.run, daemon=True)
+    thread.start()
+    env = {
+        **os.environ,
+        "TURNGRAPH_REDIS_URL": settings.redis_url,
+        "TURNGRAPH_GRAPH_URI": settings.graph_uri or "",
+        "TURNGRAPH_GRAPH_USER": settings.graph_user,
+        "TURNGRAPH_GRAPH_PASSWORD": settings.graph_password.get_secret_value(),
+        "TURNGRAPH_DATA_DIR": str(settings.data_dir),
+        "TURNGRAPH_LOG_LEVEL": "WARNING",
+    }
+    if settings.graph_database:
+        env["TURNGRAPH_GRAPH_DATABASE"] = settings.graph_database
+    try:
+        yield env, workspace, clients
+    finally:
+        recall.stop()
+        thread.join(timeout=10)
+
+
+def _server(env: dict[str, str], workspace: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "turngraph.cli", "mcp", "--workspace", str(workspace)],
+        env=env,
+        cwd=str(workspace),
+    )
+
+
+def _text(result: mcp_types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, mcp_types.TextContent))
+
+
+def test_tools_through_the_sdk_client(
+    served: tuple[dict[str, str], Path, Clients], tmp_path: Path
+) -> None:
+    env, workspace, clients = served
+    other = tmp_path / "not-consented"
+    other.mkdir()
+
+    async def session() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(_server(env, workspace)) as client:
+            out["tools"] = {tool.name for tool in (await client.list_tools()).tools}
+            out["recall"] = await client.call_tool("recall", {"query": QUERY})
+            out["clamped"] = await client.call_tool("recall", {"query": QUERY, "max_results": 99})
+            out["remember"] = await client.call_tool(
+                "remember", {"content": "Preference: answers in British English."}
+            )
+            out["status"] = await client.call_tool("status", {})
+            out["recap"] = await client.call_tool("recap", {})
+        async with Client(_server(env, other)) as client:
+            out["refused"] = await client.call_tool("remember", {"content": "a note"})
+        return out
+
+    out = anyio.run(session)
+    assert out["tools"] == TOOLS
+    recall = out["recall"]
+    assert not recall.is_error and recall.structured_content["success"] is True
+    results = recall.structured_content["results"]
+    assert any("hardware key" in result["text"] for result in results)
+    assert all(result["source_event_ids"] for result in results)
+    assert "<memory" in _text(recall)
+    assert out["clamped"].structured_content["clamped"]["max_results"] == {
+        "requested": 99,
+        "used": 50,
+    }
+    remember = out["remember"]
+    assert not remember.is_error and remember.structured_content["buffered"] is True
+    assert clients.redis.llen(f"rq:queue:{clients.settings.ingest_queue}") == 1
+    assert out["status"].structured_content["publisher"]["enqueued"] == 1
+    assert out["recap"].is_error and out["recap"].structured_content["error_code"] == (
+        "NOT_AVAILABLE"
+    )
+    refused = out["refused"]
+    assert refused.is_error and refused.structured_content["error_code"] == "CONSENT_REQUIRED"
+
+
+def test_forget_asks_the_user_first(served: tuple[dict[str, str], Path, Clients]) -> None:
+    env, workspace, _ = served
+    asked: list[str] = []
+
+    async def decline(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="decline")
+
+    async def accept(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"confirm": True})
+
+    async def session() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(_server(env, workspace), elicitation_callback=decline) as client:
+            out["declined"] = await client.call_tool("forget", {})
+            out["still_there"] = await client.call_tool("recall", {"query": QUERY})
+        async with Client(_server(env, workspace), elicitation_callback=accept) as client:
+            out["forgotten"] = await client.call_tool("forget", {})
+            out["gone"] = await client.call_tool("recall", {"query": QUERY})
+        return out
+
+    out = anyio.run(session)
+    assert len(asked) == 2 and "proj" in asked[0] and str(workspace) not in asked[0]
+    declined = out["declined"].structured_content
+    assert declined["error_code"] == "CONFIRMATION_REQUIRED"
+    assert "confirmation_token" not in declined  # the user said no: no way around it
+    assert out["still_there"].structured_content["results"]
+    forgotten = out["forgotten"]
+    assert not forgotten.is_error and forgotten.structured_content["nodes_deleted"] >= 1
+    assert out["gone"].structured_content["results"] == []
+
+
+def test_forget_without_elicitation_needs_the_token(
+    served: tuple[dict[str, str], Path, Clients],
+) -> None:
+    env, workspace, _ = served
+
+    async def session() -> list[mcp_types.CallToolResult]:
+        async with Client(_server(env, workspace)) as client:
+            first = await client.call_tool("forget", {"scope": "workspace"})
+            token = first.structured_content["confirmation_token"]
+            wrong = await client.call_tool("forget", {"confirm": "0" * len(token)})
+            right = await client.call_tool("forget", {"confirm": token})
+            return [first, wrong, right]
+
+    first, wrong, right = anyio.run(session)
+    assert first.is_error and first.structured_content["error_code"] == "CONFIRMATION_REQUIRED"
+    assert wrong.is_error and wrong.structured_content["error_code"] == "CONFIRMATION_REQUIRED"
+    assert not right.is_error and right.structured_content["forgotten"]["scope"] == "workspace"
+
+
+def test_recall_fails_open_within_the_deadline_without_a_recall_worker(
+    clients: Clients, tmp_path: Path
+) -> None:
+    settings = clients.settings
+    assert settings.redis_url
+    env = {
+        **os.environ,
+        "TURNGRAPH_REDIS_URL": settings.redis_url,
+        "TURNGRAPH_GRAPH_URI": settings.graph_uri or "",
+        "TURNGRAPH_DATA_DIR": str(tmp_path / "data"),
+        "TURNGRAPH_LOG_LEVEL": "WARNING",
+    }
+
+    async def ask() -> tuple[mcp_types.CallToolResult, float]:
+        async with Client(_server(env, tmp_path)) as client:
+            started = time.monotonic()
+            result = await client.call_tool("recall", {"query": QUERY})
+            return result, time.monotonic() - started
+
+    result, took_s = anyio.run(ask)
+    assert result.is_error and result.structured_content["error_code"] == "DEADLINE_EXCEEDED"
+    assert result.structured_content["degraded"] == ["deadline_exceeded"]
+    assert took_s < 3.0
+
+
+def test_a_line_of_invalid_utf8_does_not_stop_the_server(tmp_path: Path) -> None:
+    env = {**os.environ, "TURNGRAPH_DATA_DIR": str(tmp_path / "data"), "LANG": "en_US.UTF-8"}
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    lines = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    lines += b"\xff\xfe{garbage\n"
+    lines += json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode() + b"\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "turngraph.cli", "mcp", "--workspace", str(tmp_path)],
+        input=lines,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    by_id = {reply.get("id"): reply for reply in replies}
+    assert {tool["name"] for tool in by_id[2]["result"]["tools"]} == TOOLS
+    assert b"Traceback" not in done.stderr

@@ -1,0 +1,74 @@
+"""``turngraph mcp``: the memory as an MCP server on stdio (see ``turngraph.mcp_server``)."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+
+MCP_DESCRIPTION = """\
+Serve the memory to an MCP client (VS Code, Cursor, Claude Code, Zed...) over stdio.
+
+Tools: recall, remember, status, forget (asks the user to confirm), and recap,
+summarize_recent, promote (typed NOT_AVAILABLE errors in this version). Consent, scope
+hashing and the fail-open recall deadline are the bridge's (`turngraph bridge --help`).
+Logs go to stderr; stdout carries only the protocol.
+"""
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from schemas.scopes import Scope
+    from turngraph.cli.bridge_cmd import build_bridge
+    from turngraph.forgetting import forget
+    from turngraph.logs import configure_logging
+    from turngraph.mcp_server import MemoryTools, build_server
+    from turngraph.scope_keys import raw_workspace
+    from turngraph.settings import Settings
+
+    settings = Settings()
+    bridge = build_bridge(settings, deadline_ms=args.deadline_ms)
+
+    def forget_scope(scope: Scope, key: str) -> dict[str, object]:
+        return partial(forget, settings)(scope, key)
+
+    tools = MemoryTools(
+        bridge=bridge,
+        workspace=raw_workspace(args.workspace or os.getcwd()),
+        user=args.user,
+        forget_scope=forget_scope,
+    )
+    server = build_server(tools)
+    configure_logging(settings)  # after the SDK's own set-up: ours wins, on stderr
+    try:
+        server.run("stdio")
+    finally:
+        bridge.close()
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = subparsers.add_parser(
+        "mcp",
+        help="MCP server on stdio for editors (recall, remember, forget, status...)",
+        description=MCP_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mcp.add_argument(
+        "--workspace",
+        help="the workspace folder this server remembers for (default: the current "
+        "folder; editors pass their project folder, e.g. ${workspaceFolder})",
+    )
+    mcp.add_argument(
+        "--user",
+        default=getpass.getuser(),
+        help="the user key (hashed before it leaves; default: your login name)",
+    )
+    mcp.add_argument(
+        "--deadline-ms",
+        type=int,
+        default=None,
+        help="how long recall waits before it fails open (default 750)",
+    )
+    mcp.set_defaults(handler=run_mcp)

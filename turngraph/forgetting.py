@@ -1,0 +1,38 @@
+"""Forget one scope, by the key a person knows (a folder, a session id, a user name) or its
+hashed id: shared by ``turngraph forget`` and the MCP server's ``forget`` tool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from producers.scopes import ScopeHasher
+from schemas.scopes import Scope
+from turngraph.app import build_graph_store
+from turngraph.clients import build_clients, resolve_endpoints
+from turngraph.scope_keys import scope_id
+from turngraph.settings import Settings
+
+
+def forget(settings: Settings, scope: Scope, key: str, *, hashed: bool = False) -> dict[str, Any]:
+    """Delete the scope completely (see ``workers.graph.forget``); returns the report with
+    ``success`` and the hashed key (never the raw one). Raises ``TurngraphError`` when the
+    services cannot be reached. ``hashed``: ``key`` is a stored id, used as given."""
+    from workers.graph.forget import forget_scope
+
+    if not hashed:
+        key = scope_id(ScopeHasher.for_data_dir(settings.data_dir), scope, key)
+    if settings.embedded:
+        settings = resolve_endpoints(settings, wait_s=0.0)
+    clients = build_clients(settings)
+    try:
+        report = forget_scope(
+            redis_client=clients.redis,
+            store=build_graph_store(clients),
+            scope=scope,
+            key=key,
+            queues=[settings.ingest_queue, settings.maintenance_queue],
+            changes_stream=settings.changes_stream,
+        )
+    finally:
+        clients.close()
+    return {"success": True, "forgotten": {"scope": scope.value, "key": key}, **report.as_dict()}
