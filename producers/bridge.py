@@ -30,9 +30,9 @@ from typing import Any, BinaryIO, Protocol
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from producers.bridge_io import decode_line, encode_reply, read_lines
 from producers.consent import ConsentStore
 from producers.publisher import Publisher
+from producers.scope_hints import ScopeHints
 from producers.scopes import ScopeHasher
 from schemas.bridge import (
     MAX_FLUSH_TIMEOUT_S,
@@ -119,8 +119,10 @@ class Bridge:
         recaller: Recaller | None,
         queue_status: Callable[[], Mapping[str, int]] | None = None,
         connect: Callable[[], Backend | None] | None = None,
+        hints: ScopeHints | None = None,
     ) -> None:
         self._hasher = hasher
+        self._hints = hints
         self._consent = consent
         self._endpoint = endpoint
         self._publisher = publisher
@@ -211,11 +213,15 @@ class Bridge:
         return self._ops[op](typed)
 
     def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
-        """Answer JSON lines until end of input (see :func:`serve`)."""
+        """Answer JSON lines until end of input (see :func:`producers.bridge_io.serve`)."""
+        from producers.bridge_io import serve
+
         return serve(self, lines_in, lines_out)
 
     def handle_bytes(self, raw: bytes) -> dict[str, Any]:
-        """One request line as bytes (see :func:`handle_bytes`)."""
+        """One request line as bytes (see :func:`producers.bridge_io.handle_bytes`)."""
+        from producers.bridge_io import handle_bytes
+
         return handle_bytes(self, raw)
 
     def close(self) -> None:
@@ -280,6 +286,12 @@ class Bridge:
             )
         if self._publisher is None:
             return _backend_unavailable()
+        if self._hints is not None:
+            self._hints.note(
+                workspace_id=event.workspace,
+                raw_workspace=request.event.workspace,
+                session_id=event.session_id,
+            )
         buffered = self._publisher.publish(event)
         return PublishReply(
             event_id=event.event_id,
@@ -359,41 +371,3 @@ def _backend_unavailable() -> ErrorReply:
         "memory is unavailable right now",
         "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL)",
     )
-
-
-def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
-    """Answer every line of ``lines_in`` until its end, then close the bridge.
-
-    Reads and writes bytes (``sys.stdin.buffer``, ``sys.stdout.buffer``): decoding per line
-    means one bad line costs that line only, and every earlier reply is already written
-    and flushed.
-    """
-    try:
-        for raw in read_lines(lines_in):
-            if raw is None:
-                reply = error_reply(
-                    BridgeError.INVALID_REQUEST,
-                    "the request line is too long",
-                    f"send at most {MAX_LINE_CHARS} characters per line",
-                )
-            elif not raw.strip():
-                continue
-            else:
-                reply = handle_bytes(bridge, raw)
-            lines_out.write(encode_reply(reply))
-            lines_out.flush()
-    finally:
-        bridge.close()
-    return 0
-
-
-def handle_bytes(bridge: Bridge, raw: bytes) -> dict[str, Any]:
-    """One request line as bytes: invalid UTF-8 is one ``INVALID_ENCODING`` reply."""
-    line = decode_line(raw)
-    if line is None:
-        return error_reply(
-            BridgeError.INVALID_ENCODING,
-            "the request line is not valid UTF-8",
-            "encode every line as UTF-8",
-        )
-    return bridge.handle_line(line)

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from schemas.bridge import BridgeErrorCode, ErrorReply
+
+if TYPE_CHECKING:
+    from producers.bridge import Bridge
 
 MAX_LINE_BYTES = 4_000_000
 """A line read from stdin is cut (and refused) past this many bytes: memory stays bounded."""
@@ -40,3 +45,47 @@ def decode_line(raw: bytes) -> str | None:
 def encode_reply(reply: dict[str, Any]) -> bytes:
     """One reply line: ASCII-only JSON (non-ASCII text is \\u-escaped), whatever the locale."""
     return (json.dumps(reply, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
+    """Answer every line of ``lines_in`` until its end, then close the bridge.
+
+    Reads and writes bytes (``sys.stdin.buffer``, ``sys.stdout.buffer``): decoding per line
+    means one bad line costs that line only, and every earlier reply is already written
+    and flushed.
+    """
+    try:
+        for raw in read_lines(lines_in):
+            if raw is None:
+                reply = _error(
+                    BridgeErrorCode.INVALID_REQUEST,
+                    "the request line is too long",
+                    f"send at most {MAX_LINE_BYTES} bytes per line",
+                )
+            elif not raw.strip():
+                continue
+            else:
+                reply = handle_bytes(bridge, raw)
+            lines_out.write(encode_reply(reply))
+            lines_out.flush()
+    finally:
+        bridge.close()
+    return 0
+
+
+def handle_bytes(bridge: Bridge, raw: bytes) -> dict[str, Any]:
+    """One request line as bytes: invalid UTF-8 is one ``INVALID_ENCODING`` reply."""
+    line = decode_line(raw)
+    if line is None:
+        return _error(
+            BridgeErrorCode.INVALID_ENCODING,
+            "the request line is not valid UTF-8",
+            "encode every line as UTF-8",
+        )
+    return bridge.handle_line(line)
+
+
+def _error(code: BridgeErrorCode, user_message: str, remediation: str) -> dict[str, Any]:
+    return ErrorReply(
+        error_code=code, user_message=user_message, remediation=remediation
+    ).model_dump(mode="json", exclude_none=True)

@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "turngraph.cli.consent_cmd",
     "turngraph.cli.queue_cmd",
     "turngraph.cli.graph_cmd",
+    "turngraph.cli.scopes_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

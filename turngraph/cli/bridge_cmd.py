@@ -20,6 +20,7 @@ from producers.bridge import Backend, Bridge
 from producers.consent import ConsentStore
 from producers.git_info import git_metadata
 from producers.recall_client import RecallClient
+from producers.scope_hints import ScopeHints
 from producers.scopes import ScopeHasher
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
 from turngraph.clients import build_publisher
@@ -71,6 +72,7 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
 
     return Bridge(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),
+        hints=ScopeHints(settings.data_dir),
         consent=consent,
         endpoint=endpoint,
         publisher=None,

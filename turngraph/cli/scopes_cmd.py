@@ -1,0 +1,153 @@
+"""``turngraph scopes``: the workspaces and sessions in the memory, with hints a person
+recognises (folder name, first turn, turn count), so the hashed ids can be found."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import neo4j
+
+from producers.scope_hints import ScopeHints
+from producers.scopes import ScopeHasher
+from schemas.errors import TurngraphError
+from schemas.scopes import Scope
+from turngraph.scope_keys import raw_workspace, scope_id
+from turngraph.settings import Settings
+
+WORKSPACES = """
+MATCH (w:Workspace)
+OPTIONAL MATCH (e:Episode) WHERE e.workspace = w.key
+RETURN w.key AS key, count(e) AS turns, min(e.occurred_at) AS first, max(e.occurred_at) AS last
+"""
+
+SESSIONS = """
+MATCH (s:Session)
+OPTIONAL MATCH (e:Episode) WHERE e.session_id = s.key
+RETURN s.key AS key, s.workspace AS workspace, count(e) AS turns,
+       min(e.occurred_at) AS first, max(e.occurred_at) AS last
+"""
+
+
+@dataclass
+class SessionRow:
+    id: str
+    turns: int
+    first_turn: str | None
+    last_turn: str | None
+
+
+@dataclass
+class WorkspaceRow:
+    id: str
+    folder: str | None
+    turns: int
+    first_turn: str | None
+    last_turn: str | None
+    here: bool = False
+    sessions: list[SessionRow] = field(default_factory=list)
+
+
+def _time(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return text[:16].replace("T", " ")  # minutes are enough to recognise a chat
+
+
+def list_scopes(settings: Settings, *, here: str | None = None) -> list[WorkspaceRow]:
+    """Every workspace in the graph with its sessions, newest first; ``here`` (a hashed
+    workspace id) is flagged."""
+    from turngraph.cli.graph_cmd import _clients
+
+    hints = ScopeHints(settings.data_dir).load()
+    with _clients(settings) as clients:
+        workspaces, _, _ = clients.graph.execute_query(WORKSPACES, database_=clients.graph_database)
+        sessions, _, _ = clients.graph.execute_query(SESSIONS, database_=clients.graph_database)
+    rows = {
+        record["key"]: WorkspaceRow(
+            id=record["key"],
+            folder=hints["workspaces"].get(record["key"], {}).get("folder"),
+            turns=int(record["turns"]),
+            first_turn=_time(record["first"]),
+            last_turn=_time(record["last"]),
+            here=record["key"] == here,
+        )
+        for record in workspaces
+    }
+    for record in sessions:
+        workspace = rows.get(record["workspace"])
+        if workspace is not None:
+            workspace.sessions.append(
+                SessionRow(
+                    id=record["key"],
+                    turns=int(record["turns"]),
+                    first_turn=_time(record["first"]),
+                    last_turn=_time(record["last"]),
+                )
+            )
+    for row in rows.values():
+        row.sessions.sort(key=lambda s: s.last_turn or "", reverse=True)
+    return sorted(rows.values(), key=lambda w: w.last_turn or "", reverse=True)
+
+
+def render(rows: list[WorkspaceRow]) -> str:
+    """A table: one line per workspace, its sessions indented under it."""
+    if not rows:
+        return "no workspaces in the memory yet"
+    lines = [f"{'SCOPE ID':36}  {'FOLDER':20}  {'FIRST TURN':16}  {'LAST TURN':16}  TURNS"]
+    for w in rows:
+        folder = (w.folder or "?") + (" (here)" if w.here else "")
+        lines.append(
+            f"{w.id:36}  {folder[:20]:20}  {w.first_turn or '-':16}  "
+            f"{w.last_turn or '-':16}  {w.turns}"
+        )
+        for s in w.sessions:
+            lines.append(
+                f"  {s.id:34}  {'':20}  {s.first_turn or '-':16}  {s.last_turn or '-':16}  "
+                f"{s.turns}"
+            )
+    lines.append(
+        "folder names come from this machine's publishes; "
+        "any command taking a scope accepts the id, or the folder / session id itself"
+    )
+    return "\n".join(lines)
+
+
+def run_scopes(args: argparse.Namespace) -> int:
+    settings = Settings()
+    hasher = ScopeHasher.for_data_dir(settings.data_dir)
+    here = hasher.workspace(raw_workspace(os.getcwd()))
+    try:
+        rows = list_scopes(settings, here=here)
+    except (TurngraphError, neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.workspace:
+        wanted = scope_id(hasher, Scope.WORKSPACE, args.workspace)
+        rows = [row for row in rows if row.id == wanted]
+    if args.json:
+        print(json.dumps([asdict(row) for row in rows], indent=2))
+    else:
+        print(render(rows))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    scopes = subparsers.add_parser(
+        "scopes",
+        help="list workspaces and sessions with their folder names, first turn and counts",
+        description="List the workspaces and sessions in the memory. Their ids are hashed "
+        "before they leave the editor; the folder names shown are kept on this machine only "
+        "(the data folder's scope-hints.json) when turns are published from it.",
+    )
+    scopes.add_argument(
+        "--workspace",
+        help="only this workspace: its folder (e.g. .) or its id (w_...)",
+    )
+    scopes.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    scopes.set_defaults(handler=run_scopes)
