@@ -13,7 +13,7 @@ option carries its range in the JSON Schema as ``x-clamped-to``.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -59,7 +59,7 @@ _REQUEST_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True)
 _REPLY_CONFIG = ConfigDict(extra="forbid")
 
 
-class BridgeErrorCode(str, Enum):
+class BridgeErrorCode(StrEnum):
     """Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
 
     ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;

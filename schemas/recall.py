@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -112,7 +112,9 @@ class RecallResult(BaseModel):
     source_event_ids: list[str] = Field(min_length=1)
 
 
-class ErrorCode(str, Enum):
+class ErrorCode(StrEnum):
+    """Why a recall failed; prints as its value (``DEADLINE_EXCEEDED``)."""
+
     INVALID_REQUEST = "INVALID_REQUEST"
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"

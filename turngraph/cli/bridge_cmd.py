@@ -29,6 +29,29 @@ from turngraph.settings import Settings
 
 log = structlog.get_logger(__name__)
 
+BRIDGE_PROTOCOL = """\
+Spawn once per editor window; write one JSON request per line on stdin (UTF-8), read one
+reply per line on stdout, in order. Logs go to stderr.
+
+  {"id": 1, "op": "publish", "event": {"session_id": "<chat id>", "workspace": "<folder>",
+   "user": "<name>", "turn_index": 0, "role": "user", "content": "...",
+   "client": {"name": "my-ext", "version": "1.0"}}}
+  {"id": 2, "op": "recall", "query": "...", "workspace": "<folder>", "max_results": 5}
+  {"id": 3, "op": "flush", "timeout_s": 2}
+  {"id": 4, "op": "status"}
+
+Raw session_id / workspace / user are hashed here with this installation's salt before
+anything leaves; occurred_at (ISO 8601 with timezone) defaults to now; "id" is echoed.
+publish needs consent (turngraph consent enable) and is fire-and-forget; recall answers
+within deadline_ms (default 750) or fails open. Requests are strict (unknown fields and
+wrong JSON types are refused); out-of-range recall options are clamped and named in the
+reply's "clamped". Every reply has "success"; a failure has "error_code"
+(INVALID_JSON, INVALID_ENCODING, INVALID_REQUEST, UNKNOWN_OP, CONSENT_REQUIRED,
+BACKEND_UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL_ERROR), "user_message" and
+"remediation". JSON Schemas: schemas/json/bridge_*.schema.json; TypeScript types:
+producers/typescript/types/.
+"""
+
 ONE_SHOT_FLUSH_S = 3.0
 """How long ``turngraph publish`` waits for Redis to take the event."""
 
@@ -145,28 +168,53 @@ def run_recall(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bridge = subparsers.add_parser("bridge", help="stdio JSON-lines bridge for editor extensions")
+    bridge = subparsers.add_parser(
+        "bridge",
+        help="stdio JSON-lines bridge for editor extensions",
+        description=BRIDGE_PROTOCOL,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     bridge.set_defaults(handler=run_bridge)
 
     publish = subparsers.add_parser("publish", help="publish one turn (prints JSON, exit 0/1)")
     publish.add_argument("content", help="the turn's text, or - to read it from stdin")
     publish.add_argument("--session", required=True, help="session key (hashed before sending)")
-    publish.add_argument("--turn-index", type=int, required=True)
-    publish.add_argument("--role", default="user", choices=["user", "assistant", "system", "tool"])
+    publish.add_argument(
+        "--turn-index", type=int, required=True, help="the turn's index in its session (0, 1, ...)"
+    )
+    publish.add_argument(
+        "--role",
+        default="user",
+        choices=["user", "assistant", "system", "tool"],
+        help="who said it (default user)",
+    )
     publish.add_argument("--workspace", default=".", help="workspace folder (default: here)")
     publish.add_argument("--user", default=getpass.getuser(), help="user key (hashed)")
-    publish.add_argument("--client-name", default="turngraph-cli")
-    publish.add_argument("--client-version", default="0")
-    publish.add_argument("--importance", type=float, default=0.5)
+    publish.add_argument(
+        "--client-name", default="turngraph-cli", help="the publishing client's name"
+    )
+    publish.add_argument("--client-version", default="0", help="the client's version")
+    publish.add_argument(
+        "--importance", type=float, default=0.5, help="0..1, how much it matters (default 0.5)"
+    )
     publish.add_argument("--git", action="store_true", help="add branch, commit and dirty flag")
     publish.set_defaults(handler=run_publish)
 
     recall = subparsers.add_parser("recall", help="search the memory (prints JSON, exit 0/1)")
-    recall.add_argument("query")
+    recall.add_argument("query", help="what to look for, in plain words")
     recall.add_argument("--workspace", default=".", help="workspace folder (default: here)")
     recall.add_argument("--session", help="session key (hashed)")
     recall.add_argument("--user", help="user key (hashed)")
-    recall.add_argument("--max-results", type=int, default=5)
-    recall.add_argument("--max-tokens", type=int, default=1000)
-    recall.add_argument("--deadline-ms", type=int, default=None)
+    recall.add_argument(
+        "--max-results", type=int, default=5, help="results wanted (clamped to 1..50)"
+    )
+    recall.add_argument(
+        "--max-tokens", type=int, default=1000, help="token budget (clamped to >= 100)"
+    )
+    recall.add_argument(
+        "--deadline-ms",
+        type=int,
+        default=None,
+        help="how long to wait before failing open (default 750)",
+    )
     recall.set_defaults(handler=run_recall)

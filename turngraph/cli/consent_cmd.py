@@ -41,7 +41,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     consent = subparsers.add_parser(
         "consent", help="enable, disable or show publishing for a workspace"
     )
-    consent.add_argument("action", choices=["enable", "disable", "status"])
+    consent.add_argument(
+        "action",
+        choices=["enable", "disable", "status"],
+        help="enable or disable publishing for the workspace, or show the grant",
+    )
     consent.add_argument("--workspace", default=".", help="workspace folder (default: here)")
     consent.add_argument(
         "--endpoint", help="Redis URL the grant is for (default: the configured or embedded one)"

@@ -190,12 +190,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show = actions.add_parser("show", help="write a self-contained HTML view of a scope")
     _scope_arguments(show)
     show.add_argument("-o", "--output", help="HTML file (default turngraph-SCOPE-KEY.html)")
-    show.add_argument("--max-nodes", type=int, default=2_000)
+    show.add_argument(
+        "--max-nodes",
+        type=int,
+        default=2_000,
+        help="draw at most this many nodes (the page says when it was cut)",
+    )
     show.set_defaults(handler=_guarded(run_show))
 
     export = actions.add_parser("export", help="a scope as JSON lines or GraphML")
     _scope_arguments(export)
-    export.add_argument("--format", choices=["jsonl", "graphml"], default="jsonl")
+    export.add_argument(
+        "--format",
+        choices=["jsonl", "graphml"],
+        default="jsonl",
+        help="JSON lines (re-importable) or GraphML (for graph tools)",
+    )
     export.add_argument("-o", "--output", default="-", help="file, or - for stdout")
     export.set_defaults(handler=_guarded(run_export))
 
@@ -209,7 +219,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     indexes.set_defaults(handler=_guarded(run_indexes))
 
     style = actions.add_parser("style", help="write the Neo4j Browser style (GraSS)")
-    style.add_argument("-o", "--output", default="ops/neo4j/turngraph.grass")
+    style.add_argument(
+        "-o", "--output", default="ops/neo4j/turngraph.grass", help="where to write the style"
+    )
     style.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
     style.set_defaults(handler=_guarded(run_style))
 

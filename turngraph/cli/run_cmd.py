@@ -107,5 +107,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "up", help="run the whole system (embedded services, workers) and show a demo"
     )
     up.add_argument("--exit-after-demo", action="store_true", help="stop after the demo")
-    up.add_argument("--ingest-workers", type=int, default=1, metavar="N")
+    up.add_argument(
+        "--ingest-workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="ingest worker processes to run (default 1)",
+    )
     up.set_defaults(handler=run_up)

@@ -144,7 +144,12 @@ def run_services(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     worker = subparsers.add_parser("worker", help="run an ingest, recall or maintenance worker")
-    worker.add_argument("kind", choices=["ingest", "recall", "maintenance"])
+    worker.add_argument(
+        "kind",
+        choices=["ingest", "recall", "maintenance"],
+        help="which worker: ingest (RQ, turns into the graph), recall (the search loop), "
+        "maintenance (RQ, scheduled work)",
+    )
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     worker.set_defaults(handler=run_worker)
     services = subparsers.add_parser("services", help="run the embedded Redis and graph servers")

@@ -10,6 +10,9 @@ export type Clamped = {
 export type Requested = number;
 export type Used = number;
 export type Degraded = string[];
+/**
+ * Why a recall failed; prints as its value (``DEADLINE_EXCEEDED``).
+ */
 export type ErrorCode = "INVALID_REQUEST" | "DEADLINE_EXCEEDED" | "BACKEND_UNAVAILABLE" | "INTERNAL_ERROR";
 export type Id = (string | number) | null;
 /**

@@ -1,6 +1,9 @@
 /* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
 
 export type Degraded = string[];
+/**
+ * Why a recall failed; prints as its value (``DEADLINE_EXCEEDED``).
+ */
 export type ErrorCode = "INVALID_REQUEST" | "DEADLINE_EXCEEDED" | "BACKEND_UNAVAILABLE" | "INTERNAL_ERROR";
 /**
  * The results rendered as a <memory> block, ready to put in a prompt and framed as optional background context; empty when there are no results.
