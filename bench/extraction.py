@@ -119,7 +119,14 @@ def run_llm(verbose: bool) -> int:
         max_retries=settings.llm_max_retries,
     )
     turns = load_dataset()
-    extractor = LLMExtractor(client, model=settings.llm_model)
+    # no fallback: the figures are the model's own (fallbacks would hide its failures)
+    extractor = LLMExtractor(
+        client,
+        model=settings.llm_model,
+        max_output_tokens=settings.llm_max_output_tokens,
+        max_tokens_parameter=settings.llm_max_tokens_parameter,
+        temperature=settings.llm_temperature,
+    )
     start = time.perf_counter()
     tune = score(extractor, load_dataset(split=TUNE))
     held = score(extractor, load_dataset(split=SCORE))

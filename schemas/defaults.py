@@ -53,3 +53,7 @@ class DropPolicy(StrEnum):
     """Reject the new event."""
     DROP_OLDEST = "drop_oldest"
     """Evict the oldest queued job (and delete its job hash) to make room."""
+
+
+REEXTRACT_PENDING_MAX = 100_000
+"""Most event ids kept for a later LLM pass; the oldest beyond it are trimmed (logged)."""

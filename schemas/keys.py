@@ -38,3 +38,7 @@ RECALL_REPLY_PREFIX = "turngraph:recall:reply:"
 
 CHANGES_STREAM = "turngraph:changes"
 """Redis stream on which ingest workers announce what they wrote (recall stays fresh)."""
+
+REEXTRACT_PENDING = "turngraph:extraction:reextract"
+"""Sorted set (score: unix time) of event ids whose LLM extraction failed and that the
+offline rules extracted instead: waiting for a later LLM pass."""

@@ -43,9 +43,11 @@ def build_extractor(
 ) -> Extractor:
     """The :class:`OfflineExtractor` when ``llm_client`` is None, else an
     :class:`~workers.extraction.llm.LLMExtractor` on ``settings.llm_model`` with
-    ``settings.llm_concurrency`` parallel calls (``Clients.llm`` is the client)."""
+    ``settings.llm_concurrency`` parallel calls (``Clients.llm`` is the client), falling
+    back to the offline rules for a batch whose LLM call fails."""
+    offline = OfflineExtractor(ontology)
     if llm_client is None:
-        return OfflineExtractor(ontology)
+        return offline
     from workers.extraction.llm import LLMExtractor  # openai is only needed on this path
 
     return LLMExtractor(
@@ -54,6 +56,11 @@ def build_extractor(
         ontology=ontology,
         stats=stats,
         concurrency=settings.llm_concurrency,
+        fallback=offline,
+        max_output_tokens=settings.llm_max_output_tokens,
+        max_tokens_parameter=settings.llm_max_tokens_parameter,
+        temperature=settings.llm_temperature,
+        cooldown_s=settings.llm_fallback_cooldown_s,
     )
 
 

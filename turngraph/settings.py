@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas import defaults, keys
@@ -58,6 +59,16 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_retries: int = Field(default=2, ge=0)
     llm_concurrency: int = Field(default=4, ge=1)
+    llm_max_output_tokens: int | None = Field(default=4096, ge=1)
+    """Output cap per extraction call (a looping model stops here); None sends no cap."""
+    llm_max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """The name the server reads the cap under: OpenAI's reasoning models want
+    ``max_completion_tokens``; vLLM, Ollama and llama.cpp read ``max_tokens``."""
+    llm_temperature: float | None = Field(default=0.0, ge=0, le=2)
+    """0 for repeatable extraction (Ollama's default is 0.8); None sends none (reasoning
+    models accept only their default)."""
+    llm_fallback_cooldown_s: float = Field(default=30.0, ge=0)
+    """After a timeout or an unavailable endpoint, batches go to the offline rules this long."""
 
     recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
 
@@ -68,6 +79,14 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """True when the project itself must provide Redis and the graph server."""
         return self.redis_url is None and self.graph_uri is None
+
+    @field_validator("llm_temperature", "llm_max_output_tokens", mode="before")
+    @classmethod
+    def _none_when_empty(cls, value: object) -> object:
+        """``TURNGRAPH_LLM_TEMPERATURE=`` (or ``none``) sends no value at all."""
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None
+        return value
 
     @property
     def llm_configured(self) -> bool:

@@ -126,7 +126,7 @@ def test_consecutive_turns_share_one_structured_call(fake: FakeOpenAI) -> None:
     [request] = fake.requests
     body = request.body
     assert body["model"] == "fake-model"
-    assert "temperature" not in body
+    assert (body["temperature"], body["max_tokens"]) == (0.0, 4096)  # settings' defaults
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["strict"] is True
     enum = body["response_format"]["json_schema"]["schema"]["$defs"]["entity"]

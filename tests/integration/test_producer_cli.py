@@ -60,6 +60,7 @@ def test_consent_publish_status_recall_and_bridge(
     assert code == 0 and out[0]["success"] is True
     code, out = _cli(env, workspace, "queue", "status", "--json")
     assert code == 0 and out[0]["enqueued"] == 1 and out[0]["length"] == 1
+    assert out[0]["llm_reextract_pending"] == 0  # turns awaiting an LLM pass after a failure
     stored = b"".join(v for k in redis_conn.scan_iter("rq:job:*") for v in redis_conn.hvals(k))
     assert b"hunter2hunter2" not in stored and b"[REDACTED:secret]" in stored
 

@@ -1,9 +1,12 @@
 """A local OpenAI-compatible HTTP server with scripted answers, for tests.
 
 ``POST /v1/chat/completions`` pops the next scripted :class:`Reply`: a structured answer,
-a malformed one, an HTTP error with headers (a 429 with ``Retry-After``), or a hang that
-outlasts the client's timeout (released when the server stops, no sleeping). Every
-request is recorded (body, headers, arrival time) for assertions.
+a malformed one, one in a code fence or with prose around it (a server that ignores
+``response_format``), an HTTP error with headers (a 429 with ``Retry-After``), a slow
+answer, or a hang that outlasts the client's timeout (released when the server stops).
+Like older vLLM or llama.cpp builds, the server can refuse ``response_format``
+``json_schema`` (or ``json_object``) with a 400 without using up a scripted reply.
+Every request is recorded (body, headers, arrival time) for assertions.
 """
 
 from __future__ import annotations
@@ -29,12 +32,35 @@ class Reply:
     completion_tokens: int = 0
     finish_reason: str = "stop"
     hang: bool = False
+    delay_s: float = 0.0
+    """Answer this late (a slow model); cut short when the server stops."""
 
 
 def answer(obj: Any, prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
     """A 200 whose message content is ``obj`` as JSON (a structured answer)."""
     return Reply(
         content=json.dumps(obj), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+    )
+
+
+def fenced(obj: Any, prose: bool = False) -> Reply:
+    """A 200 whose content is ``obj`` in a ```json fence (with a sentence around it)."""
+    text = "```json\n" + json.dumps(obj, indent=1) + "\n```"
+    if prose:
+        text = "Here is the extraction you asked for:\n\n" + text + "\n\nHope this helps!"
+    return Reply(content=text, prompt_tokens=100, completion_tokens=30)
+
+
+def slow(obj: Any, delay_s: float) -> Reply:
+    """A structured answer after ``delay_s`` seconds."""
+    return Reply(content=json.dumps(obj), prompt_tokens=100, completion_tokens=20, delay_s=delay_s)
+
+
+def error_text(status: int, message: str) -> Reply:
+    """An HTTP error carrying the server's own message, as vLLM or Ollama word it."""
+    return Reply(
+        status=status,
+        body={"error": {"message": message, "type": "BadRequestError", "code": status}},
     )
 
 
@@ -70,7 +96,9 @@ class Request:
 class FakeOpenAI:
     """Start with ``with FakeOpenAI() as server:``; point the client at ``server.base_url``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, refuse_formats: tuple[str, ...] = ()) -> None:
+        self.refuse_formats = refuse_formats
+        """``response_format`` types answered with a 400 (``"json_schema"``, ``"json_object"``)."""
         self.script: deque[Reply] = deque()
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -103,6 +131,9 @@ class FakeOpenAI:
     def _next(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
+            kind = (request.body.get("response_format") or {}).get("type")
+            if kind in self.refuse_formats:
+                return error_text(400, f"response_format type {kind} is not supported")
             if not self.script:
                 return error(500)
             return self.script.popleft()
@@ -127,6 +158,8 @@ class FakeOpenAI:
                 if reply.hang:
                     server._release.wait()
                     return
+                if reply.delay_s and server._release.wait(reply.delay_s):
+                    return  # stopping
                 payload = reply.body if reply.body is not None else _completion(body, reply)
                 self._send(reply.status, payload, reply.headers)
 

@@ -8,6 +8,7 @@ import json
 import redis
 
 from producers.bounded_queue import read_stats
+from schemas.keys import REEXTRACT_PENDING
 from turngraph.cli.endpoints import producer_redis_url
 from turngraph.settings import Settings
 
@@ -20,6 +21,8 @@ def run_queue_status(args: argparse.Namespace) -> int:
     conn = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=1.0)
     try:
         stats = read_stats(conn, settings.ingest_queue).as_dict()
+        # turns the offline rules stood in for after an LLM failure, awaiting an LLM pass
+        stats["llm_reextract_pending"] = int(conn.zcard(REEXTRACT_PENDING))
     except redis.RedisError as exc:
         return _fail(args, f"Redis did not answer ({type(exc).__name__})")
     finally:

@@ -5,107 +5,72 @@ by ``event_id``), so calls per turn stay at or below one. An answer that does no
 validate (broken JSON, wrong shape, a domain/range violation, a missing turn) is sent
 back once with the problems, on a copy of the messages; what still does not validate is
 dropped and counted. Rate limits and server errors are retried by the openai client
-itself (``max_retries``, honouring ``Retry-After``); when it gives up we raise
-:class:`~workers.extraction.errors.LLMUnavailableError` and the RQ job retries.
+itself (``max_retries``, honouring ``Retry-After``).
+
+A turn is never lost because extraction failed: with a ``fallback`` extractor (the
+offline rules, as the application wires it), a batch whose call fails (an error after
+the client's retries, a timeout, an unreadable answer after the re-ask) is extracted by
+the fallback instead, counted, and its extractions are marked ``reextract`` so that the
+pipeline records them for a later LLM pass. After a timeout or an unavailable endpoint
+the extractor goes straight to the fallback for ``cooldown_s``: a dead endpoint costs one
+timeout, not one per batch. A server that refuses ``json_schema`` gets ``json_object``
+with the schema in the prompt, then no ``response_format``: remembered for the process.
+Without a fallback, the failure is raised as a typed error (transient or permanent).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import openai
-import pydantic
 import structlog
 
-from schemas.ontology import ONTOLOGY, Ontology, response_format
+from schemas.ontology import ONTOLOGY, Ontology, extraction_json_schema, response_format
 from schemas.turn_event import TurnEvent
-from schemas.validation import invalid_fields
+from workers.extraction.answers import parse_answer
 from workers.extraction.errors import (
     LLMConfigurationError,
     LLMRequestError,
     LLMUnavailableError,
 )
-from workers.extraction.models import Extraction
-from workers.extraction.prompts import (
-    MAX_TURN_CHARS,
-    ExtractionAnswer,
-    build_messages,
-    reask_messages,
+from workers.extraction.llm_calls import (  # micro_batches: re-exported for callers
+    DEFAULT_BATCH_MAX_CHARS,
+    DEFAULT_BATCH_MAX_TURNS,
+    WEAKER_MODE,
+    OutputMode,
+    convert,
+    micro_batches,
+    refuses_output_mode,
+    request_arguments,
+    server_text,
 )
+from workers.extraction.models import Extraction, Extractor
+from workers.extraction.prompts import build_messages, reask_messages
 from workers.extraction.references import attached
 from workers.extraction.stats import ExtractionStats
-from workers.extraction.validation import validate_raw, with_entities
+from workers.extraction.validation import with_entities
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_BATCH_MAX_TURNS = 8
-"""Most turns in one call; consecutive turns of one session only."""
+DEFAULT_MAX_OUTPUT_TOKENS = 4_096
+"""Output cap per call: a looping model stops here (finish_reason "length") instead of
+running into the timeout; ~8 turns of entities fit well inside it."""
 
-DEFAULT_BATCH_MAX_CHARS = 16_000
-"""Most turn characters in one call (the prompt stays well inside small context windows)."""
+DEFAULT_COOLDOWN_S = 30.0
+"""After an unavailable endpoint, batches go straight to the fallback for this long."""
 
-TRANSIENT_STATUS = frozenset({408, 409, 429})
-"""Besides 5xx: statuses worth another try later (the client already retried them)."""
-
-
-@dataclass
-class _Parsed:
-    """One answer checked against the batch: per-turn results and what was wrong."""
-
-    extractions: dict[str, Extraction] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    usable: bool = True
-    """False when nothing could be read (broken JSON, wrong shape, refusal)."""
+_LLM_ERRORS = (LLMUnavailableError, LLMRequestError, LLMConfigurationError)
 
 
-def micro_batches(
-    turns: Sequence[TurnEvent],
-    max_turns: int = DEFAULT_BATCH_MAX_TURNS,
-    max_chars: int = DEFAULT_BATCH_MAX_CHARS,
-) -> list[list[TurnEvent]]:
-    """Consecutive turns of the same session, bounded in count and characters."""
-    batches: list[list[TurnEvent]] = []
-    size = 0
-    for turn in turns:
-        chars = min(len(turn.content), MAX_TURN_CHARS)
-        current = batches[-1] if batches else None
-        if (
-            current is None
-            or current[-1].session_id != turn.session_id
-            or len(current) >= max_turns
-            or size + chars > max_chars
-        ):
-            batches.append([turn])
-            size = chars
-        else:
-            current.append(turn)
-            size += chars
-    return batches
-
-
-def _convert(err: openai.OpenAIError) -> Exception:
-    """An openai error as one of ours: transient (retry the job) or permanent."""
-    if isinstance(err, openai.APITimeoutError):
-        return LLMUnavailableError("LLM request timed out")
-    if isinstance(err, openai.APIConnectionError):
-        return LLMUnavailableError("LLM endpoint unreachable")
-    if isinstance(err, openai.APIStatusError):
-        status = err.status_code
-        if status >= 500 or status in TRANSIENT_STATUS:
-            return LLMUnavailableError(f"LLM endpoint answered {status} after retries")
-        if status in (401, 403, 404):
-            return LLMConfigurationError(
-                f"LLM endpoint answered {status}: check the API key, base URL and model"
-            )
-        return LLMRequestError(f"LLM endpoint rejected the request ({status})")
-    return LLMRequestError(f"LLM call failed ({type(err).__name__})")
+class _UnreadableAnswerError(Exception):
+    """Nothing usable came back, even after the re-ask."""
 
 
 class LLMExtractor:
@@ -125,6 +90,12 @@ class LLMExtractor:
         batch_max_turns: int = DEFAULT_BATCH_MAX_TURNS,
         batch_max_chars: int = DEFAULT_BATCH_MAX_CHARS,
         concurrency: int = 1,
+        fallback: Extractor | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        max_tokens_parameter: str = "max_tokens",
+        temperature: float | None = 0.0,
+        cooldown_s: float = DEFAULT_COOLDOWN_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.model = model
@@ -133,7 +104,18 @@ class LLMExtractor:
         self.batch_max_turns = batch_max_turns
         self.batch_max_chars = batch_max_chars
         self.concurrency = max(1, concurrency)
+        self.fallback = fallback
+        self.max_output_tokens = max_output_tokens
+        self.max_tokens_parameter = max_tokens_parameter
+        self.temperature = temperature
+        self.cooldown_s = cooldown_s
+        self._clock = clock
         self._response_format = response_format(ontology)
+        self._schema = extraction_json_schema(ontology)
+        self._lock = threading.Lock()
+        self.mode = OutputMode.JSON_SCHEMA
+        """The output mode this endpoint accepts (weakened on refusal, per process)."""
+        self._unavailable_until = 0.0
 
     def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
         batches = micro_batches(turns, self.batch_max_turns, self.batch_max_chars)
@@ -148,56 +130,127 @@ class LLMExtractor:
     # -- one batch --------------------------------------------------------------------
 
     def _extract_batch(self, batch: list[TurnEvent]) -> dict[str, Extraction]:
-        messages = build_messages(self.ontology, batch)
-        text, truncated = self._call(messages)
+        if self.fallback is not None and self._clock() < self._unavailable_until:
+            return self._fall_back(batch, "endpoint_cooling_down")
+        try:
+            return self._llm_batch(batch)
+        except _LLM_ERRORS as err:
+            if self.fallback is None:
+                raise
+            if isinstance(err, LLMUnavailableError):
+                self._unavailable_until = self._clock() + self.cooldown_s
+            return self._fall_back(batch, type(err).__name__)
+        except _UnreadableAnswerError:
+            if self.fallback is None:  # as before: empty extractions, each counted
+                return self._finish(batch, {})
+            return self._fall_back(batch, "unreadable_answer")
+
+    def _llm_batch(self, batch: list[TurnEvent]) -> dict[str, Extraction]:
+        messages, text, truncated = self._ask(batch)
         if truncated and len(batch) > 1:
             # The answer hit the output limit: two smaller calls beat a re-ask.
             half = len(batch) // 2
             return {**self._extract_batch(batch[:half]), **self._extract_batch(batch[half:])}
-        parsed = self._parse(text, batch)
+        parsed = parse_answer(text, batch, self.ontology)
         if parsed.problems:
             self.stats.add(reasks=1, invalid_answers=1)
             log.info("extraction_reask", turns=len(batch), problems=len(parsed.problems))
             retry_text, _ = self._call(reask_messages(messages, text, parsed.problems))
-            second = self._parse(retry_text, batch)
+            second = parse_answer(retry_text, batch, self.ontology)
             if second.problems:
                 self.stats.add(invalid_answers=1)
             if second.usable or not parsed.usable:
                 parsed = second
-        results = {}
-        for turn in batch:
-            extraction = parsed.extractions.get(turn.event_id)
-            if extraction is None:  # lost: counted as one drop, the episode is still stored
-                self.stats.add(unanswered_turns=1)
-                extraction = Extraction(event_id=turn.event_id, dropped=1)
-            if turn.references:  # what the producer attached is known without asking
-                pairs = (attached(r.kind, r.value) for r in turn.references)
-                extraction = with_entities(extraction, [p for p in pairs if p], self.ontology)
-            results[turn.event_id] = extraction
-        self.stats.add(
-            turns=len(batch),
-            batches=1,
-            dropped=sum(x.dropped for x in results.values()),
-            repaired=sum(x.repaired for x in results.values()),
-        )
-        return results
+        if not parsed.usable:
+            raise _UnreadableAnswerError
+        return self._finish(batch, parsed.extractions)
 
-    def _call(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
+    def _finish(
+        self, batch: list[TurnEvent], answered: dict[str, Extraction]
+    ) -> dict[str, Extraction]:
+        missing = [turn for turn in batch if turn.event_id not in answered]
+        results = dict(answered)
+        if missing:
+            self.stats.add(unanswered_turns=len(missing))
+            if self.fallback is not None:  # the offline rules for the turns left out
+                results.update(self._fall_back(missing, "turns_missing_from_answer"))
+            else:  # lost: counted as one drop each, the episode is still stored
+                results.update(
+                    {t.event_id: Extraction(event_id=t.event_id, dropped=1) for t in missing}
+                )
+        for turn in batch:
+            if turn.references and turn.event_id in answered:
+                # what the producer attached is known without asking
+                pairs = (attached(r.kind, r.value) for r in turn.references)
+                results[turn.event_id] = with_entities(
+                    results[turn.event_id], [p for p in pairs if p], self.ontology
+                )
+        counted = [x for x in results.values() if not x.reextract]  # the fallback counts its own
+        self.stats.add(
+            turns=len(counted),
+            batches=1,
+            dropped=sum(x.dropped for x in counted),
+            repaired=sum(x.repaired for x in counted),
+        )
+        return {turn.event_id: results[turn.event_id] for turn in batch}
+
+    def _fall_back(self, batch: list[TurnEvent], reason: str) -> dict[str, Extraction]:
+        assert self.fallback is not None
+        extractions = self.fallback.extract(batch)
+        self.stats.add(fallback_batches=1, fallback_turns=len(batch), turns=len(batch))
+        log.warning("extraction_fallback", reason=reason, turns=len(batch))
+        return {
+            turn.event_id: extraction.model_copy(update={"reextract": True})
+            for turn, extraction in zip(batch, extractions, strict=True)
+        }
+
+    # -- calls ------------------------------------------------------------------------
+
+    def _ask(self, batch: list[TurnEvent]) -> tuple[list[dict[str, str]], str, bool]:
+        """The first call of a batch, in the strongest output mode the server accepts."""
+        while True:
+            mode = self.mode
+            schema = None if mode is OutputMode.JSON_SCHEMA else self._schema
+            messages = build_messages(self.ontology, batch, schema)
+            try:
+                text, truncated = self._call(messages, mode, weaken_on_refusal=True)
+            except _Refused:
+                continue  # self.mode is weaker now
+            return messages, text, truncated
+
+    def _call(
+        self,
+        messages: list[dict[str, str]],
+        mode: OutputMode | None = None,
+        *,
+        weaken_on_refusal: bool = False,
+    ) -> tuple[str, bool]:
         """The answer's text and whether it was cut at the output limit."""
+        mode = mode or self.mode
+        kwargs = request_arguments(
+            model=self.model,
+            messages=messages,
+            mode=mode,
+            response_format=self._response_format,
+            max_output_tokens=self.max_output_tokens,
+            max_tokens_parameter=self.max_tokens_parameter,
+            temperature=self.temperature,
+        )
         try:
-            # plain dicts for messages and response_format: the typed params are TypedDicts
-            completion: ChatCompletion = self.client.chat.completions.create(  # type: ignore[call-overload]
-                model=self.model,
-                messages=messages,
-                response_format=self._response_format,
-                # no temperature: reasoning models reject any value but the default
-            )
+            completion: ChatCompletion = self.client.chat.completions.create(**kwargs)
         except openai.OpenAIError as err:
-            converted = _convert(err)
+            if weaken_on_refusal and mode in WEAKER_MODE and refuses_output_mode(err):
+                self._weaken(mode, err)
+                raise _Refused from err
+            converted = convert(err)
             if isinstance(converted, LLMUnavailableError):
                 self.stats.add(transient_failures=1)
             log.warning(
-                "extraction_call_failed", error=type(err).__name__, kind=type(converted).__name__
+                "extraction_call_failed",
+                error=type(err).__name__,
+                kind=type(converted).__name__,
+                status=getattr(err, "status_code", None),
+                server_error=server_text(err),
             )
             raise converted from err
         usage = completion.usage
@@ -211,41 +264,20 @@ class LLMExtractor:
         choice = completion.choices[0]
         return choice.message.content or "", choice.finish_reason == "length"
 
-    def _parse(self, text: str, batch: Sequence[TurnEvent]) -> _Parsed:
-        if not text.strip():
-            return _Parsed(problems=["the answer was empty (or a refusal)"], usable=False)
-        try:
-            data: Any = json.loads(text)
-        except json.JSONDecodeError as err:
-            return _Parsed(
-                problems=[f"the answer is not valid JSON: {err.msg} at char {err.pos}"],
-                usable=False,
-            )
-        try:
-            answer = ExtractionAnswer.model_validate(data)
-        except pydantic.ValidationError as err:
-            where = invalid_fields(err, "answer")
-            return _Parsed(
-                problems=[f"the answer does not match the schema at: {', '.join(where[:10])}"],
-                usable=False,
-            )
-        parsed = _Parsed()
-        wanted = {turn.event_id for turn in batch}
-        for turn_answer in answer.turns:
-            if turn_answer.event_id not in wanted:
-                parsed.problems.append(
-                    f"event_id {turn_answer.event_id[:64]!r} is not in the batch"
-                )
-                continue
-            if turn_answer.event_id in parsed.extractions:
-                parsed.problems.append(f"event_id {turn_answer.event_id!r} answered twice")
-                continue
-            result = validate_raw(
-                turn_answer.event_id, turn_answer.entities, turn_answer.facts, self.ontology
-            )
-            parsed.extractions[turn_answer.event_id] = result.extraction
-            parsed.problems.extend(f"turn {turn_answer.event_id}: {p}" for p in result.problems)
-        missing = [turn.event_id for turn in batch if turn.event_id not in parsed.extractions]
-        if missing:
-            parsed.problems.append(f"no result for event_id(s) {missing}")
-        return parsed
+    def _weaken(self, refused: OutputMode, err: openai.OpenAIError) -> None:
+        with self._lock:
+            if self.mode is not refused:
+                return  # another thread already did
+            self.mode = WEAKER_MODE[refused]
+        self.stats.add(mode_downgrades=1)
+        log.warning(
+            "extraction_output_mode_refused",
+            refused=refused.value,
+            now=self.mode.value,
+            status=getattr(err, "status_code", None),
+            server_error=server_text(err),
+        )
+
+
+class _Refused(Exception):
+    """The server refused the output mode; the call is repeated in a weaker one."""

@@ -61,6 +61,9 @@ class Extraction(BaseModel):
     facts: list[ExtractedFact] = Field(default_factory=list)
     dropped: int = 0
     repaired: int = 0
+    reextract: bool = False
+    """Extracted by the fallback after the LLM call failed: the pipeline records the
+    turn for a later LLM pass (the episode and these entities are stored meanwhile)."""
 
 
 class Extractor(Protocol):

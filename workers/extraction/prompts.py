@@ -103,10 +103,24 @@ def user_prompt(turns: Sequence[TurnEvent]) -> str:
     )
 
 
-def build_messages(ontology: Ontology, turns: Sequence[TurnEvent]) -> list[dict[str, str]]:
-    """The chat messages of one extraction call."""
+def schema_prompt(schema: dict[str, Any]) -> str:
+    """The answer's JSON Schema as instructions, for servers that cannot enforce it."""
+    return (
+        "Answer with one JSON object and nothing else (no code fence, no prose). "
+        "It must match this JSON Schema:\n" + json.dumps(schema, separators=(",", ":"))
+    )
+
+
+def build_messages(
+    ontology: Ontology, turns: Sequence[TurnEvent], schema: dict[str, Any] | None = None
+) -> list[dict[str, str]]:
+    """The chat messages of one extraction call; ``schema`` goes into the system prompt
+    when the server does not take it as ``response_format``."""
+    system = system_prompt(ontology)
+    if schema is not None:
+        system += "\n\n" + schema_prompt(schema)
     return [
-        {"role": "system", "content": system_prompt(ontology)},
+        {"role": "system", "content": system},
         {"role": "user", "content": user_prompt(turns)},
     ]
 

@@ -25,6 +25,12 @@ class ExtractionStats:
     dropped: int = 0
     repaired: int = 0
     transient_failures: int = 0
+    fallback_batches: int = 0
+    """Batches extracted by the fallback (offline rules) because the LLM call failed."""
+    fallback_turns: int = 0
+    """Their turns: recorded by the pipeline for a later LLM pass."""
+    mode_downgrades: int = 0
+    """Times the server refused an output mode (json_schema, then json_object)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:

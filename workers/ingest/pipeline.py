@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -13,8 +14,9 @@ import structlog
 from producers.bounded_queue import ingested_key
 from producers.redaction import redact_event
 from schemas.changes import encode_change
-from schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S
+from schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S, REEXTRACT_PENDING_MAX
 from schemas.errors import BackendUnavailableError, InvalidPayloadError
+from schemas.keys import REEXTRACT_PENDING
 from schemas.turn_event import TurnEvent
 from schemas.validation import invalid_fields
 from workers.extraction.models import Extractor
@@ -33,6 +35,8 @@ class IngestResult:
     dropped: int
     superseded: int
     forgotten: int = 0
+    reextract: int = 0
+    """Turns the offline rules extracted because the LLM failed (recorded for later)."""
 
     def as_counts(self) -> dict[str, int]:
         return {
@@ -42,6 +46,7 @@ class IngestResult:
             "facts": self.facts,
             "dropped": self.dropped,
             "superseded": self.superseded,
+            "reextract": self.reextract,
         }
 
 
@@ -87,6 +92,7 @@ class IngestPipeline:
         batch = list(zip(clean, extractions, strict=True))
         report = self._store.write(batch)
         dropped = report.dropped + sum(extraction.dropped for extraction in extractions)
+        now = time.time()
         try:
             with self._redis.pipeline(transaction=False) as pipe:
                 for change in changes_for(report):
@@ -98,10 +104,17 @@ class IngestPipeline:
                     )
                 for event in clean:
                     pipe.set(ingested_key(event.event_id), b"1", ex=INGESTED_TTL_S)
-                pipe.execute()
+                # LLM failed, offline rules stood in: recorded for a later LLM pass
+                retry = {event.event_id: now for event, x in batch if x.reextract}
+                if retry:
+                    pipe.zadd(REEXTRACT_PENDING, retry)
+                    pipe.zremrangebyrank(REEXTRACT_PENDING, 0, -REEXTRACT_PENDING_MAX - 1)
+                replies = pipe.execute()
         except redis.RedisError as exc:
             # The graph write is committed and idempotent; RQ retries the whole job.
             raise BackendUnavailableError("redis unavailable after graph write") from exc
+        if retry and replies[-1]:
+            log.warning("reextract_backlog_trimmed", oldest_dropped=replies[-1])
         for event, extraction in batch:
             log.info("turn_ingested", event_id=event.event_id, entities=len(extraction.entities))
         return IngestResult(
@@ -111,4 +124,5 @@ class IngestPipeline:
             dropped=dropped,
             superseded=len(report.superseded),
             forgotten=len(forgotten),
+            reextract=len(retry),
         )

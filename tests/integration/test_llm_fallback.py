@@ -1,0 +1,206 @@
+"""A failing or odd LLM endpoint never loses a turn: output-mode fallback, fenced answers,
+the offline rules standing in for a failed batch, all through the real ``openai`` client
+against the local fake endpoint (and, for the pipeline, the real Redis and graph server)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+from structlog.testing import capture_logs
+
+from schemas.keys import REEXTRACT_PENDING
+from tests.integration.test_llm_extractor import E1, E2, TURNS, extractor, summary
+from tests.support.fake_openai import (
+    FakeOpenAI,
+    Reply,
+    answer,
+    error,
+    error_text,
+    fenced,
+    hang,
+    malformed,
+    slow,
+)
+from turngraph.clients import Clients
+from turngraph.settings import Settings
+from workers.extraction.llm_calls import OutputMode
+from workers.extraction.offline import OfflineExtractor
+
+OFFLINE = OfflineExtractor()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def kinds(fake: FakeOpenAI) -> list[str | None]:
+    return [(r.body.get("response_format") or {}).get("type") for r in fake.requests]
+
+
+def test_server_refusing_json_schema_gets_json_object_with_the_schema_in_the_prompt() -> None:
+    with FakeOpenAI(refuse_formats=("json_schema",)) as fake:
+        fake.add(answer({"turns": [E1, E2]}), answer({"turns": [E1, E2]}))
+        x = extractor(fake)
+        with capture_logs() as logs:
+            first, _ = x.extract(TURNS)
+        assert summary(first)[0] == [("PullRequest", "#45"), ("File", "workers/graph/writer.py")]
+        x.extract(TURNS)  # remembered: no second refusal
+        assert kinds(fake) == ["json_schema", "json_object", "json_object"]
+        system = fake.requests[1].messages[0]["content"]
+        assert "JSON Schema" in system and '"turns"' in system
+        assert "JSON Schema" not in fake.requests[0].messages[0]["content"]
+        assert (x.mode, x.stats.mode_downgrades, x.stats.fallback_batches) == (
+            OutputMode.JSON_OBJECT,
+            1,
+            0,
+        )
+    [refused] = [e for e in logs if e["event"] == "extraction_output_mode_refused"]
+    assert refused["server_error"] == "response_format type json_schema is not supported"
+
+
+def test_server_refusing_both_formats_gets_the_schema_in_the_prompt_only() -> None:
+    with FakeOpenAI(refuse_formats=("json_schema", "json_object")) as fake:
+        fake.add(answer({"turns": [E1, E2]}))
+        x = extractor(fake)
+        assert len(x.extract(TURNS)[1].entities) == 2
+        assert kinds(fake) == ["json_schema", "json_object", None]
+        assert x.mode is OutputMode.PROMPT_ONLY
+
+
+@pytest.mark.parametrize("prose", [False, True], ids=["fence", "fence-and-prose"])
+def test_answer_in_a_code_fence_is_read_without_a_reask(fake: FakeOpenAI, prose: bool) -> None:
+    fake.add(fenced({"turns": [E1, E2]}, prose=prose))  # a server ignoring response_format
+    x = extractor(fake)
+    first, second = x.extract(TURNS)
+    assert len(first.entities) == 2 and len(second.entities) == 2
+    assert (x.stats.reasks, len(fake.requests)) == (0, 1)
+
+
+def test_too_long_prompt_is_not_mistaken_for_a_refused_format(fake: FakeOpenAI) -> None:
+    fake.add(error_text(400, "This model's maximum context length is 4096 tokens"))
+    x = extractor(fake, fallback=OFFLINE)
+    with capture_logs() as logs:
+        first, _ = x.extract(TURNS)
+    assert kinds(fake) == ["json_schema"] and x.mode is OutputMode.JSON_SCHEMA
+    assert first.reextract and ("PullRequest", "#45") in summary(first)[0]
+    [failed] = [e for e in logs if e["event"] == "extraction_call_failed"]
+    assert failed["status"] == 400 and "maximum context length" in failed["server_error"]
+    assert all("PR #45" not in json.dumps(e) for e in logs)  # no chat content in logs
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        [error_text(400, "bad request")] * 3,
+        [error(500)],
+        [malformed(), malformed()],
+        [fenced("not an object"), Reply(content="I cannot help with that.")],
+    ],
+    ids=["400-in-every-mode", "500", "unreadable-twice", "prose-twice"],
+)
+def test_failed_batch_falls_back_to_the_offline_rules(
+    fake: FakeOpenAI, replies: list[Reply]
+) -> None:
+    fake.add(*replies)
+    x = extractor(fake, max_retries=0, fallback=OFFLINE)
+    first, second = x.extract(TURNS)
+    assert ("PullRequest", "#45") in summary(first)[0]
+    assert ("Decision", "use Valkey for the embedded Redis") in summary(second)[0]
+    assert first.reextract and second.reextract
+    stats = x.stats.snapshot()
+    assert (stats["fallback_batches"], stats["fallback_turns"]) == (1, 2)
+
+
+def test_timeout_falls_back_and_the_endpoint_rests_for_the_cooldown(fake: FakeOpenAI) -> None:
+    now = [100.0]
+    fake.add(hang())
+    x = extractor(fake, max_retries=0, timeout=0.3, fallback=OFFLINE, clock=lambda: now[0])
+    assert all(e.reextract for e in x.extract(TURNS))
+    assert len(x.extract(TURNS)[0].entities) == 2  # cooling down: no call at all
+    assert len(fake.requests) == 1
+    now[0] += 31
+    fake.add(answer({"turns": [E1, E2]}))
+    assert not any(e.reextract for e in x.extract(TURNS))
+    assert len(fake.requests) == 2
+    assert x.stats.fallback_batches == 2
+
+
+def test_looping_model_stops_at_the_output_cap_then_falls_back(fake: FakeOpenAI) -> None:
+    loop = Reply(content='{"turns": [{"event_id": "e1", "entities": [', finish_reason="length")
+    fake.add(loop, loop)
+    x = extractor(fake, fallback=OFFLINE, max_output_tokens=256)
+    [only] = x.extract(TURNS[:1])
+    assert only.reextract and ("File", "workers/graph/writer.py") in summary(only)[0]
+    assert [r.body["max_tokens"] for r in fake.requests] == [256, 256]
+
+
+def test_cap_parameter_name_and_temperature_follow_the_settings(fake: FakeOpenAI) -> None:
+    fake.add(slow({"turns": [E1, E2]}, delay_s=0.2))
+    x = extractor(fake, max_tokens_parameter="max_completion_tokens", temperature=None)
+    assert len(x.extract(TURNS)[0].entities) == 2
+    body = fake.requests[0].body
+    assert body["max_completion_tokens"] == 4096
+    assert "max_tokens" not in body and "temperature" not in body
+
+
+def test_turns_missing_from_the_answer_come_from_the_offline_rules(fake: FakeOpenAI) -> None:
+    only_first = {"turns": [E1]}
+    fake.add(answer(only_first), answer(only_first))
+    x = extractor(fake, fallback=OFFLINE)
+    first, second = x.extract(TURNS)
+    assert not first.reextract and second.reextract
+    assert ("Decision", "use Valkey for the embedded Redis") in summary(second)[0]
+    assert (x.stats.unanswered_turns, x.stats.fallback_turns) == (1, 1)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("replies", "timeout"),
+    [
+        ([error_text(400, "bad request")] * 3, 10.0),
+        ([hang()], 0.3),
+        ([malformed(), malformed()], 10.0),
+    ],
+    ids=["400", "timeout", "unreadable"],
+)
+def test_a_failing_endpoint_never_loses_a_turn(
+    fake: FakeOpenAI,
+    clients: Clients,
+    settings: Settings,
+    replies: list[Reply],
+    timeout: float,
+) -> None:
+    from turngraph.app import build_pipeline
+    from turngraph.clients import build_clients
+
+    fake.add(*replies)
+    configured = settings.model_copy(
+        update={
+            "llm_base_url": fake.base_url,
+            "llm_api_key": SecretStr("k"),
+            "llm_max_retries": 0,
+            "llm_timeout_s": timeout,
+        }
+    )
+    with_llm = build_clients(configured)
+    try:
+        result = build_pipeline(with_llm).ingest(TURNS)
+    finally:
+        with_llm.close()
+    assert (result.turns, result.reextract) == (2, 2)
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
+    )
+    assert records[0]["n"] == 2
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (d:Decision)-[:APPLIES_TO]->(s:Service) RETURN s.name AS name",
+        database_=clients.graph_database,
+    )
+    assert sorted(r["name"] for r in records) == ["Redis", "Valkey"]  # the offline rules
+    pending = clients.redis.zrange(REEXTRACT_PENDING, 0, -1)
+    assert sorted(p.decode() for p in pending) == ["e1", "e2"]

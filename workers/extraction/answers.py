@@ -1,0 +1,97 @@
+"""Reading an LLM answer: the JSON inside it, checked against the batch and the ontology.
+
+Servers that ignore ``response_format`` (Ollama before 0.5, some proxies) answer in a
+```` ```json ```` fence or with a sentence around the object; :func:`json_text` finds the
+object anyway. Problems are described by position and type names only, never by the
+answer's content, so they can go into logs and into the re-ask.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from schemas.ontology import Ontology
+from schemas.turn_event import TurnEvent
+from schemas.validation import invalid_fields
+from workers.extraction.models import Extraction
+from workers.extraction.prompts import ExtractionAnswer
+from workers.extraction.validation import validate_raw
+
+_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class ParsedAnswer:
+    """One answer checked against the batch: per-turn results and what was wrong."""
+
+    extractions: dict[str, Extraction] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    usable: bool = True
+    """False when nothing could be read (broken JSON, wrong shape, refusal)."""
+
+
+def json_text(text: str) -> str:
+    """The JSON object in ``text``: the answer itself, the inside of its first code fence,
+    or the first decodable ``{…}`` after some prose. Unchanged when none is found (the
+    JSON error then names the problem)."""
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        return stripped
+    fence = _FENCE.search(stripped)
+    if fence and fence.group(1).strip().startswith("{"):
+        return fence.group(1).strip()
+    start = stripped.find("{")
+    while start != -1:
+        try:
+            _, end = _DECODER.raw_decode(stripped, start)
+        except json.JSONDecodeError:
+            start = stripped.find("{", start + 1)
+            continue
+        return stripped[start:end]
+    return stripped
+
+
+def parse_answer(text: str, batch: Sequence[TurnEvent], ontology: Ontology) -> ParsedAnswer:
+    """The answer's per-turn extractions, validated against the ontology."""
+    if not text.strip():
+        return ParsedAnswer(problems=["the answer was empty (or a refusal)"], usable=False)
+    try:
+        data: Any = json.loads(json_text(text))
+    except json.JSONDecodeError as err:
+        return ParsedAnswer(
+            problems=[f"the answer is not valid JSON: {err.msg} at char {err.pos}"],
+            usable=False,
+        )
+    try:
+        answer = ExtractionAnswer.model_validate(data)
+    except pydantic.ValidationError as err:
+        where = invalid_fields(err, "answer")
+        return ParsedAnswer(
+            problems=[f"the answer does not match the schema at: {', '.join(where[:10])}"],
+            usable=False,
+        )
+    parsed = ParsedAnswer()
+    wanted = {turn.event_id for turn in batch}
+    for turn_answer in answer.turns:
+        if turn_answer.event_id not in wanted:
+            parsed.problems.append(f"event_id {turn_answer.event_id[:64]!r} is not in the batch")
+            continue
+        if turn_answer.event_id in parsed.extractions:
+            parsed.problems.append(f"event_id {turn_answer.event_id!r} answered twice")
+            continue
+        result = validate_raw(
+            turn_answer.event_id, turn_answer.entities, turn_answer.facts, ontology
+        )
+        parsed.extractions[turn_answer.event_id] = result.extraction
+        parsed.problems.extend(f"turn {turn_answer.event_id}: {p}" for p in result.problems)
+    missing = [turn.event_id for turn in batch if turn.event_id not in parsed.extractions]
+    if missing:
+        parsed.problems.append(f"no result for event_id(s) {missing}")
+    return parsed
