@@ -1,4 +1,4 @@
-"""Retrieval quality: ``python -m bench.retrieval``.
+"""Retrieval quality: ``python -m bench.retrieval [--split dev|test|all]``.
 
 The dataset's turns go through the real pipeline: the embedded Redis and graph servers
 are started, every turn is published with the :class:`~producers.publisher.Publisher`
@@ -8,24 +8,28 @@ then asked through :class:`~producers.recall_client.RecallClient`, over Redis, t
 worker. Timestamps are shifted so the dataset's "now" is the moment of the run (the
 worker ranks with the real clock).
 
-The reference is a plain Okapi BM25 over the raw turns of the same workspace (lowercase
-word tokens, no stemming, no stopwords, no context), in the same run. Reports Recall@5,
-Recall@10 and MRR@10 of the evidence turns, for all questions and split into standalone
-and follow-up questions.
+Datasets, each split into a development part (tuned on) and a test part (scored only
+when a change is done): the project's own (``tests/data/retrieval``, split by scenario,
+``bench.retrieval_split``) and REALTALK (ten real multi-week chats read from
+``../shared/data/realtalk``, never copied here; odd chats dev, even chats test), the
+latter twice: with the turns at their real dates and with one timestamp for all.
+
+The reference is Okapi BM25 over the raw turns of the same workspace with recall's own
+tokenizer and stopwords, plus a row with the conversation context appended to the query,
+in the same run (``bench.retrieval_eval``). Reports Recall@5/10/25/50 and MRR@10 of the
+evidence turns per dataset, split, and question category; the RESULT line gives the
+gain at R@10 over the stronger of the two references.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
-import math
-import re
-import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +40,10 @@ import structlog
 
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
+from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
+from bench.retrieval_realtalk import RealTalk
+from bench.retrieval_realtalk import load as load_realtalk
+from bench.retrieval_split import own_split
 from producers.bounded_queue import is_ingested
 from producers.recall_client import RecallClient
 from schemas.recall import ConversationTurn
@@ -47,9 +55,10 @@ from turngraph.settings import Settings
 from workers.recall.worker import RecallWorker
 
 BENCH_SESSION = "bench_question_session"
-"""Questions are asked from a new session that is not part of the dataset."""
 
-Ranker = Callable[[dict[str, Any]], list[str]]
+PUBLISH_CHUNK = 2_000
+"""Turns published between flushes (the publisher's own buffer holds 10,000)."""
+"""Questions are asked from a new session that is not part of the dataset."""
 
 
 def shifted(turns: Sequence[TurnEvent], dataset_now: datetime) -> list[TurnEvent]:
@@ -65,10 +74,11 @@ def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, Recall
         settings = with_endpoints(Settings(_env_file=None), endpoints)
         clients = build_clients(settings)
         with build_publisher(settings) as publisher:
-            for turn in turns:
-                publisher.publish(turn)
-            if not publisher.flush(timeout_s=60):
-                raise SystemExit("the publisher could not flush the dataset")
+            for start in range(0, len(turns), PUBLISH_CHUNK):
+                for turn in turns[start : start + PUBLISH_CHUNK]:
+                    publisher.publish(turn)
+                if not publisher.flush(timeout_s=60):
+                    raise SystemExit("the publisher could not flush the dataset")
         build_ingest_worker(clients).work(burst=True, with_scheduler=False, logging_level="WARNING")
         missing = [t.event_id for t in turns if not is_ingested(clients.redis, t.event_id)]
         if missing:
@@ -98,7 +108,7 @@ def recall_ranker(conn: redis.Redis, timings: list[float]) -> Ranker:
             conversation_context=[
                 ConversationTurn(**turn) for turn in question["conversation_context"]
             ],
-            max_results=10,
+            max_results=max(CUTOFFS),
             max_tokens=100_000,
         )
         timings.append((time.perf_counter() - started) * 1000)
@@ -112,124 +122,90 @@ def recall_ranker(conn: redis.Redis, timings: list[float]) -> Ranker:
     return rank
 
 
-_PLAIN = re.compile(r"\w+")
+REFERENCES = ("bm25 same tokenizer", "bm25 same tokenizer + context")
 
 
-class PlainBM25:
-    """Okapi BM25 (k1=1.5, b=0.75, the rank-bm25 defaults) over raw turns, per workspace."""
-
-    def __init__(self, turns: Sequence[TurnEvent], k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.docs: dict[str, list[tuple[str, Counter[str], int]]] = {}
-        for turn in turns:
-            words = _PLAIN.findall(turn.content.lower())
-            self.docs.setdefault(turn.workspace, []).append(
-                (turn.event_id, Counter(words), len(words))
-            )
-
-    def ranker(self, with_context: bool = False) -> Ranker:
-        def rank(question: dict[str, Any]) -> list[str]:
-            text = question["question"]
-            if with_context:
-                text += " " + " ".join(t["content"] for t in question["conversation_context"])
-            return self.rank(question["workspace"], text)[:10]
-
-        return rank
-
-    def rank(self, workspace: str, query: str) -> list[str]:
-        docs = self.docs.get(workspace, [])
-        n = len(docs)
-        avgdl = sum(length for _, _, length in docs) / max(n, 1)
-        terms = _PLAIN.findall(query.lower())
-        df = {t: sum(1 for _, counts, _ in docs if t in counts) for t in set(terms)}
-        scores = []
-        for event_id, counts, length in docs:
-            score = 0.0
-            for term in terms:
-                tf = counts.get(term, 0)
-                if tf:
-                    idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-                    norm = tf + self.k1 * (1 - self.b + self.b * length / avgdl)
-                    score += idf * tf * (self.k1 + 1) / norm
-            if score > 0:
-                scores.append((score, event_id))
-        scores.sort(reverse=True)
-        return [event_id for _, event_id in scores]
-
-
-def evaluate(ranker: Ranker, questions: Sequence[dict[str, Any]]) -> dict[str, float]:
-    r5, r10, rr = [], [], []
+def _groups(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {"all": list(questions)}
     for question in questions:
-        evidence = set(question["evidence_event_ids"])
-        ranked = ranker(question)[:10]
-        r5.append(len(evidence.intersection(ranked[:5])) / len(evidence))
-        r10.append(len(evidence.intersection(ranked)) / len(evidence))
-        first = next((i for i, e in enumerate(ranked, start=1) if e in evidence), None)
-        rr.append(1 / first if first else 0.0)
-    return {
-        "recall_at_5": statistics.fmean(r5),
-        "recall_at_10": statistics.fmean(r10),
-        "mrr": statistics.fmean(rr),
-    }
+        kind = question.get("category") or ("follow-up" if question["follow_up"] else "standalone")
+        groups.setdefault(kind, []).append(question)
+    return groups
 
 
-def main(data_dir: Path = DEFAULT_OUT) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval")
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
+    parser.add_argument("--data", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    dataset_turns, questions, dataset_now = load(data_dir)
-    turns = shifted(dataset_turns, dataset_now)
-    bm25 = PlainBM25(turns)
-    timings: list[float] = []
-    groups = {
-        "all": questions,
-        "standalone": [q for q in questions if not q["follow_up"]],
-        "follow-up": [q for q in questions if q["follow_up"]],
+    now = datetime.now(UTC)
+    dataset_turns, own_questions, dataset_now = load(args.data)
+    own_turns = shifted(dataset_turns, dataset_now)
+    for question in own_questions:
+        question["split"] = own_split(question)
+    realtalk: dict[str, RealTalk] = {
+        "realtalk dates": load_realtalk(one_timestamp=False, now=now),
+        "realtalk 1-ts": load_realtalk(one_timestamp=True, now=now),
     }
-    with pipeline_stack(turns) as (clients, recall):
+    datasets: dict[str, tuple[list[TurnEvent], list[dict[str, Any]]]] = {
+        "own": (own_turns, own_questions),
+        **{name: (rt.turns, rt.questions) for name, rt in realtalk.items()},
+    }
+    splits = ("dev", "test") if args.split == "all" else (args.split,)
+    all_turns = [turn for turns, _ in datasets.values() for turn in turns]
+    bm25 = SameTokenizerBM25(all_turns)
+    timings: list[float] = []
+    results: dict[tuple[str, str, str, str], dict[str, float]] = {}
+    sizes: dict[tuple[str, str, str], int] = {}
+    with pipeline_stack(all_turns) as (clients, recall):
         systems: dict[str, Ranker] = {
             "recall through the pipeline": recall_ranker(clients.redis, timings),
-            "bm25 raw turns (reference)": bm25.ranker(),
-            "bm25 raw turns + context": bm25.ranker(with_context=True),
+            REFERENCES[0]: bm25.ranker(),
+            REFERENCES[1]: bm25.ranker(with_context=True),
         }
-        results = {
-            (system, group): evaluate(ranker, qs)
-            for system, ranker in systems.items()
-            for group, qs in groups.items()
-        }
+        for name, (_, questions) in datasets.items():
+            for split in splits:
+                for group, qs in _groups([q for q in questions if q["split"] == split]).items():
+                    sizes[(name, split, group)] = len(qs)
+                    for system, ranker in systems.items():
+                        results[(name, split, group, system)] = evaluate(ranker, qs)
         memories = len(recall.index)
+    rt = realtalk["realtalk dates"]
     print(
-        f"dataset: {len(turns)} turns, {len({t.session_id for t in turns})} sessions, "
-        f"{len({t.workspace for t in turns})} workspaces, {len(questions)} questions "
-        f"({len(groups['follow-up'])} follow-ups); recall index: {memories} memories"
+        f"{len(all_turns)} turns ingested through the pipeline; recall index: {memories} "
+        f"memories. REALTALK: {len(rt.turns)} turns, {len(rt.questions)} questions "
+        f"({rt.questions_dropped} without a resolvable evidence id dropped); evidence ids "
+        f"resolved {rt.evidence_resolved} of {rt.evidence_total}"
     )
     rows = [
-        [system, group, m["recall_at_5"], m["recall_at_10"], m["mrr"], len(groups[group])]
-        for (system, group), m in results.items()
-    ]
-    print(table(["system", "questions", "R@5", "R@10", "MRR@10", "n"], rows))
+        [f"{name} {split} {group}", system, *(m[f"r{k}"] for k in CUTOFFS), m["mrr"],
+         sizes[(name, split, group)]]
+        for (name, split, group, system), m in results.items()
+    ]  # fmt: skip
+    print(table(["dataset split questions", "system", *(f"R@{k}" for k in CUTOFFS),
+                 "MRR@10", "n"], rows))  # fmt: skip
     print(
         f"recall end to end over Redis: p50 {percentile(timings, 50):.3f} ms, "
         f"p95 {percentile(timings, 95):.3f} ms"
     )
-    ours = results[(next(iter(systems)), "all")]
-    ours_follow = results[(next(iter(systems)), "follow-up")]
-    reference = results[("bm25 raw turns (reference)", "all")]
-    print(
-        result_line(
-            "retrieval",
-            recall_at_5=round(ours["recall_at_5"], 3),
-            recall_at_10=round(ours["recall_at_10"], 3),
-            mrr=round(ours["mrr"], 3),
-            followup_recall_at_10=round(ours_follow["recall_at_10"], 3),
-            bm25_recall_at_5=round(reference["recall_at_5"], 3),
-            bm25_recall_at_10=round(reference["recall_at_10"], 3),
-            bm25_mrr=round(reference["mrr"], 3),
-            questions=len(questions),
-            recall_p50_ms=round(percentile(timings, 50), 3),
-        )
-    )
+    summary: dict[str, float | int | str] = {}
+    ours = "recall through the pipeline"
+    for name in datasets:
+        for split in splits:
+            key = f"{name.replace(' ', '_').replace('-', '')}_{split}"
+            mine = results[(name, split, "all", ours)]["r10"]
+            refs = [results[(name, split, "all", ref)]["r10"] for ref in REFERENCES]
+            summary[f"{key}_r10"] = round(mine, 3)
+            summary[f"{key}_bm25_r10"] = round(max(refs), 3)
+            summary[f"{key}_gain_points"] = round(100 * (mine - max(refs)), 1)
+    summary["evidence_resolved"] = rt.evidence_resolved
+    summary["evidence_total"] = rt.evidence_total
+    summary["recall_p50_ms"] = round(percentile(timings, 50), 3)
+    print(result_line("retrieval", **summary))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_OUT))
+    sys.exit(main())

@@ -10,6 +10,7 @@ from schemas.recall import ConversationTurn, RecallRequest, ScopeName
 from tests.support.recall import NOW, memory, request
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import MemoryKind
+from workers.recall.scoring import RECENCY_FLOOR
 from workers.recall.search import render_memory_block, search
 
 
@@ -118,7 +119,11 @@ def test_recency_orders_equally_relevant_memories() -> None:
     idx.add(memory("new", "rotate the signing key yearly (new note)", days_ago=1))
     results = search(idx, request("rotate signing key", half_life_days=7), NOW).results
     assert results[0].text.endswith("(new note)")
-    assert results[1].score.recency_multiplier == pytest.approx(0.5 ** (30 / 7), rel=1e-3)
+    decay = 0.5 ** (30 / 7)
+    floor = RECENCY_FLOOR
+    assert results[1].score.recency_multiplier == pytest.approx(
+        floor + (1 - floor) * decay, rel=1e-3
+    )
 
 
 def test_final_score_is_the_product_of_its_factors(index: MemoryIndex) -> None:

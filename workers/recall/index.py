@@ -152,7 +152,7 @@ class MemoryIndex:
     def _insert_locked(self, memory: Memory) -> None:
         internal = self._next_id
         self._next_id += 1
-        counts = Counter(tokenize(memory.text))
+        counts = Counter(tokenize(memory.searchable_text))
         length = sum(counts.values())
         pkey = partition_of(memory)
         part = self._parts.get(pkey)

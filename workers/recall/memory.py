@@ -66,6 +66,12 @@ class Memory:
         """The time recency decays from: when the source turn happened, else creation."""
         return self.source_created_at or self.created_at
 
+    @property
+    def searchable_text(self) -> str:
+        """What the index analyses: the speaker's name (when known) and the text."""
+        speaker = self.extra.get("speaker", "")
+        return f"{speaker}: {self.text}" if speaker else self.text
+
     def with_status(self, status: str) -> Memory:
         return replace(self, status=status)
 

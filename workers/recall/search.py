@@ -35,10 +35,11 @@ from workers.recall.scoring import (
     is_visible,
     normalise,
     pack,
-    recency_multiplier,
     status_multiplier,
+    time_multiplier,
 )
 from workers.recall.text import estimate_tokens
+from workers.recall.timeq import TimeIntent, parse_time
 
 LEXICAL_CANDIDATES = 60
 """Lexical candidates per partition entering the fusion."""
@@ -98,8 +99,9 @@ def search(
     if not targets:
         return _response(request, [], started, degraded=["no_scope_key"])
 
+    intent = parse_time(request.query, now)
     plan = plan_query(
-        request.query,
+        intent.query,
         request.conversation_context,
         idf_of=lambda term: _best_idf(index, targets, term),
         known_entities=lambda grams: _known(index, targets, grams),
@@ -113,7 +115,7 @@ def search(
     fused = fuse(signals)
     context_scores = _context_scores(index, targets, plan, fused)
 
-    factors = _score(index, request, now, scopes, plan, fused, context_scores)
+    factors = _score(index, request, now, intent, scopes, plan, fused, context_scores)
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     pool = [
         Scored(
@@ -160,6 +162,7 @@ def _score(
     index: MemoryIndex,
     request: RecallRequest,
     now: datetime,
+    intent: TimeIntent,
     scopes: Sequence[ScopeName],
     plan: QueryPlan,
     fused: Mapping[int, float],
@@ -186,7 +189,7 @@ def _score(
         label = _scope_label(memory, request, scopes)
         if label is None:
             continue  # defence in depth: never return a memory outside the asked scopes
-        recency = recency_multiplier(memory.reference_time, now, request.half_life_days)
+        recency = time_multiplier(intent, memory.reference_time, now, request.half_life_days)
         status = status_multiplier(memory.status)
         boost = 1.0
         if plan.context_terms:

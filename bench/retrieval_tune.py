@@ -1,0 +1,101 @@
+"""Fast tuning loop on the development parts only: ``python -m bench.retrieval_tune``.
+
+The index is built in process from the turns (offline extractor, the ingest worker's own
+memory mapping), so a change to ranking can be checked in seconds. Only the development
+questions are scored here; ``bench.retrieval`` (the real pipeline) reports dev and test.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.report import table
+from bench.retrieval_data import DEFAULT_OUT, load
+from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
+from bench.retrieval_realtalk import load as load_realtalk
+from bench.retrieval_split import own_split
+from schemas.recall import ConversationTurn, RecallRequest
+from schemas.turn_event import TurnEvent
+from workers.extraction.offline import OfflineExtractor
+from workers.ingest.changes import decision_memories, episode_memory
+from workers.recall import scoring
+from workers.recall.index import MemoryIndex
+from workers.recall.search import search
+
+BENCH_SESSION = "bench_question_session"
+
+
+def build_index(turns: Sequence[TurnEvent], embedder: Any = None) -> MemoryIndex:
+    index = MemoryIndex()
+    extractions = OfflineExtractor().extract(turns)
+    for event, extraction in zip(turns, extractions, strict=True):
+        index.add(episode_memory(event, extraction))
+        for memory in decision_memories(event, extraction):
+            index.add(memory)
+    return index
+
+
+def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
+    def rank(question: dict[str, Any]) -> list[str]:
+        response = search(
+            index,
+            RecallRequest(
+                query=question["question"],
+                workspace=question["workspace"],
+                user=question["user"],
+                session_id=BENCH_SESSION,
+                conversation_context=tuple(
+                    ConversationTurn(**turn) for turn in question["conversation_context"]
+                ),
+                max_results=50,
+                max_tokens=100_000,
+                **request,
+            ),
+            now=now,
+        )
+        ranked: list[str] = []
+        for result in response.results:
+            ranked += [e for e in result.source_event_ids if e not in ranked]
+        return ranked
+
+    return rank
+
+
+def main() -> int:
+    if "--floor" in sys.argv:  # sweep: python -m bench.retrieval_tune --floor 0.5
+        scoring.RECENCY_FLOOR = float(sys.argv[sys.argv.index("--floor") + 1])
+    now = datetime.now(UTC)
+    own_turns, own_questions, own_now = load(DEFAULT_OUT)
+    delta = now - own_now
+    own_turns = [t.model_copy(update={"occurred_at": t.occurred_at + delta}) for t in own_turns]
+    sets: dict[str, tuple[list[TurnEvent], list[dict[str, Any]]]] = {
+        "own dev": (own_turns, [q for q in own_questions if own_split(q) == "dev"]),
+    }
+    for one_ts in (False, True):
+        rt = load_realtalk(one_timestamp=one_ts, now=now)
+        name = "realtalk dev " + ("1-ts" if one_ts else "dates")
+        sets[name] = (rt.turns, [q for q in rt.questions if q["split"] == "dev"])
+    rows = []
+    for name, (turns, questions) in sets.items():
+        started = time.perf_counter()
+        index = build_index(turns)
+        bm25 = SameTokenizerBM25(turns)
+        systems = {
+            "recall": index_ranker(index, now),
+            "bm25": bm25.ranker(),
+            "bm25+ctx": bm25.ranker(with_context=True),
+        }
+        for system, ranker in systems.items():
+            m = evaluate(ranker, questions)
+            rows.append([name, system, *(m[f"r{k}"] for k in CUTOFFS), m["mrr"], len(questions)])
+        print(f"{name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "MRR@10", "n"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
