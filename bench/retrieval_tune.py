@@ -1,7 +1,8 @@
 """Fast tuning loop on the development parts only: ``python -m bench.retrieval_tune``.
 
-The index is built in process from the turns (offline extractor, the ingest worker's own
-memory mapping), so a change to ranking can be checked in seconds. Only the development
+The index is built in process from the turns (offline extractor, the in-memory graph
+store and its recallable-memory mapper, the same code the ingest worker runs), so a
+change to ranking can be checked in seconds. Only the development
 questions are scored here; ``bench.retrieval`` (the real pipeline) reports dev and test.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import schemas.ontology as ontology
 from bench.report import table
 from bench.retrieval_data import DEFAULT_OUT, load
 from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
@@ -21,21 +23,25 @@ from bench.retrieval_split import own_split
 from schemas.recall import ConversationTurn, RecallRequest
 from schemas.turn_event import TurnEvent
 from workers.extraction.offline import OfflineExtractor
-from workers.ingest.changes import decision_memories, episode_memory
+from workers.graph.memory_store import InMemoryGraphStore
 from workers.recall import scoring
 from workers.recall.index import MemoryIndex
+from workers.recall.memory import Memory
 from workers.recall.search import search
 
 BENCH_SESSION = "bench_question_session"
 
 
-def build_index(turns: Sequence[TurnEvent], embedder: Any = None) -> MemoryIndex:
+def build_index(turns: Sequence[TurnEvent]) -> MemoryIndex:
+    store = InMemoryGraphStore(
+        entity_labels=ontology.labels(), relation_types=ontology.relationship_types()
+    )
+    extractor = OfflineExtractor(ontology.ONTOLOGY)
+    for start in range(0, len(turns), 500):
+        chunk = list(turns[start : start + 500])
+        store.write(list(zip(chunk, extractor.extract(chunk), strict=True)))
     index = MemoryIndex()
-    extractions = OfflineExtractor().extract(turns)
-    for event, extraction in zip(turns, extractions, strict=True):
-        index.add(episode_memory(event, extraction))
-        for memory in decision_memories(event, extraction):
-            index.add(memory)
+    index.add_many(Memory.from_record(record) for record in store.recallable_memories())
     return index
 
 
