@@ -1,13 +1,21 @@
-"""Recall latency end to end through Redis at 50k memories, 50 concurrent clients.
+"""Recall latency end to end through Redis at 50k memories, with the semantic signal on.
 
 Loads N turns into the embedded graph (offline extractor, real writer), starts recall
-worker replicas as processes (they bootstrap their index from the graph), then runs
-client processes x threads that each call ``RecallClient.recall`` in a loop. Reference in
-the same run: a Redis PING round trip from the same clients. Also reports each replica's
-resident memory and time-to-recall (publish a turn, poll recall until it is found) with
-an ingest worker running.
+worker replicas as processes (they bootstrap their index from the graph and embed every
+memory with the configured model, the shipped local one by default), then runs client
+threads that each call ``RecallClient.recall``: a closed loop at ``--clients`` (8), whose
+throughput is the saturation, then an open loop offered at half that rate. Reference in
+the same run: a Redis PING round trip from the same clients, closed loop. Also reports
+each replica's resident memory and time-to-recall (publish a turn, poll recall until it
+is found) with an ingest worker running.
 
-    python -m bench.recall_latency [--memories 50000] [--clients 50] [--seconds 10]
+Texts are real conversation: the turns of REALTALK (``../shared/data/realtalk``, read at
+bench time) and of the project's own retrieval dataset; 500 of them are held back, never
+loaded, and their first words are the queries. Beyond the first pass over the texts, a
+memory joins two random turns, so no two memories are the same text.
+
+    python -m bench.recall_latency [--memories 50000] [--clients 8] [--seconds 10]
+        [--embedding local|none]
 """
 
 from __future__ import annotations
@@ -23,14 +31,16 @@ import tempfile
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import redis
 import structlog
 
-from bench.ingest import MODULES, make_turns
 from bench.report import percentile, result_line, table
+from bench.retrieval_data import DEFAULT_OUT
+from bench.retrieval_data import load as load_own
+from bench.retrieval_realtalk import load as load_realtalk
 from producers.recall_client import RecallClient
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.app import build_pipeline
@@ -38,19 +48,48 @@ from turngraph.clients import build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import Settings
 
-WORDS = (*MODULES, "retry", "timeout", "handler", "fixtures", "streams", "Postgres", "branch")
 WORKSPACES = 5
 SESSIONS = 50
+HELD_BACK = 500
+"""Turns never loaded; their first QUERY_WORDS words are the queries."""
+QUERY_WORDS = 12
+
+
+def corpus(count: int, seed: int = 7) -> tuple[list[TurnEvent], list[str]]:
+    """``count`` turns of real conversation text, and queries from held-back turns."""
+    rng = random.Random(seed)
+    texts = [t.content for t in load_realtalk(one_timestamp=True).turns]
+    texts += [t.content for t in load_own(DEFAULT_OUT)[0]]
+    rng.shuffle(texts)
+    held, texts = texts[:HELD_BACK], texts[HELD_BACK:]
+    queries = [" ".join(text.split()[:QUERY_WORDS]) for text in held]
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    turns = []
+    for i in range(count):
+        session = i % SESSIONS
+        text = texts[i] if i < len(texts) else f"{rng.choice(texts)} {rng.choice(texts)}"
+        turns.append(
+            TurnEvent(
+                session_id=f"bench-s{session}",
+                workspace=f"bench-w{session % WORKSPACES}",
+                user="bench-u",
+                turn_index=i // SESSIONS,
+                role="user" if i % 2 == 0 else "assistant",
+                content=text[:20_000],
+                occurred_at=start + timedelta(seconds=i),
+                client=ClientInfo(name="bench", version="1"),
+            )
+        )
+    return turns, queries
 
 
 def settings_for(endpoints: ServiceEndpoints) -> Settings:
     return with_endpoints(Settings(_env_file=None, log_level="WARNING"), endpoints)
 
 
-def load_graph(settings: Settings, count: int) -> float:
+def load_graph(settings: Settings, turns: list[TurnEvent]) -> float:
     clients = build_clients(settings)
     pipeline = build_pipeline(clients)
-    turns = make_turns(count, sessions=SESSIONS)
     started = time.perf_counter()
     for i in range(0, len(turns), 1000):
         pipeline.ingest(turns[i : i + 1000])
@@ -59,7 +98,13 @@ def load_graph(settings: Settings, count: int) -> float:
 
 
 def _client_loop(
-    redis_url: str, threads: int, seconds: float, mode: str, interval_s: float, out: mp.Queue
+    redis_url: str,
+    threads: int,
+    seconds: float,
+    mode: str,
+    interval_s: float,
+    queries: list[str],
+    out: mp.Queue,
 ) -> None:
     latencies: list[float] = []
     failures = 0
@@ -84,7 +129,7 @@ def _client_loop(
                 conn.ping()
             else:
                 response = client.recall(
-                    f"what did we decide about the {rng.choice(WORDS)} {rng.choice(WORDS)}?",
+                    rng.choice(queries),
                     session_id=f"bench-s{session}",
                     workspace=f"bench-w{session % WORKSPACES}",
                     user="bench-u",
@@ -104,14 +149,19 @@ def _client_loop(
 
 
 def drive(
-    redis_url: str, clients: int, seconds: float, mode: str, interval_s: float = 0.0
+    redis_url: str,
+    clients: int,
+    seconds: float,
+    mode: str,
+    queries: list[str],
+    interval_s: float = 0.0,
 ) -> tuple[list[float], int]:
-    processes = max(1, min(5, clients // 10))
+    processes = max(1, min(2, clients // 4))
     out: mp.Queue = mp.Queue()
     procs = [
         mp.Process(
             target=_client_loop,
-            args=(redis_url, clients // processes, seconds, mode, interval_s, out),
+            args=(redis_url, clients // processes, seconds, mode, interval_s, queries, out),
         )
         for _ in range(processes)
     ]
@@ -179,97 +229,83 @@ def time_to_recall(settings: Settings, samples: int) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memories", type=int, default=50_000)
-    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--ttr-samples", type=int, default=20)
-    parser.add_argument(
-        "--rate-per-client",
-        type=float,
-        default=4.0,
-        help="requests per second each client sends (open loop); the closed-loop row "
-        "shows the saturation throughput",
-    )
+    parser.add_argument("--embedding", choices=("local", "none"), default="local")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    turns, queries = corpus(args.memories)
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
         settings = settings_for(endpoints)
-        load_s = load_graph(settings, args.memories)
-        env = {**os.environ, **endpoints.as_env(), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+        load_s = load_graph(settings, turns)
+        env = {
+            **os.environ,
+            **endpoints.as_env(),
+            "TURNGRAPH_LOG_LEVEL": "WARNING",
+            "TURNGRAPH_EMBEDDING_PROVIDER": args.embedding,
+        }
         command = [sys.executable, "-m", "turngraph.cli", "worker"]
         started = time.perf_counter()
         replicas = [subprocess.Popen([*command, "recall"], env=env) for _ in range(args.replicas)]
         ingest = subprocess.Popen([*command, "ingest"], env=env)
         conn = redis.Redis.from_url(endpoints.redis_url)
+        url = endpoints.redis_url
         try:
-            wait_until_ready(conn, 300)
+            wait_until_ready(conn, 600)
             ready_s = time.perf_counter() - started
             memory = [rss_mb(proc.pid) for proc in replicas]
-            ping, _ = drive(endpoints.redis_url, args.clients, args.seconds / 2, "ping")
-            interval = 1 / args.rate_per_client
-            lat, failures = drive(
-                endpoints.redis_url, args.clients, args.seconds, "recall", interval
-            )
-            closed, _ = drive(endpoints.redis_url, args.clients, args.seconds / 2, "recall")
+            ping, _ = drive(url, args.clients, args.seconds / 2, "ping", queries)
+            closed, closed_failures = drive(url, args.clients, args.seconds, "recall", queries)
+            saturation = len(closed) / args.seconds
+            interval = args.clients / (saturation / 2)  # per client, half the saturation
+            lat, failures = drive(url, args.clients, args.seconds, "recall", queries, interval)
             ttr = time_to_recall(settings, args.ttr_samples)
         finally:
             for proc in [*replicas, ingest]:
                 proc.terminate()
             for proc in [*replicas, ingest]:
                 proc.wait(timeout=30)
+
+    def row(name: str, values: list[float], seconds: float) -> list[object]:
+        return [
+            name,
+            len(values),
+            percentile(values, 50),
+            percentile(values, 95),
+            percentile(values, 99),
+            len(values) / seconds if seconds else 0.0,
+        ]
+
     rows = [
-        [
-            "redis PING (reference)",
-            len(ping),
-            percentile(ping, 50),
-            percentile(ping, 95),
-            percentile(ping, 99),
-            len(ping) / (args.seconds / 2),
-        ],
-        [
-            f"recall, {args.clients} clients x {args.rate_per_client:g}/s",
-            len(lat),
-            percentile(lat, 50),
-            percentile(lat, 95),
-            percentile(lat, 99),
-            len(lat) / args.seconds,
-        ],
-        [
-            "recall, closed loop (saturation)",
-            len(closed),
-            percentile(closed, 50),
-            percentile(closed, 95),
-            percentile(closed, 99),
-            len(closed) / (args.seconds / 2),
-        ],
-        [
-            "time to recall",
-            len(ttr),
-            percentile(ttr, 50),
-            percentile(ttr, 95),
-            percentile(ttr, 99),
-            0.0,
-        ],
+        row(f"redis PING (reference), {args.clients} clients closed loop", ping, args.seconds / 2),
+        row(f"recall, {args.clients} clients closed loop (saturation)", closed, args.seconds),
+        row("recall, open loop at half saturation", lat, args.seconds),
+        row("time to recall", ttr, 0.0),
     ]
     print(
-        f"{args.memories} turns loaded in {load_s:.1f} s; {args.replicas} replicas ready "
-        f"after {ready_s:.1f} s; replica RSS MB: {[round(m) for m in memory]}"
+        f"{args.memories} turns loaded in {load_s:.1f} s; embedding: {args.embedding}; "
+        f"{args.replicas} replicas ready after {ready_s:.1f} s; replica RSS MB: "
+        f"{[round(m) for m in memory]}; {len(queries)} queries from held-back turns"
     )
     print(table(["measure (ms)", "n", "p50", "p95", "p99", "per_s"], rows))
     print(
         result_line(
             "recall_latency",
             memories=args.memories,
+            embedding=args.embedding,
             clients=args.clients,
-            p50_ms=round(percentile(lat, 50), 2),
-            p95_ms=round(percentile(lat, 95), 2),
-            p99_ms=round(percentile(lat, 99), 2),
+            closed_p50_ms=round(percentile(closed, 50), 2),
+            closed_p99_ms=round(percentile(closed, 99), 2),
+            saturation_per_s=round(saturation),
+            open_p50_ms=round(percentile(lat, 50), 2),
+            open_p99_ms=round(percentile(lat, 99), 2),
             offered_per_s=round(len(lat) / args.seconds),
-            saturation_per_s=round(len(closed) / (args.seconds / 2)),
             ping_p50_ms=round(percentile(ping, 50), 2),
             ping_p99_ms=round(percentile(ping, 99), 2),
-            failures=failures,
+            failures=failures + closed_failures,
             replica_rss_mb=round(max(memory)),
             time_to_recall_p95_ms=round(percentile(ttr, 95), 1),
         )

@@ -2,8 +2,12 @@
 
 The index is built in process from the turns (offline extractor, the in-memory graph
 store and its recallable-memory mapper, the same code the ingest worker runs), so a
-change to ranking can be checked in seconds. Only the development
-questions are scored here; ``bench.retrieval`` (the real pipeline) reports dev and test.
+change to ranking can be checked in seconds. Only the development questions are scored
+here; ``bench.retrieval`` (the real pipeline) reports dev and test.
+
+Options: ``--lexical`` (no embedder), ``--model DIR`` (another model2vec folder),
+``--weights semantic=0.5,chain=0.5``, ``--rrf`` (rank fusion), ``--floor F`` (recency
+floor), ``--quick`` (real dates only).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import schemas.ontology as ontology
@@ -22,6 +27,8 @@ from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
 from schemas.recall import ConversationTurn, RecallRequest
 from schemas.turn_event import TurnEvent
+from workers.embeddings.local import StaticEmbedder
+from workers.embeddings.protocol import Embedder
 from workers.extraction.offline import OfflineExtractor
 from workers.graph.memory_store import InMemoryGraphStore
 from workers.recall import scoring
@@ -32,7 +39,7 @@ from workers.recall.search import search
 BENCH_SESSION = "bench_question_session"
 
 
-def build_index(turns: Sequence[TurnEvent]) -> MemoryIndex:
+def build_index(turns: Sequence[TurnEvent], embedder: Embedder | None = None) -> MemoryIndex:
     store = InMemoryGraphStore(
         entity_labels=ontology.labels(), relation_types=ontology.relationship_types()
     )
@@ -40,7 +47,7 @@ def build_index(turns: Sequence[TurnEvent]) -> MemoryIndex:
     for start in range(0, len(turns), 500):
         chunk = list(turns[start : start + 500])
         store.write(list(zip(chunk, extractor.extract(chunk), strict=True)))
-    index = MemoryIndex()
+    index = MemoryIndex(embedder)
     index.add_many(Memory.from_record(record) for record in store.recallable_memories())
     return index
 
@@ -74,6 +81,16 @@ def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
 def main() -> int:
     if "--floor" in sys.argv:  # sweep: python -m bench.retrieval_tune --floor 0.5
         scoring.RECENCY_FLOOR = float(sys.argv[sys.argv.index("--floor") + 1])
+    embedder: Embedder | None = None if "--lexical" in sys.argv else StaticEmbedder()
+    if "--model" in sys.argv:  # another model2vec folder
+        embedder = StaticEmbedder(Path(sys.argv[sys.argv.index("--model") + 1]))
+    for name, value in zip(sys.argv, sys.argv[1:], strict=False):
+        if name == "--weights":  # sweep: --weights semantic=1.5,chain=0.5
+            pairs = dict(pair.split("=") for pair in value.split(","))
+            weights = {key: float(weight) for key, weight in pairs.items()}
+            scoring.SIGNAL_WEIGHTS = {**scoring.SIGNAL_WEIGHTS, **weights}
+    if "--rrf" in sys.argv:
+        scoring.FUSION_SCORE_SHARE = 0.0
     now = datetime.now(UTC)
     own_turns, own_questions, own_now = load(DEFAULT_OUT)
     delta = now - own_now
@@ -81,14 +98,14 @@ def main() -> int:
     sets: dict[str, tuple[list[TurnEvent], list[dict[str, Any]]]] = {
         "own dev": (own_turns, [q for q in own_questions if own_split(q) == "dev"]),
     }
-    for one_ts in (False, True):
+    for one_ts in (False,) if "--quick" in sys.argv else (False, True):
         rt = load_realtalk(one_timestamp=one_ts, now=now)
         name = "realtalk dev " + ("1-ts" if one_ts else "dates")
         sets[name] = (rt.turns, [q for q in rt.questions if q["split"] == "dev"])
     rows = []
     for name, (turns, questions) in sets.items():
         started = time.perf_counter()
-        index = build_index(turns)
+        index = build_index(turns, embedder)
         bm25 = SameTokenizerBM25(turns)
         systems = {
             "recall": index_ranker(index, now),

@@ -11,6 +11,8 @@ from schemas.ontology import ONTOLOGY, Ontology
 from schemas.ontology.turtle import ontology_from
 from turngraph.clients import Clients
 from turngraph.settings import Settings
+from workers.embeddings.factory import build_embedder as embedder_for
+from workers.embeddings.protocol import Embedder
 from workers.extraction.models import Extractor
 from workers.extraction.offline import OfflineExtractor
 from workers.extraction.stats import ExtractionStats
@@ -124,8 +126,25 @@ def build_maintenance_worker(clients: Clients) -> SimpleWorker:
     return SimpleWorker([queue], connection=clients.redis, serializer=JSONSerializer)
 
 
+def build_embedder(settings: Settings) -> Embedder | None:
+    """The configured embedder for recall's semantic signal (``None``: lexical only)."""
+    key = settings.embedding_api_key
+    return embedder_for(
+        settings.embedding_provider,
+        model_path=settings.embedding_model_path,
+        base_url=settings.embedding_base_url,
+        api_key=key.get_secret_value() if key else None,
+        model=settings.embedding_model,
+        dimensions=settings.embedding_dimensions,
+        batch_size=settings.embedding_batch_size,
+        timeout_s=settings.embedding_timeout_s,
+        max_retries=settings.embedding_max_retries,
+    )
+
+
 def build_recall_worker(clients: Clients) -> RecallWorker:
     return RecallWorker(
+        embedder=build_embedder(clients.settings),
         redis_client=clients.redis,
         store=build_graph_store(clients),
         requests_key=clients.settings.recall_requests_key,

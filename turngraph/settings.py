@@ -72,6 +72,19 @@ class Settings(BaseSettings):
 
     recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
 
+    embedding_provider: Literal["local", "openai", "none"] = "local"
+    """Recall's semantic signal: the shipped in-process model, an OpenAI-compatible
+    endpoint, or none (lexical and graph only)."""
+    embedding_model_path: Path | None = None
+    """A model2vec folder to use instead of the shipped model (``local``)."""
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_model: str = "text-embedding-3-small"
+    embedding_dimensions: int | None = Field(default=None, ge=1)
+    embedding_batch_size: int = Field(default=128, ge=1, le=2048)
+    embedding_timeout_s: float = Field(default=10.0, gt=0)
+    embedding_max_retries: int = Field(default=2, ge=0)
+
     log_level: str = "INFO"
     log_format: LogFormat = LogFormat.AUTO
 

@@ -7,13 +7,19 @@ answer, or a hang that outlasts the client's timeout (released when the server s
 Like older vLLM or llama.cpp builds, the server can refuse ``response_format``
 ``json_schema`` (or ``json_object``) with a 400 without using up a scripted reply.
 Every request is recorded (body, headers, arrival time) for assertions.
+
+``POST /v1/embeddings`` pops its own script (:meth:`FakeOpenAI.add_embeddings`: errors and
+hangs as above); with nothing scripted it answers real vectors: each text's words hashed
+into :data:`EMBEDDING_DIM` buckets, so texts sharing words are similar.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -82,6 +88,18 @@ def hang() -> Reply:
     return Reply(hang=True)
 
 
+EMBEDDING_DIM = 16
+"""Dimension of the vectors the fake embeddings endpoint answers."""
+
+
+def text_vector(text: str) -> list[float]:
+    """A bag of hashed words: a deterministic embedding that shares words, not meaning."""
+    vector = [0.0] * EMBEDDING_DIM
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[zlib.crc32(word.encode()) % EMBEDDING_DIM] += 1.0
+    return vector
+
+
 @dataclass
 class Request:
     body: dict[str, Any]
@@ -101,6 +119,8 @@ class FakeOpenAI:
         """``response_format`` types answered with a 400 (``"json_schema"``, ``"json_object"``)."""
         self.script: deque[Reply] = deque()
         self.requests: list[Request] = []
+        self.embedding_script: deque[Reply] = deque()
+        self.embedding_requests: list[Request] = []
         self._lock = threading.Lock()
         self._release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -118,6 +138,15 @@ class FakeOpenAI:
         with self._lock:
             self.script.extend(replies)
 
+    def add_embeddings(self, *replies: Reply) -> None:
+        """Script the next ``/v1/embeddings`` answers (then real vectors again)."""
+        with self._lock:
+            self.embedding_script.extend(replies)
+
+    def stop_hangs(self) -> None:
+        """Release every hung request now (they answer nothing)."""
+        self._release.set()
+
     def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         return self
@@ -127,6 +156,11 @@ class FakeOpenAI:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+    def _next_embedding(self, request: Request) -> Reply | None:
+        with self._lock:
+            self.embedding_requests.append(request)
+            return self.embedding_script.popleft() if self.embedding_script else None
 
     def _next(self, request: Request) -> Reply:
         with self._lock:
@@ -150,6 +184,9 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.rstrip("/") == "/v1/embeddings":
+                    self._embeddings(json.loads(raw or b"{}"))
+                    return
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "no such route"}}, {})
                     return
@@ -162,6 +199,27 @@ class FakeOpenAI:
                     return  # stopping
                 payload = reply.body if reply.body is not None else _completion(body, reply)
                 self._send(reply.status, payload, reply.headers)
+
+            def _embeddings(self, body: dict[str, Any]) -> None:
+                scripted = server._next_embedding(
+                    Request(body, dict(self.headers), time.monotonic())
+                )
+                if scripted is not None and scripted.hang:
+                    server._release.wait()
+                    return
+                if scripted is not None:
+                    self._send(scripted.status, scripted.body or {}, scripted.headers)
+                    return
+                texts = body.get("input", [])
+                texts = [texts] if isinstance(texts, str) else texts
+                data = [
+                    {"object": "embedding", "index": i, "embedding": text_vector(str(text))}
+                    for i, text in enumerate(texts)
+                ]
+                usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+                payload = {"object": "list", "data": data, "model": body.get("model", "fake"),
+                           "usage": usage}  # fmt: skip
+                self._send(200, payload, {})
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
                 data = json.dumps(payload).encode()

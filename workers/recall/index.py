@@ -28,6 +28,7 @@ from operator import itemgetter
 from typing import cast
 
 from schemas.changes import ChangeEntry, MemoryRemoval, MemoryUpsert, ScopeForgotten, StatusChange
+from workers.embeddings.protocol import Embedder
 from workers.recall.memory import Memory, MemoryScope
 from workers.recall.postings import (
     Partition,
@@ -37,6 +38,7 @@ from workers.recall.postings import (
     idf,
     partition_of,
 )
+from workers.recall.semantic import EMBED_BATCH, EMBED_PREVIOUS_TURN, SemanticSignal
 from workers.recall.text import tokenize
 
 __all__ = ["Hit", "MemoryIndex", "PartitionKey", "idf", "partition_of"]
@@ -73,7 +75,8 @@ class _Doc:
 class MemoryIndex:
     """Add, update, remove and search memories; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.semantic = SemanticSignal(embedder) if embedder is not None else None
         self._lock = threading.Lock()
         self._next_id = 0
         self._docs: dict[int, _Doc] = {}
@@ -97,24 +100,64 @@ class MemoryIndex:
 
     def add(self, memory: Memory) -> None:
         """Insert or replace ``memory`` (same id: re-indexed only if its text changed)."""
+        internal = self._add_lexical(memory)
+        if internal is not None and self.semantic is not None:
+            self._embed([internal])
+
+    def add_many(self, memories: Iterable[Memory]) -> int:
+        """Bootstrap: index everything, then embed in batches (a turn's neighbours are
+        then known, whatever order the memories came in); returns how many."""
+        count = 0
+        fresh: list[int] = []
+        for memory in memories:
+            internal = self._add_lexical(memory)
+            if internal is not None:
+                fresh.append(internal)
+            count += 1
+        if self.semantic is not None:
+            for start in range(0, len(fresh), EMBED_BATCH):
+                self._embed(fresh[start : start + EMBED_BATCH])
+        return count
+
+    def _add_lexical(self, memory: Memory) -> int | None:
+        """The new internal id, or ``None`` when only status/topic/timestamps changed."""
         with self._lock:
             old = self._ids.get(memory.id)
             if old is not None:
                 doc = self._docs[old]
-                same = doc.memory.text == memory.text and doc.memory.entities == memory.entities
+                same = doc.memory.searchable_text == memory.searchable_text
+                same = same and doc.memory.entities == memory.entities
                 if same and partition_of(doc.memory) == partition_of(memory):
-                    doc.memory = memory  # status, topic or timestamps changed: no re-index
-                    return
+                    doc.memory = memory  # no re-index, the vector stays valid
+                    return None
                 self._remove_locked(old)
-            self._insert_locked(memory)
+            return self._insert_locked(memory)
 
-    def add_many(self, memories: Iterable[Memory]) -> int:
-        """Bootstrap helper; returns how many were added."""
-        count = 0
-        for memory in memories:
-            self.add(memory)
-            count += 1
-        return count
+    def _embed(self, internals: list[int]) -> None:
+        """Embed outside the lock (only the one writer gets here), store under it."""
+        assert self.semantic is not None
+        texts = [self.embedding_text(internal) for internal in internals]
+        vectors = self.semantic.embed_texts(texts)
+        with self._lock:
+            for internal, vector in zip(internals, vectors, strict=True):
+                doc = self._docs.get(internal)
+                if doc is not None:
+                    self.semantic.store(doc.partition, internal, vector)
+
+    def embedding_text(self, internal: int) -> str:
+        """What a memory's vector is made from: ``speaker: text``, after the previous
+        turn of its session when there is one (a reply means little on its own)."""
+        doc = self._docs.get(internal)
+        if doc is None:
+            return ""
+        memory = doc.memory
+        text = memory.searchable_text
+        if EMBED_PREVIOUS_TURN and memory.session_id is not None and memory.turn_index:
+            previous = self._turns.get((memory.session_id, memory.turn_index - 1))
+            before = self._docs.get(previous) if previous is not None else None
+            if before is not None:
+                return f"{before.memory.searchable_text}\n{text}"
+        return text
 
     def set_status(self, memory_id: str, status: str) -> bool:
         """Supersede (or restore) a memory without re-indexing it."""
@@ -149,7 +192,7 @@ class MemoryIndex:
                 self._parts.pop(("user", key), None)
             return removed
 
-    def _insert_locked(self, memory: Memory) -> None:
+    def _insert_locked(self, memory: Memory) -> int:
         internal = self._next_id
         self._next_id += 1
         counts = Counter(tokenize(memory.searchable_text))
@@ -188,9 +231,12 @@ class MemoryIndex:
             self._turns[(memory.session_id, memory.turn_index)] = internal
         if abs(part.avgdl - avgdl) > AVGDL_DRIFT * avgdl and part.n_docs >= 8:
             self._rebuild_locked(part)
+        return internal
 
     def _remove_locked(self, internal: int) -> None:
         doc = self._docs.pop(internal)
+        if self.semantic is not None:
+            self.semantic.remove(internal)
         memory = doc.memory
         if self._ids.get(memory.id) == internal:
             del self._ids[memory.id]

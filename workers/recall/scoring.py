@@ -2,7 +2,7 @@
 
 ``final = semantic x recency_multiplier x status_multiplier x context_boost`` where
 ``semantic`` is the normalised fused relevance of the candidate signals (lexical, graph,
-episode chain, and semantic vectors when an :class:`Embedder` is configured) and
+episode chain, and semantic vectors when the index has an embedder) and
 ``recency_multiplier`` is the time factor: relevance first, so the decay is floored
 (:data:`RECENCY_FLOOR`) and only reorders near-equals; time named in the query replaces
 it (:func:`time_multiplier`).
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from workers.recall.timeq import TimeIntent, TimeMode
 
@@ -44,15 +44,6 @@ DEDUP_JACCARD = 0.85
 """Two results whose word sets overlap this much are the same memory said twice."""
 
 K = TypeVar("K", bound=Hashable)
-
-
-class Embedder(Protocol):
-    """Optional semantic signal: any embedding provider (OpenAI-compatible, local model).
-
-    Recall never requires one; without it, ``semantic_score`` is the fused relevance.
-    """
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
 def recency_multiplier(reference: datetime, now: datetime, half_life_days: float) -> float:
@@ -144,13 +135,6 @@ def normalise(scores: Mapping[K, float]) -> dict[K, float]:
     """Divide by the maximum, so the best is 1.0 (empty and all-zero stay as they are)."""
     top = max(scores.values(), default=0.0)
     return {k: v / top for k, v in scores.items()} if top > 0 else dict(scores)
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 _WORDS = re.compile(r"[a-z0-9]+")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -28,9 +28,7 @@ from workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
 from workers.recall.memory import Memory, MemoryKind
 from workers.recall.scoring import (
     STATUS_MULTIPLIERS,
-    Embedder,
     Scored,
-    cosine,
     fuse,
     is_visible,
     normalise,
@@ -38,8 +36,10 @@ from workers.recall.scoring import (
     status_multiplier,
     time_multiplier,
 )
+from workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
 from workers.recall.text import estimate_tokens
 from workers.recall.timeq import TimeIntent, parse_time
+from workers.recall.vectors import Vector
 
 LEXICAL_CANDIDATES = 60
 """Lexical candidates per partition entering the fusion."""
@@ -81,12 +81,9 @@ def search(
     index: MemoryIndex,
     request: RecallRequest,
     now: datetime | None = None,
-    *,
-    embedder: Embedder | None = None,
-    vectors: Mapping[str, Sequence[float]] | None = None,
 ) -> RecallResponse:
-    """Answer ``request`` from ``index``; ``vectors`` (memory id -> embedding) and an
-    ``embedder`` add the semantic signal when both are given, else it is left out."""
+    """Answer ``request`` from ``index``. With an embedder on the index, the query is
+    embedded within its budget (else the answer is lexical, ``degraded`` says why)."""
     started = time.perf_counter()
     now = now or datetime.now(UTC)
 
@@ -108,10 +105,13 @@ def search(
     )
     signals = _candidates(index, targets, plan)
     degraded: list[str] = []
-    if embedder is not None and vectors is not None:
-        signals["semantic"] = _semantic(index, embedder, vectors, request.query, signals)
-    elif embedder is not None:
-        degraded.append("no_vectors")
+    semantic = index.semantic
+    if semantic is not None and semantic.ready():
+        vector, reason = semantic.queries.embed(intent.query, _query_budget_s(request, started))
+        if vector is not None:
+            signals["semantic"] = _semantic(index, semantic, targets, vector, signals)
+        elif reason is not None:
+            degraded.append(reason)
     fused = fuse(signals)
     context_scores = _context_scores(index, targets, plan, fused)
 
@@ -283,21 +283,32 @@ def _in_sessions(index: MemoryIndex, key: int, session_ids: set[str]) -> bool:
 
 def _semantic(
     index: MemoryIndex,
-    embedder: Embedder,
-    vectors: Mapping[str, Sequence[float]],
-    query: str,
+    semantic: SemanticSignal,
+    targets: Sequence[_Target],
+    vector: Vector,
     signals: Mapping[str, Mapping[int, float]],
 ) -> dict[int, float]:
-    """Cosine similarity for the candidate union (vectors never scan the index)."""
-    (query_vector,) = embedder.embed([query])
+    """Nearest memories of the searched partitions, plus the cosine of every other
+    candidate, min-max normalised (``semantic.candidates``)."""
+    partitions = [
+        (t.partition, _session_filter(index, t.session_id) if t.session_id else None)
+        for t in targets
+    ]
     pool = {key for scores in signals.values() for key in scores}
-    sims: dict[int, float] = {}
-    for key in pool:
-        memory = index.memory(key)
-        vector = vectors.get(memory.id) if memory is not None else None
-        if vector is not None:
-            sims[key] = max(0.0, cosine(query_vector, vector))
-    return sims
+    return semantic.candidates(partitions, vector, pool)
+
+
+def _session_filter(index: MemoryIndex, session_id: str) -> Callable[[int], bool]:
+    return lambda key: _in_sessions(index, key, {session_id})
+
+
+def _query_budget_s(request: RecallRequest, started: float) -> float:
+    """What the query embedding may take: a share of what is left of the deadline."""
+    left_ms = float(request.deadline_ms)
+    if request.sent_at_ms is not None:
+        left_ms = request.sent_at_ms + request.deadline_ms - time.time() * 1000
+    left_ms -= (time.perf_counter() - started) * 1000
+    return max(0.0, min(QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE * left_ms / 1000))
 
 
 def _context_scores(

@@ -21,6 +21,7 @@ from schemas.changes import decode_change
 from schemas.errors import InvalidPayloadError
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.validation import invalid_fields
+from workers.embeddings.protocol import Embedder
 from workers.recall.bootstrap import MemorySource, all_memories
 from workers.recall.index import MemoryIndex
 from workers.recall.search import render_memory_block, search
@@ -59,13 +60,14 @@ class RecallWorker:
         requests_key: str,
         changes_stream: str,
         reply_ttl_s: int,
+        embedder: Embedder | None = None,
     ) -> None:
         self._redis = redis_client
         self._store = store
         self._requests_key = requests_key
         self._changes_stream = changes_stream
         self._reply_ttl_s = reply_ttl_s
-        self.index = MemoryIndex()
+        self.index = MemoryIndex(embedder)
         self.counters = RecallCounters()
         self._stop = threading.Event()
         self._last_change_id = "0-0"

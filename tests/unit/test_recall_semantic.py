@@ -1,0 +1,90 @@
+"""Recall's semantic signal: exact vector search, fusion, and degrading to lexical."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.fake_openai import FakeOpenAI, hang
+from tests.support.recall import NOW, memory, request
+from workers.embeddings.endpoint import EndpointEmbedder
+from workers.embeddings.local import StaticEmbedder
+from workers.recall.index import MemoryIndex
+from workers.recall.search import search
+from workers.recall.vectors import VectorIndex
+
+
+@pytest.fixture(scope="module")
+def local() -> StaticEmbedder:
+    return StaticEmbedder()
+
+
+def test_exact_vector_search_matches_brute_force_through_removals() -> None:
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(700, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    vectors = VectorIndex(8)
+    for n, row in enumerate(rows):
+        vectors.add(("workspace", "w"), n, row)
+    removed = set(range(0, 700, 3))  # enough to trigger compaction
+    for n in removed:
+        assert vectors.remove(n)
+    assert not vectors.remove(0) and len(vectors) == 700 - len(removed)
+    query = rows[5]
+    live = [n for n in range(700) if n not in removed]
+    expected = sorted(live, key=lambda n: -float(rows[n] @ query))[:10]
+    found = vectors.search(("workspace", "w"), query, 10)
+    assert [n for n, _ in found] == expected
+    assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert vectors.similarity([5, 3], query) == {5: pytest.approx(1.0, abs=1e-5)}
+    assert vectors.search(("workspace", "other"), query, 10) == []
+
+
+def test_a_paraphrase_without_shared_words_is_found(local: StaticEmbedder) -> None:
+    index = MemoryIndex(local)
+    index.add(memory("ski", "I adore skiing down snowy mountains every January"))
+    index.add(memory("tax", "The quarterly invoice for the accountant is overdue"))
+    for n in range(30):
+        index.add(memory(f"f{n}", f"we ordered lunch number {n} from the corner place"))
+    response = search(index, request("which winter sport do they enjoy?"), NOW)
+    assert response.degraded == []
+    first = response.results[0]
+    assert first.source_event_ids == ["e_ski"] and first.score.lexical_score == 0.0
+    lexical_only = MemoryIndex()
+    lexical_only.add(memory("ski", "I adore skiing down snowy mountains every January"))
+    assert search(lexical_only, request("which winter sport do they enjoy?"), NOW).results == []
+
+
+def test_removed_and_forgotten_memories_leave_the_vector_index(local: StaticEmbedder) -> None:
+    index = MemoryIndex(local)
+    index.add(memory("a", "notes about the garden and the tomatoes"))
+    index.add(memory("b", "notes about the garden fence", session_id="s_2"))
+    assert index.semantic is not None and index.semantic.vectors is not None
+    assert len(index.semantic.vectors) == 2
+    index.remove("a")
+    index.forget("session", "s_2")
+    assert len(index.semantic.vectors) == 0
+    index.add(memory("c", "notes about the garden shed"))
+    index.add(memory("c", "notes about the garden shed"))  # same text: not embedded again
+    assert len(index.semantic.vectors) == 1 and index.semantic.counters.embedded == 3
+
+
+def test_a_slow_embedder_degrades_to_lexical_within_the_deadline() -> None:
+    with FakeOpenAI() as server:
+        embedder = EndpointEmbedder(
+            base_url=server.base_url, api_key="k", model="m", timeout_s=5.0, max_retries=0
+        )
+        index = MemoryIndex(embedder)
+        index.add(memory("a", "the retry policy uses exponential backoff"))
+        index.add(memory("b", "lunch was pizza"))
+        assert search(index, request("retry policy backoff"), NOW).degraded == []
+        server.add_embeddings(hang())
+        response = search(index, request("retry policy backoff", deadline_ms=200), NOW)
+        assert response.degraded == ["semantic_timeout"]
+        assert response.results[0].source_event_ids == ["e_a"]  # lexical still answers
+        assert response.took_ms < 200
+        server.stop_hangs()
+    response = search(index, request("retry policy backoff"), NOW)  # the server is gone
+    assert response.degraded == ["semantic_unavailable"]
+    assert response.results[0].source_event_ids == ["e_a"]
+    assert index.semantic is not None and index.semantic.queries.counters.timed_out == 1

@@ -1,0 +1,81 @@
+"""A query's embedding within the request's deadline, or none and the reason why.
+
+Recall never waits on the semantic signal past its budget: a slow or unreachable
+endpoint degrades the answer to lexical (``degraded`` names why) instead of failing it.
+An in-process model is called inline (it cannot hang on a network); an endpoint is
+called on a worker thread and abandoned when the budget runs out (its own timeout
+ends the call later; a budget never blocks the next request).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+import numpy as np
+
+from schemas.errors import TurngraphError
+from workers.embeddings.protocol import Embedder, Vectors
+
+SEMANTIC_TIMEOUT = "semantic_timeout"
+"""``degraded`` flag: the query was not embedded within its budget."""
+
+SEMANTIC_UNAVAILABLE = "semantic_unavailable"
+"""``degraded`` flag: the embedder failed (endpoint down, refused, rate-limited)."""
+
+QUERY_THREADS = 2
+"""Endpoint calls in flight at once; more queue (and time out) rather than pile up."""
+
+
+@dataclass
+class QueryCounters:
+    embedded: int = 0
+    timed_out: int = 0
+    failed: int = 0
+
+
+class QueryEmbedder:
+    """Embeds one query at a time for recall, inside a time budget."""
+
+    def __init__(self, embedder: Embedder, *, inline: bool) -> None:
+        self.embedder = embedder
+        self.counters = QueryCounters()
+        self._inline = inline
+        self._pool = None if inline else ThreadPoolExecutor(QUERY_THREADS, "query-embed")
+        self._lock = threading.Lock()
+
+    def embed(self, text: str, budget_s: float) -> tuple[Vectors | None, str | None]:
+        """``(vector, None)``, or ``(None, reason)`` with a ``degraded`` flag as reason."""
+        if budget_s <= 0:
+            return self._count(None, SEMANTIC_TIMEOUT)
+        try:
+            if self._pool is None:
+                rows = self.embedder.embed([text])
+            else:
+                future: Future[Vectors] = self._pool.submit(self.embedder.embed, [text])
+                rows = future.result(timeout=budget_s)
+        except FutureTimeout:
+            return self._count(None, SEMANTIC_TIMEOUT)
+        except (TurngraphError, ValueError, OSError):
+            return self._count(None, SEMANTIC_UNAVAILABLE)
+        if rows.shape[0] != 1 or not np.isfinite(rows).all():
+            return self._count(None, SEMANTIC_UNAVAILABLE)
+        return self._count(rows[0], None)
+
+    def _count(
+        self, vector: Vectors | None, reason: str | None
+    ) -> tuple[Vectors | None, str | None]:
+        with self._lock:
+            if reason == SEMANTIC_TIMEOUT:
+                self.counters.timed_out += 1
+            elif reason is not None:
+                self.counters.failed += 1
+            else:
+                self.counters.embedded += 1
+        return vector, reason
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)

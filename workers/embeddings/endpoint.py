@@ -1,0 +1,118 @@
+"""Embeddings from any OpenAI-compatible endpoint (OpenAI, Azure, Ollama, vLLM, TEI, LM
+Studio) through the official ``openai`` client.
+
+Texts go in batches of ``batch_size``. Rate limits and server errors are retried by the
+client itself (``max_retries``, honouring ``Retry-After``): this class adds no retry loop
+of its own, it counts what happened (an HTTP response hook sees every 429, including
+the ones the client retried) and converts what is left into our errors.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import openai
+
+from workers.embeddings.errors import EmbeddingModelError, EmbeddingUnavailableError
+from workers.embeddings.protocol import Vectors, normalise_rows
+
+DEFAULT_BATCH_SIZE = 128
+"""Texts per request (OpenAI accepts up to 2,048; local servers prefer fewer)."""
+
+
+@dataclass
+class EndpointCounters:
+    requests: int = 0
+    texts: int = 0
+    rate_limited: int = 0
+    """429 answers seen, retried or not."""
+    failures: int = 0
+
+
+class EndpointEmbedder:
+    """:class:`~workers.embeddings.protocol.Embedder` through ``client.embeddings.create``."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout_s: float = 10.0,
+        max_retries: int = 2,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        dimensions: int | None = None,
+    ) -> None:
+        self.counters = EndpointCounters()
+        self._lock = threading.Lock()
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=openai.DefaultHttpxClient(event_hooks={"response": [self._saw_response]}),
+        )
+        self._model = model
+        self._batch_size = max(1, batch_size)
+        self._dimensions = dimensions
+        self._dimension = dimensions or 0
+
+    def _saw_response(self, response: Any) -> None:
+        if response.status_code == 429:
+            with self._lock:
+                self.counters.rate_limited += 1
+
+    @property
+    def model(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dimension(self) -> int:
+        """Known after the first answer (or from ``dimensions`` when given)."""
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            rows += self._batch(list(texts[start : start + self._batch_size]))
+        if not rows:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        vectors = normalise_rows(np.asarray(rows, dtype=np.float32))
+        self._dimension = vectors.shape[1]
+        return vectors
+
+    def _batch(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            self.counters.requests += 1
+            self.counters.texts += len(texts)
+        try:
+            if self._dimensions is not None:
+                answer = self._client.embeddings.create(
+                    model=self._model, input=texts, dimensions=self._dimensions
+                )
+            else:
+                answer = self._client.embeddings.create(model=self._model, input=texts)
+        except openai.OpenAIError as err:
+            with self._lock:
+                self.counters.failures += 1
+            raise _convert(err) from err
+        data = sorted(answer.data, key=lambda item: item.index)
+        if len(data) != len(texts):
+            raise EmbeddingUnavailableError("the endpoint answered a different number of vectors")
+        return [list(item.embedding) for item in data]
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _convert(err: openai.OpenAIError) -> Exception:
+    """An openai error as one of ours (status and type only: never the texts)."""
+    if isinstance(err, openai.APIStatusError) and err.status_code in (400, 401, 403, 404, 422):
+        return EmbeddingModelError(f"embeddings endpoint refused the request ({err.status_code})")
+    if isinstance(err, openai.APIStatusError):
+        return EmbeddingUnavailableError(f"embeddings endpoint answered {err.status_code}")
+    return EmbeddingUnavailableError(f"embeddings endpoint unavailable ({type(err).__name__})")

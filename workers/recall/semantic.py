@@ -1,0 +1,126 @@
+"""The semantic signal of a recall replica: memory vectors, query vectors, candidates.
+
+Interim design (docs/recall.md): each replica embeds the memories it indexes from their
+text (``speaker: text``), at bootstrap in batches and per change-stream entry after
+that; vectors are not stored in the graph yet. With the in-process static model this
+costs ~0.1 ms per memory; with an endpoint, the bootstrap makes one request per batch.
+A memory whose embedding failed stays searchable lexically (counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+from schemas.errors import TurngraphError
+from workers.embeddings.deadline import QueryEmbedder
+from workers.embeddings.factory import query_embedder
+from workers.embeddings.protocol import Embedder, Vectors
+from workers.recall.vectors import Vector, VectorIndex
+
+log = structlog.get_logger(__name__)
+
+SEMANTIC_CANDIDATES = 60
+"""Nearest memories per partition entering the fusion (as many as lexical)."""
+
+SESSION_OVERFETCH = 8
+"""Session-scoped search fetches this many times more rows, then keeps the session's."""
+
+EMBED_BATCH = 512
+"""Memories embedded per call at bootstrap."""
+
+EMBED_PREVIOUS_TURN = True
+"""Embed a turn after the previous turn of its session (measured: docs/recall.md)."""
+
+QUERY_BUDGET_SHARE = 0.5
+"""Share of the request's remaining deadline the query embedding may take."""
+
+QUERY_BUDGET_MAX_S = 0.25
+"""Never wait longer than this for a query vector, whatever the deadline."""
+
+
+@dataclass
+class SemanticCounters:
+    embedded: int = 0
+    failed: int = 0
+    """Memories indexed without a vector (the embedder failed); lexical still finds them."""
+
+
+class SemanticSignal:
+    """Vectors for one :class:`~workers.recall.index.MemoryIndex`, from one embedder."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.queries: QueryEmbedder = query_embedder(embedder)
+        self.vectors: VectorIndex | None = None
+        self.counters = SemanticCounters()
+
+    @property
+    def model(self) -> str:
+        return self.embedder.model
+
+    def embed_texts(self, texts: Sequence[str]) -> list[Vector | None]:
+        """One vector per text (``None`` where the embedder failed), in batches."""
+        found: list[Vector | None] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            chunk = texts[start : start + EMBED_BATCH]
+            try:
+                rows: Vectors = self.embedder.embed(chunk)
+            except TurngraphError as exc:
+                self.counters.failed += len(chunk)
+                log.warning(
+                    "recall_embedding_failed", memories=len(chunk), error=type(exc).__name__
+                )
+                found += [None] * len(chunk)
+                continue
+            self.counters.embedded += len(chunk)
+            found += list(rows)
+        return found
+
+    def store(self, partition: tuple[str, str], internal: int, vector: Vector | None) -> None:
+        if vector is None or not np.isfinite(vector).all():
+            return
+        if self.vectors is None:
+            self.vectors = VectorIndex(int(vector.shape[0]))
+        if vector.shape[0] == self.vectors.dimension:
+            self.vectors.add(partition, internal, vector)
+
+    def remove(self, internal: int) -> None:
+        if self.vectors is not None:
+            self.vectors.remove(internal)
+
+    def ready(self) -> bool:
+        return self.vectors is not None and len(self.vectors) > 0
+
+    def candidates(
+        self,
+        partitions: Iterable[tuple[tuple[str, str], Callable[[int], bool] | None]],
+        query: Vector,
+        pool: Iterable[int],
+    ) -> dict[int, float]:
+        """Min-max normalised cosine for the nearest memories of each partition and for
+        every other candidate in ``pool``: 1.0 for the nearest, 0.0 at the K-th nearest
+        (and below). ``partitions`` are ``(partition, keep)`` pairs; ``keep`` restricts a
+        partition to some of its memories (one session)."""
+        vectors = self.vectors
+        if vectors is None:
+            return {}
+        sims: dict[int, float] = {}
+        for partition, keep in partitions:
+            limit = SEMANTIC_CANDIDATES * (SESSION_OVERFETCH if keep else 1)
+            hits = vectors.search(partition, query, limit)
+            if keep is not None:
+                hits = [hit for hit in hits if keep(hit[0])]
+            sims.update(hits[:SEMANTIC_CANDIDATES])
+        if not sims:
+            return {}
+        high, low = max(sims.values()), min(sims.values())
+        rest = [key for key in pool if key not in sims]
+        sims.update(vectors.similarity(rest, query))
+        span = high - low
+        if span <= 1e-9:
+            return {key: 1.0 for key, value in sims.items() if value >= high}
+        return {key: min(1.0, (value - low) / span) for key, value in sims.items() if value > low}

@@ -1,0 +1,136 @@
+"""Per-partition vector search for the semantic signal: exact, one matrix-vector product.
+
+Each partition (workspace or user) holds its memories' unit vectors as rows of one
+float32 matrix; a query's cosine similarities are ``matrix @ query``, and the best rows
+come from ``argpartition``. Exact search is cheap at the sizes a partition reaches here
+(docs/recall.md: ~0.1 ms per 10k rows of 256 dimensions), so there is no ANN structure;
+:data:`EXACT_SEARCH_MAX_ROWS` records where one would start to pay.
+
+One writer (the index, under its lock); readers take the matrix reference and the row
+count once, so growing (copy into a larger matrix, then swap) never shows them a
+half-written row. Removed rows are zeroed and their id set to -1 until compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+EXACT_SEARCH_MAX_ROWS = 500_000
+"""Above this many rows in one partition exact search costs more than a few ms per query
+and an ANN index (hnswlib, usearch) would be worth its build time; not reached here."""
+
+INITIAL_ROWS = 256
+
+COMPACT_DEAD_RATIO = 0.25
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(slots=True)
+class _Block:
+    dimension: int
+    matrix: Vector = field(init=False)
+    ids: npt.NDArray[np.int64] = field(init=False)
+    size: int = 0
+    dead: int = 0
+    row_of: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.matrix = np.zeros((INITIAL_ROWS, self.dimension), dtype=np.float32)
+        self.ids = np.full(INITIAL_ROWS, -1, dtype=np.int64)
+
+    def append(self, internal: int, vector: Vector) -> None:
+        if self.size == len(self.ids):
+            capacity = 2 * len(self.ids)
+            matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
+            matrix[: self.size] = self.matrix[: self.size]
+            ids = np.full(capacity, -1, dtype=np.int64)
+            ids[: self.size] = self.ids[: self.size]
+            self.matrix, self.ids = matrix, ids
+        self.matrix[self.size] = vector
+        self.ids[self.size] = internal
+        self.row_of[internal] = self.size
+        self.size += 1
+
+    def remove(self, internal: int) -> bool:
+        row = self.row_of.pop(internal, None)
+        if row is None:
+            return False
+        self.ids[row] = -1
+        self.matrix[row] = 0.0
+        self.dead += 1
+        if self.dead > COMPACT_DEAD_RATIO * max(self.size - self.dead, 1):
+            self._compact()
+        return True
+
+    def _compact(self) -> None:
+        live = np.flatnonzero(self.ids[: self.size] >= 0)
+        capacity = max(INITIAL_ROWS, 2 * len(live))
+        matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
+        matrix[: len(live)] = self.matrix[live]
+        ids = np.full(capacity, -1, dtype=np.int64)
+        ids[: len(live)] = self.ids[live]
+        self.row_of = {int(internal): row for row, internal in enumerate(ids[: len(live)])}
+        self.matrix, self.ids, self.size, self.dead = matrix, ids, len(live), 0
+
+
+class VectorIndex:
+    """Unit vectors of the indexed memories, per partition, keyed by the index's ids."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._blocks: dict[tuple[str, str], _Block] = {}
+        self._partition_of: dict[int, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._partition_of)
+
+    def add(self, partition: tuple[str, str], internal: int, vector: Vector) -> None:
+        if vector.shape != (self.dimension,):
+            raise ValueError("vector of the wrong dimension")
+        block = self._blocks.get(partition)
+        if block is None:
+            block = self._blocks[partition] = _Block(self.dimension)
+        block.append(internal, vector)
+        self._partition_of[internal] = partition
+
+    def remove(self, internal: int) -> bool:
+        partition = self._partition_of.pop(internal, None)
+        block = self._blocks.get(partition) if partition is not None else None
+        return block.remove(internal) if block is not None else False
+
+    def search(
+        self, partition: tuple[str, str], query: Vector, limit: int
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` most similar memories of a partition: ``(internal id, cosine)``."""
+        block = self._blocks.get(partition)
+        if block is None:
+            return []
+        matrix, ids, size = block.matrix, block.ids, block.size
+        if size == 0:
+            return []
+        sims = matrix[:size] @ query
+        rows = np.argpartition(-sims, limit)[:limit] if limit < size else np.arange(size)
+        rows = rows[np.argsort(-sims[rows])]
+        return [(int(ids[r]), float(sims[r])) for r in rows if ids[r] >= 0]
+
+    def similarity(self, internals: list[int], query: Vector) -> dict[int, float]:
+        """Cosine of the query with each given memory that has a vector (one gather and
+        one product per partition)."""
+        by_block: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+        for internal in internals:
+            partition = self._partition_of.get(internal)
+            block = self._blocks.get(partition) if partition is not None else None
+            row = block.row_of.get(internal) if block is not None else None
+            if partition is not None and row is not None:
+                keys, rows = by_block.setdefault(partition, ([], []))
+                keys.append(internal)
+                rows.append(row)
+        found: dict[int, float] = {}
+        for partition, (keys, rows) in by_block.items():
+            sims = self._blocks[partition].matrix[rows] @ query
+            found.update(zip(keys, sims.tolist(), strict=True))
+        return found
