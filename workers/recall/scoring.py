@@ -36,7 +36,7 @@ SIGNAL_WEIGHTS: Mapping[str, float] = {
     "lexical": 1.0,
     "graph": 0.8,
     "chain": 0.5,
-    "semantic": 1.0,
+    "semantic": 0.5,
 }
 """How much each candidate list counts in the fusion."""
 
