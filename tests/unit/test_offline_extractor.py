@@ -325,3 +325,19 @@ def test_prose_statements(text: str, type_name: str, name: str) -> None:
 
 def test_questions_are_not_prose_decisions() -> None:
     assert names("should we keep the API versioned in the path?", "Decision") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never mind, I found it.",
+        "Always happy to help! Let me know if it breaks again.",
+        "Let's make sure the cache works first.",
+        "Then we call it done.",
+        "We use it a lot in tests.",
+    ],
+)
+def test_ordinary_chat_is_not_a_statement(text: str) -> None:
+    statements = {"Decision", "Preference", "Terminology", "LessonLearned", "Procedure"}
+    found = EXTRACTOR.extract_text("e1", text).entities
+    assert [e.type for e in found if e.type in statements | {"Task", "Incident"}] == []

@@ -4,8 +4,14 @@ and incidents recognised by how the sentence is built, not by a ``keyword:`` pre
 Each rule is a sentence opener (after an optional "ok," / "so" / "also"): a phrase that
 commits to something ("going forward we'll …", "I'd rather …", "by 'x' we mean …",
 "lesson learned from friday: …", "todo: …", "we had an outage …"). The statement is the
-rest of the clause. Rules run on the ASCII-lowered text and start with a literal; where a
-match may start (a line or a sentence) is checked in Python.
+rest of the clause. Rules run on the ASCII-lowered text as one alternation (one ``match``
+per sentence start); where a match may start (a line or a sentence) is found first.
+
+Why regexes and not spaCy's rule ``Matcher``: measured on the labelled turns (2026-11-23,
+spaCy 3.8, ``spacy.blank("en")``, CPU time), tokenising alone costs ~35 µs per turn and
+five Matcher rules ~53 µs, against ~14 µs for all of these rules; a blank pipeline gives
+no sentence structure beyond tokens (that needs a parser model, ~1 ms per turn), and the
+dependency is ~40 MB. The rules need only a sentence start and a phrase, which regexes do.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ _RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "Decision",
-        r"let'?s\s+(?=not\s|keep\s|stick\s|stay\s|use\s|switch\s|move\s|standardi|drop\s|avoid\s|make\s|do\s)",
+        r"let'?s\s+(?=not\s|keep\s|stick\s|stay\s|use\s|switch\s|move\s|standardi|drop\s|avoid\s)",
     ),
     (
         "Decision",
@@ -69,6 +75,7 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("Preference", r"(?:we|i)\s+(?=always\s|never\s)"),
     (
         "Preference",
+        r"(?!never\s+mind|always\s+(?:happy|glad|welcome|a\s+pleasure|fun|nice|good)\b)"
         r"(?=always\s|never\s|don'?t\s+(?:ever\s+)?(?:suggest|use|add|commit|push|put|call|import|merge))",
     ),
     ("Preference", r"keep\s+in\s+mind\s+(?:that\s+)?[^.;!?\n]*?[,;]\s*(?=never\s|always\s)"),
@@ -78,7 +85,7 @@ _RULES: tuple[tuple[str, str], ...] = (
         "Terminology",
         r"(?=['\"\u2018\u201c`][^'\"\u2019\u201d`\n]{1,40}['\"\u2019\u201d`]\s+(?:means|stands\s+for|refers\s+to)\s)",
     ),
-    ("Terminology", r"we\s+call\s+(?=\S)"),
+    ("Terminology", r"we\s+call\s+(?=['\"\u2018\u201c`])"),  # we call 'x' …; not "call it done"
     # -- lessons ----------------------------------------------------------------------
     (
         "LessonLearned",
