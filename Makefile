@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml producers/typescript/package-lock.json
 	if command -v npm >/dev/null; then npm ci --prefix ops/cypher-lint --no-audit --no-fund --silent; fi
 	# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
 	if command -v npm >/dev/null; then npm ci --prefix producers/typescript --no-audit --no-fund --silent; fi
+	# Headless Chromium for the graph view's browser test (Debian's package; root only, else skipped).
+	if [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	  || echo "chromium not installed: the graph view's browser test will be skipped"; fi
 	touch $(STAMP)
 
 ## Run the whole system on embedded defaults, show the demo, keep serving until Ctrl-C.

@@ -12,7 +12,7 @@ from schemas.ontology import ONTOLOGY
 from schemas.scopes import Scope
 from tests.support import scope_graph
 from turngraph.clients import Clients
-from turngraph.inspection.html_view import caption, write_html_view
+from turngraph.inspection.html_view import breakable, caption, shorten, write_html_view
 
 pytestmark = pytest.mark.integration
 
@@ -32,9 +32,11 @@ def test_session_view_is_self_contained_and_complete(clients: Clients, tmp_path:
     data = json.loads(DATA.search(html).group(1))  # type: ignore[union-attr]
     captions = sorted(n["caption"] for n in data["nodes"])
     # the session, its workspace, its two turns, and what they mention (no other session)
+    # turns by their first words, cut at a word, never inside one
     assert captions == sorted(
-        ["s-1", "ws-a", "user #0", "assistant #1", "retry with backoff", "src/app.py", "tenacity"]
-    )
+        ["s-1", "ws-a", "decision: retry…", "Done: src/app.py…", "retry with backoff",
+         "src/app.py", "tenacity"]
+    )  # fmt: skip
     types = sorted(r["caption"] for r in data["relationships"])
     assert types == sorted(
         [
@@ -52,6 +54,34 @@ def test_session_view_is_self_contained_and_complete(clients: Clients, tmp_path:
     )
     assert (view.nodes, view.relationships, view.truncated) == (7, 10, False)
     assert "<title>turngraph session s-1</title>" in html
+    legend = re.findall(r'class="tg-swatch"[^>]*></span>(\w+)<span class="tg-count">(\d+)', html)
+    assert dict(legend)["Episode"] == "2" and "Decision" in dict(legend)
+    panel = json.loads(re.search(r'id="turngraph-view">(.*?)</script>', html).group(1))  # type: ignore[union-attr]
+    turn_texts = {n["text"] for n in panel["nodes"].values() if n["title"].endswith(("0", "1"))}
+    assert "decision: retry with exponential backoff in src/app.py" in turn_texts
+    decision = next(n for n in panel["nodes"].values() if n["title"] == "retry with backoff")
+    assert [panel["turns"][e]["role"] for e in decision["provenance"]] == ["user"]
+
+
+def test_pages_share_one_copy_of_the_view_script(clients: Clients, tmp_path: Path) -> None:
+    scope_graph.build(clients.graph, clients.graph_database)
+    folder = tmp_path / "views"
+    for key in ("s-1", "s-2"):
+        write_html_view(
+            clients.graph, clients.graph_database, Scope.SESSION, key, folder / f"{key}.html",
+            ONTOLOGY,
+        )  # fmt: skip
+    assets = sorted(p.suffix for p in folder.glob("turngraph-viz-*"))
+    assert assets == [".css", ".js"]  # once for both pages
+    for key in ("s-1", "s-2"):
+        page = (folder / f"{key}.html").read_text()
+        assert len(page) < 50_000 and 'src="turngraph-viz-' in page
+    inline = tmp_path / "alone.html"
+    write_html_view(
+        clients.graph, clients.graph_database, Scope.SESSION, "s-1", inline, ONTOLOGY,
+        self_contained=True,
+    )  # fmt: skip
+    assert inline.stat().st_size > 3_000_000 and "turngraph-viz-" not in inline.read_text()
 
 
 def test_large_scopes_are_cut_to_the_newest_turns(clients: Clients, tmp_path: Path) -> None:
@@ -76,3 +106,11 @@ def test_caption_falls_back_when_a_property_is_missing() -> None:
     )
     assert caption("{topic}", {}, "Summary") == "Summary"
     assert caption("{name}", {"name": "x" * 100}, "File").endswith("…")
+
+
+def test_captions_are_cut_at_a_word_or_a_path_part() -> None:
+    assert shorten("retry uploads with exponential backoff") == "retry uploads…"
+    assert shorten("src/components/upload/retry.py") == "src/components/…"
+    assert shorten("short one") == "short one"
+    assert breakable("feat/upload-retry") == "feat/ upload- retry"
+    assert breakable("see src/app.py") == "see src/app.py"  # short words stay whole

@@ -56,9 +56,12 @@ def run_show(args: argparse.Namespace) -> int:
             out,
             load_ontology(settings),
             max_nodes=args.max_nodes,
+            self_contained=args.self_contained,
         )
     cut = f" (cut to {view.nodes} nodes: --max-nodes)" if view.truncated else ""
     print(f"wrote {view.path}: {view.nodes} nodes, {view.relationships} relationships{cut}")
+    if not args.self_contained:
+        print("  (the view's script and style sit beside it, shared by every view in that folder)")
     print("open it in a browser; on Neo4j, Neo4j Browser: see ops/neo4j/README.md")
     return 0
 
@@ -187,7 +190,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     graph = subparsers.add_parser("graph", help="look at, export or import a scope of the graph")
     actions = graph.add_subparsers(dest="graph_action", required=True)
 
-    show = actions.add_parser("show", help="write a self-contained HTML view of a scope")
+    show = actions.add_parser(
+        "show", help="write an HTML view of a scope: graph, legend, details on click"
+    )
     _scope_arguments(show)
     show.add_argument("-o", "--output", help="HTML file (default turngraph-SCOPE-KEY.html)")
     show.add_argument(
@@ -195,6 +200,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=2_000,
         help="draw at most this many nodes (the page says when it was cut)",
+    )
+    show.add_argument(
+        "--self-contained",
+        action="store_true",
+        help="inline the graph view's 4.4 MB script and style (one file to mail around) "
+        "instead of writing them once beside the page",
     )
     show.set_defaults(handler=_guarded(run_show))
 

@@ -36,7 +36,7 @@ def _services(settings: Settings) -> Iterator[dict[str, str]]:
         return
     with EmbeddedServices(settings.data_dir) as endpoints:
         print(f"embedded Redis  {endpoints.redis_url}")
-        print(f"embedded graph  {endpoints.graph_uri} (ArcadeDB Studio: {endpoints.studio_url})")
+        print(f"embedded graph  {endpoints.graph_uri}")
         yield endpoints.as_env()
 
 

@@ -132,7 +132,6 @@ def run_services(args: argparse.Namespace) -> int:
             "embedded_services_ready",
             redis=endpoints.redis_url,
             graph=endpoints.graph_uri,
-            studio=endpoints.studio_url,
         )
         with contextlib.suppress(KeyboardInterrupt):
             stop.wait()

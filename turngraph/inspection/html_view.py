@@ -1,16 +1,18 @@
-"""``turngraph graph show``: a self-contained HTML view of a scope's subgraph.
+"""``turngraph graph show``: an HTML view of a scope's subgraph.
 
-Rendered with Neo4j's ``neo4j-viz`` (the NVL graph view Neo4j's own tools use). Its
-wheel ships the page with the JavaScript and CSS inlined, so the file opens offline and
-can be mailed around; nothing is fetched from a CDN. Colours and captions are the same as
-the Neo4j Browser style (:mod:`turngraph.inspection.browser_style`), so the graph reads the same
-in both places. The page holds the scope's turns verbatim: it is the user's own data,
-written to a file they chose.
+Rendered with Neo4j's ``neo4j-viz`` (the NVL graph view Neo4j's own tools use), offline:
+nothing is fetched from a CDN. Its 4.4 MB bundle is written once per folder next to the
+pages (:mod:`turngraph.inspection.viz_assets`), so a page holds only its data;
+``self_contained`` inlines it instead, for a file to mail around. Colours are the Neo4j
+Browser style's (:mod:`turngraph.inspection.browser_style`); captions are cut at a word,
+turns are captioned by the start of their text; a legend lists the types shown and a
+details panel shows a clicked turn's text or a clicked fact's provenance
+(:mod:`turngraph.inspection.view_page`). The page holds the scope's turns verbatim: it is
+the user's own data, written to a file they chose.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -21,12 +23,24 @@ import neo4j
 
 from schemas.scopes import Scope
 from turngraph.inspection.browser_style import OntologyLike, node_styles
+from turngraph.inspection.view_page import render_shell
+from turngraph.inspection.viz_assets import split_page, write_assets
 from workers.graph.subgraph import Subgraph, read_scope
 
 MAX_NODES = 2_000
 """Larger scopes are cut (episodes first, newest kept): a browser tab stays responsive."""
 
-CAPTION_CHARS = 40
+CAPTION_CHARS = 18
+"""Captions longer than this are cut at a word boundary (never inside a word): the graph
+view wraps a caption inside its circle and hyphenates words that do not fit a line, so a
+caption stays a few short words."""
+
+MIN_RADIUS_PX = 32
+"""Nodes are drawn at least this big, so a short word fits on one caption line."""
+
+SNIPPET_CHARS = 160
+"""How much of a turn the provenance list shows."""
+
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VIZ_INSTALL = "pip install 'turngraph[viz]'"
 GRAPH_PASSWORD_FILE = Path("graph") / "graph.password"
@@ -54,12 +68,49 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def shorten(text: str, limit: int = CAPTION_CHARS) -> str:
+    """``text`` on one line, cut at the last word boundary within ``limit`` (a single
+    overlong word is kept whole rather than broken)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    for separator in (" ", "/", "_", "-", "."):  # a word, else a path or identifier part
+        if separator in cut[1:]:
+            cut = cut[: cut.rindex(separator) + (separator != " ")]
+            break
+    return cut.rstrip(" ,;:.") + "…"
+
+
+_BREAKABLE = re.compile(r"([/_\-])(?=\w)")
+LONG_WORD_CHARS = 10
+"""A caption word longer than this no longer fits a circle's line: the view would hyphenate it."""
+
+
+def breakable(text: str) -> str:
+    """Long paths and identifiers opened up after ``/ _ -`` (``feat/ upload``): the view
+    wraps a caption at spaces only and hyphenates a word that does not fit its line."""
+    return " ".join(
+        _BREAKABLE.sub(lambda m: m.group(1) + " ", word)
+        if len(word.rstrip("…")) > LONG_WORD_CHARS
+        else word
+        for word in text.split(" ")
+    )
+
+
 def caption(template: str, properties: dict[str, Any], fallback: str) -> str:
-    """Fill a GraSS caption template (``{role} #{turn_index}``) from properties."""
+    """Fill a GraSS caption template (``{name}``) from properties, cut at a word."""
     if not all(p in properties for p in _PLACEHOLDER.findall(template)):
         return fallback
-    text = _PLACEHOLDER.sub(lambda m: str(properties[m.group(1)]), template)
-    return text if len(text) <= CAPTION_CHARS else text[: CAPTION_CHARS - 1] + "…"
+    return shorten(_PLACEHOLDER.sub(lambda m: str(properties[m.group(1)]), template))
+
+
+def episode_caption(properties: dict[str, Any]) -> str:
+    """A turn by the start of what was said (``how do we bound…``); the details panel has
+    the role, the time and the whole text."""
+    content = str(properties.get("content") or "")
+    role = str(properties.get("role") or "turn")
+    return shorten(content) if content else f"{role} #{properties.get('turn_index')}"
 
 
 def _truncate(subgraph: Subgraph, max_nodes: int) -> tuple[Subgraph, bool]:
@@ -78,26 +129,42 @@ def _truncate(subgraph: Subgraph, max_nodes: int) -> tuple[Subgraph, bool]:
     return Subgraph(kept, relationships, subgraph.episode_ids), True
 
 
-def render_html(subgraph: Subgraph, ontology: OntologyLike, title: str) -> str:
-    """The page: every node coloured and captioned like in Neo4j Browser."""
+def render_html(
+    subgraph: Subgraph,
+    ontology: OntologyLike,
+    title: str,
+    *,
+    assets_dir: Path | None = None,
+    note: str | None = None,
+) -> str:
+    """The page. With ``assets_dir`` the bundle is written there once and linked; without,
+    it is inlined (a self-contained file)."""
     try:
         from neo4j_viz import Node, Relationship, VisualizationGraph
     except ImportError as exc:  # an optional extra
         raise RuntimeError(f"the HTML view needs neo4j-viz: {VIZ_INSTALL}") from exc
 
     styles = {s.label: s for s in node_styles(ontology)}
-    nodes = []
+    nodes: list[Any] = []
+    legend: dict[str, tuple[str, int]] = {}
     for node in subgraph.nodes:
         style = next((styles[label] for label in node.labels if label in styles), None)
         label = node.labels[0] if node.labels else "node"
         properties = {k: _plain(v) for k, v in node.properties.items()}
         properties["labels"] = ":".join(node.labels)
+        color = style.color if style else "#A5ABB6"
+        shown = style.label if style else label
+        legend[shown] = (color, legend.get(shown, (color, 0))[1] + 1)
+        if "Episode" in node.labels:
+            text = episode_caption(node.properties)
+        else:
+            text = caption(style.caption, node.properties, label) if style else label
         nodes.append(
             Node(
                 id=node.element_id,
-                caption=caption(style.caption, node.properties, label) if style else label,
-                color=style.color if style else "#A5ABB6",
-                size=style.diameter_px / 2 if style else 25,
+                caption=breakable(text),
+                color=color,
+                size=max(style.diameter_px / 2 if style else 25, MIN_RADIUS_PX),
                 properties=properties,
             )
         )
@@ -113,8 +180,71 @@ def render_html(subgraph: Subgraph, ontology: OntologyLike, title: str) -> str:
     ]
     graph = VisualizationGraph(nodes=nodes, relationships=relationships)
     page: str = graph.render(height="100vh", theme="light").data
-    heading = json.dumps(title)[1:-1].replace("<", "\\u003c")
-    return page.replace("<head>", f"<head>\n<title>{heading}</title>", 1)
+    split = split_page(page)
+    if assets_dir is not None:
+        script_name, style_name = write_assets(split, assets_dir)
+        head = f'<link rel="stylesheet" href="{style_name}">'
+        body = f'<script defer src="{script_name}"></script>'
+    else:
+        head = f"<style>{split.style}</style>"
+        body = f"<script>{split.script}</script>"
+    return render_shell(
+        title=title,
+        summary=f"{len(subgraph.nodes)} nodes, {len(subgraph.relationships)} relationships",
+        note=note,
+        legend=sorted(((k, c, n) for k, (c, n) in legend.items()), key=lambda t: -t[2]),
+        view_data=panel_data(subgraph),
+        data_block=split.data_block,
+        head_assets=head,
+        body_assets=body,
+    )
+
+
+def panel_data(subgraph: Subgraph) -> dict[str, Any]:
+    """What the details panel shows per node and relationship, and the turns by event id
+    (for provenance)."""
+    turns: dict[str, dict[str, str]] = {}
+    nodes: dict[str, dict[str, Any]] = {}
+    for node in subgraph.nodes:
+        props = node.properties
+        if "Episode" in node.labels:
+            when = str(_plain(props.get("occurred_at")) or "")[:16].replace("T", " ")
+            turns[str(props.get("event_id"))] = {
+                "when": when,
+                "role": str(props.get("role") or ""),
+                "snippet": shorten(str(props.get("content") or ""), SNIPPET_CHARS),
+            }
+            nodes[node.element_id] = {
+                "title": f"{props.get('role', 'turn')} turn {props.get('turn_index', '')}",
+                "meta": when,
+                "text": str(props.get("content") or ""),
+            }
+            continue
+        kind = next((label for label in node.labels), "node")
+        details = [kind, str(props.get("status") or "")]
+        nodes[node.element_id] = {
+            "title": str(props.get("name") or props.get("key") or kind),
+            "meta": " · ".join(part for part in details if part),
+            "text": str(props.get("summary") or props.get("subject") or ""),
+            "provenance": [str(e) for e in props.get("episode_ids") or []],
+        }
+    rels = {
+        rel.element_id: {
+            "title": rel.type,
+            "meta": " · ".join(
+                str(rel.properties[k]) for k in ("status", "valid_at") if rel.properties.get(k)
+            ),
+            "text": str(rel.properties.get("statement") or ""),
+            "provenance": [str(e) for e in rel.properties.get("episode_ids") or []],
+        }
+        for rel in subgraph.relationships
+    }
+    return {
+        "nodes": nodes,
+        "rels": rels,
+        "turns": turns,
+        "hint": "Click a turn to read it, or a fact or entity to see the turns it came from.",
+    }
 
 
 def write_html_view(
@@ -125,11 +255,27 @@ def write_html_view(
     path: Path,
     ontology: OntologyLike,
     max_nodes: int = MAX_NODES,
+    *,
+    self_contained: bool = False,
 ) -> HtmlView:
-    """Read the scope's subgraph and write it as one self-contained HTML file."""
+    """Read the scope's subgraph and write it as an HTML page (the viz bundle beside it,
+    shared by every page in the folder, unless ``self_contained``)."""
     subgraph = read_scope(driver, database, scope, key, ontology.labels())
+    total = len(subgraph.nodes)
     subgraph, truncated = _truncate(subgraph, max_nodes)
-    html = render_html(subgraph, ontology, f"turngraph {scope.value} {key}")
+    note = (
+        f"Cut to {len(subgraph.nodes)} of {total} nodes (the newest turns and everything "
+        "learnt): --max-nodes shows more."
+        if truncated
+        else None
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
+    html = render_html(
+        subgraph,
+        ontology,
+        f"turngraph {scope.value} {key}",
+        assets_dir=None if self_contained else path.parent,
+        note=note,
+    )
     path.write_text(html, encoding="utf-8")
     return HtmlView(path, len(subgraph.nodes), len(subgraph.relationships), truncated)
