@@ -1,4 +1,4 @@
-"""Retrieval quality: ``python -m bench.retrieval [--split dev|test|all]``.
+"""Retrieval quality: ``python -m bench.retrieval [--split dev|test|all] [--embedding none]``.
 
 The dataset's turns go through the real pipeline: the embedded Redis and graph servers
 are started, every turn is published with the :class:`~producers.publisher.Publisher`
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 import threading
@@ -137,7 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.retrieval")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
     parser.add_argument("--data", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--embedding",
+        choices=("local", "openai", "none"),
+        help="recall's embedding provider (default: the settings', the local model)",
+    )
     args = parser.parse_args(argv)
+    if args.embedding:  # the recall worker reads its settings from the environment
+        os.environ["TURNGRAPH_EMBEDDING_PROVIDER"] = args.embedding
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     now = datetime.now(UTC)
@@ -172,10 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for system, ranker in systems.items():
                         results[(name, split, group, system)] = evaluate(ranker, qs)
         memories = len(recall.index)
+        semantic = recall.index.semantic
+        model = semantic.model if semantic is not None else "none"
     rt = realtalk["realtalk dates"]
     print(
         f"{len(all_turns)} turns ingested through the pipeline; recall index: {memories} "
-        f"memories. REALTALK: {len(rt.turns)} turns, {len(rt.questions)} questions "
+        f"memories, embedding model: {model}. REALTALK: {len(rt.turns)} turns, {len(rt.questions)} questions "
         f"({rt.questions_dropped} without a resolvable evidence id dropped); evidence ids "
         f"resolved {rt.evidence_resolved} of {rt.evidence_total}"
     )
@@ -190,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"recall end to end over Redis: p50 {percentile(timings, 50):.3f} ms, "
         f"p95 {percentile(timings, 95):.3f} ms"
     )
-    summary: dict[str, float | int | str] = {}
+    summary: dict[str, float | int | str] = {"embedding": model}
     ours = "recall through the pipeline"
     for name in datasets:
         for split in splits:
