@@ -185,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rt = realtalk["realtalk dates"]
     print(
         f"{len(all_turns)} turns ingested through the pipeline; recall index: {memories} "
-        f"memories, embedding model: {model}. REALTALK: {len(rt.turns)} turns, {len(rt.questions)} questions "
+        f"memories, embedding model: {model}. REALTALK: {len(rt.turns)} turns, "
+        f"{len(rt.questions)} questions "
         f"({rt.questions_dropped} without a resolvable evidence id dropped); evidence ids "
         f"resolved {rt.evidence_resolved} of {rt.evidence_total}"
     )
