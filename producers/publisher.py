@@ -29,7 +29,7 @@ from producers.bounded_queue import (
     PreparedJob,
 )
 from producers.publisher_stats import PublisherStats
-from producers.redaction import redact_event
+from producers.redaction import redact_and_fit
 from producers.sender import SEND_ERRORS, ScriptSender
 from schemas import defaults
 from schemas.defaults import DropPolicy
@@ -290,7 +290,7 @@ class Publisher:
     def _prepare_batch(self) -> list[PreparedJob]:
         jobs: list[PreparedJob] = []
         buffer, prepare = self._buffer, self.queue.prepare
-        chars = 0
+        chars = truncated = 0
         for _ in range(self._batch_size):
             try:
                 event = buffer.popleft()
@@ -298,12 +298,16 @@ class Publisher:
                 break
             chars += len(event.content)
             try:
-                jobs.append(prepare(redact_event(event)))
+                redacted = redact_and_fit(event)
+                jobs.append(prepare(redacted.event))
+                if redacted.truncated:
+                    truncated += 1
             except Exception as exc:  # an event we cannot serialize: count it, go on
                 log.warning("publish_event_failed", error=type(exc).__name__)
                 self._answered(failed=1)
         with self._lock:
             self._buffered_chars -= chars
+            self._stats.truncated += truncated
         return jobs
 
     def _unavailable(self, exc: Exception) -> None:

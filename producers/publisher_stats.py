@@ -11,7 +11,8 @@ class PublisherStats:
 
     ``published == buffered + dropped_local + not_consented + dropped_closed`` and
     ``buffered == sent + failed + abandoned + pending``, where
-    ``sent == enqueued + duplicates + dropped_newest`` (Redis's answers).
+    ``sent == enqueued + duplicates + dropped_newest`` (Redis's answers). ``truncated``
+    counts sent events a field of which redaction pushed past its limit (cut, marked).
     """
 
     published: int = 0
@@ -27,6 +28,8 @@ class PublisherStats:
     failed: int = 0
     abandoned: int = 0
     send_errors: int = 0
+    truncated: int = 0
+    """Events sent with a field cut to its limit after redaction grew it (marked in text)."""
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for JSON replies and benchmarks)."""

@@ -20,7 +20,19 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from schemas.turn_event import Reference, TurnEvent
+from schemas.turn_event import (
+    MAX_CLIENT_NAME_CHARS,
+    MAX_CLIENT_VERSION_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_GIT_BRANCH_CHARS,
+    MAX_GIT_REPOSITORY_CHARS,
+    MAX_REFERENCE_CHARS,
+    MAX_SPEAKER_CHARS,
+    MAX_TAG_CHARS,
+    ClientInfo,
+    Reference,
+    TurnEvent,
+)
 
 PLACEHOLDER = "[REDACTED:{kind}]"
 """What a secret is replaced with."""
@@ -183,7 +195,8 @@ RULES: tuple[Rule, ...] = (
         + _SECRET_NAME
         + r"[\"']?\s*(?::=|=>|[=:])\s*"
         r"(?:(?P<q>[\"'`])(?!\[REDACTED)(?P<quoted>[^\"'`\n]{1,500})(?P=q)"
-        r"|(?!(?:" + _CODE_WORDS + r")\b)(?!\[REDACTED)(?P<bare>[^\s\"'`,;)}\]]{3,500}))",
+        r"|(?!(?:" + _CODE_WORDS + r")\b)(?!\[REDACTED|\[TRUNCATED\])"
+        r"(?P<bare>[^\s\"'`,;)}\]]{3,500}))",
         ("pass", "pwd", "secret", "token", "auth", "credential", "dsn", "conn", *_KEY_NAMES),
         group=("quoted", "bare"),
     ),
@@ -203,11 +216,19 @@ def _spans(rule: Rule, text: str, positions: list[int]) -> list[tuple[int, int, 
     found: list[tuple[int, int, str]] = []
     size = len(text)
     searched_to = -1
+    matched_to = -1
     for pos in sorted(positions):
         start = max(0, pos - rule.offset)
         if rule.window is None:
+            if start < matched_to:
+                # Inside this rule's previous match: already redacted. Skipping keeps the
+                # cost linear (200k of "-----BEGIN PRIVATE KEY-----" without an END
+                # line was quadratic: every header matched to the end of the text).
+                continue
             match = rule.pattern.match(text, start)
             matches = [match] if match is not None else []
+            if match is not None:
+                matched_to = match.end()
         else:
             if start < searched_to:
                 start = searched_to
@@ -295,27 +316,84 @@ def contains_secret(text: str) -> bool:
     return redact(text) != text
 
 
-def redact_event(event: TurnEvent) -> TurnEvent:
-    """A copy of ``event`` with every free-text field redacted (content, speaker, tags,
-    reference values, git branch); ids and scope keys are hashes already."""
+TRUNCATED_MARKER = " [TRUNCATED]"
+"""Ends a field that redaction would have pushed past its length limit (placeholders can
+be longer than the secrets they replace): the turn stays valid, and is counted."""
+
+
+def fit(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters ending with the truncation marker, if longer.
+
+    A placeholder cut in half is dropped whole, so the marker never follows ``[REDAC``.
+    """
+    if len(text) <= limit:
+        return text
+    kept = text[: max(0, limit - len(TRUNCATED_MARKER))]
+    opening = kept.rfind("[", max(0, len(kept) - 40))
+    if opening >= 0 and "]" not in kept[opening:]:
+        tail = kept[opening:]
+        if tail.startswith("[REDACTED:") or "[REDACTED:".startswith(tail):
+            kept = kept[:opening]
+    return (kept + TRUNCATED_MARKER)[:limit]
+
+
+@dataclass(frozen=True)
+class RedactedEvent:
+    """The redacted event and the names of the fields cut to fit their limits."""
+
+    event: TurnEvent
+    truncated: tuple[str, ...] = ()
+
+
+def _clean(text: str, limit: int, name: str, truncated: list[str]) -> str:
+    redacted = redact(text)
+    fitted = fit(redacted, limit)
+    if fitted is not redacted:
+        truncated.append(name)
+    return fitted
+
+
+def redact_and_fit(event: TurnEvent) -> RedactedEvent:
+    """``event`` with every free-text field redacted: content, speaker, tags, reference
+    values, client name and version, git branch and repository (ids and scope keys are
+    hashes already). A field that redaction pushed past its limit is truncated with
+    :data:`TRUNCATED_MARKER`, so a valid event stays valid."""
+    cut: list[str] = []
     update: dict[str, object] = {}
-    content = redact(event.content)
+    content = _clean(event.content, MAX_CONTENT_CHARS, "content", cut)
     if content != event.content:
         update["content"] = content
     if event.speaker:
-        speaker = redact(event.speaker)
+        speaker = _clean(event.speaker, MAX_SPEAKER_CHARS, "speaker", cut)
         if speaker != event.speaker:
             update["speaker"] = speaker
     if event.tags:
-        tags = tuple(redact(tag) for tag in event.tags)
+        tags = tuple(_clean(tag, MAX_TAG_CHARS, "tags", cut) for tag in event.tags)
         if tags != event.tags:
             update["tags"] = tags
     if event.references:
-        refs = tuple(Reference(kind=r.kind, value=redact(r.value)) for r in event.references)
+        refs = tuple(
+            Reference(kind=r.kind, value=_clean(r.value, MAX_REFERENCE_CHARS, "references", cut))
+            for r in event.references
+        )
         if refs != event.references:
             update["references"] = refs
-    if event.git is not None and event.git.branch:
-        branch = redact(event.git.branch)
-        if branch != event.git.branch:
-            update["git"] = event.git.model_copy(update={"branch": branch})
-    return event.model_copy(update=update) if update else event
+    name = _clean(event.client.name, MAX_CLIENT_NAME_CHARS, "client.name", cut)
+    version = _clean(event.client.version, MAX_CLIENT_VERSION_CHARS, "client.version", cut)
+    if name != event.client.name or version != event.client.version:
+        update["client"] = ClientInfo(name=name, version=version)
+    git = event.git
+    if git is not None and (git.branch or git.repository):
+        branch = git.branch and _clean(git.branch, MAX_GIT_BRANCH_CHARS, "git.branch", cut)
+        repository = git.repository and _clean(
+            git.repository, MAX_GIT_REPOSITORY_CHARS, "git.repository", cut
+        )
+        if branch != git.branch or repository != git.repository:
+            update["git"] = git.model_copy(update={"branch": branch, "repository": repository})
+    redacted = event.model_copy(update=update) if update else event
+    return RedactedEvent(redacted, tuple(dict.fromkeys(cut)))
+
+
+def redact_event(event: TurnEvent) -> TurnEvent:
+    """A copy of ``event`` with every free-text field redacted (see :func:`redact_and_fit`)."""
+    return redact_and_fit(event).event

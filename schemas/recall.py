@@ -48,7 +48,7 @@ class ConversationTurn(BaseModel):
 class RecallRequest(BaseModel):
     """A search request pushed by a client; ``reply_to`` is the per-request reply key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     schema_version: Literal[1] = RECALL_SCHEMA_VERSION
     request_id: str = Field(

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 import redis
+from rq.job import Job
+from rq.serializers import JSONSerializer
 
 from producers.bounded_queue import read_stats
 from producers.publisher import Publisher
+from schemas.turn_event import MAX_CONTENT_CHARS, TurnEvent
 from tests.support.turn_factory import make_turn
 from turngraph.clients import build_publisher
 from turngraph.embedded import RedisServer
@@ -108,3 +111,19 @@ def test_the_sender_thread_survives_an_unexpected_error(
     pub.publish(make_turn(0))
     assert pub.flush(timeout_s=10)
     assert pub.close().enqueued == 1 and len(calls) >= 2
+
+
+def test_a_turn_redaction_grows_past_its_limit_is_sent_truncated_and_counted(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    grows = "pwd=abc "
+    event = make_turn(0, content=(grows * MAX_CONTENT_CHARS)[:MAX_CONTENT_CHARS])
+    with build_publisher(settings, max_queue_length=10) as pub:
+        assert pub.publish(event)
+        assert pub.flush(timeout_s=10)
+        stats = pub.stats()
+    assert (stats.enqueued, stats.failed, stats.truncated) == (1, 0, 1)
+    (job_id,) = redis_conn.lrange(f"rq:queue:{settings.ingest_queue}", 0, -1)
+    job = Job.fetch(job_id.decode(), connection=redis_conn, serializer=JSONSerializer)
+    sent = TurnEvent.model_validate(job.args[0])
+    assert len(sent.content) <= MAX_CONTENT_CHARS and "abc" not in sent.content

@@ -87,6 +87,29 @@ def test_invalid_event_names_fields_but_never_quotes_input(bridge: Bridge) -> No
     assert "xxxxxxxx" not in json.dumps(reply) and "robot" not in json.dumps(reply)
 
 
+@pytest.mark.parametrize(
+    ("field", "raw"),
+    [
+        ("turn_index", "Infinity"),
+        ("turn_index", "1e999"),
+        ("turn_index", "-Infinity"),
+        ("importance", "NaN"),
+        ("importance", "1e999"),
+        ("occurred_at", '"0001-01-01T00:30:00+05:00"'),
+        ("occurred_at", '"9999-12-31T23:30:00-05:00"'),
+        ("occurred_at", '"1969-12-31T23:59:59Z"'),
+        ("occurred_at", "1e999"),
+    ],
+)
+def test_values_the_writer_cannot_store_are_typed_errors(
+    bridge: Bridge, field: str, raw: str
+) -> None:
+    line = json.dumps({"op": "publish", "event": _event(**{field: "__RAW__"})})
+    reply = bridge.handle_line(line.replace('"__RAW__"', raw))
+    assert reply["error_code"] == "INVALID_REQUEST", reply
+    assert field in reply["user_message"]
+
+
 def test_recall_hashes_scope_keys(bridge: Bridge) -> None:
     reply = bridge.handle_line(
         json.dumps({"op": "recall", "query": "queue policy?", "workspace": "/work/proj"})

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from producers.redaction import contains_secret, redact, redact_event
-from schemas.turn_event import GitInfo, Reference
+from schemas.turn_event import ClientInfo, GitInfo, Reference
 from tests.support.turn_factory import make_turn
 
 CORPUS_PATH = Path(__file__).parents[1] / "data" / "secrets_corpus.jsonl"
@@ -93,10 +93,13 @@ def test_redact_event_covers_every_free_text_field() -> None:
             "speaker": f"bot {secret}",
             "tags": (f"t {secret}",),
             "references": (Reference(kind="url", value=f"https://x.dev/?k={secret}"),),
-            "git": GitInfo(branch=f"fix/{secret}"),
+            "git": GitInfo(branch=f"fix/{secret}", repository=f"https://x:{secret}@h/r.git"),
+            "client": ClientInfo(name=f"ed {secret}"[:100], version="AKIAIOSFODNN7EXAMPLE"),
         }
     )
-    assert secret not in redact_event(event).model_dump_json()
+    dumped = redact_event(event).model_dump_json()
+    assert secret not in dumped and secret[:20] not in dumped
+    assert "AKIAIOSFODNN7EXAMPLE" not in dumped
     clean = make_turn(1)
     assert redact_event(clean) is clean
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import given, settings
@@ -12,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.recall import RecallRequest, RecallResponse
 from schemas.turn_event import TurnEvent
+from workers.graph.writer import _episode_row, iso
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
@@ -91,3 +94,40 @@ def test_accepted_turn_events_have_valid_ids() -> None:
         )
     )
     assert event.event_id.startswith("t_") and len(event.event_id) <= 128
+
+
+OFFSETS = st.timedeltas(
+    min_value=-timedelta(hours=23, minutes=59), max_value=timedelta(hours=23, minutes=59)
+)
+NUMBERS = st.floats() | st.integers(min_value=-(10**30), max_value=10**30) | st.just(10**400)
+
+
+@settings(max_examples=400)
+@given(
+    moment=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
+    offset=OFFSETS.map(lambda d: timezone(d - timedelta(microseconds=d.microseconds))),
+    turn_index=NUMBERS,
+    importance=NUMBERS,
+)
+def test_an_accepted_turn_is_one_the_writer_can_store(
+    moment: datetime, offset: timezone, turn_index: Any, importance: Any
+) -> None:
+    data = {
+        "session_id": "s",
+        "workspace": "w",
+        "user": "u",
+        "turn_index": turn_index,
+        "role": "user",
+        "content": "c",
+        "occurred_at": moment.replace(tzinfo=offset).isoformat(),
+        "client": {"name": "x"},
+        "importance": importance,
+    }
+    try:
+        event = TurnEvent.model_validate_json(json.dumps(data))
+    except ValidationError as exc:
+        assert {e["loc"][0] for e in exc.errors()} <= {"turn_index", "importance", "occurred_at"}
+        return
+    row = _episode_row(event, iso(datetime.now(UTC)))
+    assert len(row["occurred_at"]) == len("2026-11-21T05:00:00.000000Z")
+    assert math.isfinite(row["importance"]) and 0 <= row["turn_index"] <= 10_000_000

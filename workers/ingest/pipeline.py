@@ -12,7 +12,7 @@ import redis
 import structlog
 
 from producers.bounded_queue import ingested_key
-from producers.redaction import redact_event
+from producers.redaction import redact_and_fit
 from schemas.changes import encode_change
 from schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S, REEXTRACT_PENDING_MAX
 from schemas.errors import BackendUnavailableError, InvalidPayloadError
@@ -87,7 +87,16 @@ class IngestPipeline:
             log.info("turn_skipped_scope_forgotten", event_id=event.event_id)
         if not events:
             return IngestResult(0, 0, 0, 0, 0, forgotten=len(forgotten))
-        clean = [redact_event(event) for event in events]
+        clean = []
+        for event in events:
+            redacted = redact_and_fit(event)
+            if redacted.truncated:  # a producer that did not redact: cut to fit, counted
+                log.warning(
+                    "turn_truncated_after_redaction",
+                    event_id=event.event_id,
+                    fields=",".join(redacted.truncated),
+                )
+            clean.append(redacted.event)
         extractions = self._extractor.extract(clean)
         batch = list(zip(clean, extractions, strict=True))
         report = self._store.write(batch)
