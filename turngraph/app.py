@@ -22,6 +22,7 @@ from workers.graph.schema import ensure_schema
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.recall.worker import RecallWorker
+from workers.trusted_jobs import TrustedJob
 
 if TYPE_CHECKING:
     import openai
@@ -100,7 +101,12 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
 
 
 def ingest_queue(clients: Clients) -> Queue:
-    return Queue(clients.settings.ingest_queue, connection=clients.redis, serializer=JSONSerializer)
+    return Queue(
+        clients.settings.ingest_queue,
+        connection=clients.redis,
+        serializer=JSONSerializer,
+        job_class=TrustedJob,
+    )
 
 
 def build_ingest_worker(
@@ -121,9 +127,14 @@ def build_ingest_worker(
 
 def build_maintenance_worker(clients: Clients) -> SimpleWorker:
     queue = Queue(
-        clients.settings.maintenance_queue, connection=clients.redis, serializer=JSONSerializer
+        clients.settings.maintenance_queue,
+        connection=clients.redis,
+        serializer=JSONSerializer,
+        job_class=TrustedJob,
     )
-    return SimpleWorker([queue], connection=clients.redis, serializer=JSONSerializer)
+    return SimpleWorker(
+        [queue], connection=clients.redis, serializer=JSONSerializer, job_class=TrustedJob
+    )
 
 
 def build_embedder(settings: Settings) -> Embedder | None:

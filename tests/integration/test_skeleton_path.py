@@ -77,11 +77,11 @@ def test_late_request_is_skipped_and_client_fails_open(clients: Clients) -> None
     recall = build_recall_worker(clients)
     recall.bootstrap()
     late = RecallRequest(
-        query="anything", reply_to="turngraph:test:reply", deadline_ms=10, sent_at_ms=1
+        query="anything", reply_to="turngraph:recall:reply:test-late", deadline_ms=10, sent_at_ms=1
     )
     assert recall.handle(late.model_dump_json().encode()) is None
     assert recall.counters.skipped_late == 1
-    assert clients.redis.llen("turngraph:test:reply") == 0
+    assert clients.redis.llen("turngraph:recall:reply:test-late") == 0
     # No worker serving: the client returns a degraded response within its deadline.
     response = RecallClient(
         clients.redis, requests_key="turngraph:test:nobody", deadline_ms=50
@@ -92,11 +92,16 @@ def test_late_request_is_skipped_and_client_fails_open(clients: Clients) -> None
 def test_malformed_request_gets_typed_error_reply(clients: Clients) -> None:
     recall = build_recall_worker(clients)
     recall.bootstrap()
-    bad = {"reply_to": "turngraph:test:bad", "request_id": "r1", "query": "", "max_results": 3}
+    bad = {
+        "reply_to": "turngraph:recall:reply:test-bad",
+        "request_id": "r1",
+        "query": "",
+        "max_results": 3,
+    }
     response = recall.handle(json.dumps(bad).encode())
     assert response is not None and response.error_code is not None
     assert response.error_code.value == "INVALID_REQUEST"
-    reply = json.loads(clients.redis.lpop("turngraph:test:bad") or b"{}")
+    reply = json.loads(clients.redis.lpop("turngraph:recall:reply:test-bad") or b"{}")
     assert reply["success"] is False and "query" in reply["user_message"]
     assert recall.handle(b"\xff not json") is None
     assert recall.counters.malformed == 2

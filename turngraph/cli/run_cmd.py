@@ -19,6 +19,7 @@ from producers.scopes import ScopeHasher
 from turngraph import demo
 from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
+from turngraph.embedded.redis_server import without_password
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 
@@ -35,7 +36,7 @@ def _services(settings: Settings) -> Iterator[dict[str, str]]:
         yield {}
         return
     with EmbeddedServices(settings.data_dir) as endpoints:
-        print(f"embedded Redis  {endpoints.redis_url}")
+        print(f"embedded Redis  {without_password(endpoints.redis_url)}")
         print(f"embedded graph  {endpoints.graph_uri}")
         yield endpoints.as_env()
 

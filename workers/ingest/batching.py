@@ -40,6 +40,7 @@ from schemas.errors import ConfigurationError, InvalidPayloadError, PermanentErr
 from schemas.keys import CLAIMS_TEMPLATE, RQ_JOB_PREFIX
 from schemas.turn_event import TurnEvent
 from workers.ingest.pipeline import IngestPipeline, parse_payload
+from workers.trusted_jobs import TrustedJob
 
 log = structlog.get_logger(__name__)
 
@@ -95,7 +96,7 @@ class UnknownJobError(PermanentError):
     """A job on the ingest queue names a function other than the ingest entry."""
 
 
-class IngestJob(Job):
+class IngestJob(TrustedJob):
     """A job as the batching worker performs it: the batch the worker bound, not an import
     of whatever function the job hash names."""
 

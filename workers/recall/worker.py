@@ -8,6 +8,7 @@ fresh. N replicas may pop from the same request list; each keeps its own index.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 
 from schemas.changes import decode_change
 from schemas.errors import InvalidPayloadError
+from schemas.keys import RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.validation import invalid_fields
 from workers.embeddings.protocol import Embedder
@@ -38,11 +40,16 @@ TAIL_BATCH = 1_000
 """Change entries applied per XREAD."""
 
 
+REPLY_ID_PATTERN = r"[A-Za-z0-9_-]{1,128}"
+"""What may follow the reply prefix: a reply key names one request, nothing else."""
+
+
 @dataclass
 class RecallCounters:
     answered: int = 0
     skipped_late: int = 0
     malformed: int = 0
+    refused_reply_to: int = 0
     changes_applied: int = 0
     bad_changes: int = 0
 
@@ -61,9 +68,11 @@ class RecallWorker:
         changes_stream: str,
         reply_ttl_s: int,
         embedder: Embedder | None = None,
+        reply_prefix: str = RECALL_REPLY_PREFIX,
     ) -> None:
         self._redis = redis_client
         self._store = store
+        self._reply_key = re.compile(re.escape(reply_prefix) + REPLY_ID_PATTERN)
         self._requests_key = requests_key
         self._changes_stream = changes_stream
         self._reply_ttl_s = reply_ttl_s
@@ -120,6 +129,12 @@ class RecallWorker:
             return None
         reply_to = data.get("reply_to") if isinstance(data, dict) else None
         request_id = data.get("request_id") if isinstance(data, dict) else None
+        if reply_to and not self.replies_allowed_to(reply_to):
+            # A reply key outside our reply namespace (the ingest queue, the change
+            # stream...): answering would write into, and then expire, someone's key.
+            self.counters.refused_reply_to += 1
+            log.warning("recall_request_refused", reason="reply_to outside the reply keys")
+            return None
         try:
             request = RecallRequest.model_validate(data)
         except ValidationError as exc:
@@ -146,6 +161,10 @@ class RecallWorker:
             self._reply(request.reply_to, response)
         self.counters.answered += 1
         return response
+
+    def replies_allowed_to(self, reply_to: object) -> bool:
+        """True for a key the worker may answer on: the reply prefix plus a request id."""
+        return isinstance(reply_to, str) and self._reply_key.fullmatch(reply_to) is not None
 
     def _reply(self, reply_to: str, response: RecallResponse) -> None:
         with self._redis.pipeline(transaction=False) as pipe:

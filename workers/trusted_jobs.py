@@ -1,0 +1,70 @@
+"""Workers run our job functions only, never a callable named by data in Redis.
+
+RQ resolves a job's function (and its success / failure / stopped callbacks) by importing
+whatever dotted name the job hash holds, so anyone able to write a job hash could make a
+worker call ``os.system``. :class:`TrustedJob` is the job class every worker of ours uses:
+the function must be on :data:`ALLOWED_FUNCTIONS`, called as a plain function (no
+instance), and callbacks are never imported. A refused job fails at once, without
+retries, with a typed reason in RQ's failed registry (``turngraph jobs failed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from rq.job import Job
+
+from schemas.errors import PermanentError
+
+log = structlog.get_logger(__name__)
+
+INGEST_TURN = "workers.ingest.job.ingest_turn"
+"""The ingest job: one TurnEvent (a JSON dict), plus the turns batched beside it."""
+
+ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_TURN})
+"""Dotted names of every job function a worker of ours will run."""
+
+
+class ForbiddenJobError(PermanentError):
+    """A job names a function (or instance, or callback) that is not ours."""
+
+
+def refusal(job: Job) -> str | None:
+    """Why ``job`` must not run, or None. Never quotes the job's data (it may be chat)."""
+    try:
+        name = job.func_name
+        instance = job.instance
+    except Exception:  # undecodable data: RQ's DeserializationError and friends
+        return "job data cannot be decoded"
+    if name not in ALLOWED_FUNCTIONS:
+        return "job function is not on the allow-list"
+    if instance is not None:
+        return "job names an instance; our jobs are plain functions"
+    return None
+
+
+class TrustedJob(Job):
+    """An RQ job that only ever resolves to an allow-listed function."""
+
+    @property
+    def func(self) -> Any:
+        reason = refusal(self)
+        if reason is not None:
+            self.retries_left = 0  # RQ reads this when it handles the failure: no retry
+            log.warning("job_refused", job_id=self.id, reason=reason)
+            raise ForbiddenJobError(reason)
+        return super().func
+
+    # Our jobs carry no callbacks; a name written into a job hash is never imported.
+    @property
+    def success_callback(self) -> None:
+        return None
+
+    @property
+    def failure_callback(self) -> None:
+        return None
+
+    @property
+    def stopped_callback(self) -> None:
+        return None
