@@ -22,7 +22,7 @@ from workers.graph.schema import ensure_schema
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.recall.worker import RecallWorker
-from workers.trusted_jobs import TrustedJob
+from workers.trusted_jobs import MaintenanceJob, TrustedJob
 
 if TYPE_CHECKING:
     import openai
@@ -130,10 +130,10 @@ def build_maintenance_worker(clients: Clients) -> SimpleWorker:
         clients.settings.maintenance_queue,
         connection=clients.redis,
         serializer=JSONSerializer,
-        job_class=TrustedJob,
+        job_class=MaintenanceJob,
     )
     return SimpleWorker(
-        [queue], connection=clients.redis, serializer=JSONSerializer, job_class=TrustedJob
+        [queue], connection=clients.redis, serializer=JSONSerializer, job_class=MaintenanceJob
     )
 
 

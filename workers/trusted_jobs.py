@@ -23,21 +23,25 @@ INGEST_TURN = "workers.ingest.job.ingest_turn"
 """The ingest job: one TurnEvent (a JSON dict), plus the turns batched beside it."""
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_TURN})
-"""Dotted names of every job function a worker of ours will run."""
+"""Dotted names of every job function an ingest worker will run."""
+
+MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset()
+"""Job functions of the maintenance queue (none is enqueued yet: summaries, compaction and
+forget run in-process); a maintenance worker refuses everything else."""
 
 
 class ForbiddenJobError(PermanentError):
     """A job names a function (or instance, or callback) that is not ours."""
 
 
-def refusal(job: Job) -> str | None:
+def refusal(job: Job, allowed: frozenset[str] = ALLOWED_FUNCTIONS) -> str | None:
     """Why ``job`` must not run, or None. Never quotes the job's data (it may be chat)."""
     try:
         name = job.func_name
         instance = job.instance
     except Exception:  # undecodable data: RQ's DeserializationError and friends
         return "job data cannot be decoded"
-    if name not in ALLOWED_FUNCTIONS:
+    if name not in allowed:
         return "job function is not on the allow-list"
     if instance is not None:
         return "job names an instance; our jobs are plain functions"
@@ -47,9 +51,11 @@ def refusal(job: Job) -> str | None:
 class TrustedJob(Job):
     """An RQ job that only ever resolves to an allow-listed function."""
 
+    allowed_functions: frozenset[str] = ALLOWED_FUNCTIONS
+
     @property
     def func(self) -> Any:
-        reason = refusal(self)
+        reason = refusal(self, self.allowed_functions)
         if reason is not None:
             self.retries_left = 0  # RQ reads this when it handles the failure: no retry
             log.warning("job_refused", job_id=self.id, reason=reason)
@@ -68,3 +74,9 @@ class TrustedJob(Job):
     @property
     def stopped_callback(self) -> None:
         return None
+
+
+class MaintenanceJob(TrustedJob):
+    """A job of the maintenance queue: only :data:`MAINTENANCE_FUNCTIONS` run."""
+
+    allowed_functions = MAINTENANCE_FUNCTIONS
