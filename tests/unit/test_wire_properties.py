@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.recall import RecallRequest, RecallResponse
 from schemas.turn_event import TurnEvent
-from workers.graph.writer import _episode_row, iso
+from workers.graph.batch_plan import _episode_row, iso
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
