@@ -104,6 +104,8 @@ class QueueStats:
     dropped_oldest: int = 0
     duplicates: int = 0
     dropped_local: int = 0
+    dead_lettered: int = 0
+    """Jobs an ingest worker refused as unreadable or isolated as poison (``turngraph jobs``)."""
     length: int = 0
 
     @property

@@ -42,3 +42,10 @@ CHANGES_STREAM = "turngraph:changes"
 REEXTRACT_PENDING = "turngraph:extraction:reextract"
 """Sorted set (score: unix time) of event ids whose LLM extraction failed and that the
 offline rules extracted instead: waiting for a later LLM pass."""
+
+DEAD_LETTERS_TEMPLATE = "turngraph:dead:{queue}"
+"""Hash of the jobs an ingest worker refused or isolated as poison: job id -> JSON record
+(error type, field, reason, when; never chat text). ``turngraph jobs failed`` lists it."""
+
+CLAIM_OWNERS_TEMPLATE = "turngraph:claims:{queue}:owners"
+"""Hash: claimed job id -> name of the worker holding the claim."""

@@ -27,9 +27,12 @@ from workers.trusted_jobs import MaintenanceJob, TrustedJob
 if TYPE_CHECKING:
     import openai
 
-INGEST_MAINTENANCE_INTERVAL_S = 30
-"""How often an ingest worker cleans RQ's registries; that is when jobs of a killed worker
-are found abandoned and retried (RQ's default is 10 minutes)."""
+INGEST_MAINTENANCE_INTERVAL_S = 10
+"""How often an idle ingest worker cleans RQ's registries and gives back the claims of
+dead workers (``workers/ingest/claims.py``; RQ's default is 10 minutes)."""
+
+INGEST_WORKER_TTL_S = 25
+"""RQ's worker TTL; an idle worker wakes every ``TTL - 15`` s, so maintenance runs then."""
 
 
 def load_ontology(settings: Settings) -> Ontology:
@@ -122,6 +125,7 @@ def build_ingest_worker(
         connection=clients.redis,
         serializer=JSONSerializer,
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
+        worker_ttl=INGEST_WORKER_TTL_S,
     )
 
 

@@ -17,6 +17,7 @@ from turngraph.clients import Clients
 from turngraph.settings import Settings
 from workers.graph.memory_store import InMemoryGraphStore
 from workers.graph.store import Batch, WriteReport
+from workers.ingest import dead_letters
 from workers.ingest.batching import claim_key, requeue_expired_claims
 
 
@@ -72,7 +73,8 @@ def test_invalid_claimed_payload_fails_alone(redis_conn: redis.Redis, settings: 
         burst=True, with_scheduler=False
     )
     assert episodes(store) == {e.event_id for e in good}
-    assert "badpayload" in queue.failed_job_registry.get_job_ids()
+    (letter,) = dead_letters.failed_jobs(redis_conn, settings.ingest_queue)
+    assert letter.job_id == "badpayload" and "session_id" in letter.field
 
 
 def test_an_invalid_dequeued_payload_fails_for_good_and_its_batch_is_ingested(
@@ -95,8 +97,9 @@ def test_only_the_ingest_function_runs(redis_conn: redis.Redis, settings: Settin
     queue.enqueue("os.remove", "/nonexistent-never-called", job_id="foreign")
     worker.work(burst=True, with_scheduler=False)
     job = Job.fetch("foreign", connection=redis_conn, serializer=JSONSerializer)
-    assert job.get_status() == "failed" and job.retries_left == 0
-    assert "the ingest worker runs only ingest jobs" in (job.latest_result().exc_string or "")
+    assert job.get_status() == "failed"  # refused when dequeued, never performed
+    (letter,) = dead_letters.failed_jobs(redis_conn, settings.ingest_queue)
+    assert (letter.job_id, letter.field) == ("foreign", "data.function")
 
 
 class _GraphDown(InMemoryGraphStore):

@@ -1,99 +1,62 @@
-"""An RQ worker that ingests queued turns in batches.
+"""An RQ worker that ingests queued turns in batches, and never dies on what it reads.
 
 Stock RQ spends several Redis round trips of bookkeeping on every job (about 230 no-op
 jobs/s per worker measured here), below the 500 turns/s target, while one graph
 transaction of 100 turns costs about as much as one of 1 turn. So when this worker takes
-a job, it also *claims* up to ``max_batch - 1`` more queued jobs in one atomic step, runs
-them through one pipeline call (one transaction) with the job RQ dequeued, and finishes
-them in one pipelined round trip. The dequeued job keeps RQ's own handling (success,
-failure, retry); claimed jobs are bookkept here:
+a job, it also *claims* up to ``max_batch - 1`` more queued jobs in one atomic step
+(``workers/ingest/claims.py``: tagged with the worker, renewed by a heartbeat, given back
+by any live worker within seconds of a crash), runs them through the pipeline with the
+job RQ dequeued, and finishes them in one pipelined round trip. The dequeued job keeps
+RQ's own handling (success, failure, retry); claimed jobs are bookkept here.
 
-- a claim moves the ids from the queue into ``turngraph:claims:<queue>`` (a sorted set
-  scored by when the claim expires) and marks them ``started``, atomically;
-- on success they are marked ``finished`` with RQ's result TTL and the claim is dropped;
-- on failure they go back to the head of the queue, in order, for another worker;
-- after a crash (SIGKILL), :func:`requeue_expired_claims`, run at every worker start and
-  between batches, puts expired claims back on the queue. Writes are idempotent, so a
-  claimed turn that was already written is harmless when re-ingested.
-
-The worker holds its pipeline (given at construction) and runs it itself: RQ performs the
-dequeued job as an :class:`IngestJob`, whose body is the batch the worker bound to it (the
-job's own turn first, then the claimed ones, each validated once). Only jobs naming the
-allow-listed ingest function run; RQ's success, failure and retry handling stay as they are.
+Hostile input (``workers/ingest/envelope.py``): every dequeued or claimed job is read
+defensively; one that cannot be read (a forged id, a job hash without data, data that is
+not JSON, a bad ``timeout``, ``created_at`` or ``retries_left``, another function) is
+dead-lettered with a typed reason naming the field (``workers/ingest/dead_letters.py``)
+and the rest of the batch proceeds. A batch that fails for a permanent reason is bisected
+until the poison turn is alone (``workers/ingest/isolation.py``): the good turns are
+written in the same round, the bad one is dead-lettered once. A transient failure gives
+the whole batch back (RQ retries the dequeued job with back-off).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import redis
 import structlog
 from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
 
-from producers.bounded_queue import INGEST_FUNCTION, rq_timestamp
-from schemas.defaults import FAILURE_TTL_S
+from producers.bounded_queue import INGEST_FUNCTION
 from schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
-from schemas.keys import CLAIMS_TEMPLATE, RQ_JOB_PREFIX
+from schemas.keys import RQ_JOB_PREFIX
 from schemas.turn_event import TurnEvent
-from workers.ingest.pipeline import IngestPipeline, parse_payload
+from workers.ingest import claims, dead_letters
+from workers.ingest.claims import claim_key, requeue_expired_claims
+from workers.ingest.dead_letters import DeadLetter
+from workers.ingest.envelope import EnvelopeError, check_job_data, read_job
+from workers.ingest.isolation import run_isolating
+from workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
 from workers.trusted_jobs import TrustedJob
+
+__all__ = ["BatchingIngestWorker", "IngestJob", "claim_key", "requeue_expired_claims"]
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_MAX_BATCH = 100
 """Turns per graph transaction, counting the dequeued job."""
 
-CLAIM_MARGIN_S = 60
-"""A claim expires this long after the claimed job's own timeout (RQ's heartbeat margin);
-an expired claim is considered abandoned (its worker died) and requeued."""
-
-_CLAIM = """
-local ids = redis.call('LPOP', KEYS[1], tonumber(ARGV[1]))
-if not ids then return {} end
-for _, id in ipairs(ids) do
-  redis.call('ZADD', KEYS[2], ARGV[2], id)
-  redis.call('HSET', ARGV[4] .. id, 'status', 'started', 'started_at', ARGV[3])
-end
-return ids
-"""
-
-_REQUEUE_EXPIRED = """
-local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
-for i = #ids, 1, -1 do
-  redis.call('LPUSH', KEYS[1], ids[i])
-  redis.call('HSET', ARGV[2] .. ids[i], 'status', 'queued')
-  redis.call('ZREM', KEYS[2], ids[i])
-end
-return #ids
-"""
-
-
-def _rq_now() -> str:
-    return rq_timestamp(time.time())
-
-
-def claim_key(queue: Queue) -> str:
-    return CLAIMS_TEMPLATE.format(queue=queue.name)
-
-
-def requeue_expired_claims(conn: redis.Redis, queue: Queue, now: float | None = None) -> int:
-    """Put claims whose worker died back at the head of the queue; returns how many."""
-    script = conn.register_script(_REQUEUE_EXPIRED)
-    count = script(
-        keys=[queue.key, claim_key(queue)],
-        args=[now if now is not None else time.time(), RQ_JOB_PREFIX],
-    )
-    if count:
-        log.warning("ingest_claims_requeued", queue=queue.name, jobs=int(count))
-    return int(count)
-
 
 class UnknownJobError(PermanentError):
     """A job on the ingest queue names a function other than the ingest entry."""
+
+
+class PoisonTurnError(PermanentError):
+    """A turn the graph write refused alone, for a reason retrying cannot fix."""
 
 
 class IngestJob(TrustedJob):
@@ -115,6 +78,20 @@ class IngestJob(TrustedJob):
             raise
 
 
+@dataclass
+class _Outcome:
+    """What the batch did to the claimed jobs (set once the pipeline ran to the end)."""
+
+    poisoned: dict[str, DeadLetter] = field(default_factory=dict)
+
+
+def _payload_letter(job_id: str, exc: InvalidPayloadError) -> DeadLetter:
+    if isinstance(exc, EnvelopeError):
+        return DeadLetter(job_id, "EnvelopeError", exc.field, exc.reason, time.time())
+    fields = str(exc).partition(": ")[2] or "payload"
+    return DeadLetter(job_id, "InvalidPayloadError", fields, "does not validate", time.time())
+
+
 class BatchingIngestWorker(SimpleWorker):
     """A :class:`rq.SimpleWorker` (no fork per job) that batches consecutive ingest jobs
     through the :class:`IngestPipeline` it is given."""
@@ -134,49 +111,144 @@ class BatchingIngestWorker(SimpleWorker):
         super().__init__(list(queues), job_class=IngestJob, **kwargs)
         self.pipeline = pipeline
         self.max_batch = max_batch
+        self._outcome: _Outcome | None = None
 
     def run_maintenance_tasks(self) -> None:
-        """RQ's registry cleaning, plus requeueing expired claims while the queue is idle."""
+        """RQ's registry cleaning, plus requeueing claims of dead workers."""
         super().run_maintenance_tasks()
         for queue in self.queues:
             requeue_expired_claims(self.connection, queue)
 
+    # -- dequeue: a job RQ cannot read is dead-lettered, never a crash ---------------
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> Any:
+        while True:
+            try:
+                result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            except Exception as exc:
+                job_id, queue = getattr(exc, "job_id", None), getattr(exc, "queue", None)
+                if job_id is None or queue is None:
+                    raise
+                self._refuse_unreadable(queue, str(job_id))
+                continue
+            if result is None:
+                return None
+            job, queue = result
+            try:
+                check_job_data(job)
+            except EnvelopeError as exc:
+                dead_letters.record(self.connection, queue.name, [_payload_letter(job.id, exc)])
+                log.warning("ingest_job_refused", job_id=job.id, field=exc.field)
+                continue
+            return result
+
+    def _refuse_unreadable(self, queue: Queue, job_id: str) -> None:
+        """RQ could not restore the job: find the field by reading it ourselves."""
+        raw: Any = self.connection.hgetall(RQ_JOB_PREFIX + job_id) if len(job_id) <= 1024 else None
+        try:
+            read_job(job_id, raw, connection=self.connection, serializer=self.serializer)
+            letter = DeadLetter(job_id, "EnvelopeError", "job", "unreadable", time.time())
+        except EnvelopeError as exc:
+            letter = _payload_letter(job_id, exc)
+        dead_letters.record(self.connection, queue.name, [letter])
+        log.warning("ingest_job_refused", field=letter.field)
+
+    # -- one batch ------------------------------------------------------------------
     def execute_job(self, job: Job, queue: Queue) -> Any:
         conn = self.connection
         self.in_flight = (job.id,)
+        claims.hold(conn, queue, job.id, self.name)
         requeue_expired_claims(conn, queue)
-        claimed = self._claim(
-            queue, self.max_batch - 1, ttl_s=(job.timeout or 180) + CLAIM_MARGIN_S
-        )
+        claimed = claims.claim(conn, queue, self.max_batch - 1, self.name)
         self.in_flight = (job.id, *claimed)
-        extras, invalid = self._payloads(claimed)
-        events = [event for _, event in extras]
+        extras, refused = self._read_claimed(claimed)
+        self._outcome = None
         if isinstance(job, IngestJob):
-            job.batch = lambda: self._ingest(job, events)
+            job.batch = lambda: self._ingest(job, extras)
         try:
-            super().execute_job(job, queue)
+            with claims.heartbeat(conn, queue, self.in_flight):
+                super().execute_job(job, queue)
         finally:
             if isinstance(job, IngestJob):
                 job.batch = None
+        outcome, self._outcome = self._outcome, None
         jobs = [claimed_job for claimed_job, _ in extras]
-        if job.get_status(refresh=True) == "finished":
-            self._finish(queue, jobs, invalid)
-        else:
-            # The dequeued job failed (or never ran): the claimed turns go back as they were.
+        if outcome is None:
+            # The batch never ran to its end (a transient failure): all of it goes back.
             self._give_back(queue, jobs)
-        self._fail_invalid(queue, invalid)
+        else:
+            self._finish(queue, [j for j in jobs if j.id not in outcome.poisoned])
+            refused += outcome.poisoned.values()
+        with conn.pipeline(transaction=False) as pipe:
+            # given-back jobs were released when given back (another worker may hold them)
+            claims.release(pipe, queue, [job.id, *(letter.job_id for letter in refused)])
+            pipe.execute()
+        if refused:
+            dead_letters.record(conn, queue.name, refused)
+            log.warning("ingest_jobs_dead_lettered", queue=queue.name, jobs=len(refused))
         self.in_flight = ()
 
-    def _ingest(self, job: Job, claimed: list[TurnEvent]) -> dict[str, int]:
-        """The dequeued job's turn and the claimed ones, in one pipeline call."""
-        if not job.args:
-            raise InvalidPayloadError("ingest job has no payload")
-        return self.pipeline.ingest([parse_payload(job.args[0]), *claimed]).as_counts()
+    def _ingest(self, job: Job, claimed: list[tuple[Job, TurnEvent]]) -> dict[str, int]:
+        """The dequeued job's turn and the claimed ones; a poison turn is isolated."""
+        own_error: InvalidPayloadError | None = None
+        items: list[tuple[str, TurnEvent]] = []
+        try:
+            if not job.args:
+                raise EnvelopeError("data.args", "no payload")
+            items.append((job.id, parse_payload(job.args[0])))
+        except InvalidPayloadError as exc:
+            own_error = exc  # the claimed turns still go in, this round
+        items += [(claimed_job.id, event) for claimed_job, event in claimed]
+        isolated = run_isolating(
+            lambda part: self.pipeline.ingest([event for _, event in part]), items
+        )
+        poisoned = {
+            job_id: DeadLetter(job_id, "PoisonTurnError", "turn", type(exc).__name__, time.time())
+            for (job_id, _), exc in isolated.poisoned
+        }
+        if isolated.poisoned:
+            log.warning("ingest_poison_isolated", turns=len(poisoned), writes=isolated.attempts)
+        own_poison = poisoned.pop(job.id, None)
+        self._outcome = _Outcome(poisoned)
+        if own_error is not None:
+            dead_letters.record(self.connection, job.origin, [_payload_letter(job.id, own_error)])
+            raise own_error
+        if own_poison is not None:
+            dead_letters.record(self.connection, job.origin, [own_poison])
+            raise PoisonTurnError(f"the graph write refused this turn ({own_poison.reason})")
+        counts = dict.fromkeys(IngestResult(0, 0, 0, 0, 0).as_counts(), 0)
+        for result in isolated.results:
+            for name, value in result.as_counts().items():
+                counts[name] += value
+        return counts
+
+    def _read_claimed(self, ids: list[str]) -> tuple[list[tuple[Job, TurnEvent]], list[DeadLetter]]:
+        """The claimed jobs with their validated turns, and dead letters for the others."""
+        with self.connection.pipeline(transaction=False) as pipe:
+            for job_id in ids:
+                pipe.hgetall(RQ_JOB_PREFIX + job_id)
+            raws = pipe.execute()
+        valid: list[tuple[Job, TurnEvent]] = []
+        refused: list[DeadLetter] = []
+        for job_id, raw in zip(ids, raws, strict=True):
+            try:
+                claimed_job = read_job(
+                    job_id,
+                    raw,
+                    connection=self.connection,
+                    serializer=self.serializer,
+                    job_class=IngestJob,
+                )
+                valid.append((claimed_job, parse_payload(claimed_job.args[0])))
+            except InvalidPayloadError as exc:
+                refused.append(_payload_letter(job_id, exc))
+        return valid, refused
 
     def requeue_in_flight(self) -> int:
         """After this worker lost Redis mid-batch: put its batch back at the queue's head at
-        once, instead of waiting for claim expiry and RQ's abandoned-job detection. RQ may
-        later retry the dequeued job once more; writes are idempotent."""
+        once, instead of waiting for claim expiry. RQ may later retry the dequeued job once
+        more; writes are idempotent."""
         ids, self.in_flight = self.in_flight, ()
         if not ids:
             return 0
@@ -185,49 +257,24 @@ class BatchingIngestWorker(SimpleWorker):
             for job_id in reversed(ids):
                 pipe.lpush(queue.key, job_id)
                 pipe.hset(RQ_JOB_PREFIX + job_id, "status", "queued")
-                pipe.zrem(claim_key(queue), job_id)
+            claims.release(pipe, queue, ids)
             pipe.execute()
         log.warning("ingest_batch_requeued_after_redis_loss", jobs=len(ids))
         return len(ids)
 
-    def _claim(self, queue: Queue, count: int, ttl_s: float) -> list[str]:
-        if count <= 0:
-            return []
-        script = self.connection.register_script(_CLAIM)
-        ids = script(
-            keys=[queue.key, claim_key(queue)],
-            args=[count, time.time() + ttl_s, _rq_now(), RQ_JOB_PREFIX],
-        )
-        return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
-
-    def _payloads(self, ids: list[str]) -> tuple[list[tuple[Job, TurnEvent]], list[str]]:
-        """The claimed jobs with their validated turns, and the ids of those that are not
-        ingest jobs with a valid payload."""
-        jobs = Job.fetch_many(ids, connection=self.connection, serializer=self.serializer)
-        valid: list[tuple[Job, TurnEvent]] = []
-        invalid: list[str] = []
-        for job_id, claimed_job in zip(ids, jobs, strict=True):
-            try:
-                if claimed_job is None or not claimed_job.args:
-                    raise InvalidPayloadError("claimed job has no payload")
-                if claimed_job.func_name != INGEST_FUNCTION:
-                    raise InvalidPayloadError("claimed job is not an ingest job")
-                valid.append((claimed_job, parse_payload(claimed_job.args[0])))
-            except InvalidPayloadError:
-                invalid.append(job_id)
-        return valid, invalid
-
-    def _finish(self, queue: Queue, jobs: list[Job], invalid: list[str]) -> None:
-        ended = _rq_now()
+    def _finish(self, queue: Queue, jobs: list[Job]) -> None:
+        if not jobs:
+            return
+        ended = claims._rq_now()
         with self.connection.pipeline(transaction=False) as pipe:
             for claimed_job in jobs:
-                pipe.zrem(claim_key(queue), claimed_job.id)
                 pipe.hset(claimed_job.key, mapping={"status": "finished", "ended_at": ended})
                 ttl = claimed_job.result_ttl
                 if ttl == 0:
                     pipe.delete(claimed_job.key)
                 elif ttl is not None and ttl > 0:
                     pipe.expire(claimed_job.key, ttl)
+            claims.release(pipe, queue, [j.id for j in jobs])
             pipe.execute()
 
     def _give_back(self, queue: Queue, jobs: list[Job]) -> None:
@@ -237,27 +284,6 @@ class BatchingIngestWorker(SimpleWorker):
             for claimed_job in reversed(jobs):
                 pipe.lpush(queue.key, claimed_job.id)
                 pipe.hset(claimed_job.key, "status", "queued")
-                pipe.zrem(claim_key(queue), claimed_job.id)
+            claims.release(pipe, queue, [j.id for j in jobs])
             pipe.execute()
         log.warning("ingest_batch_returned", queue=queue.name, jobs=len(jobs))
-
-    def _fail_invalid(self, queue: Queue, invalid: list[str]) -> None:
-        """Claimed jobs whose payload does not validate go to RQ's failed registry."""
-        if not invalid:
-            return
-        now = time.time()
-        with self.connection.pipeline(transaction=False) as pipe:
-            for job_id in invalid:
-                key = RQ_JOB_PREFIX + job_id
-                pipe.zrem(claim_key(queue), job_id)
-                pipe.hset(
-                    key,
-                    mapping={
-                        "status": "failed",
-                        "ended_at": _rq_now(),
-                        "exc_info": "InvalidPayloadError: invalid TurnEvent",
-                    },
-                )
-                pipe.zadd(queue.failed_job_registry.key, {job_id: now + FAILURE_TTL_S})
-            pipe.execute()
-        log.warning("ingest_payloads_invalid", queue=queue.name, jobs=len(invalid))

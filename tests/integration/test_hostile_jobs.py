@@ -1,0 +1,201 @@
+"""No input crashes an ingest worker: every broken envelope and every poison turn, inside a
+batch of good turns, is dead-lettered once with its reason while the good turns get in,
+in the first round. Real Redis; the in-memory graph store, except where Bolt is the point.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+import pytest
+import redis
+
+from producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, job_data
+from schemas.errors import BackendUnavailableError
+from schemas.keys import RQ_QUEUE_PREFIX
+from tests.support.pipelines import episodes, fake_graph_pipeline, ingest_worker, memory_store
+from tests.support.turns import turn
+from turngraph.app import build_ingest_worker, ingest_queue
+from turngraph.clients import Clients
+from turngraph.settings import Settings
+from workers.graph.memory_store import InMemoryGraphStore
+from workers.graph.store import Batch, WriteReport
+from workers.ingest import dead_letters
+from workers.ingest.claims import claim_key
+
+pytestmark = pytest.mark.integration
+
+GOOD = [turn(f"step {i}: edit src/mod{i}.py", i, session="hostile") for i in range(6)]
+
+
+def _hash(data: bytes | None = None, **over: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "status": "queued",
+        "data": data
+        if data is not None
+        else job_data(turn("bad one", 99).model_dump_json().encode()),
+        "origin": "turngraph-ingest",
+        "description": "ingest_turn(x)",
+        "created_at": "2026-11-21T05:00:00.000000Z",
+        "enqueued_at": "2026-11-21T05:00:00.000000Z",
+        "timeout": "120",
+        "result_ttl": "600",
+        "failure_ttl": "600",
+        "retries_left": "8",
+        "retry_intervals": "[1, 2]",
+    }
+    fields.update(over)
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _payload_data(**over: Any) -> bytes:
+    payload = turn("poison", 98, session="hostile").model_dump(mode="json")
+    raw = json.dumps(payload)
+    for key, value in over.items():
+        raw = raw.replace(f'"{key}": {json.dumps(payload[key])}', f'"{key}": {value}')
+    return b'["' + INGEST_FUNCTION.encode() + b'", null, [' + raw.encode() + b"], {}]"
+
+
+# kind -> (job id, job hash or None, the field the dead letter must name)
+BROKEN: dict[str, tuple[str, dict[str, Any] | None, str]] = {
+    "id_glob": ("bad*?[1", _hash(), "id"),
+    "id_space": ("bad 1", _hash(), "id"),
+    "id_crlf": ("bad\r\n1", _hash(), "id"),
+    "no_hash": ("bad1", None, "job"),
+    "no_data": ("bad1", _hash(data=b"", status="queued"), "data"),
+    "not_json": ("bad1", _hash(data=b"{not json"), "data"),
+    "bad_zlib": ("bad1", _hash(data=b"\x78\x9c not zlib at all"), "data"),
+    "zlib_not_json": ("bad1", _hash(data=zlib.compress(b"[1, 2")), "data"),
+    "bad_timeout": ("bad1", _hash(timeout="soon"), "timeout"),
+    "bad_created_at": ("bad1", _hash(created_at="yesterday"), "created_at"),
+    "bad_retries_left": ("bad1", _hash(retries_left="many"), "retries_left"),
+    "bad_status": ("bad1", _hash(status="dancing"), "status"),
+    "other_function": ("bad1", _hash(data=b'["os.system", null, ["true"], {}]'), "data.function"),
+    "two_args": (
+        "bad1",
+        _hash(data=json.dumps([INGEST_FUNCTION, None, [{}, {}], {}]).encode()),
+        "data.args",
+    ),
+    "callback": ("bad1", _hash(failure_callback_name="os.abort"), "failure_callback_name"),
+    "turn_index_1e999": ("bad1", _hash(data=_payload_data(turn_index="1e999")), "turn_index"),
+    "turn_index_infinity": ("bad1", _hash(data=_payload_data(turn_index="Infinity")), "turn_index"),
+    "occurred_at_overflow": (
+        "bad1",
+        _hash(data=_payload_data(occurred_at='"0001-01-01T00:30:00+05:00"')),
+        "occurred_at",
+    ),
+}
+
+
+def _queue_with_a_broken_job(conn: redis.Redis, settings: Settings, kind: str, first: bool) -> str:
+    job_id, fields, _ = BROKEN[kind]
+    bounded = BoundedQueue(conn, name=settings.ingest_queue, max_length=100)
+    if not first:
+        bounded.enqueue_many(GOOD[:3])
+    if fields is not None:
+        conn.hset(f"rq:job:{job_id}", mapping=fields)
+    conn.rpush(RQ_QUEUE_PREFIX + settings.ingest_queue, job_id)
+    bounded.enqueue_many(GOOD[3:] if not first else GOOD)
+    return job_id
+
+
+CASES = [
+    (kind, position)
+    for kind in sorted(BROKEN)
+    for position in ("dequeued", "claimed")
+    # a claim rewrites the status field ("started"): a bad status only matters to RQ
+    if not (kind == "bad_status" and position == "claimed")
+]
+
+
+@pytest.mark.parametrize(("kind", "position"), CASES)
+def test_a_broken_job_is_dead_lettered_and_the_batch_goes_in(
+    redis_conn: redis.Redis, settings: Settings, kind: str, position: str
+) -> None:
+    job_id = _queue_with_a_broken_job(redis_conn, settings, kind, first=position == "dequeued")
+    store = memory_store()
+    worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
+    worker.work(burst=True, with_scheduler=False)  # returns: no crash
+    assert episodes(store) == {e.event_id for e in GOOD}  # all good turns, first round
+    letters = [job for job in dead_letters.failed_jobs(redis_conn, settings.ingest_queue)]
+    if kind == "no_hash" and position == "dequeued":
+        # RQ itself skips an id without a job hash (NoSuchJobError): nothing to dead-letter.
+        assert letters == []
+    else:
+        assert [job.job_id for job in letters] == [job_id]
+        assert BROKEN[kind][2] in letters[0].field
+        assert "poison" not in json.dumps([vars(j) for j in letters])  # never the turn's text
+    assert redis_conn.llen(RQ_QUEUE_PREFIX + settings.ingest_queue) == 0
+    assert (
+        redis_conn.zcard(claim_key(ingest_worker(redis_conn, settings, worker.pipeline).queues[0]))
+        == 0
+    )
+
+
+class PoisonStore(InMemoryGraphStore):
+    """Refuses, as one transaction, any batch holding a poison turn (a turn the graph
+    cannot take for a reason validation does not know)."""
+
+    def __init__(self, poison: set[str]) -> None:
+        base = memory_store()
+        super().__init__(entity_labels=base.entity_labels, relation_types=base.relation_types)
+        self.poison = poison
+        self.writes = 0
+
+    def write(self, batch: Batch) -> WriteReport:
+        self.writes += 1
+        if any(event.event_id in self.poison for event, _ in batch):
+            raise ValueError("the graph refused a property")
+        return super().write(batch)
+
+
+@pytest.mark.parametrize("poison_index", [0, 2, 5])
+def test_a_poison_turn_is_isolated_and_costs_no_innocent_one(
+    redis_conn: redis.Redis, settings: Settings, poison_index: int
+) -> None:
+    BoundedQueue(redis_conn, name=settings.ingest_queue, max_length=100).enqueue_many(GOOD)
+    poison = GOOD[poison_index].event_id
+    store = PoisonStore({poison})
+    worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
+    worker.work(burst=True, with_scheduler=False)
+    assert episodes(store) == {e.event_id for e in GOOD} - {poison}
+    letters = dead_letters.failed_jobs(redis_conn, settings.ingest_queue)
+    assert [(job.job_id, job.error) for job in letters] == [(poison, "PoisonTurnError")]
+    assert store.writes <= 1 + 2 * 4  # bisection: about 2 log2(6) writes
+    stats = redis_conn.hget(f"turngraph:queue:{settings.ingest_queue}:stats", "dead_lettered")
+    assert stats == b"1"  # dead-lettered once
+
+
+class AwayStore(InMemoryGraphStore):
+    def __init__(self) -> None:
+        base = memory_store()
+        super().__init__(entity_labels=base.entity_labels, relation_types=base.relation_types)
+
+    def write(self, batch: Batch) -> WriteReport:
+        raise BackendUnavailableError("graph restarting")
+
+
+def test_a_transient_failure_dead_letters_nothing_and_gives_the_batch_back(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    BoundedQueue(redis_conn, name=settings.ingest_queue, max_length=100).enqueue_many(GOOD)
+    store = AwayStore()
+    worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
+    worker.work(burst=True, with_scheduler=False, max_jobs=1)
+    assert dead_letters.failed_jobs(redis_conn, settings.ingest_queue) == []
+    assert redis_conn.llen(RQ_QUEUE_PREFIX + settings.ingest_queue) == 5  # claimed ones back
+
+
+def test_on_the_real_graph_a_poison_payload_among_good_ones(clients: Clients) -> None:
+    conn, settings = clients.redis, clients.settings
+    job_id = _queue_with_a_broken_job(conn, settings, "occurred_at_overflow", first=False)
+    build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN e.event_id AS id", database_=clients.graph_database
+    )
+    assert {r["id"] for r in records} == {e.event_id for e in GOOD}
+    (letter,) = dead_letters.failed_jobs(conn, settings.ingest_queue)
+    assert letter.job_id == job_id and "occurred_at" in letter.field
+    assert ingest_queue(clients).count == 0

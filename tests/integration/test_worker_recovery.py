@@ -1,0 +1,94 @@
+"""Recovery in seconds: a SIGKILLed worker's batch (its dequeued job and its claims) is
+ingested by a live worker within ~30 s; a SIGTERMed worker finishes and exits cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from producers.bounded_queue import BoundedQueue, is_ingested
+from tests.support.turns import turn
+from turngraph.app import ingest_queue
+from turngraph.clients import Clients
+from workers.ingest.claims import CLAIM_TTL_S, claim_key, owners_key
+
+pytestmark = pytest.mark.integration
+
+RECOVERY_BUDGET_S = 30.0
+
+
+def _env(clients: Clients) -> dict[str, str]:
+    s = clients.settings
+    return {
+        **os.environ,
+        "TURNGRAPH_REDIS_URL": str(s.redis_url),
+        "TURNGRAPH_GRAPH_URI": str(s.graph_uri),
+        "TURNGRAPH_GRAPH_USER": s.graph_user,
+        "TURNGRAPH_GRAPH_PASSWORD": s.graph_password.get_secret_value(),
+        "TURNGRAPH_GRAPH_DATABASE": str(s.graph_database or ""),
+        "TURNGRAPH_DATA_DIR": str(s.data_dir),
+        "TURNGRAPH_LOG_LEVEL": "WARNING",
+    }
+
+
+def _wait(condition: object, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)  # polling other processes' progress
+    return False
+
+
+def test_a_killed_workers_batch_is_ingested_by_a_live_worker_within_seconds(
+    clients: Clients,
+) -> None:
+    conn = clients.redis
+    queue = ingest_queue(clients)
+    events = [turn(f"recover me: src/r{i}.py", i, session="recovery") for i in range(40)]
+    BoundedQueue(conn, name=queue.name, max_length=1000).enqueue_many(events)
+    env = _env(clients)
+    stuck = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.stuck_worker"], env=env, stderr=subprocess.PIPE
+    )
+    try:
+        assert _wait(lambda: conn.zcard(claim_key(queue)) == 40, 60), "no batch claimed"
+        owners = {v.decode() for v in conn.hvals(owners_key(queue))}
+        assert len(owners) == 1  # every claim is tagged with the worker holding it
+        stuck.send_signal(signal.SIGKILL)
+        stuck.wait(timeout=10)
+        killed_at = time.monotonic()
+        live = subprocess.Popen(
+            [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            recovered = _wait(
+                lambda: all(is_ingested(conn, e.event_id) for e in events), RECOVERY_BUDGET_S + 30
+            )
+            took = time.monotonic() - killed_at
+        finally:
+            live.send_signal(signal.SIGTERM)  # graceful: finishes, hands back, exits 0
+            output = live.communicate(timeout=60)[0].decode(errors="replace")
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()
+    assert recovered, output[-3000:]
+    print(f"recovered {len(events)} turns {took:.1f} s after the SIGKILL")
+    assert took <= RECOVERY_BUDGET_S, f"recovered after {took:.1f} s"
+    assert took >= CLAIM_TTL_S - 1  # it was the heartbeat expiry, not luck
+    assert live.returncode == 0, output[-2000:]
+    assert conn.zcard(claim_key(queue)) == 0 and queue.count == 0
+    assert conn.zcard(queue.started_job_registry.key) == 0
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
+    )
+    assert records[0]["n"] == 40

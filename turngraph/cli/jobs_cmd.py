@@ -1,0 +1,132 @@
+"""``turngraph jobs failed|requeue|purge``: dead letters and failed jobs, for people.
+
+Lists id, error type, field, reason and when; never the job's data (chat text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+
+import redis
+
+from turngraph.cli.endpoints import producer_redis_url
+from turngraph.settings import Settings
+from workers.ingest import dead_letters
+from workers.ingest.envelope import EnvelopeError
+
+
+def _connect(args: argparse.Namespace) -> tuple[redis.Redis | None, str]:
+    settings = Settings()
+    url = producer_redis_url(settings)
+    if url is None:
+        return None, settings.ingest_queue
+    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=1.0), (
+        settings.ingest_queue
+    )
+
+
+def _fail(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
+    reply = {
+        "success": False,
+        "error_code": code,
+        "user_message": message,
+        "remediation": remediation,
+    }
+    print(json.dumps(reply) if getattr(args, "json", False) else f"error: {message}")
+    return 1
+
+
+def _no_redis(args: argparse.Namespace) -> int:
+    return _fail(
+        args,
+        "BACKEND_UNAVAILABLE",
+        "no Redis configured and no embedded services running",
+        "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
+    )
+
+
+def run_failed(args: argparse.Namespace) -> int:
+    conn, queue = _connect(args)
+    if conn is None:
+        return _no_redis(args)
+    try:
+        jobs = dead_letters.failed_jobs(conn, queue)
+    except redis.RedisError as exc:
+        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps({"success": True, "queue": queue, "jobs": [asdict(j) for j in jobs]}))
+        return 0
+    print(f"{len(jobs)} failed job(s) on {queue}")
+    for job in jobs:
+        when = datetime.fromtimestamp(job.at, UTC).strftime("%Y-%m-%d %H:%M:%S") if job.at else "-"
+        where = f"{job.field}: {job.reason}" if job.field else ""
+        print(f"  {job.job_id!r:<40} {when}  {job.error:<22} {where}")
+    return 0
+
+
+def run_requeue(args: argparse.Namespace) -> int:
+    conn, queue = _connect(args)
+    if conn is None:
+        return _no_redis(args)
+    try:
+        ids = (
+            [job.job_id for job in dead_letters.failed_jobs(conn, queue)]
+            if args.all
+            else [args.job_id]
+        )
+        requeued, refused = [], []
+        for job_id in ids:
+            try:
+                dead_letters.requeue(conn, queue, job_id)
+                requeued.append(job_id)
+            except EnvelopeError as exc:
+                refused.append({"job_id": job_id, "field": exc.field, "reason": exc.reason})
+    except redis.RedisError as exc:
+        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps({"success": not refused, "requeued": requeued, "refused": refused}))
+    else:
+        print(f"requeued {len(requeued)}")
+        for item in refused:
+            print(
+                f"  not requeued {item['job_id']!r}: {item['field']}: {item['reason']} (purge it)"
+            )
+    return 0 if not refused else 1
+
+
+def run_purge(args: argparse.Namespace) -> int:
+    conn, queue = _connect(args)
+    if conn is None:
+        return _no_redis(args)
+    try:
+        purged = dead_letters.purge(conn, queue)
+    except redis.RedisError as exc:
+        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+    finally:
+        conn.close()
+    print(json.dumps({"success": True, "purged": purged}) if args.json else f"purged {purged}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    jobs = subparsers.add_parser("jobs", help="failed ingest jobs: list, requeue, purge")
+    actions = jobs.add_subparsers(dest="jobs_action", required=True)
+    failed = actions.add_parser("failed", help="id, error, field, reason, when (never chat text)")
+    failed.add_argument("--json", action="store_true")
+    failed.set_defaults(handler=run_failed)
+    requeue = actions.add_parser("requeue", help="put failed jobs back on the queue")
+    which = requeue.add_mutually_exclusive_group(required=True)
+    which.add_argument("job_id", nargs="?", help="one job id")
+    which.add_argument("--all", action="store_true", help="every failed job")
+    requeue.add_argument("--json", action="store_true")
+    requeue.set_defaults(handler=run_requeue)
+    purge = actions.add_parser("purge", help="delete every failed job and its record")
+    purge.add_argument("--json", action="store_true")
+    purge.set_defaults(handler=run_purge)
