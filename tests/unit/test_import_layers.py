@@ -48,6 +48,8 @@ def test_the_layers_hold_on_the_code_as_it_is() -> None:
         ("producers/scopes.py", "import workers.graph.writer"),
         ("workers/recall/text.py", "import workers.ingest.pipeline"),
         ("schemas/turn_event.py", "import redis"),
+        ("workers/ingest/changes.py", "import workers.recall.memory"),
+        ("workers/graph/store.py", "import workers.ingest.pipeline"),
     ],
 )
 def test_a_wrong_way_import_breaks_a_contract(tmp_path: Path, module: str, wrong_way: str) -> None:
