@@ -10,7 +10,11 @@ What goes (SPEC §8):
   these turns stated is deleted; one stated elsewhere too keeps only the other turns,
   and loses the summary or statement a forgotten turn wrote); a decision that only a
   forgotten decision had superseded is Active again;
-- last, a ``forget`` event on the change stream: every recall replica drops the scope.
+- last, a ``forget`` entry on the change stream (every recall replica drops the scope),
+  then the directive memories the deletion changed elsewhere (provenance pruned, Active
+  again: upserts; stated only by forgotten turns: removals), so a replica fed by the
+  stream holds what one bootstrapped from the graph holds. Stream entries of memories a
+  forgotten turn stated are deleted too (they carry no session key).
 
 Idempotent: rerun after a failure and it finishes the job. A turn of the scope that a
 worker is ingesting at this very moment can still land afterwards: forget again once the
@@ -39,7 +43,14 @@ from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from producers.bounded_queue import ingested_key
-from schemas.changes import CHANGE_FIELD, ScopeForgotten, encode_change
+from schemas.changes import (
+    CHANGE_FIELD,
+    ChangeEntry,
+    MemoryRemoval,
+    MemoryUpsert,
+    ScopeForgotten,
+    encode_change,
+)
 from schemas.defaults import CHANGES_MAXLEN
 from schemas.errors import BackendUnavailableError
 from schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
@@ -165,22 +176,36 @@ def running_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: st
     return running
 
 
-def purge_changes(conn: redis.Redis, stream: str, scope: Scope, key: str) -> int:
-    """Delete the change-stream entries that carry the scope's memories."""
+def purge_changes(
+    conn: redis.Redis, stream: str, scope: Scope, key: str, event_ids: Iterable[str] = ()
+) -> int:
+    """Delete the change-stream entries that carry the scope's memories, or a memory that
+    one of ``event_ids`` (the scope's turns) stated: a workspace or user level memory
+    carries no session key, but its text or provenance may come from a forgotten turn."""
     field = EPISODE_SCOPE_PROPERTY[scope]
+    forgotten = set(event_ids)
     deleted, start = 0, "-"
     while True:
         entries: Any = conn.xrange(stream, min=start, max="+", count=SCAN_BATCH)
         doomed = []
         for entry_id, fields in entries:
             change = fields.get(CHANGE_FIELD.encode())
-            if change is not None and mentions_scope(json.loads(change), field, key):
+            body = json.loads(change) if change is not None else None
+            if body is not None and (
+                mentions_scope(body, field, key) or _stated_by(body, forgotten)
+            ):
                 doomed.append(entry_id)
         if doomed:
             deleted += int(conn.xdel(stream, *doomed))
         if len(entries) < SCAN_BATCH:
             return deleted
         start = "(" + entries[-1][0].decode()
+
+
+def _stated_by(body: Any, event_ids: set[str]) -> bool:
+    memory = body.get("memory") if isinstance(body, dict) else None
+    sources = memory.get("source_event_ids") if isinstance(memory, dict) else None
+    return isinstance(sources, list) and not event_ids.isdisjoint(map(str, sources))
 
 
 def forget_scope(
@@ -225,17 +250,23 @@ def _forget_scope(
     deletion = store.delete_scope(scope, key)
     report.nodes_deleted, report.entities_pruned = deletion.nodes_deleted, deletion.entities_pruned
     forgotten = deletion.event_ids
+    report.changes_deleted += purge_changes(
+        redis_client, changes_stream, scope, key, event_ids=forgotten
+    )
     report.in_flight = running_jobs(redis_client, queues, scope, key)
     # The job of an ingested turn is named after it; a batching worker may have claimed
     # it off the queue, so it is found by name rather than in a registry.
     for batch in _batches(forgotten, SCAN_BATCH):
         keys = [k for e in batch for k in (ingested_key(e), *_job_keys(e))]
         report.keys_deleted += int(redis_client.delete(*keys))
-    event: dict[Any, Any] = encode_change(ScopeForgotten(scope=scope, scope_key=key))
-    redis_client.xadd(
-        changes_stream,
-        event,
-        maxlen=CHANGES_MAXLEN,
-        approximate=True,
-    )
+    # Then what the deletion changed outside the scope: directives whose provenance was
+    # pruned (their text may have come from a forgotten turn) or that are Active again.
+    changes: list[ChangeEntry] = [ScopeForgotten(scope=scope, scope_key=key)]
+    changes += [MemoryRemoval(memory_id=uid) for uid in deletion.removed_memory_ids]
+    changes += [MemoryUpsert(memory=memory) for memory in deletion.memories]
+    with redis_client.pipeline(transaction=False) as pipe:
+        for change in changes:
+            event: dict[Any, Any] = encode_change(change)
+            pipe.xadd(changes_stream, event, maxlen=CHANGES_MAXLEN, approximate=True)
+        pipe.execute()
     return report

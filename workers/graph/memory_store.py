@@ -318,6 +318,12 @@ class InMemoryGraphStore:
         superseded = {
             r.end for r in self.rels.values() if r.type == "SUPERSEDES" and r.start in touched
         }
+        directives = {
+            node_id: (label, self.nodes[node_id].props["uid"])
+            for node_id in touched | superseded
+            if node_id in self.nodes
+            for label in RECALLABLE_ENTITY_TYPES & self.nodes[node_id].labels
+        }
         result = ScopeDeletion(event_ids=forgotten)
         if forgotten:
             result.entities_pruned = self._prune(neighbours, set(forgotten))
@@ -334,6 +340,13 @@ class InMemoryGraphStore:
             in_use = any(r.type == "IN_WORKSPACE" and r.end == node_id for r in self.rels.values())
             if node_id in self.nodes and not in_use:
                 result.nodes_deleted += self._detach_delete(node_id)
+        for _, (label, uid) in sorted(directives.items(), key=lambda item: item[1]):
+            alive = self._keys.get(("uid", uid))
+            memory = directive_memory(label, self._directive_row(alive)) if alive else None
+            if memory is None:
+                result.removed_memory_ids.append(uid)
+            else:
+                result.memories.append(memory)
         return result
 
     def _prune(self, neighbours: list[str], forgotten: set[str]) -> int:

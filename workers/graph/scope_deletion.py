@@ -14,7 +14,9 @@ from typing import Any
 
 import neo4j
 
+from schemas.changes import MemoryRecord
 from workers.graph.errors import graph_errors
+from workers.graph.recallable import DIRECTIVES_BY_UID, RECALLABLE_ENTITY_TYPES, directive_memory
 from workers.graph.retry import run_write
 from workers.graph.store import ScopeDeletion
 from workers.graph.subgraph import (
@@ -25,6 +27,11 @@ from workers.graph.subgraph import (
     scope_node_ids,
     workspace_ids_of,
 )
+
+DIRECTIVES_AMONG = """
+UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id AND n.uid IS NOT NULL
+RETURN n.uid AS uid, labels(n) AS labels
+"""
 
 DELETE_BATCH = 500
 """Nodes per write transaction: a large scope is deleted in many small transactions."""
@@ -139,6 +146,7 @@ def delete_scope(
     # once the scope is gone they may stand alone again.
     superseded = _ids_from(driver, database, SUPERSEDED_BY, touched)
     workspaces = workspace_ids_of(driver, database, own)
+    directives = _directive_uids(driver, database, [*touched, *superseded])
     deleted = pruned = 0
     if forgotten:
         for batch in _batches(neighbours, DELETE_BATCH):
@@ -153,4 +161,47 @@ def delete_scope(
         _write(driver, database, REACTIVATE_DECISIONS, ids=batch)
     for batch in _batches(workspaces, DELETE_BATCH):
         deleted += _write(driver, database, DELETE_EMPTY_WORKSPACES, ids=batch)
-    return ScopeDeletion(nodes_deleted=deleted, entities_pruned=pruned, event_ids=forgotten)
+    memories, removed = read_directives(driver, database, directives)
+    return ScopeDeletion(
+        nodes_deleted=deleted,
+        entities_pruned=pruned,
+        event_ids=forgotten,
+        memories=memories,
+        removed_memory_ids=removed,
+    )
+
+
+def _directive_uids(
+    driver: neo4j.Driver, database: str | None, ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """The recallable directive nodes among ``ids``, by label: a deletion may change them."""
+    found: dict[str, list[str]] = {}
+    for batch in _batches(ids, DELETE_BATCH):
+        with graph_errors("read scope directives"):
+            records, _, _ = driver.execute_query(
+                DIRECTIVES_AMONG, ids=batch, database_=database, routing_=neo4j.RoutingControl.READ
+            )
+        for record in records:
+            for label in RECALLABLE_ENTITY_TYPES.intersection(record["labels"]):
+                found.setdefault(label, []).append(record["uid"])
+    return found
+
+
+def read_directives(
+    driver: neo4j.Driver, database: str | None, uids: dict[str, list[str]]
+) -> tuple[list[MemoryRecord], list[str]]:
+    """(the directive memories as they now are, the ids of those that are gone)."""
+    memories: list[MemoryRecord] = []
+    removed: list[str] = []
+    for label, wanted in sorted(uids.items()):
+        with graph_errors("read directives"):
+            records, _, _ = driver.execute_query(
+                DIRECTIVES_BY_UID.format(label=label),
+                uids=sorted(set(wanted)),
+                database_=database,
+                routing_=neo4j.RoutingControl.READ,
+            )
+        alive = [m for m in (directive_memory(label, r) for r in records) if m is not None]
+        memories += alive
+        removed += sorted(set(wanted) - {m.id for m in alive})
+    return memories, removed

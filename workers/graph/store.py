@@ -48,6 +48,11 @@ class ScopeDeletion:
     entities_pruned: int = 0
     event_ids: list[str] = field(default_factory=list)
     """The forgotten turns (their Redis markers and jobs are deleted by the caller)."""
+    memories: list[MemoryRecord] = field(default_factory=list)
+    """Directive memories outside the scope that the deletion changed (provenance pruned,
+    Active again), as they now are: recall replicas replace theirs."""
+    removed_memory_ids: list[str] = field(default_factory=list)
+    """Directive memories the deletion removed (only forgotten turns stated them)."""
 
 
 class GraphStore(Protocol):
