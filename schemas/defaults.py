@@ -57,3 +57,27 @@ class DropPolicy(StrEnum):
 
 REEXTRACT_PENDING_MAX = 100_000
 """Most event ids kept for a later LLM pass; the oldest beyond it are trimmed (logged)."""
+
+SUMMARY_EVERY_N_TURNS = 10
+"""A session gets a summary every this many turns (besides semantic triggers)."""
+
+COMPACT_MIN_SUMMARIES = 3
+"""A topic's open summaries are compacted into its DecisionRecord at this count..."""
+
+COMPACT_AFTER_DAYS = 7.0
+"""...or once the oldest of them is this old (checked by the periodic sweep)."""
+
+COMPACT_SWEEP_EVERY_S = 3_600
+"""How often the periodic compaction sweep runs on the maintenance queue."""
+
+RECAP_BUDGET_TOKENS = 1_000
+"""A session recap's default token budget (``seeds/session-recap.md``)."""
+
+ROLLING_VERBATIM_TURNS = 4
+"""Turns a rolling context keeps verbatim (``seeds/conversation-memory-plan.md``)."""
+
+ROLLING_SUMMARY_WORDS = 200
+"""Longest rolling summary, in words."""
+
+DISTILL_REPLY_TTL_S = 60
+"""How long a reply to an on-demand request waits for a client that gave up."""

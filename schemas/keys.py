@@ -49,3 +49,17 @@ DEAD_LETTERS_TEMPLATE = "turngraph:dead:{queue}"
 
 CLAIM_OWNERS_TEMPLATE = "turngraph:claims:{queue}:owners"
 """Hash: claimed job id -> name of the worker holding the claim."""
+LOCK_PREFIX = "turngraph:lock:"
+"""Short-lived locks of maintenance jobs (one summarizer per session, one compactor per
+topic); a lock expires on its own if its worker dies."""
+
+ROLLING_CONTEXT_PREFIX = "turngraph:rolling:"
+"""A session's rolling context (JSON of ``schemas.recap.RollingContext``), kept up to date
+by maintenance jobs and read directly by clients."""
+
+DISTILL_REQUESTS = "turngraph:distill:requests"
+"""Redis list the maintenance gateway block-pops on-demand requests from (summarize,
+recap, full summary); each becomes a job on the maintenance queue."""
+
+DISTILL_REPLY_PREFIX = "turngraph:distill:reply:"
+"""Prefix of the per-request reply keys those jobs answer on."""

@@ -110,6 +110,11 @@ class RecallResult(BaseModel):
     score: ScoreBreakdown
     tokens: int
     source_event_ids: list[str] = Field(min_length=1)
+    memory_id: str | None = Field(
+        default=None,
+        description="The memory's id: ask for the full stored summary or record with it "
+        "(the bridge's `summary` op).",
+    )
 
 
 class ErrorCode(StrEnum):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
+from schemas.keys import DISTILL_REQUESTS
 from schemas.ontology import ONTOLOGY, Ontology
 from schemas.ontology.turtle import ontology_from
 from turngraph.clients import Clients
@@ -21,6 +22,11 @@ from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
+from workers.maintenance import context as maintenance_context
+from workers.maintenance.context import Distiller, DistillOptions
+from workers.maintenance.gateway import DistillGateway
+from workers.maintenance.jobs import schedule_sweep
+from workers.maintenance.triggers import FollowUps
 from workers.recall.worker import RecallWorker
 from workers.trusted_jobs import MaintenanceJob, TrustedJob
 
@@ -95,11 +101,46 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         neo4j_only_statements(ontology.labels(), ontology.relationship_types()),
         clients.graph_database,
     )
+    settings = clients.settings
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
-        extractor=extractor or build_extractor(clients.settings, clients.llm, ontology=ontology),
+        extractor=extractor or build_extractor(settings, clients.llm, ontology=ontology),
+        changes_stream=settings.changes_stream,
+        followups=(
+            FollowUps(clients.redis, distill_options(settings))
+            if settings.distill_enabled
+            else None
+        ),
+    )
+
+
+def distill_options(settings: Settings) -> DistillOptions:
+    return DistillOptions(
+        summary_every_n_turns=settings.summary_every_n_turns,
+        compact_min_summaries=settings.compact_min_summaries,
+        compact_after_days=settings.compact_after_days,
+        compact_sweep_every_s=settings.compact_sweep_every_s,
+        auto_promote=settings.auto_promote,
+        recap_budget_tokens=settings.recap_budget_tokens,
+        maintenance_queue=settings.maintenance_queue,
+    )
+
+
+def build_distiller(clients: Clients) -> Distiller:
+    """What maintenance jobs work with; the LLM summarizer when an endpoint is configured."""
+    summarizer = None
+    if clients.llm is not None:
+        from workers.maintenance.llm_summary import LLMSummarizer
+
+        summarizer = LLMSummarizer(clients.llm, model=clients.settings.llm_model)
+    return Distiller(
+        driver=clients.graph,
+        database=clients.graph_database,
+        redis=clients.redis,
         changes_stream=clients.settings.changes_stream,
+        options=distill_options(clients.settings),
+        summarizer=summarizer,
     )
 
 
@@ -130,12 +171,11 @@ def build_ingest_worker(
 
 
 def build_maintenance_worker(clients: Clients) -> SimpleWorker:
-    queue = Queue(
-        clients.settings.maintenance_queue,
-        connection=clients.redis,
-        serializer=JSONSerializer,
-        job_class=MaintenanceJob,
-    )
+    """Summaries, compaction, promotion, recap: the distiller installed for its jobs, and
+    the next periodic compaction sweep scheduled (RQ's scheduler runs it)."""
+    queue = maintenance_queue(clients)
+    maintenance_context.install(build_distiller(clients))
+    schedule_sweep(queue, clients.settings.compact_sweep_every_s)
     return SimpleWorker(
         [queue], connection=clients.redis, serializer=JSONSerializer, job_class=MaintenanceJob
     )
@@ -155,6 +195,11 @@ def build_embedder(settings: Settings) -> Embedder | None:
         timeout_s=settings.embedding_timeout_s,
         max_retries=settings.embedding_max_retries,
     )
+
+
+def build_distill_gateway(clients: Clients) -> DistillGateway:
+    """Turns clients' on-demand requests into jobs on the maintenance queue."""
+    return DistillGateway(clients.redis, maintenance_queue(clients), DISTILL_REQUESTS)
 
 
 def build_recall_worker(clients: Clients) -> RecallWorker:

@@ -85,6 +85,17 @@ class Settings(BaseSettings):
     embedding_timeout_s: float = Field(default=10.0, gt=0)
     embedding_max_retries: int = Field(default=2, ge=0)
 
+    distill_enabled: bool = True
+    """Ingest workers enqueue summary jobs on the maintenance queue (SPEC §9)."""
+    summary_every_n_turns: int = Field(default=defaults.SUMMARY_EVERY_N_TURNS, ge=0)
+    """A summary every this many turns of a session (0: only on semantic triggers)."""
+    compact_min_summaries: int = Field(default=defaults.COMPACT_MIN_SUMMARIES, ge=1)
+    compact_after_days: float = Field(default=defaults.COMPACT_AFTER_DAYS, gt=0)
+    compact_sweep_every_s: int = Field(default=defaults.COMPACT_SWEEP_EVERY_S, ge=10)
+    auto_promote: bool = False
+    """Memory directives in user turns (``preference (user): …``) become promoted memories."""
+    recap_budget_tokens: int = Field(default=defaults.RECAP_BUDGET_TOKENS, ge=100)
+
     log_level: str = "INFO"
     log_format: LogFormat = LogFormat.AUTO
 

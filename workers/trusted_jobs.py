@@ -25,9 +25,20 @@ INGEST_TURN = "workers.ingest.job.ingest_turn"
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_TURN})
 """Dotted names of every job function an ingest worker will run."""
 
-MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset()
-"""Job functions of the maintenance queue (none is enqueued yet: summaries, compaction and
-forget run in-process); a maintenance worker refuses everything else."""
+MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset(
+    f"workers.maintenance.jobs.{name}"
+    for name in (
+        "summarize_session_job",
+        "compact_topic_job",
+        "compact_sweep_job",
+        "rolling_context_job",
+        "ownership_job",
+        "promote_turn_job",
+        "answer_request_job",
+    )
+)
+"""Job functions of the maintenance queue (distilled memory, ``workers/maintenance/jobs.py``);
+a maintenance worker refuses everything else."""
 
 
 class ForbiddenJobError(PermanentError):

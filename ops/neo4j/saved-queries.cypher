@@ -119,3 +119,40 @@ RETURN node.session_id AS session_id, node.turn_index AS turn, node.role AS role
        left(node.content, 300) AS content, score
 ORDER BY score DESC
 LIMIT 25;
+
+// name: Decision records and what they were made from
+// One record per topic: the current decision, the summaries it superseded (in order) and
+// the turns each summary covers. Draw it: replace the RETURN with `RETURN d, s, e`.
+:param about => 'retry';
+MATCH (d:DecisionRecord)
+WHERE toLower(d.topic) CONTAINS toLower($about)
+   OR toLower(coalesce(d.current_decision, '')) CONTAINS toLower($about)
+MATCH (d)-[:SUPERSEDES]->(s:Summary)
+OPTIONAL MATCH (s)-[:SUMMARIZES]->(e:Episode)
+WITH d, s, e ORDER BY s.time_end, e.turn_index
+WITH d, s, collect(e.event_id) AS turns
+RETURN d.topic AS topic, d.current_decision AS current_decision, d.updated_at AS as_of,
+       s.uid AS summary, s.status AS summary_status, s.time_start AS summary_from,
+       turns AS source_event_ids, d.text AS record
+ORDER BY summary_from;
+
+// name: Summaries of a session
+// Every summary of one session with its status (Draft, Final, Superseded) and the
+// decision record that superseded it, if any; the full text is in `text`.
+:param session_id => 'SESSION-KEY';
+MATCH (s:Summary {session_id: $session_id})
+OPTIONAL MATCH (d:DecisionRecord)-[:SUPERSEDES]->(s)
+RETURN s.first_turn AS first_turn, s.last_turn AS last_turn, s.topic AS topic,
+       s.status AS status, s.method AS method, d.topic AS compacted_into, s.text AS text
+ORDER BY s.first_turn;
+
+// name: Promoted memories
+// Curated memories (decisions, lessons, preferences, procedures, task updates,
+// terminology) and ownership context, in a workspace or user scope.
+:param scope_key => '';
+MATCH (m:Memory)
+WHERE $scope_key = '' OR m.scope_key = $scope_key
+OPTIONAL MATCH (m)-[:DERIVED_FROM]->(e:Episode)
+RETURN m.kind AS kind, m.scope AS scope, m.text AS memory, m.created_at AS created_at,
+       collect(e.event_id) AS source_event_ids
+ORDER BY created_at DESC;

@@ -25,6 +25,7 @@ VALUES = {
     "workspace": "",
     "days": 100_000,
     "name": "upload.py",
+    "scope_key": "",
 }
 
 
@@ -40,7 +41,7 @@ def test_every_parameter_has_a_test_value() -> None:
 
 @pytest.mark.parametrize("query", PORTABLE, ids=lambda q: q.name)
 def test_saved_query_finds_something(clients: Clients, query: CypherText) -> None:
-    ingest(clients, CONVERSATION)
+    ingest(clients, CONVERSATION, distill=True)
 
     records, _, _ = clients.graph.execute_query(
         runnable(query),

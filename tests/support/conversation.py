@@ -36,14 +36,33 @@ VOLATILE = frozenset({"ingested_at", "first_seen", "last_seen", "valid_at", "cre
 """Set once by whichever turn came first; compared separately where it matters."""
 
 
-def ingest(clients: Clients, events: Iterable[TurnEvent]) -> None:
-    """Through the bounded queue and a burst RQ worker, as in production."""
+def ingest(clients: Clients, events: Iterable[TurnEvent], *, distill: bool = False) -> None:
+    """Through the bounded queue and a burst RQ worker, as in production; with ``distill``
+    the maintenance jobs it triggered run too, and every topic is compacted."""
     from producers.bounded_queue import BoundedQueue
 
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
     for event in events:
         queue.enqueue(event)
     build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    if distill:
+        _distill(clients)
+
+
+def _distill(clients: Clients) -> None:
+    from turngraph.app import build_maintenance_worker
+    from workers.maintenance import context
+    from workers.maintenance.compaction import compact_topic
+    from workers.maintenance.summaries import workspace_topics
+
+    try:
+        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
+        distiller = context.current()
+        for workspace in sorted({event.workspace for event in CONVERSATION}):
+            for topic_id in workspace_topics(distiller, workspace):
+                compact_topic(distiller, workspace, topic_id)
+    finally:
+        context.install(None)
 
 
 def publish(clients: Clients, events: Iterable[TurnEvent]) -> None:

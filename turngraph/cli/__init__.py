@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "turngraph.cli.jobs_cmd",
     "turngraph.cli.graph_cmd",
     "turngraph.cli.scopes_cmd",
+    "turngraph.cli.distill_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

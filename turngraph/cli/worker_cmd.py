@@ -16,6 +16,7 @@ from rq import SimpleWorker
 from rq.exceptions import StopRequested
 
 from turngraph.app import (
+    build_distill_gateway,
     build_ingest_worker,
     build_maintenance_worker,
     build_pipeline,
@@ -96,6 +97,15 @@ def run_worker(args: argparse.Namespace) -> int:
 
             def build() -> SimpleWorker:
                 return build_maintenance_worker(clients)
+
+            # On-demand requests from clients (summarize, recap …) become jobs here.
+            gateway = build_distill_gateway(clients)
+            if not args.burst:
+                threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
+            try:
+                return supervise(build, clients, burst=args.burst, settings=settings)
+            finally:
+                gateway.stop()
 
         return supervise(build, clients, burst=args.burst, settings=settings)
     finally:

@@ -64,6 +64,8 @@ STRUCTURAL_RELATIONSHIPS: tuple[RelationshipStyle, ...] = (
     RelationshipStyle("NEXT", "#8C959F", 2),
     RelationshipStyle("MENTIONS", "#D0D7DE", 1),
     RelationshipStyle("SUPERSEDES", "#CF222E", 3),
+    RelationshipStyle("SUMMARIZES", "#54AEFF", 1),
+    RelationshipStyle("DERIVED_FROM", "#BF8700", 1),
 )
 
 ENTITY_PALETTE: tuple[str, ...] = (

@@ -11,9 +11,12 @@ from schemas.scopes import Scope
 from workers.graph.errors import graph_errors
 from workers.graph.recallable import (
     DIRECTIVES_PAGE,
+    DISTILLED_LABELS,
+    DISTILLED_PAGE,
     EPISODES_PAGE,
     RECALLABLE_ENTITY_TYPES,
     directive_memory,
+    distilled_memory,
     episode_memory,
 )
 from workers.graph.scope_deletion import delete_scope
@@ -63,6 +66,11 @@ class BoltGraphStore:
                 memory = directive_memory(label, record)
                 if memory is not None:
                     yield memory
+        for label in DISTILLED_LABELS:
+            for record in self._pages(DISTILLED_PAGE.format(label=label), "uid"):
+                distilled = distilled_memory(label, record)
+                if distilled is not None:
+                    yield distilled
 
     def _episode_memories(self) -> Iterator[MemoryRecord]:
         for record in self._pages(EPISODES_PAGE, "event_id"):

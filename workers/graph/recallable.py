@@ -147,6 +147,32 @@ def directive_memory(label: str, row: Mapping[str, Any]) -> MemoryRecord | None:
     )
 
 
+DISTILLED_LABELS: tuple[str, ...] = ("Summary", "DecisionRecord", "Memory")
+"""Nodes the maintenance jobs write (``workers/maintenance``); each carries its recall
+record as JSON in ``memory``."""
+
+DISTILLED_PAGE = """
+MATCH (n:{label}) WHERE n.uid > $after AND n.memory IS NOT NULL
+WITH n ORDER BY n.uid LIMIT $limit
+RETURN n.uid AS uid, n.memory AS memory, n.status AS status
+ORDER BY uid
+"""
+"""One page of one distilled label's nodes for the bootstrap, in ``uid`` order."""
+
+
+def distilled_memory(label: str, row: Mapping[str, Any]) -> MemoryRecord | None:
+    """A summary, decision record, promoted memory or recap: the record its maintenance
+    job announced, with a summary's current status (compaction supersedes summaries).
+    ``None`` for a record that no longer validates (skipped, never fatal to start-up)."""
+    try:
+        record = MemoryRecord.model_validate_json(row["memory"])
+    except ValueError:
+        return None
+    if label == "Summary" and row.get("status"):
+        record = record.model_copy(update={"status": str(row["status"])})
+    return record
+
+
 def turn_row(event: TurnEvent, entities: Iterable[str] = ()) -> dict[str, Any]:
     """The episode row a turn becomes once written (for indexes built without a graph)."""
     return {

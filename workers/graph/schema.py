@@ -16,6 +16,9 @@ FIXED_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("Episode", "event_id"),
     ("Session", "key"),
     ("Workspace", "key"),
+    ("Summary", "uid"),
+    ("DecisionRecord", "uid"),
+    ("Memory", "uid"),
 )
 """(label, property) pairs that are unique regardless of the ontology."""
 
@@ -25,6 +28,13 @@ FIXED_INDEXES: tuple[tuple[str, str], ...] = (
     ("Episode", "user"),
     ("Episode", "turn_index"),
     ("Episode", "turn_key"),
+    ("Summary", "session_id"),
+    ("Summary", "scope_key"),
+    ("Summary", "topic_key"),
+    ("DecisionRecord", "scope_key"),
+    ("DecisionRecord", "topic_key"),
+    ("Memory", "scope_key"),
+    ("Memory", "session_id"),
 )
 """Range indexes the hot paths look up by."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -19,7 +19,7 @@ from schemas.errors import BackendUnavailableError, InvalidPayloadError
 from schemas.keys import REEXTRACT_PENDING
 from schemas.turn_event import TurnEvent
 from schemas.validation import invalid_fields
-from workers.extraction.models import Extractor
+from workers.extraction.models import Extraction, Extractor
 from workers.graph.store import GraphStore
 from workers.ingest.changes import changes_for
 from workers.tombstones import split_forgotten
@@ -69,11 +69,14 @@ class IngestPipeline:
         store: GraphStore,
         extractor: Extractor,
         changes_stream: str,
+        followups: Callable[[Sequence[tuple[TurnEvent, Extraction]]], int] | None = None,
     ) -> None:
+        """``followups`` is told of every written batch (the maintenance jobs it asks for)."""
         self._redis = redis_client
         self._store = store
         self._extractor = extractor
         self._changes_stream = changes_stream
+        self._followups = followups
 
     def ingest_payloads(self, payloads: Iterable[Any]) -> IngestResult:
         return self.ingest([parse_payload(payload) for payload in payloads])
@@ -124,6 +127,8 @@ class IngestPipeline:
             raise BackendUnavailableError("redis unavailable after graph write") from exc
         if retry and replies[-1]:
             log.warning("reextract_backlog_trimmed", oldest_dropped=replies[-1])
+        if self._followups is not None:
+            self._followups(batch)
         for event, extraction in batch:
             log.info("turn_ingested", event_id=event.event_id, entities=len(extraction.entities))
         return IngestResult(

@@ -385,6 +385,7 @@ def _result(
         score=breakdown,
         tokens=item.tokens,
         source_event_ids=list(item.source_event_ids),
+        memory_id=memory.id,
     )
 
 

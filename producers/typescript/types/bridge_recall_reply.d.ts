@@ -24,6 +24,10 @@ export type RequestId = string;
 export type ResultCount = number;
 export type CreatedAt = string;
 export type Kind = string;
+/**
+ * The memory's id: ask for the full stored summary or record with it (the bridge's `summary` op).
+ */
+export type MemoryId = string | null;
 export type Scope = "session" | "workspace" | "user";
 export type ContextBoost = number;
 export type FinalScore = number;
@@ -117,6 +121,7 @@ export interface Clamped1 {
 export interface RecallResult {
   created_at: CreatedAt;
   kind?: Kind;
+  memory_id?: MemoryId;
   scope: Scope;
   score: ScoreBreakdown;
   source_created_at?: SourceCreatedAt;

@@ -1,0 +1,311 @@
+"""Distilled memory: ``python -m bench.distill`` (on the embedded defaults).
+
+Measures, through the real graph and Redis:
+
+- summaries per 100 turns with the default triggers (every N turns, semantic triggers),
+  on the labelled conversations (``tests/data/distill_conversations.jsonl``);
+- offline summary time per summarized turn;
+- decision coverage: the share of the decisions stated in the conversations that appear
+  in the Decisions of their summaries, per split (tune / score), against a reference
+  measured in the same run: a lead summary (the segment's first three user sentences as
+  its "decisions");
+- LLM calls and prompt/completion tokens per summary, counted at a local
+  OpenAI-compatible server that answers every call with a valid summary (the plumbing:
+  one structured call per summary, a re-ask for every answer that does not validate);
+  with ``--llm`` and a configured endpoint (``TURNGRAPH_LLM_BASE_URL`` …), the LLM's
+  decision coverage on the score split instead;
+- the time to recap a 1,000-turn session (half of it tool calls) within 1000 tokens.
+
+Ends with one line ``RESULT distill key=value …``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.report import result_line, table
+from schemas.summaries import ConversationSummary
+from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.app import build_distiller, build_pipeline
+from turngraph.clients import Clients, build_clients, with_endpoints
+from turngraph.embedded import EmbeddedServices
+from turngraph.settings import Settings
+from workers.extraction.offline import OfflineExtractor
+from workers.maintenance.context import Distiller
+from workers.maintenance.recaps import recap_session
+from workers.maintenance.summaries import summarize_session
+from workers.maintenance.text import sentences
+from workers.maintenance.triggers import summary_due
+
+DATA = Path("tests/data/distill_conversations.jsonl")
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+RECAP_TURNS = 1_000
+
+
+def load(path: Path = DATA) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def events_of(conversation: dict[str, Any], start: datetime) -> list[TurnEvent]:
+    return [
+        TurnEvent(
+            session_id=f"bench-{conversation['id']}",
+            workspace=f"bench-w-{conversation['id']}",
+            user="bench-u",
+            turn_index=index,
+            role=turn["role"],
+            speaker=turn.get("speaker", ""),
+            content=turn["content"],
+            occurred_at=start + timedelta(minutes=index),
+            client=ClientInfo(name="bench", version="1"),
+        )
+        for index, turn in enumerate(conversation["turns"])
+    ]
+
+
+def reset(clients: Clients) -> None:
+    clients.redis.flushdb()
+    clients.graph.execute_query("MATCH (n) DETACH DELETE n", database_=clients.graph_database)
+
+
+def converse(
+    clients: Clients, distiller: Distiller, conversation: dict[str, Any]
+) -> tuple[list[ConversationSummary], float, int]:
+    """Ingest turn by turn; summarize when a trigger fires (as the follow-up jobs do) and
+    at the end. Returns the summaries, seconds spent summarizing, turns summarized."""
+    pipeline = build_pipeline(clients, extractor=OfflineExtractor())
+    extractor = OfflineExtractor()
+    events = events_of(conversation, T0)
+    made: list[ConversationSummary] = []
+    spent = 0.0
+    for event in events:
+        pipeline.ingest([event])
+        (extraction,) = extractor.extract([event])
+        due = summary_due(event, extraction, distiller.options.summary_every_n_turns)
+        if due or event is events[-1]:
+            started = time.perf_counter()
+            made += summarize_session(distiller, event.session_id, through_turn=event.turn_index)
+            spent += time.perf_counter() - started
+    return made, spent, sum(len(s.source_event_ids) for s in made)
+
+
+def covered(conversation: dict[str, Any], decided: list[str]) -> tuple[int, int]:
+    """(decisions whose choice appears in a Decisions bullet, decisions stated)."""
+    text = " \n".join(decided).casefold()
+    hits = sum(d["choice"].casefold() in text for d in conversation["decisions"])
+    return hits, len(conversation["decisions"])
+
+
+def lead_reference(conversation: dict[str, Any], summaries: list[ConversationSummary]) -> list[str]:
+    """The reference summary: each segment's first three user sentences as "decisions"."""
+    turns = conversation["turns"]
+    out: list[str] = []
+    for summary in summaries:
+        said = [
+            s
+            for turn in turns[summary.first_turn : summary.last_turn + 1]
+            if turn["role"] == "user"
+            for s in sentences(turn["content"])
+        ]
+        out += said[:3]
+    return out
+
+
+@contextmanager
+def services() -> Iterator[Clients]:
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
+        settings = with_endpoints(Settings(_env_file=None, data_dir=Path(tmp) / "data"), endpoints)
+        clients = build_clients(settings)
+        try:
+            yield clients
+        finally:
+            clients.close()
+
+
+def offline_run(clients: Clients, conversations: list[dict[str, Any]]) -> dict[str, Any]:
+    reset(clients)
+    distiller = build_distiller(clients)
+    out: dict[str, Any] = {"turns": 0, "summaries": 0, "seconds": 0.0, "summarized": 0}
+    for split in ("tune", "score"):
+        out[f"{split}_hits"] = out[f"{split}_stated"] = out[f"{split}_lead_hits"] = 0
+    for conversation in conversations:
+        made, spent, summarized = converse(clients, distiller, conversation)
+        out["turns"] += len(conversation["turns"])
+        out["summaries"] += len(made)
+        out["seconds"] += spent
+        out["summarized"] += summarized
+        split = conversation["split"]
+        hits, stated = covered(conversation, [d for s in made for d in s.content.decisions])
+        lead_hits, _ = covered(conversation, lead_reference(conversation, made))
+        out[f"{split}_hits"] += hits
+        out[f"{split}_stated"] += stated
+        out[f"{split}_lead_hits"] += lead_hits
+    return out
+
+
+def llm_run(
+    clients: Clients, conversations: list[dict[str, Any]], base_url: str | None
+) -> dict[str, Any]:
+    """Summaries through an OpenAI-compatible endpoint: the local counting server unless
+    ``base_url`` names a real one."""
+    reset(clients)
+    fake = None
+    if base_url is None:
+        from tests.support.fake_openai import FakeOpenAI, answer
+
+        fake = FakeOpenAI().__enter__()
+        generic = {
+            "topic": "Segment",
+            "context": ["What the segment was about."],
+            "decisions": ["A decision."],
+            "rationale": [],
+            "open_questions": [],
+            "next_steps": [],
+        }
+        fake.add(*[answer(generic, prompt_tokens=0, completion_tokens=0) for _ in range(2_000)])
+        base_url = fake.base_url
+    settings = clients.settings.model_copy(update={"llm_base_url": base_url, "llm_max_retries": 0})
+    llm_clients = build_clients(settings)
+    try:
+        distiller = build_distiller(llm_clients)
+        assert distiller.summarizer is not None
+        hits = stated = summaries = 0
+        for conversation in conversations:
+            made, _, _ = converse(llm_clients, distiller, conversation)
+            summaries += len(made)
+            if conversation["split"] == "score":
+                h, s = covered(conversation, [d for m in made for d in m.content.decisions])
+                hits, stated = hits + h, stated + s
+        stats = distiller.summarizer.stats.snapshot()
+        prompt_chars = (
+            sum(len(json.dumps(r.body.get("messages", []))) for r in fake.requests) if fake else 0
+        )
+    finally:
+        llm_clients.close()
+        if fake is not None:
+            fake.__exit__(None, None, None)
+    return {
+        "summaries": summaries,
+        "calls": stats["calls"],
+        "reasks": stats["reasks"],
+        "prompt_tokens": stats["prompt_tokens"] or prompt_chars // 4,
+        "completion_tokens": stats["completion_tokens"],
+        "hits": hits,
+        "stated": stated,
+        "real": fake is None,
+    }
+
+
+def recap_run(clients: Clients) -> tuple[float, float, int]:
+    """(seconds to recap a 1,000-turn session from the graph, of which building, tokens)."""
+    reset(clients)
+    pipeline = build_pipeline(clients, extractor=OfflineExtractor())
+    turns: list[dict[str, Any]] = []
+    for index in range(RECAP_TURNS):
+        if index % 2:
+            path = f"src/pkg/module_{index % 13}.py"
+            body = "\n".join(f"{n:4d}  code line {n}" for n in range(150))
+            turns.append({"role": "tool", "speaker": ["read_file", "edit", "bash"][index % 3],
+                          "content": f"{path}\n{body}"})  # fmt: skip
+        elif index % 4 == 0:
+            turns.append(
+                {"role": "user", "content": f"Step {index}: now look at part {index // 40}."}
+            )
+        else:
+            turns.append(
+                {"role": "assistant", "content": f"Part {index // 40}: handler {index} fixed."}
+            )
+    events = events_of({"id": "recap", "turns": turns}, T0)
+    for start in range(0, len(events), 100):
+        pipeline.ingest(events[start : start + 100])
+    distiller = build_distiller(clients)
+    started = time.perf_counter()
+    recap = recap_session(distiller, "bench-recap", 1_000, store=False)
+    total = time.perf_counter() - started
+    assert recap is not None
+    from workers.maintenance.recap import build_recap
+    from workers.maintenance.turns import read_turns
+
+    stored = read_turns(distiller.driver, distiller.database, "bench-recap")
+    started = time.perf_counter()
+    build_recap(stored, 1_000)
+    building = time.perf_counter() - started
+    return total, building, recap.tokens
+
+
+def _share(hits: int, stated: int) -> float:
+    return round(hits / stated, 3) if stated else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--llm", action="store_true", help="use the configured LLM endpoint")
+    args = parser.parse_args(argv)
+    conversations = load()
+    with services() as clients:
+        offline = offline_run(clients, conversations)
+        base_url = Settings().llm_base_url if args.llm else None
+        if args.llm and base_url is None:
+            raise SystemExit("--llm needs TURNGRAPH_LLM_BASE_URL")
+        llm = llm_run(clients, conversations, base_url)
+        recap_s, recap_build_s, recap_tokens = recap_run(clients)
+    per_100 = offline["summaries"] / offline["turns"] * 100
+    ms_per_turn = offline["seconds"] / max(1, offline["summarized"]) * 1000
+    rows = []
+    for split in ("tune", "score"):
+        stated = offline[f"{split}_stated"]
+        rows.append([split, stated, _share(offline[f"{split}_hits"], stated),
+                     _share(offline[f"{split}_lead_hits"], stated)])  # fmt: skip
+    print(f"conversations: {len(conversations)}, turns: {offline['turns']}")
+    print(table(["split", "decisions", "offline_coverage", "lead3_reference"], rows))
+    calls_per = llm["calls"] / max(1, llm["summaries"])
+    print(
+        table(
+            ["measure", "value"],
+            [
+                ["summaries per 100 turns", round(per_100, 2)],
+                ["offline summary ms per summarized turn", round(ms_per_turn, 3)],
+                ["LLM calls per summary", round(calls_per, 3)],
+                [
+                    "LLM prompt tokens per summary",
+                    round(llm["prompt_tokens"] / max(1, llm["summaries"]), 1),
+                ],
+                ["recap of 1,000 turns, s (graph read + build)", round(recap_s, 3)],
+                ["recap of 1,000 turns, s (build only)", round(recap_build_s, 3)],
+                ["recap tokens (budget 1000)", recap_tokens],
+            ],
+        )
+    )
+    llm_coverage = _share(llm["hits"], llm["stated"]) if llm["real"] else "n/a"
+    score_stated = offline["score_stated"]
+    print(
+        result_line(
+            "distill",
+            summaries_per_100_turns=round(per_100, 2),
+            offline_summary_ms_per_turn=round(ms_per_turn, 3),
+            llm_calls_per_summary=round(calls_per, 3),
+            llm_prompt_tokens_per_summary=round(llm["prompt_tokens"] / max(1, llm["summaries"]), 1),
+            recap_1000_turns_ms=round(recap_s * 1000, 1),
+            recap_tokens=recap_tokens,
+            decision_coverage_offline_score=_share(offline["score_hits"], score_stated),
+            decision_coverage_offline_tune=_share(offline["tune_hits"], offline["tune_stated"]),
+            decision_coverage_lead3_score=_share(
+                offline["score_lead_hits"], offline["score_stated"]
+            ),
+            decision_coverage_llm_score=llm_coverage,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

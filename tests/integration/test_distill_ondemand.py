@@ -1,0 +1,166 @@
+"""On demand, through Redis and the maintenance worker: "summarize and store the last N
+turns", a session recap, the full stored summary, promotion (client API);
+the rolling context kept incrementally; ``turngraph recap`` from the command line."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import structlog
+
+from producers.distill_client import DistillClient
+from schemas.keys import DISTILL_REQUESTS
+from tests.support.distill import decision_events
+from tests.support.turns import turn
+from turngraph.app import build_maintenance_worker, build_pipeline, maintenance_queue
+from turngraph.cli import main
+from turngraph.clients import Clients
+from workers.extraction.offline import OfflineExtractor
+from workers.maintenance import context
+from workers.maintenance.gateway import DistillGateway
+
+T = TypeVar("T")
+
+
+def _served(clients: Clients, ask: Callable[[], T]) -> T:
+    """Run ``ask`` (a blocking client call) while the gateway and a burst worker serve it."""
+    result: list[T] = []
+    thread = threading.Thread(target=lambda: result.append(ask()))
+    thread.start()
+    gateway = DistillGateway(clients.redis, maintenance_queue(clients), DISTILL_REQUESTS)
+    assert gateway.serve_once(timeout_s=10.0)
+    try:
+        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
+    finally:
+        context.install(None)
+    thread.join(timeout=30)
+    assert result, "no reply"
+    return result[0]
+
+
+def _ingest(clients: Clients) -> list[str]:
+    events = decision_events(session="s_od", workspace="w_od", user="u_od")
+    build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
+    return [e.event_id for e in events]
+
+
+def test_summarize_last_turns_then_show_the_full_summary(clients: Clients) -> None:
+    event_ids = _ingest(clients)
+    client = DistillClient(clients.redis, deadline_ms=20_000)
+    reply = _served(clients, lambda: client.summarize("s_od", last_n=4))
+    assert reply.success, reply.user_message
+    assert reply.summary is not None and reply.summary.status.value == "Final"
+    assert list(reply.summary.source_event_ids) == event_ids[-4:]
+    assert reply.text.startswith("Topic:") and "Decisions:" in reply.text
+    full = _served(clients, lambda: client.full_summary(reply.summary.id))  # type: ignore[union-attr]
+    assert full.success and full.text == reply.text
+
+
+def test_recap_and_promote_on_request(clients: Clients) -> None:
+    events = [
+        turn(text, i, session="s_rp", workspace="w_rp", user="u_rp")
+        for i, text in enumerate(["We need a cache for the API responses.",
+                                  "Let's go with Redis for the cache.",
+                                  "Next: add the cache decorator in api/cache.py."])
+    ]  # fmt: skip
+    build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
+    client = DistillClient(clients.redis, deadline_ms=20_000)
+    recap = _served(clients, lambda: client.recap("s_rp", budget_tokens=300))
+    assert recap.success and recap.recap is not None, recap.user_message
+    assert recap.text.splitlines()[-1].startswith("Where we stopped")
+    assert recap.recap.tokens <= 300
+    promoted = _served(
+        clients,
+        lambda: client.promote(
+            "preference", "short answers", user="u_rp", scope="user", session_id="s_rp"
+        ),
+    )
+    assert promoted.success and promoted.memory is not None, promoted.user_message
+    assert promoted.memory.scope == "user"
+    assert promoted.memory.source_event_ids == (events[-1].event_id,)
+    refused = _served(
+        clients,
+        lambda: client.promote(
+            "preference", "token sk-proj-abcdefghijklmnopqrstuvwxyz0123", user="u_rp",
+            workspace="w_rp", session_id="s_rp",
+        ),
+    )  # fmt: skip
+    assert not refused.success and refused.error_code is not None
+    assert refused.error_code.value == "REFUSED" and "sk-proj" not in str(refused.user_message)
+    invalid = client.promote("opinion", "x", user="u_rp")
+    assert not invalid.success and invalid.error_code is not None
+    assert invalid.error_code.value == "INVALID_REQUEST"
+
+
+def test_client_fails_open_without_a_maintenance_worker(clients: Clients) -> None:
+    reply = DistillClient(
+        clients.redis, requests_key="turngraph:test:nobody", deadline_ms=50
+    ).recap("s")
+    assert not reply.success and reply.error_code is not None
+    assert reply.error_code.value == "DEADLINE_EXCEEDED"
+
+
+def test_rolling_context_is_kept_incrementally(clients: Clients) -> None:
+    pipeline = build_pipeline(clients, extractor=OfflineExtractor())
+    events = decision_events(session="s_roll", workspace="w_roll")
+    client = DistillClient(clients.redis)
+    seen: list[int] = []
+    for start in range(0, len(events), 3):
+        pipeline.ingest(events[start : start + 3])
+        try:
+            build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
+        finally:
+            context.install(None)
+        rolling = client.rolling_context("s_roll")
+        assert rolling is not None
+        seen.append(rolling.summarized_through)
+        last = events[min(start + 2, len(events) - 1)].turn_index
+        assert [t.turn_index for t in rolling.recent] == list(range(max(0, last - 3), last + 1))
+        assert len(rolling.summary.split()) <= 200 and rolling.tokens <= 1_100
+    assert seen == sorted(seen) and seen[-1] == len(events) - 5
+    assert "Decided: " in rolling.summary and "dramatiq" in rolling.summary.casefold()
+    context_turns = rolling.conversation_context()
+    assert context_turns[0]["role"] == "system" and len(context_turns) == 5
+
+
+@pytest.fixture
+def env(clients: Clients, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Clients]:
+    """The CLI configures logging onto this test's captured stderr; put it back after."""
+    structlog_config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield from _env(clients, monkeypatch, tmp_path)
+    structlog.configure(**structlog_config)
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def _env(clients: Clients, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Clients]:
+    settings = clients.settings
+    monkeypatch.chdir(tmp_path)
+    for name, value in {
+        "TURNGRAPH_REDIS_URL": settings.redis_url,
+        "TURNGRAPH_GRAPH_URI": settings.graph_uri,
+        "TURNGRAPH_GRAPH_USER": settings.graph_user,
+        "TURNGRAPH_GRAPH_PASSWORD": settings.graph_password.get_secret_value(),
+        "TURNGRAPH_GRAPH_DATABASE": settings.graph_database,
+    }.items():
+        monkeypatch.setenv(name, str(value))
+    yield clients
+
+
+def test_recap_and_summarize_commands(env: Clients, capsys: pytest.CaptureFixture[str]) -> None:
+    _ingest(env)
+    capsys.readouterr()  # the ingest's own log lines
+    assert main(["recap", "s_od", "--budget", "300"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("Recap of the previous session (10 turns")
+    assert out[-1].startswith("Where we stopped")
+    assert main(["summarize", "s_od", "--last", "3"]) == 0
+    assert capsys.readouterr().out.startswith("Topic:")
+    assert main(["recap", "nobody"]) == 1

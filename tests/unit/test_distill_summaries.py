@@ -1,0 +1,163 @@
+"""The offline summary reads like the seed schema, section by section; topics are stable;
+compaction merges deterministically."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from schemas.summaries import (
+    ConversationSummary,
+    SummaryContent,
+    SummaryMethod,
+    TimeScope,
+    render_summary,
+    summary_json_schema,
+)
+from workers.maintenance.compaction import merge
+from workers.maintenance.extractive import extractive_summary, references_of
+from workers.maintenance.topics import match_existing, subject_words, topic_of
+from workers.maintenance.turns import Mention, SessionTurn
+
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+
+
+def _turn(index: int, role: str, content: str, *mentions: Mention) -> SessionTurn:
+    return SessionTurn(
+        event_id=f"e{index}",
+        session_id="s1",
+        turn_index=index,
+        role=role,
+        content=content,
+        occurred_at=T0 + timedelta(minutes=index),
+        workspace="w1",
+        user="u1",
+        mentions=mentions,
+    )
+
+
+TURNS = [
+    _turn(
+        0,
+        "user",
+        "The export job times out on large workspaces; see src/export/writer.py and #31.",
+        Mention("File", "src/export/writer.py"),
+        Mention("Issue", "#31"),
+    ),
+    _turn(
+        1,
+        "assistant",
+        "It loads every row into memory before writing. Streaming would keep memory flat.",
+    ),
+    _turn(
+        2,
+        "user",
+        "We decided to stream rows in batches of 500 for the export writer, because memory "
+        "must stay flat.",
+        Mention(
+            "Decision",
+            "stream rows in batches of 500 for the export writer, because memory must stay flat",
+            subject="export writer",
+        ),
+        Mention("Plan", "Plan 014"),
+    ),
+    _turn(3, "tool", "$ pytest tests/export\n" + "ok\n" * 40, Mention("Tool", "pytest")),
+    _turn(
+        4,
+        "assistant",
+        "Done. Should the batch size be configurable? Next I will add a setting for it "
+        "on branch feat/export-stream.",
+        Mention("Branch", "feat/export-stream"),
+    ),
+    _turn(
+        5,
+        "user",
+        "preference: keep commit messages in the imperative mood",
+        Mention("Preference", "keep commit messages in the imperative mood"),
+    ),
+]
+
+
+def test_every_section_of_an_offline_summary() -> None:
+    content = extractive_summary(TURNS, "Export writer")
+    assert content.topic == "Export writer"
+    assert content.context[0].startswith("The export job times out on large workspaces")
+    assert any(
+        "Segment of 6 turns" in line and "1 tool results" in line for line in content.context
+    )
+    assert content.decisions[0] == "Stream rows in batches of 500 for the export writer"
+    assert content.decisions[1] == "Preference: keep commit messages in the imperative mood"
+    assert content.rationale[0].endswith("because memory must stay flat")
+    assert content.open_questions == ("Should the batch size be configurable?",)
+    assert content.next_steps == ("Next I will add a setting for it on branch feat/export-stream.",)
+    refs = references_of(TURNS)
+    assert refs.files == ("src/export/writer.py",)
+    assert refs.issues == ("#31",)
+    assert refs.plans == ("Plan 014",)
+    assert refs.branches == ("feat/export-stream",)
+    # tool output never reaches a bullet
+    assert "ok ok" not in " ".join(content.context + content.next_steps)
+
+
+def _summary(index: int, content: SummaryContent, days: int) -> ConversationSummary:
+    start = T0 + timedelta(days=days)
+    return ConversationSummary(
+        id=f"sum_{index}",
+        topic_id="job-queue",
+        session_id=f"s{index}",
+        workspace="w1",
+        user="u1",
+        content=content,
+        time_scope=TimeScope(session_start=start, session_end=start + timedelta(hours=1)),
+        first_turn=0,
+        last_turn=3,
+        source_event_ids=(f"e{index}a", f"e{index}b"),
+        decision_event_ids=(f"e{index}b",),
+        method=SummaryMethod.EXTRACTIVE,
+        created_at=start + timedelta(hours=2),
+    )
+
+
+def test_rendered_summary_has_the_seed_sections() -> None:
+    summary = _summary(1, extractive_summary(TURNS, "Export writer"), 0)
+    text = render_summary(summary)
+    for section in ("Topic:", "Context:", "Decisions:", "Rationale:", "OpenQuestions:",
+                    "NextSteps:", "References:", "TimeScope:", "- SessionStart:"):  # fmt: skip
+        assert section in text
+
+
+def test_merge_is_deterministic_and_keeps_the_story() -> None:
+    summaries = [
+        _summary(1, SummaryContent(topic="Job queue", context=("c1",),
+                 decisions=("Use RQ",), open_questions=("Do we need priorities in RQ?",)), 0),
+        _summary(2, SummaryContent(topic="Job queue", context=("c2",),
+                 decisions=("Use dramatiq",), rationale=("retries built in",)), 2),
+        _summary(3, SummaryContent(topic="Job queue", context=("c3",),
+                 decisions=("Use RQ with priorities after all",)), 5),
+    ]  # fmt: skip
+    record = merge("w1", summaries)
+    shuffled = list(summaries)
+    random.Random(7).shuffle(shuffled)
+    assert merge("w1", shuffled) == record
+    assert record.current_decision == "Use RQ with priorities after all"
+    assert record.decisions == ("Use RQ", "Use dramatiq", "Use RQ with priorities after all")
+    assert record.open_questions == ()  # answered by a later decision
+    assert "then changed to: Use dramatiq" in record.narrative
+    assert record.summary_ids == ("sum_1", "sum_2", "sum_3")
+    assert record.decision_event_ids == ("e1b", "e2b", "e3b")
+
+
+def test_topics() -> None:
+    assert subject_words("job queue because it is simple") == "job queue"
+    assert subject_words("the job queue after all") == "job queue"
+    assert match_existing("job-queue-backend", ["job-queue", "queue"]) == "job-queue"
+    assert match_existing("queue", ["job-queue"]) is None
+    topic = topic_of(TURNS)
+    assert topic.topic_id == "export-writer" and topic.plan_id == "Plan 014"
+    assert topic.title == "Plan 014: Export writer"
+
+
+def test_llm_schema_is_strict() -> None:
+    schema = summary_json_schema()
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == set(SummaryContent.model_fields)  # type: ignore[arg-type]

@@ -1,0 +1,147 @@
+"""Answering on-demand distill requests (run as a maintenance job; see ``gateway``)."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+import structlog
+
+from schemas.distill import DistillErrorCode, DistillOp, DistillRequest, DistillResponse
+from schemas.errors import PermanentError
+from schemas.memories import PromotedMemory, render_memory
+from schemas.summaries import DecisionRecord, render_decision_record, render_summary
+from workers.maintenance import compaction, promotion, recaps, summaries
+from workers.maintenance import statements as cypher
+from workers.maintenance.context import Distiller
+from workers.maintenance.turns import last_turn_index, read_turns
+
+log = structlog.get_logger(__name__)
+
+
+def _invalid(request: DistillRequest, what: str) -> DistillResponse:
+    return DistillResponse.failure(
+        request.request_id,
+        DistillErrorCode.INVALID_REQUEST,
+        f"invalid {request.op.value} request: {what}",
+        "send the fields the op needs (see schemas/distill.py)",
+    )
+
+
+def _not_found(request: DistillRequest, what: str) -> DistillResponse:
+    return DistillResponse.failure(
+        request.request_id,
+        DistillErrorCode.NOT_FOUND,
+        f"nothing found: {what}",
+        "check the key (scope keys are the hashed ones the producers send)",
+    )
+
+
+def _full(distiller: Distiller, request: DistillRequest, memory_id: str) -> DistillResponse:
+    """The seed's "show the full summary": a summary, a decision record or a memory."""
+    ok = DistillResponse(request_id=request.request_id, success=True, op=request.op)
+    summary = summaries.load_summary(distiller, memory_id)
+    if summary is not None:
+        return ok.model_copy(update={"summary": summary, "text": render_summary(summary)})
+    records, _, _ = distiller.driver.execute_query(
+        cypher.DECISION_RECORD_BY_UID, uid=memory_id, database_=distiller.database
+    )
+    if records and records[0]["record"]:
+        record = DecisionRecord.model_validate_json(records[0]["record"])
+        return ok.model_copy(update={"record": record, "text": render_decision_record(record)})
+    records, _, _ = distiller.driver.execute_query(
+        "MATCH (m:Memory {uid: $uid}) RETURN m.text AS text", uid=memory_id,
+        database_=distiller.database,
+    )  # fmt: skip
+    if records and records[0]["text"]:
+        return ok.model_copy(update={"text": str(records[0]["text"])})
+    return _not_found(request, "no summary, record or memory with that id")
+
+
+def answer(distiller: Distiller, request: DistillRequest) -> DistillResponse:
+    """Do what the request asks; typed failures, never chat text in messages."""
+    ok = DistillResponse(request_id=request.request_id, success=True, op=request.op)
+    if request.op is DistillOp.SUMMARY:
+        if not request.memory_id:
+            return _invalid(request, "memory_id")
+        return _full(distiller, request, request.memory_id)
+    if request.op is DistillOp.SUMMARIZE:
+        if not request.session_id:
+            return _invalid(request, "session_id")
+        made = summaries.summarize_last_turns(distiller, request.session_id, request.last_n)
+        if made is None:
+            return _not_found(request, "the session has no turns")
+        return ok.model_copy(update={"summary": made, "text": render_summary(made)})
+    if request.op is DistillOp.RECAP:
+        if not request.session_id:
+            return _invalid(request, "session_id")
+        recap = recaps.recap_session(distiller, request.session_id, request.budget_tokens)
+        if recap is None:
+            return _not_found(request, "the session has no turns")
+        return ok.model_copy(update={"recap": recap, "text": recap.text})
+    if request.op is DistillOp.COMPACT:
+        if not request.workspace or not request.topic_id:
+            return _invalid(request, "workspace and topic_id")
+        record = compaction.compact_topic(distiller, request.workspace, request.topic_id)
+        if record is None:
+            return _not_found(request, "no open summaries of that topic")
+        return ok.model_copy(update={"record": record, "text": render_decision_record(record)})
+    return _promote(distiller, request, ok)
+
+
+def _promote(distiller: Distiller, request: DistillRequest, ok: DistillResponse) -> DistillResponse:
+    if request.kind is None or not request.text or not request.user:
+        return _invalid(request, "kind, text and user")
+    sources = request.source_event_ids
+    if not sources and request.session_id:
+        last = last_turn_index(distiller.driver, distiller.database, request.session_id)
+        turns = [] if last is None else read_turns(
+            distiller.driver, distiller.database, request.session_id, last, last
+        )  # fmt: skip
+        sources = tuple(t.event_id for t in turns)
+    if not sources:
+        return _invalid(request, "source_event_ids (or a session_id with turns)")
+    try:
+        memory: PromotedMemory = promotion.promote(
+            distiller,
+            kind=request.kind,
+            text=request.text,
+            scope=request.scope,
+            user=request.user,
+            workspace=request.workspace,
+            session_id=request.session_id,
+            source_event_ids=sources,
+        )
+    except promotion.SecretContentError:
+        return DistillResponse.failure(
+            request.request_id,
+            DistillErrorCode.REFUSED,
+            "refused: the text looks like a secret",
+            "remove the credential and promote again",
+        )
+    except PermanentError as exc:
+        return _invalid(request, str(exc))
+    return ok.model_copy(update={"memory": memory, "text": render_memory(memory)})
+
+
+def reply(conn: redis.Redis, reply_to: str, response: DistillResponse, ttl_s: int) -> None:
+    with conn.pipeline(transaction=False) as pipe:
+        pipe.rpush(reply_to, response.model_dump_json())
+        pipe.expire(reply_to, ttl_s)
+        pipe.execute()
+
+
+def parse(raw: bytes | str) -> tuple[DistillRequest | None, str | None, str | None]:
+    """(request, reply_to, request_id) of a raw line; the request is None when invalid."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None, None, None
+    if not isinstance(data, dict):
+        return None, None, None
+    reply_to = data.get("reply_to") if isinstance(data.get("reply_to"), str) else None
+    request_id = str(data.get("request_id") or "unknown")[:128]
+    try:
+        return DistillRequest.model_validate(data), reply_to, request_id
+    except ValueError:
+        return None, reply_to, request_id

@@ -1,0 +1,112 @@
+"""What maintenance jobs work with: clients, options, the optional LLM summarizer.
+
+Built once per worker process by the application shell (``turngraph.app``) and installed
+here, as ``workers.runtime`` does for ingest: RQ job arguments are JSON, so clients cannot
+travel with the job. Nothing is created at import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
+
+import neo4j
+import redis
+from redis.exceptions import LockError
+
+from schemas import defaults
+from schemas.errors import BackendUnavailableError, ConfigurationError, TransientError
+from schemas.keys import LOCK_PREFIX
+
+if TYPE_CHECKING:
+    from workers.maintenance.llm_summary import LLMSummarizer
+
+LOCK_TIMEOUT_S = 120
+"""A lock outlives a stuck job by at most this long."""
+
+LOCK_WAIT_S = 30.0
+"""How long a job waits for a lock before it gives up (RQ retries it later)."""
+
+
+class LockBusyError(TransientError):
+    """Another worker holds the lock for too long; the job is retried later."""
+
+
+@dataclass(frozen=True)
+class DistillOptions:
+    summary_every_n_turns: int = defaults.SUMMARY_EVERY_N_TURNS
+    compact_min_summaries: int = defaults.COMPACT_MIN_SUMMARIES
+    compact_after_days: float = defaults.COMPACT_AFTER_DAYS
+    compact_sweep_every_s: int = defaults.COMPACT_SWEEP_EVERY_S
+    auto_promote: bool = False
+    recap_budget_tokens: int = defaults.RECAP_BUDGET_TOKENS
+    maintenance_queue: str = defaults.MAINTENANCE_QUEUE
+
+
+@dataclass
+class Distiller:
+    """One per maintenance process (and per test)."""
+
+    driver: neo4j.Driver
+    database: str | None
+    redis: redis.Redis
+    changes_stream: str
+    options: DistillOptions = field(default_factory=DistillOptions)
+    summarizer: LLMSummarizer | None = None
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def announce(self, entries: list[dict[str, str]]) -> None:
+        """Put change entries on the stream the recall replicas tail."""
+        if not entries:
+            return
+        try:
+            with self.redis.pipeline(transaction=False) as pipe:
+                for fields in entries:
+                    pipe.xadd(
+                        self.changes_stream,
+                        cast(Any, fields),
+                        maxlen=defaults.CHANGES_MAXLEN,
+                        approximate=True,
+                    )
+                pipe.execute()
+        except redis.RedisError as exc:
+            # The graph write is committed and idempotent; RQ retries the whole job.
+            raise BackendUnavailableError("redis unavailable after graph write") from exc
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """A Redis lock (``SET NX PX``, token-checked release) around one unit of work."""
+        lock = self.redis.lock(
+            LOCK_PREFIX + name, timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_WAIT_S
+        )
+        try:
+            acquired = lock.acquire()
+        except redis.RedisError as exc:
+            raise BackendUnavailableError("redis unavailable for a lock") from exc
+        if not acquired:
+            raise LockBusyError("another worker holds the lock")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(LockError, redis.RedisError):
+                lock.release()
+
+
+_current: Distiller | None = None
+
+
+def install(distiller: Distiller | None) -> None:
+    """Make ``distiller`` the one this process's maintenance jobs use (None uninstalls)."""
+    global _current
+    _current = distiller
+
+
+def current() -> Distiller:
+    if _current is None:
+        raise ConfigurationError("no distiller installed in this worker process")
+    return _current

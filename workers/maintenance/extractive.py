@@ -1,0 +1,193 @@
+"""The offline summarizer: a ConversationSummary's sections picked from the turns.
+
+Nothing is generated: every bullet is a sentence of the conversation (shortened), a
+decision or directive extraction found, or a list of what was mentioned. Decisions come
+from the Decision entities the turns mention (the extractor found them: "we decided …",
+"let's go with …", ``decision:``) and from memory directives; rationale, open questions
+and next steps are sentences with the cues of ``workers.maintenance.text``, the ones near
+a decision or late in the segment first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from schemas.summaries import MAX_ITEM_CHARS, SummaryContent, SummaryReferences
+from workers.maintenance.text import (
+    NEXT_STEP_CUES,
+    OPEN_CUES,
+    RATIONALE_CUES,
+    has_cue,
+    is_question,
+    sentences,
+    shorten,
+)
+from workers.maintenance.turns import SessionTurn
+
+BULLET_CHARS = 200
+"""Longest bullet the offline summarizer writes."""
+
+DIRECTIVE_LABELS = {
+    "Preference": "Preference",
+    "Procedure": "Procedure",
+    "Terminology": "Terminology",
+    "LessonLearned": "Lesson learned",
+}
+
+DIRECTIVE_TYPES = frozenset({"Decision", *DIRECTIVE_LABELS})
+
+CONTEXT_ENTITY_TYPES = ("File", "Tool", "Service", "Symbol", "Task", "Problem", "Incident")
+
+
+def _dedup(items: Sequence[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for item in items:
+        seen.setdefault(item.casefold(), item)
+    return list(seen.values())
+
+
+_REASON = re.compile(r",?\s+(?:because|since|so that|as it|given that)\s+", re.IGNORECASE)
+
+
+def split_reason(decision: str) -> tuple[str, str | None]:
+    """ "Use RQ for the queue because it is simple" -> ("Use RQ for the queue",
+    "it is simple"): the decision and its stated reason, if any."""
+    parts = _REASON.split(decision, maxsplit=1)
+    if len(parts) == 2 and len(parts[0]) >= 3 and len(parts[1]) >= 3:
+        return parts[0].strip(" ,;"), parts[1].strip(" .;")
+    return decision, None
+
+
+def decisions_of(turns: Sequence[SessionTurn]) -> list[tuple[str, SessionTurn]]:
+    """Decisions and directives stated in the turns, in order, with the stating turn."""
+    found: list[tuple[str, SessionTurn]] = []
+    seen: set[str] = set()
+    for turn in turns:
+        for mention in turn.mentions:
+            if mention.type == "Decision":
+                text = mention.summary or mention.name
+            elif mention.type in DIRECTIVE_LABELS:
+                text = f"{DIRECTIVE_LABELS[mention.type]}: {mention.summary or mention.name}"
+            else:
+                continue
+            text = shorten(text[:1].upper() + text[1:], BULLET_CHARS)
+            if text.casefold() not in seen:
+                seen.add(text.casefold())
+                found.append((text, turn))
+    return found
+
+
+def references_of(turns: Sequence[SessionTurn]) -> SummaryReferences:
+    files: list[str] = []
+    plans: list[str] = []
+    branches: list[str] = []
+    issues: list[str] = []
+    for turn in turns:
+        for mention in turn.mentions:
+            target = {
+                "File": files,
+                "Plan": plans,
+                "Branch": branches,
+                "Issue": issues,
+                "PullRequest": issues,
+            }.get(mention.type)
+            if target is not None:
+                target.append(mention.name)
+        if turn.git_branch:
+            branches.append(turn.git_branch)
+    return SummaryReferences(
+        files=tuple(_dedup(files))[:30],
+        plans=tuple(_dedup(plans))[:10],
+        branches=tuple(_dedup(branches))[:10],
+        issues=tuple(_dedup(issues))[:20],
+    )
+
+
+def _prose_turns(turns: Sequence[SessionTurn]) -> list[SessionTurn]:
+    return [t for t in turns if t.role in ("user", "assistant")]
+
+
+def _context(turns: Sequence[SessionTurn]) -> list[str]:
+    prose = _prose_turns(turns) or list(turns)
+    bullets: list[str] = []
+    asks = [s for t in prose if t.role == "user" for s in sentences(t.content)]
+    if asks:
+        bullets.append(shorten(asks[0], BULLET_CHARS))
+    elif prose:
+        first = sentences(prose[0].content)
+        if first:
+            bullets.append(shorten(first[0], BULLET_CHARS))
+    counts: Counter[str] = Counter()
+    for turn in turns:
+        for mention in turn.mentions:
+            if mention.type in CONTEXT_ENTITY_TYPES:
+                counts[mention.name] += 1
+    if counts:
+        names = [name for name, _ in counts.most_common(6)]
+        bullets.append(shorten("Worked with " + ", ".join(names), BULLET_CHARS))
+    span = f"turns {turns[0].turn_index}-{turns[-1].turn_index}" if turns else "no turns"
+    tools = sum(1 for t in turns if t.role == "tool")
+    tail = f", {tools} tool results" if tools else ""
+    bullets.append(f"Segment of {len(turns)} turns ({span}{tail})")
+    return bullets[:3]
+
+
+def _picked(
+    turns: Sequence[SessionTurn],
+    keep: int,
+    want: Callable[[str], bool],
+    near: set[int],
+    exclude: set[str],
+) -> list[str]:
+    """Sentences passing ``want``, scored: near a decision turn, then later turns first."""
+    scored: list[tuple[float, int, str]] = []
+    prose = _prose_turns(turns)
+    for position, turn in enumerate(prose):
+        for order, sentence in enumerate(sentences(turn.content)):
+            if not want(sentence) or sentence.casefold() in exclude:
+                continue
+            score = (2.0 if turn.turn_index in near else 0.0) + position / max(1, len(prose))
+            scored.append((score, -(position * 1000 + order), sentence))
+    best = sorted(scored, reverse=True)[:keep]
+    chosen = sorted(best, key=lambda item: -item[1])  # back in conversation order
+    return _dedup([shorten(sentence, BULLET_CHARS) for _, _, sentence in chosen])
+
+
+def extractive_summary(turns: Sequence[SessionTurn], title: str) -> SummaryContent:
+    """The seed schema's sections for ``turns`` (at least one), without an LLM."""
+    if not turns:
+        raise ValueError("nothing to summarize")
+    decided = decisions_of(turns)[-5:]
+    decision_turns = {turn.turn_index for _, turn in decided}
+    near = {i + 1 for i in decision_turns} | {i - 1 for i in decision_turns}
+    decisions: list[str] = []
+    reasons: list[str] = []
+    for text, _ in decided:
+        decision, reason = split_reason(text)
+        decisions.append(decision)
+        if reason:
+            reasons.append(shorten(f"{decision}: because {reason}", BULLET_CHARS))
+    used = {d.casefold() for d in decisions}
+    stated = [s for t in turns if t.turn_index in decision_turns for s in sentences(t.content)]
+    used |= {s.casefold() for s in stated}  # the decision sentences are covered above
+    rationale = reasons[-3:]
+    if len(rationale) < 3:
+        rationale += _picked(
+            turns, 3 - len(rationale), lambda s: has_cue(s, RATIONALE_CUES), near, used
+        )
+    used |= {r.casefold() for r in rationale}
+    questions = _picked(turns, 5, lambda s: is_question(s) or has_cue(s, OPEN_CUES), set(), used)
+    used |= {q.casefold() for q in questions}
+    steps = _picked(
+        turns, 5, lambda s: has_cue(s, NEXT_STEP_CUES) and not is_question(s), set(), used
+    )
+    return SummaryContent(
+        topic=shorten(title, 120),
+        context=tuple(shorten(c, MAX_ITEM_CHARS) for c in _context(turns)),
+        decisions=tuple(decisions),
+        rationale=tuple(rationale),
+        open_questions=tuple(questions),
+        next_steps=tuple(steps),
+    )

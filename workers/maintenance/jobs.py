@@ -1,0 +1,182 @@
+"""RQ job functions of the maintenance queue. Arguments are JSON (hashed scope keys and
+numbers only); the clients come from ``workers.maintenance.context``.
+
+Transient errors propagate and RQ retries the job with back-off (one retry layer); a
+permanent one (bad arguments, a broken configuration) fails it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import structlog
+from rq import Queue, Retry, get_current_job
+from rq.serializers import JSONSerializer
+
+from schemas.defaults import (
+    DISTILL_REPLY_TTL_S,
+    FAILURE_TTL_S,
+    RESULT_TTL_S,
+    RETRIES,
+    RETRY_INTERVALS_S,
+)
+from schemas.distill import DistillErrorCode, DistillRequest, DistillResponse
+from schemas.errors import InvalidPayloadError, PermanentError, TransientError
+from workers.maintenance import (
+    answers,
+    compaction,
+    context,
+    promotion,
+    rolling,
+    summaries,
+)
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+SWEEP_JOB_PREFIX = "turngraph-compact-sweep-"
+"""Job id prefix of the periodic compaction sweep; the suffix is its time slot, so every
+maintenance worker scheduling the next sweep schedules the same job."""
+
+MAINTENANCE_JOB_TIMEOUT_S = 600
+
+
+@contextmanager
+def _permanent_fails_once() -> Iterator[None]:
+    try:
+        yield
+    except PermanentError:
+        job = get_current_job()
+        if job is not None:
+            job.retries_left = 0  # RQ reads this on the job it is performing
+        raise
+
+
+def _field(target: dict[str, Any], name: str, kind: type[T]) -> T:
+    value = target.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise InvalidPayloadError(f"job argument {name} is missing or not a {kind.__name__}")
+    return value
+
+
+def summarize_session_job(target: dict[str, Any]) -> dict[str, int]:
+    """The session's next automatic summaries (``target``: ``session_id`` and optional
+    ``through_turn``); a topic that reached its threshold is compacted in the same job.
+
+    Arguments are objects carrying their scope keys, so ``forget`` finds queued jobs."""
+    with _permanent_fails_once():
+        session_id = _field(target, "session_id", str)
+        through_turn = target.get("through_turn")
+        if through_turn is not None:
+            through_turn = _field(target, "through_turn", int)
+        distiller = context.current()
+        made = summaries.summarize_session(distiller, session_id, through_turn=through_turn)
+        compacted = 0
+        for workspace, topic_id in sorted({(s.workspace, s.topic_id) for s in made}):
+            if compaction.compact_topic(distiller, workspace, topic_id, force=False):
+                compacted += 1
+        return {"summaries": len(made), "compacted": compacted}
+
+
+def compact_topic_job(target: dict[str, Any]) -> dict[str, int]:
+    """On demand: merge the topic's summaries (``workspace``, ``topic_id``) now."""
+    with _permanent_fails_once():
+        workspace = _field(target, "workspace", str)
+        topic_id = _field(target, "topic_id", str)
+        record = compaction.compact_topic(context.current(), workspace, topic_id, force=True)
+        return {"compacted": int(record is not None)}
+
+
+def compact_sweep_job(reschedule: bool = True) -> dict[str, int]:
+    """The periodic sweep: compact every due topic, then schedule the next sweep."""
+    with _permanent_fails_once():
+        distiller = context.current()
+        written = compaction.compact_due(distiller)
+        if reschedule:
+            job = get_current_job()
+            if job is not None and job.connection is not None:
+                schedule_sweep(
+                    Queue(job.origin, connection=job.connection, serializer=JSONSerializer),
+                    distiller.options.compact_sweep_every_s,
+                )
+        return {"compacted": len(written)}
+
+
+def rolling_context_job(target: dict[str, Any]) -> dict[str, int]:
+    """Bring a session's rolling context up to date (``session_id``)."""
+    with _permanent_fails_once():
+        state = rolling.update_rolling(context.current(), _field(target, "session_id", str))
+        return {"tokens": state.tokens if state else 0}
+
+
+def ownership_job(target: dict[str, Any]) -> dict[str, int]:
+    """Write the ownership context of a session and its workspace, once (``session_id``)."""
+    with _permanent_fails_once():
+        written = promotion.ownership_context(context.current(), _field(target, "session_id", str))
+        return {"written": written}
+
+
+def promote_turn_job(target: dict[str, Any]) -> dict[str, int]:
+    """Auto-promote the memory directives of one user turn (``session_id``,
+    ``turn_index``); secret-looking ones are refused and counted."""
+    with _permanent_fails_once():
+        return promotion.auto_promote_turn(
+            context.current(),
+            _field(target, "session_id", str),
+            _field(target, "turn_index", int),
+        )
+
+
+def answer_request_job(request: dict[str, Any]) -> dict[str, bool]:
+    """Answer one on-demand request (from the gateway) on its reply key; never retried:
+    the client waits only until its deadline."""
+    parsed = DistillRequest.model_validate(request)
+    distiller = context.current()
+    try:
+        response = answers.answer(distiller, parsed)
+    except TransientError:
+        response = DistillResponse.failure(
+            parsed.request_id,
+            DistillErrorCode.BACKEND_UNAVAILABLE,
+            "memory is busy or unavailable right now",
+            "retry in a moment",
+        )
+    except Exception as exc:  # a reply must go out whatever happened
+        log.error("distill_request_failed", error=type(exc).__name__)
+        response = DistillResponse.failure(
+            parsed.request_id,
+            DistillErrorCode.INTERNAL_ERROR,
+            "the request failed",
+            "retry; if it persists, report it with the maintenance worker's log",
+        )
+    if parsed.reply_to:
+        answers.reply(distiller.redis, parsed.reply_to, response, DISTILL_REPLY_TTL_S)
+    return {"success": response.success}
+
+
+def retry_policy() -> Retry:
+    return Retry(max=RETRIES, interval=list(RETRY_INTERVALS_S))
+
+
+def schedule_sweep(queue: Queue, every_s: int, now: datetime | None = None) -> str:
+    """Schedule the next compaction sweep (RQ's scheduler, which maintenance workers run,
+    enqueues it on time); idempotent within one time slot. Returns its job id."""
+    now = now or datetime.now(UTC)
+    slot = int(now.timestamp() // every_s) + 1
+    job_id = f"{SWEEP_JOB_PREFIX}{slot}"
+    when = datetime.fromtimestamp(slot * every_s, UTC)
+    queue.enqueue_at(
+        when,
+        compact_sweep_job,
+        job_id=job_id,
+        description="compact_sweep()",
+        result_ttl=RESULT_TTL_S,
+        failure_ttl=FAILURE_TTL_S,
+        job_timeout=MAINTENANCE_JOB_TIMEOUT_S,
+    )
+    log.info("compaction_sweep_scheduled", job_id=job_id, in_s=round((when - now).total_seconds()))
+    return job_id

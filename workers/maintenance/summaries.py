@@ -1,0 +1,218 @@
+"""Making and storing ConversationSummaries: every N turns, on semantic triggers, on demand.
+
+A session's automatic summaries cover consecutive segments: each starts after the last
+turn an earlier summary of the session covered. "Summarize and store the last N turns"
+makes a summary of exactly that span (status Final: a person asked for it). A summary's
+id is derived from its session and turn span, so making it again rewrites the same node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+import structlog
+
+from schemas.summaries import (
+    ConversationSummary,
+    SummaryContent,
+    SummaryMethod,
+    SummaryStatus,
+    TimeScope,
+    render_summary,
+)
+from workers.graph.batch_plan import iso
+from workers.graph.retry import run_write
+from workers.maintenance import statements as cypher
+from workers.maintenance.context import Distiller
+from workers.maintenance.extractive import (
+    DIRECTIVE_TYPES,
+    decisions_of,
+    extractive_summary,
+    references_of,
+)
+from workers.maintenance.memories import summary_memory, upserts
+from workers.maintenance.topics import topic_of
+from workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
+
+log = structlog.get_logger(__name__)
+
+MAX_SEGMENT_TURNS = 40
+"""Longest segment in one summary; a longer backlog becomes several summaries."""
+
+
+def summary_uid(session_id: str, first_turn: int, last_turn: int) -> str:
+    digest = hashlib.sha256(f"{session_id}\x1f{first_turn}\x1f{last_turn}".encode()).hexdigest()
+    return f"sum_{digest[:32]}"
+
+
+def topic_key(workspace: str, topic_id: str) -> str:
+    """One indexed property to find a topic's summaries and record by."""
+    return f"{workspace}|{topic_id}"
+
+
+def _read(distiller: Distiller, query: str, **params: object) -> list[dict[str, object]]:
+    records, _, _ = distiller.driver.execute_query(query, params, database_=distiller.database)
+    return [dict(r) for r in records]
+
+
+def covered_through(distiller: Distiller, session_id: str) -> int:
+    """The last turn an automatic summary of the session covers (-1: none yet)."""
+    rows = _read(distiller, cypher.SESSION_SUMMARIES, session_id=session_id)
+    return max((int(str(r["last_turn"])) for r in rows), default=-1)
+
+
+def workspace_topics(distiller: Distiller, workspace: str) -> list[str]:
+    rows = _read(distiller, cypher.WORKSPACE_TOPICS, workspace=workspace)
+    return sorted(str(r["topic_id"]) for r in rows if r["topic_id"])
+
+
+MAX_ENTITIES = 50
+
+
+def mentioned_names(turns: Sequence[SessionTurn]) -> tuple[str, ...]:
+    """What the turns mention, most mentioned first (decisions and directives left out:
+    their names are whole clauses)."""
+    counts: dict[str, int] = {}
+    for turn in turns:
+        for mention in turn.mentions:
+            if mention.type not in DIRECTIVE_TYPES:
+                counts[mention.name] = counts.get(mention.name, 0) + 1
+    ranked = sorted(counts, key=lambda name: (-counts[name], name))
+    return tuple(ranked[:MAX_ENTITIES])
+
+
+def build_summary(
+    distiller: Distiller,
+    turns: Sequence[SessionTurn],
+    *,
+    status: SummaryStatus,
+    now: datetime,
+) -> ConversationSummary:
+    """A summary of ``turns`` (one session, in order), by the LLM when configured."""
+    first, last = turns[0], turns[-1]
+    topic = topic_of(turns, workspace_topics(distiller, first.workspace))
+    references = references_of(turns)
+    content: SummaryContent = extractive_summary(turns, topic.title)
+    method = SummaryMethod.EXTRACTIVE
+    if distiller.summarizer is not None:
+        content, used = distiller.summarizer.summarize(
+            turns, content, references.model_dump(mode="json")
+        )
+        method = SummaryMethod.LLM if used else SummaryMethod.EXTRACTIVE
+    decided = decisions_of(turns)
+    return ConversationSummary(
+        id=summary_uid(first.session_id, first.turn_index, last.turn_index),
+        topic_id=topic.topic_id,
+        session_id=first.session_id,
+        workspace=first.workspace,
+        user=first.user,
+        plan_id=topic.plan_id,
+        status=status,
+        content=content,
+        references=references,
+        time_scope=TimeScope(session_start=first.occurred_at, session_end=last.occurred_at),
+        first_turn=first.turn_index,
+        last_turn=last.turn_index,
+        source_event_ids=tuple(t.event_id for t in turns),
+        decision_event_ids=tuple(dict.fromkeys(turn.event_id for _, turn in decided)),
+        entities=mentioned_names(turns),
+        method=method,
+        created_at=now,
+    )
+
+
+def store_summary(distiller: Distiller, summary: ConversationSummary) -> None:
+    """Write the summary node and its links (one transaction), then tell recall."""
+    memory = summary_memory(summary)
+    row = {
+        "uid": summary.id,
+        "created_at": iso(summary.created_at),
+        "status": summary.status.value,
+        "topic": summary.content.topic,
+        "topic_id": summary.topic_id,
+        "topic_key": topic_key(summary.workspace, summary.topic_id),
+        "plan_id": summary.plan_id,
+        "session_id": summary.session_id,
+        "workspace": summary.workspace,
+        "user": summary.user,
+        "first_turn": summary.first_turn,
+        "last_turn": summary.last_turn,
+        "time_start": iso(summary.time_scope.session_start),
+        "time_end": iso(summary.time_scope.session_end),
+        "method": summary.method.value,
+        "text": render_summary(summary),
+        "summary": summary.model_dump_json(),
+        "memory": memory.model_dump_json(),
+        "source_event_ids": list(summary.source_event_ids),
+        "decision_event_ids": list(summary.decision_event_ids),
+    }
+    run_write(
+        distiller.driver,
+        distiller.database,
+        lambda tx: tx.run(cypher.UPSERT_SUMMARY, row=row).consume(),
+    )
+    distiller.announce(upserts([memory]))
+    log.info(
+        "summary_stored",
+        summary_id=summary.id,
+        turns=len(summary.source_event_ids),
+        method=summary.method.value,
+    )
+
+
+def summarize_session(
+    distiller: Distiller, session_id: str, *, through_turn: int | None = None
+) -> list[ConversationSummary]:
+    """The session's next automatic summaries: the turns after the last covered one,
+    up to ``through_turn`` (default: the last stored), in segments of at most
+    ``MAX_SEGMENT_TURNS``. One summarizer per session at a time (a lock)."""
+    made: list[ConversationSummary] = []
+    with distiller.lock(f"summary:{session_id}"):
+        last = through_turn
+        if last is None:
+            last = last_turn_index(distiller.driver, distiller.database, session_id)
+        if last is None:
+            return made
+        first = covered_through(distiller, session_id) + 1
+        if first > last:
+            return made
+        turns = read_turns(distiller.driver, distiller.database, session_id, first, last)
+        for start in range(0, len(turns), MAX_SEGMENT_TURNS):
+            segment = turns[start : start + MAX_SEGMENT_TURNS]
+            summary = build_summary(
+                distiller, segment, status=SummaryStatus.DRAFT, now=distiller.now()
+            )
+            store_summary(distiller, summary)
+            made.append(summary)
+    return made
+
+
+def summarize_last_turns(
+    distiller: Distiller, session_id: str, last_n: int
+) -> ConversationSummary | None:
+    """On demand: a Final summary of the session's last ``last_n`` turns, stored."""
+    if last_n < 1:
+        raise ValueError("last_n must be at least 1")
+    last = last_turn_index(distiller.driver, distiller.database, session_id)
+    if last is None:
+        return None
+    turns = read_turns(
+        distiller.driver, distiller.database, session_id, max(0, last - last_n + 1), last
+    )
+    turns = turns[-last_n:]
+    if not turns:
+        return None
+    summary = build_summary(distiller, turns, status=SummaryStatus.FINAL, now=distiller.now())
+    store_summary(distiller, summary)
+    return summary
+
+
+def load_summary(distiller: Distiller, uid: str) -> ConversationSummary | None:
+    """A stored summary by id, with its current status."""
+    rows = _read(distiller, cypher.SUMMARY_BY_UID, uid=uid)
+    if not rows or not rows[0]["summary"]:
+        return None
+    summary = ConversationSummary.model_validate_json(str(rows[0]["summary"]))
+    return summary.model_copy(update={"status": SummaryStatus(str(rows[0]["status"]))})

@@ -1,0 +1,107 @@
+"""Sentences and cues: the small text tools the offline summarizers share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])|\n+")
+_SPACES = re.compile(r"\s+")
+_BULLET = re.compile(r"^\s*(?:[-*>•]|\d+[.)])\s+")
+
+RATIONALE_CUES = (
+    "because",
+    "since ",
+    "so that",
+    "due to",
+    "the reason",
+    "reason is",
+    "trade-off",
+    "tradeoff",
+    "to avoid",
+    "otherwise",
+    "which means",
+    "as it ",
+    "given that",
+)
+"""Phrases that introduce a why."""
+
+NEXT_STEP_CUES = (
+    "next ",
+    "next,",
+    "i'll ",
+    "i will ",
+    "we'll ",
+    "we will ",
+    "let me ",
+    "todo",
+    "to do:",
+    "need to ",
+    "needs to ",
+    "still have to",
+    "follow up",
+    "follow-up",
+    "then we ",
+    "going to ",
+)
+"""Phrases that announce work still to be done."""
+
+OPEN_CUES = (
+    "open question",
+    "not sure",
+    "unclear",
+    "undecided",
+    "tbd",
+    "still need to decide",
+    "haven't decided",
+    "have not decided",
+    "unresolved",
+    "risk",
+    "don't know",
+    "do not know",
+)
+"""Phrases that mark something unresolved (besides a question mark)."""
+
+
+def clean(text: str) -> str:
+    """Code blocks out, whitespace folded."""
+    return _SPACES.sub(" ", _CODE_BLOCK.sub(" ", text)).strip()
+
+
+def sentences(text: str, max_chars: int = 240) -> list[str]:
+    """Prose sentences of ``text`` (code blocks left out), each at most ``max_chars``."""
+    out: list[str] = []
+    for piece in _SENTENCE_END.split(_CODE_BLOCK.sub("\n", text)):
+        sentence = _SPACES.sub(" ", _BULLET.sub("", piece)).strip()
+        if len(sentence) < 8 or not any(ch.isalpha() for ch in sentence):
+            continue
+        out.append(shorten(sentence, max_chars))
+    return out
+
+
+def shorten(text: str, max_chars: int) -> str:
+    """At most ``max_chars``, cut at a word boundary with an ellipsis."""
+    text = text.strip()
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - 1].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return cut + "…"
+
+
+def has_cue(sentence: str, cues: Iterable[str]) -> bool:
+    lowered = f" {sentence.lower()} "
+    return any(cue in lowered for cue in cues)
+
+
+def is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?")
+
+
+def first_words(text: str, count: int) -> str:
+    words = clean(text).split()
+    return " ".join(words[:count]) + (" …" if len(words) > count else "")
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))

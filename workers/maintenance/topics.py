@@ -1,0 +1,134 @@
+"""What a segment of conversation is about: its ``topic_id`` (what compaction groups by),
+a readable title, and its plan id.
+
+Computed from what extraction put in the graph, never asked of an LLM, so the same topic
+gets the same id in every summary: the subject of the latest decision, else the plan, else
+the most mentioned thing, else the session's opening words. A new id that names an
+existing topic with extra words ("job queue instead" vs "job queue") reuses the existing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from workers.maintenance.text import first_words
+from workers.maintenance.turns import SessionTurn
+
+TOPIC_ENTITY_TYPES = (
+    "Task", "Problem", "Incident", "Concept", "Service", "Tool", "File", "Symbol", "Topic",
+)  # fmt: skip
+"""Entity types that can name a topic when no decision or plan does, best first."""
+
+MAX_TOPIC_ID_CHARS = 80
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+TOPIC_CUT_WORDS = frozenset(
+    {
+        "because", "since", "after", "instead", "so", "as", "which", "that", "but", "and",
+        "to", "with", "when", "if", "unless", "than", "rather", "from", "until", "while",
+        "for", "over", "versus", "vs", "or", "not",
+    }
+)  # fmt: skip
+"""A decision subject is cut at the first of these: "job queue because it is simple",
+"job queue after all" and "job queue instead" are all the topic "job queue"."""
+
+TOPIC_STOPWORDS = frozenset(
+    {"the", "a", "an", "our", "its", "their", "this", "that", "these", "those", "we", "us"}
+)
+
+MAX_TOPIC_WORDS = 4
+
+
+@dataclass(frozen=True)
+class Topic:
+    topic_id: str
+    title: str
+    plan_id: str | None
+
+
+def slug(text: str) -> str:
+    return _SLUG.sub("-", text.lower()).strip("-")[:MAX_TOPIC_ID_CHARS].strip("-")
+
+
+def _title(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] if text else text
+
+
+def subject_words(subject: str) -> str:
+    """The head of a decision subject: up to the first cut word, at most four words."""
+    kept: list[str] = []
+    for word in re.findall(r"[a-z0-9][a-z0-9._/#+-]*", subject.lower()):
+        if word in TOPIC_CUT_WORDS and kept:
+            break
+        if word in TOPIC_STOPWORDS or word in TOPIC_CUT_WORDS:
+            continue
+        kept.append(word)
+        if len(kept) == MAX_TOPIC_WORDS:
+            break
+    return " ".join(kept)
+
+
+def plan_of(turns: Sequence[SessionTurn]) -> str | None:
+    for turn in reversed(turns):
+        for mention in turn.mentioned("Plan"):
+            return mention.name
+    return None
+
+
+def topic_of(turns: Sequence[SessionTurn], existing: Iterable[str] = ()) -> Topic:
+    """The topic of a segment, reusing an ``existing`` topic id when one matches."""
+    plan = plan_of(turns)
+    subject = None
+    for turn in reversed(turns):
+        subjects = [m.subject for m in turn.mentioned("Decision") if m.subject]
+        if subjects:
+            subject = subjects[-1]
+            break
+    subject = subject_words(subject) if subject else None
+    if subject:
+        candidate, title = slug(subject), _title(subject)
+    elif plan and slug(plan):
+        candidate, title = slug(plan), plan
+    else:
+        counts: Counter[tuple[int, str]] = Counter()
+        for turn in turns:
+            for mention in turn.mentions:
+                if mention.type in TOPIC_ENTITY_TYPES:
+                    counts[(TOPIC_ENTITY_TYPES.index(mention.type), mention.name)] += 1
+        if counts:
+            (_, name), _ = min(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
+            candidate, title = slug(name), name
+        else:
+            opening = next((t.content for t in turns if t.role == "user"), turns[0].content)
+            title = first_words(opening, 8)
+            candidate = slug(first_words(opening, 5)) or "conversation"
+    topic_id = match_existing(candidate, existing) or candidate or "conversation"
+    if plan and title != plan and not title.lower().startswith(plan.lower()):
+        title = f"{plan}: {title}"
+    return Topic(topic_id=topic_id, title=title[:120], plan_id=plan)
+
+
+def match_existing(candidate: str, existing: Iterable[str]) -> str | None:
+    """An existing id that is the candidate, or that contains / is contained in it word for
+    word (the shorter side having at least two words, so "queue" never swallows topics)."""
+    words = candidate.split("-")
+    best: str | None = None
+    for other in existing:
+        if other == candidate:
+            return other
+        other_words = other.split("-")
+        shorter, longer = sorted((words, other_words), key=len)
+        fits = len(shorter) >= 2 and _contains(longer, shorter)
+        if fits and (best is None or len(other) < len(best)):
+            best = other
+    return best
+
+
+def _contains(longer: Sequence[str], shorter: Sequence[str]) -> bool:
+    n = len(shorter)
+    return any(list(longer[i : i + n]) == list(shorter) for i in range(len(longer) - n + 1))
