@@ -5,10 +5,12 @@ Measures, through the real graph and Redis:
 - summaries per 100 turns with the default triggers (every N turns, semantic triggers),
   on the labelled conversations (``tests/data/distill_conversations.jsonl``);
 - offline summary time per summarized turn;
-- decision coverage: the share of the decisions stated in the conversations that appear
-  in the Decisions of their summaries, per split (tune / score), against a reference
-  measured in the same run: a lead summary (the segment's first three user sentences as
-  its "decisions");
+- decisions: coverage (the share of the decisions stated in the conversations that a
+  Decisions bullet of their summaries names) and precision (the share of Decisions
+  bullets that name a stated decision), per split (tune / score), against a reference
+  measured in the same run: a lead summary (each segment's first three user sentences as
+  its "decisions"). A bullet that lists every option ("RQ, Celery or dramatiq?") names
+  none;
 - LLM calls and prompt/completion tokens per summary, counted at a local
   OpenAI-compatible server that answers every call with a valid summary (the plumbing:
   one structured call per summary, a re-ask for every answer that does not validate);
@@ -32,12 +34,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.distill_data import SUBJECTS
 from bench.report import result_line, table
 from schemas.summaries import ConversationSummary
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.app import build_distiller, build_pipeline
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
+from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers.extraction.offline import OfflineExtractor
 from workers.maintenance.context import Distiller
@@ -98,11 +102,24 @@ def converse(
     return made, spent, sum(len(s.source_event_ids) for s in made)
 
 
-def covered(conversation: dict[str, Any], decided: list[str]) -> tuple[int, int]:
-    """(decisions whose choice appears in a Decisions bullet, decisions stated)."""
-    text = " \n".join(decided).casefold()
-    hits = sum(d["choice"].casefold() in text for d in conversation["decisions"])
-    return hits, len(conversation["decisions"])
+def _options(subject: str) -> list[str]:
+    return next(options for name, options, _ in SUBJECTS if name == subject)
+
+
+def names_choice(bullet: str, subject: str, choice: str) -> bool:
+    """The bullet names ``choice`` and does not list every option of the subject (a
+    question such as "RQ, Celery or dramatiq?" names them all and decides nothing)."""
+    lowered = bullet.casefold()
+    options = _options(subject)
+    return choice.casefold() in lowered and not all(o.casefold() in lowered for o in options)
+
+
+def covered(conversation: dict[str, Any], decided: list[str]) -> tuple[int, int, int]:
+    """(decisions some bullet names, decisions stated, bullets that name a stated one)."""
+    stated = conversation["decisions"]
+    hits = sum(any(names_choice(b, d["subject"], d["choice"]) for b in decided) for d in stated)
+    precise = sum(any(names_choice(b, d["subject"], d["choice"]) for d in stated) for b in decided)
+    return hits, len(stated), precise
 
 
 def lead_reference(conversation: dict[str, Any], summaries: list[ConversationSummary]) -> list[str]:
@@ -136,7 +153,9 @@ def offline_run(clients: Clients, conversations: list[dict[str, Any]]) -> dict[s
     distiller = build_distiller(clients)
     out: dict[str, Any] = {"turns": 0, "summaries": 0, "seconds": 0.0, "summarized": 0}
     for split in ("tune", "score"):
-        out[f"{split}_hits"] = out[f"{split}_stated"] = out[f"{split}_lead_hits"] = 0
+        for key in ("hits", "stated", "lead_hits", "bullets", "precise", "lead_bullets",
+                    "lead_precise"):  # fmt: skip
+            out[f"{split}_{key}"] = 0
     for conversation in conversations:
         made, spent, summarized = converse(clients, distiller, conversation)
         out["turns"] += len(conversation["turns"])
@@ -144,11 +163,17 @@ def offline_run(clients: Clients, conversations: list[dict[str, Any]]) -> dict[s
         out["seconds"] += spent
         out["summarized"] += summarized
         split = conversation["split"]
-        hits, stated = covered(conversation, [d for s in made for d in s.content.decisions])
-        lead_hits, _ = covered(conversation, lead_reference(conversation, made))
+        ours = [d for s in made for d in s.content.decisions]
+        lead = lead_reference(conversation, made)
+        hits, stated, precise = covered(conversation, ours)
+        lead_hits, _, lead_precise = covered(conversation, lead)
         out[f"{split}_hits"] += hits
         out[f"{split}_stated"] += stated
         out[f"{split}_lead_hits"] += lead_hits
+        out[f"{split}_bullets"] += len(ours)
+        out[f"{split}_precise"] += precise
+        out[f"{split}_lead_bullets"] += len(lead)
+        out[f"{split}_lead_precise"] += lead_precise
     return out
 
 
@@ -183,7 +208,7 @@ def llm_run(
             made, _, _ = converse(llm_clients, distiller, conversation)
             summaries += len(made)
             if conversation["split"] == "score":
-                h, s = covered(conversation, [d for m in made for d in m.content.decisions])
+                h, s, _ = covered(conversation, [d for m in made for d in m.content.decisions])
                 hits, stated = hits + h, stated + s
         stats = distiller.summarizer.stats.snapshot()
         prompt_chars = (
@@ -250,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--llm", action="store_true", help="use the configured LLM endpoint")
     args = parser.parse_args(argv)
+    configure_logging(Settings(_env_file=None, log_level="WARNING"))
     conversations = load()
     with services() as clients:
         offline = offline_run(clients, conversations)
