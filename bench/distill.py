@@ -289,10 +289,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for split in ("tune", "score"):
         stated = offline[f"{split}_stated"]
-        rows.append([split, stated, _share(offline[f"{split}_hits"], stated),
-                     _share(offline[f"{split}_lead_hits"], stated)])  # fmt: skip
+        rows.append(
+            [
+                split,
+                stated,
+                _share(offline[f"{split}_hits"], stated),
+                _share(offline[f"{split}_precise"], offline[f"{split}_bullets"]),
+                _share(offline[f"{split}_lead_hits"], stated),
+                _share(offline[f"{split}_lead_precise"], offline[f"{split}_lead_bullets"]),
+            ]
+        )
     print(f"conversations: {len(conversations)}, turns: {offline['turns']}")
-    print(table(["split", "decisions", "offline_coverage", "lead3_reference"], rows))
+    headers = ["split", "decisions", "coverage", "precision", "lead3_coverage", "lead3_precision"]
+    print(table(headers, rows))
     calls_per = llm["calls"] / max(1, llm["summaries"])
     print(
         table(
@@ -324,8 +333,12 @@ def main(argv: list[str] | None = None) -> int:
             recap_tokens=recap_tokens,
             decision_coverage_offline_score=_share(offline["score_hits"], score_stated),
             decision_coverage_offline_tune=_share(offline["tune_hits"], offline["tune_stated"]),
-            decision_coverage_lead3_score=_share(
-                offline["score_lead_hits"], offline["score_stated"]
+            decision_precision_offline_score=_share(
+                offline["score_precise"], offline["score_bullets"]
+            ),
+            decision_coverage_lead3_score=_share(offline["score_lead_hits"], score_stated),
+            decision_precision_lead3_score=_share(
+                offline["score_lead_precise"], offline["score_lead_bullets"]
             ),
             decision_coverage_llm_score=llm_coverage,
         )
