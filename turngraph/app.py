@@ -170,6 +170,15 @@ def build_ingest_worker(
     )
 
 
+def maintenance_queue(clients: Clients) -> Queue:
+    return Queue(
+        clients.settings.maintenance_queue,
+        connection=clients.redis,
+        serializer=JSONSerializer,
+        job_class=MaintenanceJob,
+    )
+
+
 def build_maintenance_worker(clients: Clients) -> SimpleWorker:
     """Summaries, compaction, promotion, recap: the distiller installed for its jobs, and
     the next periodic compaction sweep scheduled (RQ's scheduler runs it)."""
