@@ -3,6 +3,8 @@ isolated per test by flushing Redis and emptying the graph."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,9 +12,44 @@ import neo4j
 import pytest
 import redis
 
+from tests.support.leftovers import kill_all, tag_this_run, tagged_processes
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import LogFormat, Settings
+
+LEFTOVER_GRACE_S = 10.0
+"""How long processes the run started may take to exit once the last test is done."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tag_processes(request: pytest.FixtureRequest) -> None:
+    """Tag every process the run starts, for the leftover check at the end."""
+    request.config.stash[_RUN_ID] = tag_this_run()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a process it started outlived it (session fixtures are torn down)."""
+    run_id = session.config.stash.get(_RUN_ID, None)
+    if run_id is None:
+        return
+    ours = {os.getpid()}
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    leftovers = tagged_processes(run_id, exclude=ours)
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling other processes' exit
+        leftovers = tagged_processes(run_id, exclude=ours)
+    if not leftovers:
+        return
+    kill_all(set(leftovers))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"  {pid}: {cmd}" for pid, cmd in sorted(leftovers.items())]
+    message = "processes started by the tests outlived them (now killed):\n" + "\n".join(lines)
+    if reporter is not None:
+        reporter.write_line(message, red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_RUN_ID = pytest.StashKey[str]()
 
 
 @pytest.fixture(scope="session")
