@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.serializers import JSONSerializer
 
 from schemas.keys import DISTILL_REQUESTS
@@ -28,6 +28,7 @@ from workers.maintenance.gateway import DistillGateway
 from workers.maintenance.jobs import schedule_sweep
 from workers.maintenance.triggers import FollowUps
 from workers.recall.worker import RecallWorker
+from workers.stoppable import StoppableWorker
 from workers.trusted_jobs import MaintenanceJob, TrustedJob
 
 if TYPE_CHECKING:
@@ -179,13 +180,13 @@ def maintenance_queue(clients: Clients) -> Queue:
     )
 
 
-def build_maintenance_worker(clients: Clients) -> SimpleWorker:
+def build_maintenance_worker(clients: Clients) -> StoppableWorker:
     """Summaries, compaction, promotion, recap: the distiller installed for its jobs, and
     the next periodic compaction sweep scheduled (RQ's scheduler runs it)."""
     queue = maintenance_queue(clients)
     maintenance_context.install(build_distiller(clients))
     schedule_sweep(queue, clients.settings.compact_sweep_every_s)
-    return SimpleWorker(
+    return StoppableWorker(
         [queue], connection=clients.redis, serializer=JSONSerializer, job_class=MaintenanceJob
     )
 

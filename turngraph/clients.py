@@ -23,6 +23,12 @@ EMBEDDED_WAIT_S = 90.0
 GRAPH_INITIAL_RETRY_DELAY_S = 0.02
 """First back-off of the driver's managed-transaction retry (then doubling, jittered)."""
 
+GRAPH_RETRY_S = 30.0
+"""How long the driver keeps retrying a managed transaction (its own default): workers."""
+
+INTERACTIVE_GRAPH_RETRY_S = 3.0
+"""The same for a command a person waits on: a stopped graph server is reported, not awaited."""
+
 
 def resolve_endpoints(settings: Settings, wait_s: float = EMBEDDED_WAIT_S) -> Settings:
     """Fill in the embedded services' URLs when none are configured."""
@@ -68,8 +74,11 @@ class Clients:
             self.llm.close()
 
 
-def build_clients(settings: Settings) -> Clients:
-    """Connect to Redis, the graph and (if configured) the LLM endpoint."""
+def build_clients(settings: Settings, *, graph_retry_s: float = GRAPH_RETRY_S) -> Clients:
+    """Connect to Redis, the graph and (if configured) the LLM endpoint.
+
+    ``graph_retry_s``: how long a graph transaction is retried on transient errors
+    (``INTERACTIVE_GRAPH_RETRY_S`` for commands people wait on)."""
     if not (settings.redis_url and settings.graph_uri):
         settings = resolve_endpoints(settings)
     assert settings.redis_url and settings.graph_uri
@@ -84,6 +93,7 @@ def build_clients(settings: Settings) -> Clients:
         # Write conflicts between ingest workers are short; the driver's default first
         # retry after 1 s stalled a whole batch (measured with bench.ingest, two workers).
         initial_retry_delay=GRAPH_INITIAL_RETRY_DELAY_S,
+        max_transaction_retry_time=graph_retry_s,
     )
     llm = None
     if settings.llm_configured:

@@ -8,7 +8,7 @@ from typing import Any
 from producers.scopes import ScopeHasher
 from schemas.scopes import Scope
 from turngraph.app import build_graph_store
-from turngraph.clients import build_clients, resolve_endpoints
+from turngraph.clients import INTERACTIVE_GRAPH_RETRY_S, build_clients, resolve_endpoints
 from turngraph.scope_keys import scope_id
 from turngraph.settings import Settings
 
@@ -23,7 +23,7 @@ def forget(settings: Settings, scope: Scope, key: str, *, hashed: bool = False) 
         key = scope_id(ScopeHasher.for_data_dir(settings.data_dir), scope, key)
     if settings.embedded:
         settings = resolve_endpoints(settings, wait_s=0.0)
-    clients = build_clients(settings)
+    clients = build_clients(settings, graph_retry_s=INTERACTIVE_GRAPH_RETRY_S)
     try:
         report = forget_scope(
             redis_client=clients.redis,

@@ -34,5 +34,18 @@ def configure_logging(settings: Settings) -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
-    # RQ logs through the standard library; route it at our level, same stream.
-    logging.basicConfig(level=max(level, logging.WARNING), stream=sys.stderr, force=True)
+    # RQ and the graph driver log through the standard library: their records go through
+    # the same renderer, so a JSON stream stays JSON lines (RQ's own handler is never added:
+    # it adds one only where no handler exists, and workers never pass it a level).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(max(level, logging.WARNING))

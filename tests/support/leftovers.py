@@ -8,6 +8,7 @@ even when it was re-parented to PID 1 or sits in a session of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import uuid
@@ -46,7 +47,5 @@ def tagged_processes(run_id: str, *, exclude: set[int]) -> dict[int, str]:
 def kill_all(pids: set[int]) -> None:
     """SIGKILL what leaked, so a failed check still leaves the machine clean."""
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+from turngraph.cli.failures import describe_failure
 
 COMMAND_MODULES = (
     "turngraph.cli.run_cmd",
@@ -34,8 +37,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; whatever goes wrong ends in one line on stderr and exit status 1."""
     args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the last boundary: people get a line, not a traceback
+        print(f"turngraph {args.command}: {describe_failure(exc)}", file=sys.stderr)
+        if os.environ.get("TURNGRAPH_TRACEBACK"):
+            raise
+        return 1
 
 
 if __name__ == "__main__":

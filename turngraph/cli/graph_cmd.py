@@ -14,7 +14,12 @@ from typing import IO
 from schemas.errors import TurngraphError
 from schemas.scopes import Scope
 from turngraph.app import load_ontology
-from turngraph.clients import Clients, build_clients, resolve_endpoints
+from turngraph.clients import (
+    INTERACTIVE_GRAPH_RETRY_S,
+    Clients,
+    build_clients,
+    resolve_endpoints,
+)
 from turngraph.settings import Settings
 
 
@@ -24,7 +29,7 @@ def _clients(settings: Settings | None = None) -> Iterator[Clients]:
     settings = settings or Settings()
     if settings.embedded:
         settings = resolve_endpoints(settings, wait_s=0.0)
-    clients = build_clients(settings)
+    clients = build_clients(settings, graph_retry_s=INTERACTIVE_GRAPH_RETRY_S)
     try:
         yield clients
     finally:

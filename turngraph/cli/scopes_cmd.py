@@ -6,15 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import neo4j
-
 from producers.scope_hints import ScopeHints
 from producers.scopes import ScopeHasher
-from schemas.errors import TurngraphError
 from schemas.scopes import Scope
 from turngraph.scope_keys import raw_workspace, scope_id
 from turngraph.settings import Settings
@@ -122,11 +118,7 @@ def run_scopes(args: argparse.Namespace) -> int:
     settings = Settings()
     hasher = ScopeHasher.for_data_dir(settings.data_dir)
     here = hasher.workspace(raw_workspace(os.getcwd()))
-    try:
-        rows = list_scopes(settings, here=here)
-    except (TurngraphError, neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    rows = list_scopes(settings, here=here)  # failures: one line, from turngraph.cli.main
     if args.workspace:
         wanted = scope_id(hasher, Scope.WORKSPACE, args.workspace)
         rows = [row for row in rows if row.id == wanted]

@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import redis
 import structlog
-from rq import SimpleWorker
 from rq.exceptions import StopRequested
 
 from turngraph.app import (
@@ -28,6 +27,7 @@ from turngraph.embedded.redis_server import without_password
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers.ingest.batching import BatchingIngestWorker
+from workers.stoppable import StoppableWorker
 
 log = structlog.get_logger(__name__)
 
@@ -36,9 +36,7 @@ RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 """Waits between attempts to reach Redis again after an RQ worker quit on losing it."""
 
 
-def supervise(
-    build: Callable[[], SimpleWorker], clients: Clients, *, burst: bool, settings: Settings
-) -> int:
+def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: bool) -> int:
     """Run RQ workers until asked to stop, replacing one that quit because Redis went away.
 
     RQ ends its work loop on any Redis error (it expects a process supervisor); a Redis
@@ -50,10 +48,10 @@ def supervise(
         worker = build()
         try:
             # The scheduler runs retries with back-off (see producers/enqueue.lua).
-            worker.work(burst=burst, with_scheduler=True, logging_level=settings.log_level)
+            worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
         except redis.RedisError as exc:  # raised from RQ's teardown while Redis is away
             log.warning("rq_worker_lost_redis", error=type(exc).__name__)
-        if burst or worker._shutdown_requested_date is not None:  # a stop was asked for
+        if burst or worker.stop_requested:
             return 0
         try:
             wait_for_redis(clients.redis)
@@ -91,11 +89,11 @@ def run_worker(args: argparse.Namespace) -> int:
         if args.kind == "ingest":
             pipeline = build_pipeline(clients)  # one per process, kept across restarts
 
-            def build() -> SimpleWorker:
+            def build() -> StoppableWorker:
                 return build_ingest_worker(clients, pipeline)
         else:
 
-            def build() -> SimpleWorker:
+            def build() -> StoppableWorker:
                 return build_maintenance_worker(clients)
 
             # On-demand requests from clients (summarize, recap …) become jobs here.
@@ -103,11 +101,11 @@ def run_worker(args: argparse.Namespace) -> int:
             if not args.burst:
                 threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
             try:
-                return supervise(build, clients, burst=args.burst, settings=settings)
+                return supervise(build, clients, burst=args.burst)
             finally:
                 gateway.stop()
 
-        return supervise(build, clients, burst=args.burst, settings=settings)
+        return supervise(build, clients, burst=args.burst)
     finally:
         clients.close()
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
 
@@ -41,6 +40,7 @@ from workers.ingest.dead_letters import DeadLetter
 from workers.ingest.envelope import EnvelopeError, check_job_data, read_job
 from workers.ingest.isolation import run_isolating
 from workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
+from workers.stoppable import StoppableWorker
 from workers.trusted_jobs import TrustedJob
 
 __all__ = ["BatchingIngestWorker", "IngestJob", "claim_key", "requeue_expired_claims"]
@@ -92,7 +92,7 @@ def _payload_letter(job_id: str, exc: InvalidPayloadError) -> DeadLetter:
     return DeadLetter(job_id, "InvalidPayloadError", fields, "does not validate", time.time())
 
 
-class BatchingIngestWorker(SimpleWorker):
+class BatchingIngestWorker(StoppableWorker):
     """A :class:`rq.SimpleWorker` (no fork per job) that batches consecutive ingest jobs
     through the :class:`IngestPipeline` it is given."""
 

@@ -1,0 +1,44 @@
+"""One line for a command that failed: what went wrong and what to do, never a traceback.
+
+Messages name the backend and the error type only: a driver's own message can quote a
+statement's parameters, and a statement's parameters can hold chat text.
+"""
+
+from __future__ import annotations
+
+import neo4j.exceptions
+import pydantic
+import redis
+
+from schemas.errors import TurngraphError
+
+START_HINT = (
+    "start the services with `turngraph up` or set TURNGRAPH_REDIS_URL / TURNGRAPH_GRAPH_URI"
+)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What a person reads when a command fails with ``exc``."""
+    if isinstance(exc, TurngraphError):
+        return f"error: {exc}"
+    if isinstance(exc, redis.AuthenticationError | redis.exceptions.NoPermissionError):
+        return "error: Redis refused our credentials; check TURNGRAPH_REDIS_URL"
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        return f"error: Redis is not reachable ({type(exc).__name__}); {START_HINT}"
+    if isinstance(exc, redis.RedisError):
+        return f"error: Redis answered {type(exc).__name__}"
+    if isinstance(exc, neo4j.exceptions.AuthError):
+        return "error: the graph server refused our credentials; check TURNGRAPH_GRAPH_USER"
+    if isinstance(exc, neo4j.exceptions.ServiceUnavailable | neo4j.exceptions.SessionExpired):
+        return f"error: the graph server is not reachable; {START_HINT}"
+    if isinstance(exc, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError):
+        return f"error: the graph server answered {type(exc).__name__}"
+    if isinstance(exc, pydantic.ValidationError):
+        fields = sorted({".".join(str(p) for p in e["loc"]) or "value" for e in exc.errors()})
+        return f"error: invalid {', '.join(fields)}"
+    if isinstance(exc, OSError):
+        return f"error: {type(exc).__name__} ({exc.strerror or 'system error'})"
+    return (
+        f"internal error: {type(exc).__name__}; "
+        "rerun with TURNGRAPH_TRACEBACK=1 for details and report it"
+    )
