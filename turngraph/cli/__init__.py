@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -39,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; whatever goes wrong ends in one line on stderr and exit status 1."""
     args = build_parser().parse_args(argv)
+    # Commands that configure no logging of their own print only errors of the libraries
+    # (the graph driver announces every retry at WARNING); entrypoints override this.
+    logging.basicConfig(level=logging.ERROR)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -35,7 +36,10 @@ def _fail(args: argparse.Namespace, code: str, message: str, remediation: str) -
         "user_message": message,
         "remediation": remediation,
     }
-    print(json.dumps(reply) if getattr(args, "json", False) else f"error: {message}")
+    if getattr(args, "json", False):
+        print(json.dumps(reply))
+    else:
+        print(f"error: {message} ({remediation})", file=sys.stderr)
     return 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import redis
 
@@ -44,7 +45,10 @@ def _fail(args: argparse.Namespace, message: str) -> int:
         "user_message": message,
         "remediation": "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
     }
-    print(json.dumps(reply) if args.json else f"error: {message}")
+    if args.json:
+        print(json.dumps(reply))
+    else:
+        print(f"error: {message}", file=sys.stderr)
     return 1
 
 
