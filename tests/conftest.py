@@ -22,9 +22,12 @@ LEFTOVER_GRACE_S = 10.0
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _tag_processes(request: pytest.FixtureRequest) -> None:
+def _tag_processes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Tag every process the run starts, for the leftover check at the end."""
     request.config.stash[_RUN_ID] = tag_this_run()
+    request.config.stash[_RUN_FOLDER] = tmp_path_factory.getbasetemp().resolve()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -33,16 +36,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run_id is None:
         return
     ours = {os.getpid()}
+    folders = (session.config.stash[_RUN_FOLDER],)
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    leftovers = tagged_processes(run_id, exclude=ours)
+    leftovers = tagged_processes(run_id, exclude=ours, folders=folders)
     while leftovers and time.monotonic() < deadline:
         time.sleep(0.2)  # polling other processes' exit
-        leftovers = tagged_processes(run_id, exclude=ours)
+        leftovers = tagged_processes(run_id, exclude=ours, folders=folders)
     if not leftovers:
         return
     kill_all(set(leftovers))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    lines = [f"  {pid}: {cmd}" for pid, cmd in sorted(leftovers.items())]
+    lines = [f"  {pid}: {cmd[:200]}" for pid, cmd in sorted(leftovers.items())]
     message = "processes started by the tests outlived them (now killed):\n" + "\n".join(lines)
     if reporter is not None:
         reporter.write_line(message, red=True)
@@ -50,6 +54,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 _RUN_ID = pytest.StashKey[str]()
+_RUN_FOLDER = pytest.StashKey[Path]()
 
 
 @pytest.fixture(scope="session")

@@ -25,23 +25,34 @@ def tag_this_run() -> str:
     return run_id
 
 
-def tagged_processes(run_id: str, *, exclude: set[int]) -> dict[int, str]:
-    """``{pid: command line}`` of live processes carrying ``run_id``, minus ``exclude``."""
+def tagged_processes(
+    run_id: str, *, exclude: set[int], folders: tuple[Path, ...] = ()
+) -> dict[int, str]:
+    """``{pid: command line}`` of live processes carrying ``run_id`` or working inside one
+    of ``folders``, minus ``exclude``."""
     needle = f"{MARKER}={run_id}".encode()
     found: dict[int, str] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in exclude:
             continue
         try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+            tagged = needle in (entry / "environ").read_bytes().split(b"\0")
+            if not tagged and not _works_inside(entry, folders):
                 continue
             if (entry / "stat").read_text().split(") ")[-1].startswith("Z"):
                 continue  # a zombie holds nothing; its parent has not reaped it yet
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:  # gone meanwhile, or not ours to read
             continue
-        found[int(entry.name)] = cmdline.strip()[:200]
+        found[int(entry.name)] = cmdline.strip()
     return found
+
+
+def _works_inside(entry: Path, folders: tuple[Path, ...]) -> bool:
+    if not folders:
+        return False
+    cwd = (entry / "cwd").resolve()
+    return any(cwd == folder or folder in cwd.parents for folder in folders)
 
 
 def kill_all(pids: set[int]) -> None:

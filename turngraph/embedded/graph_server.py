@@ -33,9 +33,13 @@ def _wheel_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+PASSWORD_FILE = "graph.password"
+"""The root password's file beside the data (mode 600); the server reads it from there."""
+
+
 def password_for(data_dir: Path) -> str:
     """A per-installation root password, created once and kept beside the data."""
-    path = data_dir / "graph.password"
+    path = data_dir / PASSWORD_FILE
     if not path.exists():
         data_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(secrets.token_urlsafe(18))
@@ -64,7 +68,8 @@ class GraphServer:
                 str(root / "jars" / "*"),
                 f"-Darcadedb.server.rootPath={absolute}",
                 f"-Darcadedb.server.databaseDirectory={absolute / 'databases'}",
-                f"-Darcadedb.server.rootPassword={self.password}",
+                # A file (mode 600), never the password itself: a command line is world-readable.
+                f"-Darcadedb.server.rootPasswordPath={absolute / PASSWORD_FILE}",
                 "-Darcadedb.server.httpIncomingHost=127.0.0.1",
                 f"-Darcadedb.server.httpIncomingPort={self.http_port}",
                 "-Darcadedb.bolt.host=127.0.0.1",
