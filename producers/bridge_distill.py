@@ -98,7 +98,9 @@ def _clamp_deadline(requested: int | None) -> tuple[dict[str, Any], dict[str, Cl
     if requested is None:
         return {}, None
     used = min(max(requested, MIN_DISTILL_DEADLINE_MS), MAX_DISTILL_DEADLINE_MS)
-    clamped = {"deadline_ms": Clamped(requested=requested, used=used)} if used != requested else None
+    clamped = (
+        {"deadline_ms": Clamped(requested=requested, used=used)} if used != requested else None
+    )
     return {"deadline_ms": used}, clamped
 
 
@@ -180,9 +182,7 @@ class DistillOps:
         """Op ``recap``: the session's recap, by default the workspace's previous session."""
         session = self._hasher.session(request.session_id) if request.session_id else None
         current = (
-            self._hasher.session(request.current_session_id)
-            if request.current_session_id
-            else None
+            self._hasher.session(request.current_session_id) if request.current_session_id else None
         )
         workspace = self._hasher.workspace(request.workspace)
 

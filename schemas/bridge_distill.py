@@ -121,8 +121,8 @@ class PromoteRequest(BaseModel):
     user: RawKey
     session_id: RawKey = Field(description="The chat the memory comes from.")
     scope: Literal["workspace", "user"] = "workspace"
-    source_event_ids: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")], ...] = (
-        Field(default=(), max_length=50, description="The turns it comes from (event ids).")
+    source_event_ids: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")], ...] = Field(
+        default=(), max_length=50, description="The turns it comes from (event ids)."
     )
     deadline_ms: int | None = _deadline()
 
