@@ -50,7 +50,7 @@ MemoryId = Annotated[
 
 
 def _deadline() -> int | None:
-    return Field(  # type: ignore[no-any-return]
+    return Field(
         default=None,
         description=f"How long to wait for a maintenance worker (default "
         f"{DEFAULT_DISTILL_DEADLINE_MS}); out of range ({MIN_DISTILL_DEADLINE_MS}.."
