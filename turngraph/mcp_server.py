@@ -6,8 +6,10 @@ and the same reply objects (as the tool result's structured content). A failure 
 result with ``isError`` and the bridge's ``error_code`` / ``user_message`` /
 ``remediation``, never a made-up success.
 
-No ``from __future__ import annotations`` here: the SDK evaluates the tools' annotations,
-and ``forget``'s names a resolver defined inside ``build_server``.
+The distilled-memory tools (``recap``, ``summarize_recent``, ``promote``) are in
+``turngraph.mcp_distill``. No ``from __future__ import annotations`` here: the SDK
+evaluates the tools' annotations, and ``forget``'s names a resolver defined inside
+``build_server``.
 """
 
 import getpass
@@ -36,7 +38,6 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from producers.bridge import Bridge
-from producers.bridge_distill import looks_secret, secret_refusal
 from schemas.bridge import BridgeErrorCode
 from schemas.scopes import Scope
 
@@ -91,27 +92,6 @@ class MemoryTools:
         """One bridge request, off the event loop (recall blocks up to its deadline)."""
         return await anyio.to_thread.run_sync(self.bridge.handle_request, request)
 
-    async def note(self, text: str, kind: str) -> dict[str, Any]:
-        """Publish ``text`` as a note turn of this server's session and wait until Redis
-        has it: the reply (with ``event_id``) or the failure."""
-        event = {
-            "session_id": self.session_id,
-            "workspace": self.workspace,
-            "user": self.user,
-            "turn_index": self.next_turn(self.session_id),
-            "role": "user",
-            "content": text,
-            "client": {"name": "turngraph-mcp", "version": _version()},
-            "tags": ["note", kind],
-        }
-        reply = await self.call({"op": "publish", "event": event})
-        if not reply.get("success"):
-            return reply
-        flushed = await self.call({"op": "flush", "timeout_s": REMEMBER_FLUSH_S})
-        if not flushed.get("success"):
-            return {**flushed, "event_id": reply.get("event_id")}
-        return reply
-
 
 def tool_result(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
     """A bridge reply as a tool result: structured content, a readable text, and
@@ -159,7 +139,7 @@ def can_elicit(ctx: Context) -> bool:
 
 def build_server(tools: MemoryTools) -> MCPServer:
     """The MCP server with the memory's tools."""
-    mcp_server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
+    mcp_server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=server_version())
 
     class _Tools:
         """``@server.tool(...)`` with the docstring dedented into the tool's description."""
@@ -173,6 +153,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
             return register
 
     server = _Tools()
+    from turngraph.mcp_distill import register_distill_tools  # it imports this module
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def recall(
@@ -241,7 +222,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
             "turn_index": turn_index if turn_index is not None else tools.next_turn(session),
             "role": role,
             "content": content,
-            "client": {"name": "turngraph-mcp", "version": _version()},
+            "client": {"name": "turngraph-mcp", "version": server_version()},
             "importance": importance,
             "tags": tags if tags is not None else ([] if session_id else ["note"]),
         }
@@ -262,90 +243,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         text = f"memory {reachable}; workspace {tools.workspace}\n{json.dumps(reply, indent=2)}"
         return tool_result(reply, text)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
-    async def recap(
-        session_id: Annotated[
-            str | None,
-            Field(description="Session to recap (default: the previous session here)."),
-        ] = None,
-        budget_tokens: Annotated[
-            int, Field(ge=100, le=20_000, description="Token budget (default 1000).")
-        ] = 1_000,
-    ) -> CallToolResult:
-        """A recap of the previous session of this workspace (or of `session_id`) within a
-        token budget: what was asked, decided and done, ending with where work stopped.
-        Stored as the session's recap memory."""
-        request: dict[str, Any] = {
-            "op": "recap",
-            "workspace": tools.workspace,
-            "current_session_id": tools.session_id,
-            "budget_tokens": budget_tokens,
-        }
-        if session_id is not None:
-            request["session_id"] = session_id
-        reply = await tools.call(request)
-        return tool_result(reply, reply.get("text") if reply.get("success") else None)
-
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
-    async def summarize_recent(
-        turns: Annotated[int, Field(ge=1, le=500, description="How many recent turns.")] = 20,
-        session_id: Annotated[
-            str | None, Field(description="The chat's session id (default: this server's).")
-        ] = None,
-    ) -> CallToolResult:
-        """Summarize the last N turns of this session and store the summary (Topic,
-        Context, Decisions, Rationale, OpenQuestions, NextSteps, References)."""
-        reply = await tools.call(
-            {"op": "summarize", "session_id": session_id or tools.session_id, "last_n": turns}
-        )
-        return tool_result(reply, reply.get("text") if reply.get("success") else None)
-
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
-    async def promote(
-        text: Annotated[str, Field(description="The memory to promote.")],
-        kind: Annotated[
-            Literal[
-                "decision",
-                "lesson_learned",
-                "preference",
-                "procedure",
-                "task_update",
-                "terminology",
-            ],
-            Field(description="What kind of memory it is."),
-        ],
-        scope: Annotated[
-            Literal["workspace", "user"], Field(description="Where it applies.")
-        ] = "workspace",
-        session_id: Annotated[
-            str | None,
-            Field(
-                description="The chat it comes from (its latest turn is the provenance); "
-                "default: the text is first kept as a note of this server's session."
-            ),
-        ] = None,
-    ) -> CallToolResult:
-        """Promote a curated memory (decision, lesson learned, preference, procedure, task
-        update, terminology) into this workspace or the user's scope, where recall finds it
-        in every later chat. Refused when the text looks like a secret. Needs consent."""
-        request: dict[str, Any] = {
-            "op": "promote",
-            "kind": kind,
-            "text": text,
-            "scope": scope,
-            "workspace": tools.workspace,
-            "user": tools.user,
-            "session_id": session_id or tools.session_id,
-        }
-        if session_id is None:
-            if looks_secret(text):  # refused before the note is published
-                return tool_result(secret_refusal().model_dump(mode="json", exclude_none=True))
-            noted = await tools.note(text, kind)
-            if not noted.get("success"):
-                return tool_result(noted)
-            request["source_event_ids"] = [noted["event_id"]]
-        reply = await tools.call(request)
-        return tool_result(reply, reply.get("text") if reply.get("success") else None)
+    register_distill_tools(server.tool, tools)
 
     def ask_to_confirm(
         scope: str, key: str | None, confirm: str | None, ctx: Context
@@ -421,7 +319,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
     return mcp_server
 
 
-def _version() -> str:
+def server_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
