@@ -230,12 +230,12 @@ def llm_run(
     }
 
 
-def recap_run(clients: Clients) -> tuple[float, float, int]:
+def recap_run(clients: Clients, session_turns: int = RECAP_TURNS) -> tuple[float, float, int]:
     """(seconds to recap a 1,000-turn session from the graph, of which building, tokens)."""
     reset(clients)
     pipeline = build_pipeline(clients, extractor=OfflineExtractor())
     turns: list[dict[str, Any]] = []
-    for index in range(RECAP_TURNS):
+    for index in range(session_turns):
         if index % 2:
             path = f"src/pkg/module_{index % 13}.py"
             body = "\n".join(f"{n:4d}  code line {n}" for n in range(150))
@@ -271,19 +271,25 @@ def _share(hits: int, stated: int) -> float:
     return round(hits / stated, 3) if stated else 0.0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--llm", action="store_true", help="use the configured LLM endpoint")
-    args = parser.parse_args(argv)
-    configure_logging(Settings(_env_file=None, log_level="WARNING"))
-    conversations = load()
-    with services() as clients:
-        offline = offline_run(clients, conversations)
-        base_url = Settings().llm_base_url if args.llm else None
-        if args.llm and base_url is None:
-            raise SystemExit("--llm needs TURNGRAPH_LLM_BASE_URL")
-        llm = llm_run(clients, conversations, base_url)
-        recap_s, recap_build_s, recap_tokens = recap_run(clients)
+def measure(
+    clients: Clients,
+    conversations: list[dict[str, Any]],
+    *,
+    recap_turns: int = RECAP_TURNS,
+    llm_base_url: str | None = None,
+) -> dict[str, Any]:
+    """Every figure of the bench, on ``clients`` (emptied between runs)."""
+    offline = offline_run(clients, conversations)
+    llm = llm_run(clients, conversations, llm_base_url)
+    recap_s, recap_build_s, recap_tokens = recap_run(clients, recap_turns)
+    return {"offline": offline, "llm": llm, "recap": (recap_s, recap_build_s, recap_tokens),
+            "conversations": len(conversations)}  # fmt: skip
+
+
+def report(figures: dict[str, Any]) -> None:
+    """Print the tables and the ``RESULT distill …`` line."""
+    offline, llm = figures["offline"], figures["llm"]
+    recap_s, recap_build_s, recap_tokens = figures["recap"]
     per_100 = offline["summaries"] / offline["turns"] * 100
     ms_per_turn = offline["seconds"] / max(1, offline["summarized"]) * 1000
     rows = []
@@ -299,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 _share(offline[f"{split}_lead_precise"], offline[f"{split}_lead_bullets"]),
             ]
         )
-    print(f"conversations: {len(conversations)}, turns: {offline['turns']}")
+    print(f"conversations: {figures['conversations']}, turns: {offline['turns']}")
     headers = ["split", "decisions", "coverage", "precision", "lead3_coverage", "lead3_precision"]
     print(table(headers, rows))
     calls_per = llm["calls"] / max(1, llm["summaries"])
@@ -343,6 +349,19 @@ def main(argv: list[str] | None = None) -> int:
             decision_coverage_llm_score=llm_coverage,
         )
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--llm", action="store_true", help="use the configured LLM endpoint")
+    args = parser.parse_args(argv)
+    configure_logging(Settings(_env_file=None, log_level="WARNING"))
+    conversations = load()
+    base_url = Settings().llm_base_url if args.llm else None
+    if args.llm and base_url is None:
+        raise SystemExit("--llm needs TURNGRAPH_LLM_BASE_URL")
+    with services() as clients:
+        report(measure(clients, conversations, llm_base_url=base_url))
     return 0
 
 

@@ -11,7 +11,14 @@ request per line::
     {"id": 2, "op": "recall", "query": "which queue policy did we pick?", "workspace": "/path"}
     {"id": 3, "op": "flush", "timeout_s": 2}
     {"id": 4, "op": "status"}
+    {"id": 5, "op": "summarize", "session_id": "...", "last_n": 10}
+    {"id": 6, "op": "recap", "workspace": "/path", "current_session_id": "..."}
+    {"id": 7, "op": "summary", "memory_id": "sum_..."}
+    {"id": 8, "op": "promote", "kind": "preference", "text": "...", "workspace": "/path",
+     "user": "me", "session_id": "...", "scope": "user"}
+    {"id": 9, "op": "context", "session_id": "..."}
 
+The distilled-memory ops (summarize … context) are in ``producers.bridge_distill``.
 Every request gets exactly one reply with the seed bridge's contract: ``success`` and,
 on failure, ``error_code``, ``user_message`` and ``remediation`` (never chat text or
 secrets). The models and their JSON Schemas are in ``schemas.bridge``. Raw scope keys are
@@ -30,6 +37,7 @@ from typing import Any, BinaryIO, Protocol
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from producers.bridge_distill import DistillBackend, DistillOps
 from producers.consent import ConsentStore
 from producers.publisher import Publisher
 from producers.scope_hints import ScopeHints
@@ -98,6 +106,7 @@ class Backend:
     publisher: Publisher
     recaller: Recaller
     queue_status: Callable[[], Mapping[str, int]] | None = None
+    distiller: DistillBackend | None = None
 
 
 class Bridge:
@@ -120,6 +129,7 @@ class Bridge:
         queue_status: Callable[[], Mapping[str, int]] | None = None,
         connect: Callable[[], Backend | None] | None = None,
         hints: ScopeHints | None = None,
+        distiller: DistillBackend | None = None,
     ) -> None:
         self._hasher = hasher
         self._hints = hints
@@ -128,6 +138,7 @@ class Bridge:
         self._publisher = publisher
         self._recaller = recaller
         self._queue_status = queue_status
+        self._distiller = distiller
         self._connect = connect
         self._last_connect = -RECONNECT_EVERY_S
         self._ops: dict[str, Callable[[Any], BaseModel]] = {
@@ -136,6 +147,10 @@ class Bridge:
             "flush": self.flush,
             "status": self.status,
         }
+        self._distill = DistillOps(
+            hasher=hasher, consent=consent, endpoint=endpoint, backend=lambda: self._distiller
+        )
+        self._ops.update(self._distill.ops())
 
     @property
     def hasher(self) -> ScopeHasher:
@@ -245,6 +260,7 @@ class Bridge:
             self._publisher = backend.publisher
             self._recaller = backend.recaller
             self._queue_status = backend.queue_status
+            self._distiller = backend.distiller
             log.info("bridge_connected", endpoint=self._endpoint)
 
     # -- ops -----------------------------------------------------------------------------

@@ -51,8 +51,12 @@ class DistillClient:
         the reply carries the stored summary and its text."""
         return self._ask(DistillOp.SUMMARIZE, session_id=session_id, last_n=last_n, **options)
 
-    def recap(self, session_id: str, budget_tokens: int = 1_000, **options: Any) -> DistillResponse:
-        """A recap of the session within ``budget_tokens`` (default 1000)."""
+    def recap(
+        self, session_id: str | None, budget_tokens: int = 1_000, **options: Any
+    ) -> DistillResponse:
+        """A recap of the session within ``budget_tokens`` (default 1000). With
+        ``session_id`` None, of the previous session of ``workspace=`` (the latest one other
+        than ``current_session_id=``)."""
         return self._ask(
             DistillOp.RECAP, session_id=session_id, budget_tokens=budget_tokens, **options
         )
@@ -97,10 +101,15 @@ class DistillClient:
         maintenance jobs keep it; None when there is none yet or Redis is away.
         ``.conversation_context()`` is ready for a recall request."""
         try:
-            raw: Any = self._redis.get(ROLLING_CONTEXT_PREFIX + session_id)
+            return self.read_rolling_context(session_id)
         except redis.RedisError as exc:
             log.warning("rolling_context_unavailable", error=type(exc).__name__)
             return None
+
+    def read_rolling_context(self, session_id: str) -> RollingContext | None:
+        """As :meth:`rolling_context`, but a Redis failure raises ``redis.RedisError`` (so a
+        caller can tell "none yet" from "memory unavailable")."""
+        raw: Any = self._redis.get(ROLLING_CONTEXT_PREFIX + session_id)
         if raw is None:
             return None
         try:

@@ -13,19 +13,30 @@ option carries its range in the JSON Schema as ``x-clamped-to``.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    JsonValue,
-    StrictInt,
-    StrictStr,
-)
+from pydantic import AwareDatetime, BaseModel, Field, JsonValue
 
+from schemas.bridge_common import (
+    MAX_FLUSH_TIMEOUT_S,
+    MAX_RAW_KEY_CHARS,
+    REPLY_CONFIG,
+    REQUEST_CONFIG,
+    BridgeErrorCode,
+    Clamped,
+    ClampedOptions,
+    ErrorReply,
+    RawKey,
+    RequestId,
+)
+from schemas.bridge_distill import (
+    DISTILL_REPLY_MODELS,
+    ContextRequest,
+    PromoteRequest,
+    RecapRequest,
+    SummarizeRequest,
+    SummaryRequest,
+)
 from schemas.recall import (
     CLAMPED_RECALL_OPTIONS,
     ConversationTurn,
@@ -35,53 +46,11 @@ from schemas.recall import (
 )
 from schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, GitInfo, Reference, Role
 
-MAX_RAW_KEY_CHARS = 4_096
-"""Longest raw scope key (a workspace path) the bridge hashes."""
-
-MAX_FLUSH_TIMEOUT_S = 30.0
-"""``flush`` waits at most this long; a longer ``timeout_s`` is clamped and reported."""
-
-RequestId = Annotated[
-    StrictStr | StrictInt,
-    Field(description="Any string or integer; echoed unchanged in the reply."),
-]
-RawKey = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_RAW_KEY_CHARS,
-        description="A raw scope key (e.g. the workspace folder's path); the bridge hashes "
-        "it with the installation's salt before anything leaves this machine.",
-    ),
-]
-
-_REQUEST_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True)
-_REPLY_CONFIG = ConfigDict(extra="forbid")
-
-
-class BridgeErrorCode(StrEnum):
-    """Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
-
-    ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
-    ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed.
-    """
-
-    INVALID_JSON = "INVALID_JSON"
-    INVALID_ENCODING = "INVALID_ENCODING"
-    INVALID_REQUEST = "INVALID_REQUEST"
-    UNKNOWN_OP = "UNKNOWN_OP"
-    CONSENT_REQUIRED = "CONSENT_REQUIRED"
-    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
-    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
-    NOT_AVAILABLE = "NOT_AVAILABLE"
-    CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
-
 
 class BridgeTurn(BaseModel):
     """A finished turn as an editor sends it: ``TurnEvent`` with raw scope keys."""
 
-    model_config = _REQUEST_CONFIG
+    model_config = REQUEST_CONFIG
 
     event_id: str = Field(
         default="",
@@ -108,7 +77,7 @@ class BridgeTurn(BaseModel):
 class PublishRequest(BaseModel):
     """Op ``publish``: validate, hash, check consent, buffer (fire-and-forget)."""
 
-    model_config = _REQUEST_CONFIG
+    model_config = REQUEST_CONFIG
 
     id: RequestId | None = None
     op: Literal["publish"]
@@ -131,7 +100,7 @@ def _clamped(option: str, description: str) -> Any:
 class RecallBridgeRequest(BaseModel):
     """Op ``recall``: search the memory; answers within ``deadline_ms`` (fails open)."""
 
-    model_config = _REQUEST_CONFIG
+    model_config = REQUEST_CONFIG
 
     id: RequestId | None = None
     op: Literal["recall"]
@@ -151,7 +120,7 @@ class RecallBridgeRequest(BaseModel):
 class FlushRequest(BaseModel):
     """Op ``flush``: wait (bounded) until buffered events are taken by Redis."""
 
-    model_config = _REQUEST_CONFIG
+    model_config = REQUEST_CONFIG
 
     id: RequestId | None = None
     op: Literal["flush"]
@@ -167,14 +136,22 @@ class FlushRequest(BaseModel):
 class StatusRequest(BaseModel):
     """Op ``status``: this bridge's counters and the shared queue's."""
 
-    model_config = _REQUEST_CONFIG
+    model_config = REQUEST_CONFIG
 
     id: RequestId | None = None
     op: Literal["status"]
 
 
 BridgeRequest = Annotated[
-    PublishRequest | RecallBridgeRequest | FlushRequest | StatusRequest,
+    PublishRequest
+    | RecallBridgeRequest
+    | FlushRequest
+    | StatusRequest
+    | SummarizeRequest
+    | RecapRequest
+    | SummaryRequest
+    | PromoteRequest
+    | ContextRequest,
     Field(discriminator="op"),
 ]
 """One request line."""
@@ -184,49 +161,17 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "recall": RecallBridgeRequest,
     "flush": FlushRequest,
     "status": StatusRequest,
+    "summarize": SummarizeRequest,
+    "recap": RecapRequest,
+    "summary": SummaryRequest,
+    "promote": PromoteRequest,
+    "context": ContextRequest,
 }
-"""Op name -> request model."""
-
-
-class Clamped(BaseModel):
-    """An option outside its range: what was asked and what was used."""
-
-    model_config = _REPLY_CONFIG
-
-    requested: float
-    used: float
-
-
-ClampedOptions = Annotated[
-    dict[str, Clamped] | None,
-    Field(description="Options that were out of range, clamped into it."),
-]
-
-
-class ErrorReply(BaseModel):
-    """Any failure: the seed bridge's contract (never chat text or secrets)."""
-
-    model_config = _REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[False] = False
-    error_code: BridgeErrorCode
-    user_message: str
-    remediation: str
-    pending: int | None = Field(default=None, description="flush: events still buffered.")
-    clamped: ClampedOptions = None
-    event_id: str | None = Field(
-        default=None, description="MCP remember: the turn published but not yet delivered."
-    )
-    confirmation_token: str | None = Field(
-        default=None,
-        description="MCP forget, where the client cannot ask its user: send it back as "
-        "`confirm` once the user has agreed.",
-    )
+"""Op name -> request model (the distill ops' are in ``schemas.bridge_distill``)."""
 
 
 class PublishReply(BaseModel):
-    model_config = _REPLY_CONFIG
+    model_config = REPLY_CONFIG
 
     id: RequestId | None = None
     success: Literal[True] = True
@@ -243,7 +188,7 @@ class RecallReply(RecallResponse):
 
 
 class FlushReply(BaseModel):
-    model_config = _REPLY_CONFIG
+    model_config = REPLY_CONFIG
 
     id: RequestId | None = None
     success: Literal[True] = True
@@ -252,7 +197,7 @@ class FlushReply(BaseModel):
 
 
 class StatusReply(BaseModel):
-    model_config = _REPLY_CONFIG
+    model_config = REPLY_CONFIG
 
     id: RequestId | None = None
     success: Literal[True] = True
@@ -272,7 +217,16 @@ REPLY_MODELS: dict[str, tuple[type[BaseModel], ...]] = {
     "recall": (RecallReply, ErrorReply),
     "flush": (FlushReply, ErrorReply),
     "status": (StatusReply, ErrorReply),
+    **{op: (model, ErrorReply) for op, model in DISTILL_REPLY_MODELS.items()},
 }
 """Op name -> the reply models one of which answers it."""
 
-__all__ = ["BridgeErrorCode", "BridgeRequest", "ErrorCode"]
+__all__ = [
+    "MAX_FLUSH_TIMEOUT_S",
+    "MAX_RAW_KEY_CHARS",
+    "BridgeErrorCode",
+    "BridgeRequest",
+    "Clamped",
+    "ErrorCode",
+    "ErrorReply",
+]

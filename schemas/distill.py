@@ -30,7 +30,9 @@ class DistillOp(StrEnum):
     SUMMARIZE = "summarize"
     """Summarize and store the session's last ``last_n`` turns (status Final)."""
     RECAP = "recap"
-    """Recap the session within ``budget_tokens`` (kept as its recap memory)."""
+    """Recap the session within ``budget_tokens`` (kept as its recap memory); without
+    ``session_id``, the previous session of ``workspace`` (the latest other than
+    ``current_session_id``)."""
     SUMMARY = "summary"
     """The full stored summary, decision record or memory with id ``memory_id``."""
     COMPACT = "compact"
@@ -58,6 +60,7 @@ class DistillRequest(BaseModel):
     session_id: str | None = Field(default=None, pattern=_ID)
     workspace: str | None = Field(default=None, pattern=_ID)
     user: str | None = Field(default=None, pattern=_ID)
+    current_session_id: str | None = Field(default=None, pattern=_ID)
     last_n: int = Field(default=10, ge=1, le=500)
     budget_tokens: int = Field(default=1_000, ge=100, le=20_000)
     memory_id: str | None = Field(default=None, pattern=_ID)

@@ -130,8 +130,16 @@ def test_rolling_context_is_kept_incrementally(clients: Clients) -> None:
 
 @pytest.fixture
 def env(clients: Clients, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Clients]:
-    """The CLI configures logging onto this test's captured stderr; put it back after."""
+    """The CLI configures logging onto this test's captured stderr; put it back after.
+    Loggers are not cached meanwhile: a module's logger cached on this test's stderr would
+    write to a closed file in later tests."""
     structlog_config = structlog.get_config()
+    configure = structlog.configure
+    monkeypatch.setattr(
+        structlog,
+        "configure",
+        lambda **options: configure(**{**options, "cache_logger_on_first_use": False}),
+    )
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     yield from _env(clients, monkeypatch, tmp_path)

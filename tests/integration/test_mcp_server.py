@@ -1,9 +1,11 @@
-"""``turngraph mcp`` driven by the MCP Python SDK's own client over stdio: the tools, the
-consent check and the fail-open deadline of the bridge, forget's confirmation (asked
+"""``turngraph mcp`` driven by the MCP Python SDK's own client over stdio: the tools (the
+distill ones answered by a real maintenance worker process), the consent check and the
+fail-open deadline of the bridge, forget's confirmation (asked
 through elicitation, or by a token where the client cannot ask), and a garbage line."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import subprocess
@@ -21,9 +23,12 @@ from mcp import types as mcp_types
 
 from producers.consent import ConsentStore, consent_endpoint
 from producers.scopes import ScopeHasher
+from tests.support.distill import decision_events
+from tests.support.maintenance import maintenance_worker
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
+from workers.extraction.offline import OfflineExtractor
 
 pytestmark = pytest.mark.integration
 
@@ -98,7 +103,6 @@ def test_tools_through_the_sdk_client(
                 "remember", {"content": "Preference: answers in British English."}
             )
             out["status"] = await client.call_tool("status", {})
-            out["recap"] = await client.call_tool("recap", {})
         async with Client(_server(env, other)) as client:
             out["refused"] = await client.call_tool("remember", {"content": "a note"})
         return out
@@ -119,11 +123,76 @@ def test_tools_through_the_sdk_client(
     assert not remember.is_error and remember.structured_content["buffered"] is True
     assert clients.redis.llen(f"rq:queue:{clients.settings.ingest_queue}") == 1
     assert out["status"].structured_content["publisher"]["enqueued"] == 1
-    assert out["recap"].is_error and out["recap"].structured_content["error_code"] == (
-        "NOT_AVAILABLE"
-    )
     refused = out["refused"]
     assert refused.is_error and refused.structured_content["error_code"] == "CONSENT_REQUIRED"
+
+
+def test_distill_tools_through_the_sdk_client(
+    served: tuple[dict[str, str], Path, Clients],
+) -> None:
+    env, workspace, clients = served
+    hasher = ScopeHasher.for_data_dir(clients.settings.data_dir)
+    events = decision_events(
+        session=hasher.session("chat-dec"),
+        workspace=hasher.workspace(str(workspace)),
+        user=hasher.user(getpass.getuser()),
+    )
+    build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    ingest_queue = f"rq:queue:{clients.settings.ingest_queue}"
+
+    async def session() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(_server(env, workspace)) as client:
+            out["recap"] = await client.call_tool("recap", {"budget_tokens": 400})
+            out["summarize"] = await client.call_tool(
+                "summarize_recent", {"turns": 4, "session_id": "chat-dec"}
+            )
+            out["summarize_empty"] = await client.call_tool("summarize_recent", {})
+            out["promote"] = await client.call_tool(
+                "promote",
+                {"text": "Run the Lua enqueue script tests before merging.", "kind": "procedure"},
+            )
+            out["queued_after_promote"] = clients.redis.llen(ingest_queue)
+            out["secret"] = await client.call_tool(
+                "promote", {"text": f"Use the token {secret} for CI.", "kind": "procedure"}
+            )
+            out["queued_after_secret"] = clients.redis.llen(ingest_queue)
+            for _ in range(100):
+                found = await client.call_tool("recall", {"query": "what runs before merging?"})
+                out["recall"] = found
+                texts = [r["text"] for r in found.structured_content.get("results", [])]
+                if any("Lua enqueue script" in text for text in texts):
+                    break
+                await anyio.sleep(0.2)  # the recall worker follows the change stream
+        return out
+
+    with maintenance_worker(env):
+        out = anyio.run(session)
+    recap = out["recap"]
+    assert not recap.is_error, _text(recap)
+    assert recap.structured_content["session_id"] == hasher.session("chat-dec")
+    assert recap.structured_content["recap"]["tokens"] <= 400
+    assert _text(recap).splitlines()[-1].startswith("Where we stopped")
+    summarize = out["summarize"]
+    assert not summarize.is_error, _text(summarize)
+    assert summarize.structured_content["summary"]["status"] == "Final"
+    assert _text(summarize).startswith("Topic:") and "Decisions:" in _text(summarize)
+    empty = out["summarize_empty"]
+    assert empty.is_error and empty.structured_content["error_code"] == "NOT_FOUND"
+    promote = out["promote"]
+    assert not promote.is_error, _text(promote)
+    memory = promote.structured_content["memory"]
+    assert memory["kind"] == "procedure" and memory["scope"] == "workspace"
+    assert len(memory["source_event_ids"]) == 1  # the note it was kept as
+    assert out["queued_after_promote"] == 1
+    refused = out["secret"]
+    assert refused.is_error and refused.structured_content["error_code"] == "REFUSED"
+    assert secret not in _text(refused) and out["queued_after_secret"] == 1  # nothing sent
+    hits = [
+        r for r in out["recall"].structured_content["results"] if r.get("memory_id") == memory["id"]
+    ]
+    assert hits and hits[0]["source_event_ids"] == memory["source_event_ids"]
 
 
 def test_forget_asks_the_user_first(served: tuple[dict[str, str], Path, Clients]) -> None:

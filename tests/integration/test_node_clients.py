@@ -1,12 +1,12 @@
 """Node clients no one here wrote drive the real bridge and MCP server: ``node --test
 producers/typescript/test`` (ajv validation against the shipped schemas, the MCP
 Inspector CLI). This test starts what they talk to: Redis, the graph, a recall worker
-over a few ingested turns, consent for one workspace. Needs ``npm ci --prefix
+over a few ingested turns, a maintenance worker process (the distill ops), consent for
+one workspace. Needs ``npm ci --prefix
 producers/typescript`` (``make install``); skipped only when Node itself is missing."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +19,7 @@ import pytest
 
 from producers.consent import ConsentStore, consent_endpoint
 from producers.scopes import ScopeHasher
+from tests.support.maintenance import maintenance_worker, service_env
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
@@ -32,6 +33,7 @@ TESTS = [str(path.relative_to(PACKAGE)) for path in (PACKAGE / "test").glob("*.t
 
 QUERY = "which eviction policy does the ingest queue use?"
 INGESTED = "Decision: the ingest queue evicts with drop_oldest when it is full."
+NEXT_STEP = "Next: add a counter of dropped events in producers/bounded_queue.py."
 
 
 @pytest.fixture
@@ -48,31 +50,28 @@ def node_env(clients: Clients, tmp_path: Path) -> Iterator[dict[str, str]]:
     build_pipeline(clients).ingest(
         [
             turn(
-                INGESTED,
-                0,
+                text,
+                index,
                 session=hasher.session("earlier-session"),
                 workspace=hashed_workspace,
                 user=hasher.user("node-user"),
             )
+            for index, text in enumerate((INGESTED, NEXT_STEP))
         ]
     )
     recall = build_recall_worker(clients)
     recall.bootstrap()
     thread = threading.Thread(target=recall.run, daemon=True)
     thread.start()
+    env = service_env(settings)
     try:
-        yield {
-            **os.environ,
-            "TURNGRAPH_TEST_PYTHON": sys.executable,
-            "TURNGRAPH_TEST_WORKSPACE": str(workspace),
-            "TURNGRAPH_TEST_QUERY": QUERY,
-            "TURNGRAPH_REDIS_URL": settings.redis_url,
-            "TURNGRAPH_GRAPH_URI": settings.graph_uri or "",
-            "TURNGRAPH_GRAPH_USER": settings.graph_user,
-            "TURNGRAPH_GRAPH_PASSWORD": settings.graph_password.get_secret_value(),
-            "TURNGRAPH_DATA_DIR": str(settings.data_dir),
-            "TURNGRAPH_LOG_LEVEL": "WARNING",
-        }
+        with maintenance_worker(env):
+            yield {
+                **env,
+                "TURNGRAPH_TEST_PYTHON": sys.executable,
+                "TURNGRAPH_TEST_WORKSPACE": str(workspace),
+                "TURNGRAPH_TEST_QUERY": QUERY,
+            }
     finally:
         recall.stop()
         thread.join(timeout=10)

@@ -18,10 +18,13 @@ import structlog
 from producers.bounded_queue import read_stats
 from producers.bridge import Backend, Bridge
 from producers.consent import ConsentStore
+from producers.distill_client import DistillClient
 from producers.git_info import git_metadata
 from producers.recall_client import RecallClient
 from producers.scope_hints import ScopeHints
 from producers.scopes import ScopeHasher
+from schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
+from schemas.keys import DISTILL_REQUESTS
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
 from turngraph.clients import build_publisher
 from turngraph.logs import configure_logging
@@ -40,15 +43,26 @@ reply per line on stdout, in order. Logs go to stderr.
   {"id": 3, "op": "flush", "timeout_s": 2}
   {"id": 4, "op": "status"}
 
+Distilled memory (answered by a maintenance worker within deadline_ms, default 30000):
+  {"id": 5, "op": "summarize", "session_id": "<chat id>", "last_n": 10}
+  {"id": 6, "op": "recap", "workspace": "<folder>", "budget_tokens": 1000}
+     (default: the previous session; or "session_id"; "current_session_id" is skipped)
+  {"id": 7, "op": "summary", "memory_id": "<a recall result's memory_id>"}
+  {"id": 8, "op": "promote", "kind": "preference", "text": "...", "scope": "user",
+   "workspace": "<folder>", "user": "<name>", "session_id": "<chat id>"}
+  {"id": 9, "op": "context", "session_id": "<chat id>"}  (rolling context: send its
+     "conversation_context" with recall)
+
 Raw session_id / workspace / user are hashed here with this installation's salt before
 anything leaves; occurred_at (ISO 8601 with timezone) defaults to now; "id" is echoed.
-publish needs consent (turngraph consent enable) and is fire-and-forget; recall answers
-within deadline_ms (default 750) or fails open. Requests are strict (unknown fields and
+publish and promote need consent (turngraph consent enable); publish is fire-and-forget;
+promote refuses text that looks like a secret (REFUSED); recall answers within deadline_ms
+(default 750) or fails open. Requests are strict (unknown fields and
 wrong JSON types are refused); out-of-range recall options are clamped and named in the
 reply's "clamped". Every reply has "success"; a failure has "error_code"
 (INVALID_JSON, INVALID_ENCODING, INVALID_REQUEST, UNKNOWN_OP, CONSENT_REQUIRED,
-BACKEND_UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL_ERROR), "user_message" and
-"remediation". JSON Schemas: schemas/json/bridge_*.schema.json; TypeScript types:
+BACKEND_UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND, REFUSED, INTERNAL_ERROR), "user_message"
+and "remediation". JSON Schemas: schemas/json/bridge_*.schema.json; TypeScript types:
 producers/typescript/types/.
 """
 
@@ -57,6 +71,9 @@ ONE_SHOT_FLUSH_S = 3.0
 
 RECALL_SOCKET_SLACK_S = 0.5
 """The recall connection's socket timeout is the deadline plus this."""
+
+DISTILL_SOCKET_TIMEOUT_S = MAX_DISTILL_DEADLINE_MS / 1000 + 1.0
+"""The distill connection waits at most the longest deadline a request may ask for."""
 
 
 def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridge:
@@ -91,7 +108,18 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
         def queue_status() -> dict[str, int]:
             return read_stats(queue_conn, settings.ingest_queue).as_dict()
 
-        return Backend(publisher=publisher, recaller=recaller, queue_status=queue_status)
+        distiller = DistillClient(
+            redis.Redis.from_url(
+                url, socket_timeout=DISTILL_SOCKET_TIMEOUT_S, socket_connect_timeout=0.25
+            ),
+            requests_key=DISTILL_REQUESTS,
+        )
+        return Backend(
+            publisher=publisher,
+            recaller=recaller,
+            queue_status=queue_status,
+            distiller=distiller,
+        )
 
     return Bridge(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),

@@ -9,9 +9,10 @@ import os
 MCP_DESCRIPTION = """\
 Serve the memory to an MCP client (VS Code, Cursor, Claude Code, Zed...) over stdio.
 
-Tools: recall, remember, status, forget (asks the user to confirm), and recap,
-summarize_recent, promote (typed NOT_AVAILABLE errors in this version). Consent, scope
-hashing and the fail-open recall deadline are the bridge's (`turngraph bridge --help`).
+Tools: recall, remember, status, forget (asks the user to confirm), and, answered by a
+maintenance worker, recap (default: the previous session of the workspace),
+summarize_recent and promote (refuses secret-looking text). Consent, scope hashing and the
+fail-open deadlines are the bridge's (`turngraph bridge --help`).
 Logs go to stderr; stdout carries only the protocol.
 """
 
@@ -51,7 +52,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mcp = subparsers.add_parser(
         "mcp",
-        help="MCP server on stdio for editors (recall, remember, forget, status...)",
+        help="MCP server on stdio for editors (recall, remember, recap, promote, forget...)",
         description=MCP_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -14,7 +14,7 @@ from schemas.summaries import DecisionRecord, render_decision_record, render_sum
 from workers.maintenance import compaction, promotion, recaps, summaries
 from workers.maintenance import statements as cypher
 from workers.maintenance.context import Distiller
-from workers.maintenance.turns import last_turn_index, read_turns
+from workers.maintenance.turns import last_turn_index, latest_session, read_turns
 
 log = structlog.get_logger(__name__)
 
@@ -73,9 +73,16 @@ def answer(distiller: Distiller, request: DistillRequest) -> DistillResponse:
             return _not_found(request, "the session has no turns")
         return ok.model_copy(update={"summary": made, "text": render_summary(made)})
     if request.op is DistillOp.RECAP:
-        if not request.session_id:
-            return _invalid(request, "session_id")
-        recap = recaps.recap_session(distiller, request.session_id, request.budget_tokens)
+        session_id = request.session_id
+        if not session_id and request.workspace:
+            session_id = latest_session(
+                distiller.driver, distiller.database, request.workspace, request.current_session_id
+            )
+            if session_id is None:
+                return _not_found(request, "the workspace has no earlier session")
+        if not session_id:
+            return _invalid(request, "session_id or workspace")
+        recap = recaps.recap_session(distiller, session_id, request.budget_tokens)
         if recap is None:
             return _not_found(request, "the session has no turns")
         return ok.model_copy(update={"recap": recap, "text": recap.text})
@@ -99,6 +106,8 @@ def _promote(distiller: Distiller, request: DistillRequest, ok: DistillResponse)
             distiller.driver, distiller.database, request.session_id, last, last
         )  # fmt: skip
         sources = tuple(t.event_id for t in turns)
+        if not sources:
+            return _not_found(request, "the session has no turns to point back to")
     if not sources:
         return _invalid(request, "source_event_ids (or a session_id with turns)")
     try:

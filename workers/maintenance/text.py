@@ -30,6 +30,7 @@ RATIONALE_CUES = (
 NEXT_STEP_CUES = (
     "next ",
     "next,",
+    "next:",
     "i'll ",
     "i will ",
     "we'll ",

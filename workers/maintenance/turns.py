@@ -25,6 +25,14 @@ MATCH (e:Episode {session_id: $session_id})
 RETURN max(e.turn_index) AS last
 """
 
+LATEST_SESSION = """
+MATCH (e:Episode {workspace: $workspace})
+WHERE $current IS NULL OR e.session_id <> $current
+RETURN e.session_id AS session_id, max(e.occurred_at) AS last
+ORDER BY last DESC
+LIMIT 1
+"""
+
 MAX_TURN_INDEX = 10_000_000
 """The largest turn index a TurnEvent may carry."""
 
@@ -121,3 +129,18 @@ def last_turn_index(driver: neo4j.Driver, database: str | None, session_id: str)
     )
     last = records[0]["last"] if records else None
     return None if last is None else int(last)
+
+
+def latest_session(
+    driver: neo4j.Driver, database: str | None, workspace: str, current: str | None = None
+) -> str | None:
+    """The workspace's session with the latest turn, other than ``current`` (the one in
+    progress): the "previous session" a recap is made of. None: there is none."""
+    records, _, _ = driver.execute_query(
+        LATEST_SESSION,
+        workspace=workspace,
+        current=current,
+        database_=database,
+        routing_=neo4j.RoutingControl.READ,
+    )
+    return str(records[0]["session_id"]) if records and records[0]["session_id"] else None

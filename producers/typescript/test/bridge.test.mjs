@@ -10,7 +10,24 @@ import { check, loadValidators } from "./schemas.mjs";
 const WORKSPACE = process.env.TURNGRAPH_TEST_WORKSPACE;
 const QUERY = process.env.TURNGRAPH_TEST_QUERY;
 const REFUSED = new Set(["INVALID_REQUEST", "UNKNOWN_OP", "INVALID_JSON", "INVALID_ENCODING"]);
-const OPS = new Set(["publish", "recall", "flush", "status"]);
+const OPS = new Set([
+  "publish", "recall", "flush", "status", "summarize", "recap", "summary", "promote", "context",
+]);
+const WAIT = 60_000; // distill ops: the maintenance worker may still be starting
+const SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z";
+
+function promotion(overrides = {}) {
+  return {
+    op: "promote",
+    kind: "preference",
+    text: "Prefer small pull requests with one concern each.",
+    workspace: WORKSPACE,
+    user: "node-user",
+    session_id: "earlier-session",
+    deadline_ms: WAIT,
+    ...overrides,
+  };
+}
 
 function turn(overrides = {}) {
   return {
@@ -25,7 +42,8 @@ function turn(overrides = {}) {
   };
 }
 
-// [request, what the bridge must answer: "ok" or an error code]
+// [request (or a function of the replies so far, by id), what the bridge must answer: "ok"
+// or an error code]
 const CASES = [
   [{ id: 1, op: "status" }, "ok"],
   [{ id: "p1", op: "publish", event: turn() }, "ok"],
@@ -80,6 +98,28 @@ const CASES = [
   [[1, 2, 3], "INVALID_REQUEST"],
   [Buffer.from("{not json"), "INVALID_JSON"],
   [Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), "INVALID_ENCODING"],
+  // Distilled memory, answered by the maintenance worker (the fixture ingested two turns of
+  // "earlier-session").
+  [{ id: "sum", op: "summarize", session_id: "earlier-session", last_n: 5, deadline_ms: WAIT }, "ok"],
+  [(byId) => ({ id: "full", op: "summary", memory_id: byId.sum.summary.id, deadline_ms: WAIT }), "ok"],
+  [{ id: "ctx", op: "context", session_id: "earlier-session" }, "ok"],
+  [{ id: "ctx0", op: "context", session_id: "never-seen" }, "ok"],
+  [
+    { id: "recap", op: "recap", workspace: WORKSPACE, current_session_id: "node-session-1",
+      budget_tokens: 300, deadline_ms: WAIT },
+    "ok",
+  ],
+  [{ id: "prom", ...promotion({ scope: "user" }) }, "ok"],
+  [{ id: "secret", ...promotion({ text: `deploy with OPENAI_API_KEY=${SECRET}` }) }, "REFUSED"],
+  [{ id: 30, ...promotion({ workspace: "/never/consented" }) }, "CONSENT_REQUIRED"],
+  [{ id: "nf", op: "summary", memory_id: "sum_nothing_here", deadline_ms: WAIT }, "NOT_FOUND"],
+  [{ id: "cl", op: "summarize", session_id: "nobody", deadline_ms: 1_000_000_000 }, "NOT_FOUND"],
+  [{ id: 31, op: "recap", budget_tokens: 300 }, "INVALID_REQUEST"],
+  [{ id: 32, ...promotion({ kind: "opinion" }) }, "INVALID_REQUEST"],
+  [{ id: 33, ...promotion({ scope: "session" }) }, "INVALID_REQUEST"],
+  [{ id: 34, op: "summary", memory_id: "../etc/passwd" }, "INVALID_REQUEST"],
+  [{ id: 35, op: "summarize", session_id: "s", last_n: 0 }, "INVALID_REQUEST"],
+  [{ id: 36, op: "context" }, "INVALID_REQUEST"],
   [{ id: 16, op: "flush", timeout_s: 120 }, "ok"],
   [{ id: 17, op: "status" }, "ok"],
 ];
@@ -98,8 +138,11 @@ test("every request and reply of a bridge session matches the shipped schemas", 
   const bridge = new BridgeProcess();
   const replies = [];
   try {
-    for (const [request, expected] of CASES) {
+    const answered = {};
+    for (const [make, expected] of CASES) {
+      const request = typeof make === "function" ? make(answered) : make;
       const reply = await bridge.send(request);
+      if (reply.id !== undefined) answered[reply.id] = reply;
       replies.push(reply);
       const label = `${JSON.stringify(request).slice(0, 80)} -> ${JSON.stringify(reply).slice(0, 300)}`;
       if (expected === "ok") assert.equal(reply.success, true, label);
@@ -135,5 +178,27 @@ test("every request and reply of a bridge session matches the shipped schemas", 
   });
   assert.deepEqual(byId[16].clamped, { timeout_s: { requested: 120, used: 30 } });
   assert.equal(byId[17].publisher.published, 2);
+
+  // Real content from the distill ops.
+  assert.equal(byId.sum.summary.status, "Final");
+  assert.equal(byId.sum.summary.source_event_ids.length, 2);
+  assert.match(byId.sum.text, /^Topic: .*\n[\s\S]*Decisions:\n- .*drop_oldest/);
+  assert.match(byId.sum.text, /NextSteps:\n- .*dropped events/);
+  assert.equal(byId.full.kind, "summary");
+  assert.equal(byId.full.text, byId.sum.text);
+  assert.equal(byId.ctx.available, true);
+  assert.deepEqual(byId.ctx.recent.map((turn) => turn.turn_index), [0, 1]);
+  assert.ok(byId.ctx.tokens <= 1100);
+  assert.ok(byId.ctx.conversation_context.length >= 2);
+  check(validators, "bridge_recall_request", {
+    op: "recall", query: QUERY, conversation_context: byId.ctx.conversation_context,
+  });
+  assert.equal(byId.ctx0.available, false);
+  assert.ok(byId.recap.recap.tokens <= 300);
+  assert.match(byId.recap.text.split("\n").at(-1), /^Where we stopped.*dropped events/);
+  assert.equal(byId.prom.memory.scope, "user");
+  assert.equal(byId.prom.memory.kind, "preference");
+  assert.ok(!JSON.stringify(byId.secret).includes(SECRET));
+  assert.deepEqual(byId.cl.clamped, { deadline_ms: { requested: 1_000_000_000, used: 120_000 } });
   assert.ok(byId[17].queue.enqueued >= 2, JSON.stringify(byId[17].queue));
 });

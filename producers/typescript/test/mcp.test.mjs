@@ -1,6 +1,7 @@
 // `turngraph mcp` driven by the MCP Inspector's CLI (@modelcontextprotocol/inspector, a
 // client no one here wrote); each tool's structured result is checked against the
-// bridge's reply schemas with ajv: the MCP server answers through the bridge's core.
+// bridge's reply schemas with ajv: the MCP server answers through the bridge's core
+// (recap, summarize_recent and promote through a real maintenance worker).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -63,12 +64,25 @@ test("tool results through the Inspector match the bridge's reply schemas", { sk
   check(validators, "bridge_status_reply", status.structuredContent);
   assert.equal(status.structuredContent.redis_available, true);
 
-  for (const name of ["recap"]) {
-    const refused = await call(name);
-    assert.equal(refused.isError, true);
-    check(validators, "bridge_error_reply", refused.structuredContent);
-    assert.equal(refused.structuredContent.error_code, "NOT_AVAILABLE");
-  }
+  // Distilled memory, answered by the maintenance worker the fixture runs.
+  const recap = await call("recap");
+  check(validators, "bridge_recap_reply", recap.structuredContent);
+  assert.equal(recap.isError ?? false, false, JSON.stringify(recap));
+  assert.match(recap.content[0].text.split("\n").at(-1), /^Where we stopped/);
+
+  const summarized = await call("summarize_recent", "session_id=earlier-session");
+  check(validators, "bridge_summarize_reply", summarized.structuredContent);
+  assert.equal(summarized.structuredContent.summary.status, "Final");
+  assert.match(summarized.content[0].text, /^Topic: /);
+
+  const promoted = await call("promote", "text=Prefer squash merges.", "kind=preference");
+  check(validators, "bridge_promote_reply", promoted.structuredContent);
+  assert.equal(promoted.structuredContent.memory.kind, "preference");
+
+  const refused = await call("promote", `text=key ${"ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"}`, "kind=procedure");
+  assert.equal(refused.isError, true);
+  check(validators, "bridge_error_reply", refused.structuredContent);
+  assert.equal(refused.structuredContent.error_code, "REFUSED");
 
   const forget = await call("forget");
   assert.equal(forget.isError, true);

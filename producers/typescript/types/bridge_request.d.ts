@@ -1,6 +1,15 @@
 /* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
 
-export type BridgeRequest = PublishRequest | RecallBridgeRequest | FlushRequest | StatusRequest;
+export type BridgeRequest =
+  | PublishRequest
+  | RecallBridgeRequest
+  | FlushRequest
+  | StatusRequest
+  | SummarizeRequest
+  | RecapRequest
+  | SummaryRequest
+  | PromoteRequest
+  | ContextRequest;
 export type Name = string;
 export type Version = string;
 export type Content = string;
@@ -80,6 +89,82 @@ export type Op2 = "flush";
 export type TimeoutS = number;
 export type Id3 = (string | number) | null;
 export type Op3 = "status";
+/**
+ * How long to wait for a maintenance worker (default 30000); out of range (100..120000) it is clamped and named in `clamped`.
+ */
+export type DeadlineMs1 = number | null;
+export type Id4 = (string | number) | null;
+/**
+ * How many recent turns.
+ */
+export type LastN = number;
+export type Op4 = "summarize";
+/**
+ * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ */
+export type SessionId2 = string;
+export type BudgetTokens = number;
+/**
+ * The session in progress: never taken as the previous one.
+ */
+export type CurrentSessionId = string | null;
+/**
+ * How long to wait for a maintenance worker (default 30000); out of range (100..120000) it is clamped and named in `clamped`.
+ */
+export type DeadlineMs2 = number | null;
+export type Id5 = (string | number) | null;
+export type Op5 = "recap";
+/**
+ * The session to recap; default: the previous session.
+ */
+export type SessionId3 = string | null;
+/**
+ * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ */
+export type Workspace2 = string;
+/**
+ * How long to wait for a maintenance worker (default 30000); out of range (100..120000) it is clamped and named in `clamped`.
+ */
+export type DeadlineMs3 = number | null;
+export type Id6 = (string | number) | null;
+/**
+ * A recall result's `memory_id`.
+ */
+export type MemoryId = string;
+export type Op6 = "summary";
+/**
+ * How long to wait for a maintenance worker (default 30000); out of range (100..120000) it is clamped and named in `clamped`.
+ */
+export type DeadlineMs4 = number | null;
+export type Id7 = (string | number) | null;
+export type Kind1 = "decision" | "lesson_learned" | "preference" | "procedure" | "task_update" | "terminology";
+export type Op7 = "promote";
+export type Scope = "workspace" | "user";
+/**
+ * The chat the memory comes from.
+ */
+export type SessionId4 = string;
+/**
+ * The turns it comes from (event ids).
+ *
+ * @maxItems 50
+ */
+export type SourceEventIds = string[];
+export type Text = string;
+/**
+ * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ */
+export type User2 = string;
+/**
+ * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ */
+export type Workspace3 = string;
+export type Id8 = (string | number) | null;
+export type Op8 = "context";
+/**
+ * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ */
+export type SessionId5 = string;
 
 /**
  * Op ``publish``: validate, hash, check consent, buffer (fire-and-forget).
@@ -164,4 +249,65 @@ export interface FlushRequest {
 export interface StatusRequest {
   id?: Id3;
   op: Op3;
+}
+/**
+ * Op ``summarize``: summarize and store the session's last ``last_n`` turns (Final).
+ */
+export interface SummarizeRequest {
+  deadline_ms?: DeadlineMs1;
+  id?: Id4;
+  last_n?: LastN;
+  op: Op4;
+  session_id: SessionId2;
+}
+/**
+ * Op ``recap``: a recap of a session within ``budget_tokens``; without ``session_id``
+ * the previous session of ``workspace`` (the latest one other than
+ * ``current_session_id``).
+ */
+export interface RecapRequest {
+  budget_tokens?: BudgetTokens;
+  current_session_id?: CurrentSessionId;
+  deadline_ms?: DeadlineMs2;
+  id?: Id5;
+  op: Op5;
+  session_id?: SessionId3;
+  workspace: Workspace2;
+}
+/**
+ * Op ``summary``: the full stored summary, decision record or memory behind a recall
+ * result's ``memory_id`` (the seed's "show the full summary").
+ */
+export interface SummaryRequest {
+  deadline_ms?: DeadlineMs3;
+  id?: Id6;
+  memory_id: MemoryId;
+  op: Op6;
+}
+/**
+ * Op ``promote``: keep ``text`` as a curated memory of ``kind`` in the workspace or the
+ * user scope. Needs consent for the workspace; refused (``REFUSED``) when the text looks
+ * like a secret (the redaction rules). Provenance: ``source_event_ids``, else the
+ * session's latest turn.
+ */
+export interface PromoteRequest {
+  deadline_ms?: DeadlineMs4;
+  id?: Id7;
+  kind: Kind1;
+  op: Op7;
+  scope?: Scope;
+  session_id: SessionId4;
+  source_event_ids?: SourceEventIds;
+  text: Text;
+  user: User2;
+  workspace: Workspace3;
+}
+/**
+ * Op ``context``: the session's rolling context (last turns verbatim plus a rolling
+ * summary of older ones, about 1,100 tokens), as maintenance keeps it.
+ */
+export interface ContextRequest {
+  id?: Id8;
+  op: Op8;
+  session_id: SessionId5;
 }

@@ -37,7 +37,9 @@ export type ConfirmationToken = string | null;
  * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
  *
  * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
- * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed.
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
+ * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
+ * ``REFUSED``: promote refused content that looks like a secret.
  */
 export type BridgeErrorCode =
   | "INVALID_JSON"
@@ -49,6 +51,8 @@ export type BridgeErrorCode =
   | "DEADLINE_EXCEEDED"
   | "NOT_AVAILABLE"
   | "CONFIRMATION_REQUIRED"
+  | "NOT_FOUND"
+  | "REFUSED"
   | "INTERNAL_ERROR";
 /**
  * MCP remember: the turn published but not yet delivered.

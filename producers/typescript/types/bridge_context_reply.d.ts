@@ -1,0 +1,113 @@
+/* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
+
+export type BridgeContextReply = ContextReply | ErrorReply;
+/**
+ * False until maintenance has seen the session.
+ */
+export type Available = boolean;
+export type Content = string;
+export type Role = "user" | "assistant" | "system" | "tool";
+/**
+ * Ready to send as a recall request's `conversation_context`: the rolling summary first (role system), then the last turns.
+ */
+export type ConversationContext = ConversationTurn[];
+export type Id = (string | number) | null;
+export type Content1 = string;
+export type Role1 = "user" | "assistant" | "system" | "tool";
+export type TurnIndex = number;
+export type Recent = ContextTurn[];
+export type Success = true;
+export type SummarizedThrough = number;
+/**
+ * Rolling summary (at most 200 words).
+ */
+export type Summary = string;
+export type Tokens = number;
+export type UpdatedAt = string | null;
+/**
+ * Options that were out of range, clamped into it.
+ */
+export type Clamped = {
+  [k: string]: Clamped1;
+} | null;
+export type Requested = number;
+export type Used = number;
+/**
+ * MCP forget, where the client cannot ask its user: send it back as `confirm` once the user has agreed.
+ */
+export type ConfirmationToken = string | null;
+/**
+ * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
+ *
+ * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
+ * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
+ * ``REFUSED``: promote refused content that looks like a secret.
+ */
+export type BridgeErrorCode =
+  | "INVALID_JSON"
+  | "INVALID_ENCODING"
+  | "INVALID_REQUEST"
+  | "UNKNOWN_OP"
+  | "CONSENT_REQUIRED"
+  | "BACKEND_UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_AVAILABLE"
+  | "CONFIRMATION_REQUIRED"
+  | "NOT_FOUND"
+  | "REFUSED"
+  | "INTERNAL_ERROR";
+/**
+ * MCP remember: the turn published but not yet delivered.
+ */
+export type EventId = string | null;
+export type Id1 = (string | number) | null;
+/**
+ * flush: events still buffered.
+ */
+export type Pending = number | null;
+export type Remediation = string;
+export type Success1 = false;
+export type UserMessage = string;
+
+export interface ContextReply {
+  available: Available;
+  conversation_context?: ConversationContext;
+  id?: Id;
+  recent?: Recent;
+  success?: Success;
+  summarized_through?: SummarizedThrough;
+  summary?: Summary;
+  tokens?: Tokens;
+  updated_at?: UpdatedAt;
+}
+export interface ConversationTurn {
+  content: Content;
+  role: Role;
+}
+export interface ContextTurn {
+  content: Content1;
+  role: Role1;
+  turn_index: TurnIndex;
+}
+/**
+ * Any failure: the seed bridge's contract (never chat text or secrets).
+ */
+export interface ErrorReply {
+  clamped?: Clamped;
+  confirmation_token?: ConfirmationToken;
+  error_code: BridgeErrorCode;
+  event_id?: EventId;
+  id?: Id1;
+  pending?: Pending;
+  remediation: Remediation;
+  success?: Success1;
+  user_message: UserMessage;
+}
+/**
+ * An option outside its range: what was asked and what was used.
+ */
+export interface Clamped1 {
+  requested: Requested;
+  used: Used;
+}

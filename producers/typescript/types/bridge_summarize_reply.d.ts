@@ -1,0 +1,206 @@
+/* Generated from schemas/json by producers/typescript/scripts/generate-types.mjs: do not edit. */
+
+export type BridgeSummarizeReply = SummarizeReply | ErrorReply;
+/**
+ * Options that were out of range, clamped into it.
+ */
+export type Clamped = {
+  [k: string]: Clamped1;
+} | null;
+export type Requested = number;
+export type Used = number;
+export type Id = (string | number) | null;
+export type Success = true;
+/**
+ * what was worked on and why
+ *
+ * @minItems 1
+ * @maxItems 3
+ */
+export type Context = [string, ...string[]];
+/**
+ * @maxItems 5
+ */
+export type Decisions = string[];
+/**
+ * @maxItems 5
+ */
+export type NextSteps = string[];
+/**
+ * @maxItems 5
+ */
+export type OpenQuestions = string[];
+/**
+ * @maxItems 3
+ */
+export type Rationale = string[];
+/**
+ * short title of the focus
+ */
+export type Topic = string;
+export type CreatedAt = string;
+export type DecisionEventIds = string[];
+/**
+ * @maxItems 50
+ */
+export type Entities = string[];
+export type FirstTurn = number;
+export type Id1 = string;
+export type LastTurn = number;
+export type SummaryMethod = "llm" | "extractive";
+export type PlanId = string | null;
+/**
+ * @maxItems 10
+ */
+export type Branches = string[];
+/**
+ * @maxItems 30
+ */
+export type Files = string[];
+/**
+ * @maxItems 20
+ */
+export type Issues = string[];
+/**
+ * @maxItems 10
+ */
+export type Plans = string[];
+export type SchemaVersion = 1;
+export type SessionId = string;
+/**
+ * @minItems 1
+ */
+export type SourceEventIds = [string, ...string[]];
+/**
+ * A summary's life: Draft when made, Final when its segment is closed, Superseded once
+ * compaction folded it into a decision record (kept for audit, never deleted).
+ */
+export type SummaryStatus = "Draft" | "Final" | "Superseded";
+export type SessionEnd = string;
+export type SessionStart = string;
+export type TopicId = string;
+export type User = string;
+export type Workspace = string;
+/**
+ * The summary in the seed's text form.
+ */
+export type Text = string;
+/**
+ * Options that were out of range, clamped into it.
+ */
+export type Clamped2 = {
+  [k: string]: Clamped1;
+} | null;
+/**
+ * MCP forget, where the client cannot ask its user: send it back as `confirm` once the user has agreed.
+ */
+export type ConfirmationToken = string | null;
+/**
+ * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
+ *
+ * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
+ * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
+ * ``REFUSED``: promote refused content that looks like a secret.
+ */
+export type BridgeErrorCode =
+  | "INVALID_JSON"
+  | "INVALID_ENCODING"
+  | "INVALID_REQUEST"
+  | "UNKNOWN_OP"
+  | "CONSENT_REQUIRED"
+  | "BACKEND_UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_AVAILABLE"
+  | "CONFIRMATION_REQUIRED"
+  | "NOT_FOUND"
+  | "REFUSED"
+  | "INTERNAL_ERROR";
+/**
+ * MCP remember: the turn published but not yet delivered.
+ */
+export type EventId = string | null;
+export type Id2 = (string | number) | null;
+/**
+ * flush: events still buffered.
+ */
+export type Pending = number | null;
+export type Remediation = string;
+export type Success1 = false;
+export type UserMessage = string;
+
+export interface SummarizeReply {
+  clamped?: Clamped;
+  id?: Id;
+  success?: Success;
+  summary: ConversationSummary;
+  text: Text;
+}
+/**
+ * An option outside its range: what was asked and what was used.
+ */
+export interface Clamped1 {
+  requested: Requested;
+  used: Used;
+}
+/**
+ * One summarized segment of a session (turns ``first_turn`` … ``last_turn``).
+ */
+export interface ConversationSummary {
+  content: SummaryContent;
+  created_at: CreatedAt;
+  decision_event_ids?: DecisionEventIds;
+  entities?: Entities;
+  first_turn: FirstTurn;
+  id: Id1;
+  last_turn: LastTurn;
+  method: SummaryMethod;
+  plan_id?: PlanId;
+  references?: SummaryReferences;
+  schema_version?: SchemaVersion;
+  session_id: SessionId;
+  source_event_ids: SourceEventIds;
+  status?: SummaryStatus;
+  time_scope: TimeScope;
+  topic_id: TopicId;
+  user: User;
+  workspace: Workspace;
+}
+/**
+ * The sections a summarizer writes (an LLM answers exactly this, as JSON).
+ */
+export interface SummaryContent {
+  context: Context;
+  decisions?: Decisions;
+  next_steps?: NextSteps;
+  open_questions?: OpenQuestions;
+  rationale?: Rationale;
+  topic: Topic;
+}
+/**
+ * What the segment points at (seed: Files, Plans, Branches, Issues).
+ */
+export interface SummaryReferences {
+  branches?: Branches;
+  files?: Files;
+  issues?: Issues;
+  plans?: Plans;
+}
+export interface TimeScope {
+  session_end: SessionEnd;
+  session_start: SessionStart;
+}
+/**
+ * Any failure: the seed bridge's contract (never chat text or secrets).
+ */
+export interface ErrorReply {
+  clamped?: Clamped2;
+  confirmation_token?: ConfirmationToken;
+  error_code: BridgeErrorCode;
+  event_id?: EventId;
+  id?: Id2;
+  pending?: Pending;
+  remediation: Remediation;
+  success?: Success1;
+  user_message: UserMessage;
+}
