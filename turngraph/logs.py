@@ -10,6 +10,10 @@ import structlog
 from turngraph.settings import LogFormat, Settings
 
 
+RQ_LOGGERS = ("rq.worker", "rq.job", "rq.scheduler", "rq.queue")
+"""RQ's loggers, held to the application's level."""
+
+
 def configure_logging(settings: Settings) -> None:
     """JSON lines in production, a readable console in a terminal."""
     level = logging.getLevelName(settings.log_level.upper())
@@ -48,4 +52,9 @@ def configure_logging(settings: Settings) -> None:
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(max(level, logging.WARNING))
+    library_level = max(level, logging.WARNING)
+    root.setLevel(library_level)
+    # RQ sets its worker logger to INFO when imported (rq#1702); an explicit level keeps
+    # that from happening and holds RQ to ours, whichever was imported first.
+    for name in RQ_LOGGERS:
+        logging.getLogger(name).setLevel(library_level)

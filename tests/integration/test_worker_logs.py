@@ -80,4 +80,6 @@ def test_every_line_a_worker_prints_is_json_rq_records_included(
             pytest.fail(f"a line of the worker's log stream is not JSON: {line[:200]}")
     rq_records = [r for r in records if str(r.get("logger", "")).startswith("rq")]
     assert rq_records, "RQ's own records (the refused job) reach the stream, as JSON"
+    # RQ's INFO chatter stays out: the application, not RQ's import, sets its level.
+    assert {r["level"] for r in rq_records} <= {"warning", "error", "critical"}
     assert all("event" in r and "level" in r and "timestamp" in r for r in records)
