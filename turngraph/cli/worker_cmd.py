@@ -16,6 +16,7 @@ from rq import SimpleWorker
 from rq.exceptions import StopRequested
 
 from turngraph.app import (
+    build_admission,
     build_distill_gateway,
     build_ingest_worker,
     build_maintenance_worker,
@@ -93,6 +94,18 @@ def run_worker(args: argparse.Namespace) -> int:
 
             def build() -> SimpleWorker:
                 return build_ingest_worker(clients, pipeline)
+
+            # Tenants' inbox entries become ingest jobs here (workers/ingest/admission.py).
+            admission = build_admission(clients)
+            if args.burst:
+                while admission.admit_all():
+                    pass
+            else:
+                threading.Thread(target=admission.run, name="admission", daemon=True).start()
+            try:
+                return supervise(build, clients, burst=args.burst, settings=settings)
+            finally:
+                admission.stop()
         else:
 
             def build() -> SimpleWorker:
