@@ -136,9 +136,7 @@ def test_duplicates_and_unreadable_entries_are_counted_exactly(
     assert queued == {qualify("acme", turn("x", i).event_id) for i in (0, 1, 4)}
 
 
-def test_admission_never_overfills_the_rq_queue(
-    acme: redis.Redis, redis_conn: redis.Redis
-) -> None:
+def test_admission_never_overfills_the_rq_queue(acme: redis.Redis, redis_conn: redis.Redis) -> None:
     TenantInbox(acme, tenant="acme", max_length=100).enqueue_many(
         [turn(f"t{i}", i) for i in range(30)]
     )

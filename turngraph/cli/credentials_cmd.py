@@ -137,7 +137,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     issue_cmd.set_defaults(handler=run_issue)
     revoke_cmd = actions.add_parser("revoke", help="delete a tenant's Redis user")
-    revoke_cmd.add_argument("tenant")
+    revoke_cmd.add_argument("tenant", help="the tenant whose user to delete")
     revoke_cmd.set_defaults(handler=run_revoke)
     list_cmd = actions.add_parser("list", help="tenants and whether their user exists")
     list_cmd.add_argument("--json", action="store_true", help="one JSON object")
