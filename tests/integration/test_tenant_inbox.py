@@ -8,6 +8,8 @@ inbox it read, keys qualified by tenant.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -162,3 +164,27 @@ def test_entries_of_an_admitter_that_died_are_admitted_by_the_next(
     redis_conn.set(pending + ":lock", "someone", px=5_000)
     TenantInbox(acme, tenant="acme", max_length=10).enqueue_many([turn("c", 2)])
     assert _admission(redis_conn).admit_all() == 0
+
+
+def test_the_admission_loop_wakes_on_a_publication(
+    acme: redis.Redis, redis_conn: redis.Redis, settings: Settings
+) -> None:
+    assert settings.redis_url
+    conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
+    admission = Admission(conn, BoundedQueue(conn, name=QUEUE, max_length=100))
+    loop = threading.Thread(target=admission.run, daemon=True)
+    loop.start()
+    try:
+        time.sleep(0.3)  # idle: blocked on the wake list
+        published = time.monotonic()
+        TenantInbox(acme, tenant="acme", max_length=10).enqueue_many([turn("wake up", 0)])
+        while not redis_conn.llen(f"rq:queue:{QUEUE}") and time.monotonic() - published < 5:
+            time.sleep(0.005)
+        waited = time.monotonic() - published
+        assert redis_conn.llen(f"rq:queue:{QUEUE}") == 1
+        assert waited < 0.5, f"admitted {waited:.2f} s after publication"
+    finally:
+        admission.stop()
+        loop.join(timeout=5)
+        conn.close()
+    assert not loop.is_alive()
