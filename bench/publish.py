@@ -8,6 +8,8 @@ In one run, on an embedded Valkey it starts itself:
   first call until Redis has answered for every event (redaction, serialization, the Lua
   bound check and the RQ job hash included);
 - reference: the same event payloads through raw pipelined ``RPUSH`` (256 per round trip);
+- tenant: the same turns published with a tenant credential into the tenant's bounded
+  inbox (``producers/tenant_inbox.py``; admission into RQ jobs is the ingest worker's);
 - CPU per event of both (this process plus the Redis server's time in the command): on a
   shared machine the throughput ratio depends on whether Redis finds a free core, the CPU
   cost does not;
@@ -34,7 +36,11 @@ import redis
 from bench.report import percentile, result_line, table
 from producers.publisher import Publisher
 from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.credentials import issue
 from turngraph.embedded import RedisServer
+
+BENCH_TENANT = "bench"
+"""The tenant whose credential the tenant trials publish with (``turngraph credentials``)."""
 
 PACED_RATE_PER_S = 2_000
 """Publication rate of the paced latency runs."""
@@ -112,14 +118,18 @@ def raw_rpush(url: str, payloads: list[bytes]) -> tuple[float, tuple[float, floa
 
 
 def sustained(
-    url: str, events: list[TurnEvent]
+    url: str, events: list[TurnEvent], *, admin_url: str | None = None, tenant: str | None = None
 ) -> tuple[float, tuple[float, float], list[float], int]:
     """Events/s of publish + flush, CPU µs per event (this process plus the Redis
-    server), the per-call times, and the events enqueued."""
+    server), the per-call times, and the events enqueued. With ``tenant`` (and its
+    credential in ``url``) into the tenant's inbox instead of the RQ queue."""
     publisher = Publisher(
-        redis_url=url, max_queue_length=10 * len(events), buffer_size=2 * len(events)
+        redis_url=url,
+        max_queue_length=10 * len(events),
+        buffer_size=2 * len(events),
+        tenant=tenant,
     )
-    admin = redis.Redis.from_url(url)
+    admin = redis.Redis.from_url(admin_url or url)
     admin.config_resetstat()
     timings = []
     cpu = time.process_time()
@@ -178,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             url = server.url
             admin = redis.Redis.from_url(url)
+            tenant_url = issue(admin, BENCH_TENANT).redis_url(url)
             raw_rates, pub_rates, raw_cpu, pub_cpu, tight = [], [], [], [], []
+            tenant_rates, tenant_cpu = [], []
             for trial in range(args.trials):
                 events = make_events(args.events, f"s_trial{trial}")
                 payloads = [event.model_dump_json().encode() for event in events]
@@ -191,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
                 pub_rates.append(rate)
                 pub_cpu.append(cpu_us)
                 tight.extend(timings)
+                admin.flushdb()
+                rate, cpu_us, _, enqueued = sustained(
+                    tenant_url, events, admin_url=url, tenant=BENCH_TENANT
+                )
+                assert enqueued == len(events), "every event must reach the tenant's inbox"
+                tenant_rates.append(rate)
+                tenant_cpu.append(cpu_us)
                 admin.flushdb()
 
             publisher = Publisher(redis_url=url, max_queue_length=10**6, buffer_size=10_000)
@@ -207,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     # sensitive to other processes taking the CPU in between.
     ratios = [pub / raw for pub, raw in zip(pub_rates, raw_rates, strict=True)]
     ratio = statistics.median(ratios)
+    tenant_rate = statistics.median(tenant_rates)
+    tenant_ratios = [t / raw for t, raw in zip(tenant_rates, raw_rates, strict=True)]
+    tenant_ratio = statistics.median(tenant_ratios)
     rows = [
         [label, _us(percentile(t, 50)), _us(percentile(t, 99)), _us(percentile(t, 99.9)),
          _us(max(t)), raised]
@@ -233,6 +255,19 @@ def main(argv: list[str] | None = None) -> int:
                 ],
                 ["Publisher: publish + flush", round(pub_rate), *_cpu(pub_cpu), _trials(pub_rates)],
                 ["ratio (median of paired trials)", round(ratio, 3), "", "", _trials(ratios, 3)],
+                [
+                    "Publisher, tenant credential (inbox)",
+                    round(tenant_rate),
+                    *_cpu(tenant_cpu),
+                    _trials(tenant_rates),
+                ],
+                [
+                    "tenant ratio (paired trials)",
+                    round(tenant_ratio, 3),
+                    "",
+                    "",
+                    _trials(tenant_ratios, 3),
+                ],
             ],
         )
     )
@@ -253,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             redis_cpu_us=_cpu(pub_cpu)[1],
             rpush_client_cpu_us=_cpu(raw_cpu)[0],
             rpush_redis_cpu_us=_cpu(raw_cpu)[1],
+            tenant_events_per_s=round(tenant_rate),
+            tenant_ratio=round(tenant_ratio, 3),
+            tenant_client_cpu_us=_cpu(tenant_cpu)[0],
+            tenant_redis_cpu_us=_cpu(tenant_cpu)[1],
             down_p99_ms=_ms(percentile(down_timings, 99)),
             down_exceptions=down_exceptions,
         )

@@ -106,6 +106,11 @@ class QueueStats:
     dropped_local: int = 0
     dead_lettered: int = 0
     """Jobs an ingest worker refused as unreadable or isolated as poison (``turngraph jobs``)."""
+    rejected: int = 0
+    """Tenant inboxes only: entries admission refused (not a valid turn); see
+    ``producers.tenant_inbox.read_inbox_stats``."""
+    admitted: int = 0
+    """Tenant inboxes only: entries admission wrote as RQ jobs."""
     length: int = 0
 
     @property

@@ -31,6 +31,7 @@ from producers.bounded_queue import (
 from producers.publisher_stats import PublisherStats
 from producers.redaction import redact_and_fit
 from producers.sender import SEND_ERRORS, ScriptSender
+from producers.tenant_inbox import TenantInbox
 from schemas import defaults
 from schemas.defaults import DropPolicy
 from schemas.turn_event import TurnEvent
@@ -89,7 +90,10 @@ class Publisher:
     Give either ``redis`` (a client whose timeouts you chose) or ``redis_url``. ``consent``
     is checked for every event (editor-facing entrypoints pass a
     :class:`producers.consent.ConsentStore` check; ``None`` means the caller checked).
-    The background thread starts at construction; call ``close()`` when done.
+    With ``tenant`` (a producer holding that tenant's credential) events go to the
+    tenant's bounded inbox (:class:`producers.tenant_inbox.TenantInbox`) with the same
+    bound and policy; the ingest worker admits them. The background thread starts at
+    construction; call ``close()`` when done.
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class Publisher:
         max_backoff_ms: int = DEFAULT_MAX_BACKOFF_MS,
         consent: ConsentCheck | None = None,
         function: str = INGEST_FUNCTION,
+        tenant: str | None = None,
     ) -> None:
         if (redis is None) == (redis_url is None):
             raise ValueError("give exactly one of redis= or redis_url=")
@@ -119,13 +124,19 @@ class Publisher:
             str(redis_url), socket_timeout_s=socket_timeout_s, connect_timeout_s=connect_timeout_s
         )
         self._owns_connection = redis is None
-        self.queue = BoundedQueue(
-            conn,
-            name=queue_name,
-            max_length=max_queue_length,
-            policy=DropPolicy(drop_policy),
-            job_timeout_s=job_timeout_s,
-            function=function,
+        self.queue: BoundedQueue | TenantInbox = (
+            TenantInbox(
+                conn, tenant=tenant, max_length=max_queue_length, policy=DropPolicy(drop_policy)
+            )
+            if tenant is not None
+            else BoundedQueue(
+                conn,
+                name=queue_name,
+                max_length=max_queue_length,
+                policy=DropPolicy(drop_policy),
+                job_timeout_s=job_timeout_s,
+                function=function,
+            )
         )
         self._buffer_size = buffer_size
         self._buffer_max_chars = buffer_max_chars

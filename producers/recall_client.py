@@ -19,11 +19,10 @@ from schemas.recall import (
     RecallResponse,
     ScopeName,
 )
+from schemas.tenants import recall_reply_prefix, recall_requests_key
 from schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
-
-"""Per-request reply lists are named this prefix plus the request id."""
 
 REQUEST_TTL_S = 60
 """A request list nobody serves expires instead of growing without end."""
@@ -34,6 +33,8 @@ class RecallClient:
 
     Fails open: past the deadline, or with Redis unreachable, it returns an empty
     response flagged ``degraded`` instead of raising, so a chat never breaks on memory.
+    A producer holding a tenant credential uses :meth:`for_tenant` (the tenant's request
+    list and reply keys: the only ones it may touch).
     """
 
     def __init__(
@@ -41,12 +42,28 @@ class RecallClient:
         conn: redis.Redis,
         *,
         requests_key: str = RECALL_REQUESTS,
+        reply_prefix: str = RECALL_REPLY_PREFIX,
         deadline_ms: int = DEFAULT_DEADLINE_MS,
     ) -> None:
-        """``conn`` should have a socket timeout at least as long as ``deadline_ms``."""
+        """``conn`` should have a socket timeout at least as long as ``deadline_ms``;
+        per-request reply keys are ``reply_prefix`` plus the request id."""
         self._redis = conn
         self._requests_key = requests_key
+        self._reply_prefix = reply_prefix
         self.deadline_ms = deadline_ms
+
+    @classmethod
+    def for_tenant(
+        cls, conn: redis.Redis, tenant: str, *, deadline_ms: int = DEFAULT_DEADLINE_MS
+    ) -> RecallClient:
+        """A client on ``tenant``'s request list and reply keys (``conn`` carries the
+        tenant's credential); the recall worker answers from that tenant's scopes only."""
+        return cls(
+            conn,
+            requests_key=recall_requests_key(tenant),
+            reply_prefix=recall_reply_prefix(tenant),
+            deadline_ms=deadline_ms,
+        )
 
     def recall(
         self,
@@ -68,7 +85,7 @@ class RecallClient:
         try:
             request = RecallRequest(
                 request_id=request_id,
-                reply_to=RECALL_REPLY_PREFIX + request_id,
+                reply_to=self._reply_prefix + request_id,
                 query=query,
                 session_id=session_id,
                 workspace=workspace,

@@ -7,16 +7,36 @@ replies only when it must. This module owns that one connection and its error ha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import redis
 from redis.connection import AbstractConnection
 
-from producers.bounded_queue import BatchResult, BoundedQueue, PreparedJob
+from producers.bounded_queue import BatchResult, PreparedJob
 
 SEND_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError)
 """What a send or receive may raise; the caller keeps the jobs and backs off."""
+
+
+class ScriptTarget(Protocol):
+    """What the sender needs of a queue: the bounded RQ queue, or a tenant's inbox."""
+
+    conn: redis.Redis
+
+    @property
+    def script_sha(self) -> str: ...
+
+    @property
+    def script_source(self) -> str: ...
+
+    def script_call(
+        self, jobs: Sequence[PreparedJob], dropped_local: int = 0
+    ) -> tuple[list[str], list[Any]]: ...
+
+    def parse_reply(self, reply: Iterable[Any]) -> BatchResult: ...
+
+    def prepare(self, event: Any) -> PreparedJob: ...
 
 
 def pack_resp(args: Sequence[Any]) -> bytes:
@@ -44,7 +64,7 @@ class ScriptSender:
     script cache answers the next call normally.
     """
 
-    def __init__(self, queue: BoundedQueue) -> None:
+    def __init__(self, queue: ScriptTarget) -> None:
         self._queue = queue
         self._conn: AbstractConnection | None = None
         self._in_flight = 0

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from producers.bounded_queue import BoundedQueue
 from schemas.keys import DISTILL_REQUESTS
 from schemas.ontology import ONTOLOGY, Ontology
 from schemas.ontology.turtle import ontology_from
@@ -20,6 +22,7 @@ from workers.extraction.stats import ExtractionStats
 from workers.graph.bolt_store import BoltGraphStore
 from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
+from workers.ingest.admission import Admission
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.maintenance import context as maintenance_context
@@ -169,6 +172,22 @@ def build_ingest_worker(
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
         worker_ttl=INGEST_WORKER_TTL_S,
     )
+
+
+def build_admission(clients: Clients) -> Admission:
+    """Admits tenants' inbox entries into the ingest queue, on its own connection (its
+    idle wait blocks); run beside the ingest worker."""
+    settings = clients.settings
+    assert settings.redis_url
+    conn = redis.Redis.from_url(settings.redis_url, socket_timeout=10.0, socket_connect_timeout=2.0)
+    queue = BoundedQueue(
+        conn,
+        name=settings.ingest_queue,
+        max_length=settings.max_queue_length,
+        policy=settings.drop_policy,
+        job_timeout_s=settings.job_timeout_s,
+    )
+    return Admission(conn, queue)
 
 
 def maintenance_queue(clients: Clients) -> Queue:

@@ -122,6 +122,7 @@ def build_publisher(
         "job_timeout_s": settings.job_timeout_s,
         "buffer_size": settings.publish_buffer_size,
         "consent": consent,
+        "tenant": settings.tenant,
     }
     options.update(overrides)
     return Publisher(**options)  # type: ignore[arg-type]

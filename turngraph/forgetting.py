@@ -6,20 +6,44 @@ from __future__ import annotations
 from typing import Any
 
 from producers.scopes import ScopeHasher
+from schemas.errors import ConfigurationError
 from schemas.scopes import Scope
+from schemas.tenants import check_tenant, qualify
 from turngraph.app import build_graph_store
 from turngraph.clients import INTERACTIVE_GRAPH_RETRY_S, build_clients, resolve_endpoints
 from turngraph.scope_keys import scope_id
 from turngraph.settings import Settings
 
 
-def forget(settings: Settings, scope: Scope, key: str, *, hashed: bool = False) -> dict[str, Any]:
+def forget(
+    settings: Settings,
+    scope: Scope,
+    key: str,
+    *,
+    hashed: bool = False,
+    tenant: str | None = None,
+) -> dict[str, Any]:
     """Delete the scope completely (see ``workers.graph.forget``); returns the report with
     ``success`` and the hashed key (never the raw one). Raises ``TurngraphError`` when the
-    services cannot be reached. ``hashed``: ``key`` is a stored id, used as given."""
+    services cannot be reached. ``hashed``: ``key`` is a stored id, used as given.
+
+    Forget is an operator command: it needs the graph and the operator's Redis credential,
+    which a tenant's producers do not hold (``settings.tenant`` set: refused). ``tenant``:
+    ``key`` is the hashed id a tenant's producer shows (``turngraph scopes`` on its
+    machine), forgotten in that tenant's scopes."""
     from workers.graph.forget import forget_scope
 
-    if not hashed:
+    if settings.tenant:
+        raise ConfigurationError(
+            "forget is an operator command: ask the operator to run "
+            "`turngraph forget --tenant <tenant> --hashed <id>`"
+        )
+    if tenant is not None:
+        try:
+            key = qualify(check_tenant(tenant), key)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+    elif not hashed:
         key = scope_id(ScopeHasher.for_data_dir(settings.data_dir), scope, key)
     if settings.embedded:
         settings = resolve_endpoints(settings, wait_s=0.0)

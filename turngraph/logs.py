@@ -9,7 +9,6 @@ import structlog
 
 from turngraph.settings import LogFormat, Settings
 
-
 RQ_LOGGERS = ("rq.worker", "rq.job", "rq.scheduler", "rq.queue")
 """RQ's loggers, held to the application's level."""
 

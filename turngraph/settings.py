@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".turngraph")
 
     redis_url: str | None = None
+    tenant: str | None = Field(default=None, pattern=r"^[a-z0-9]{1,32}$")
+    """Set on a producer holding a tenant credential (``turngraph credentials issue``):
+    publish into and recall from that tenant's keys only. Unset: the operator's
+    credential (the embedded single-user setup)."""
     graph_uri: str | None = None
     graph_user: str = "neo4j"
     graph_password: SecretStr = SecretStr("")

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "turngraph.cli.mcp_cmd",
     "turngraph.cli.consent_cmd",
     "turngraph.cli.queue_cmd",
+    "turngraph.cli.credentials_cmd",
     "turngraph.cli.jobs_cmd",
     "turngraph.cli.graph_cmd",
     "turngraph.cli.scopes_cmd",

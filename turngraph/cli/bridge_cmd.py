@@ -23,8 +23,10 @@ from producers.git_info import git_metadata
 from producers.recall_client import RecallClient
 from producers.scope_hints import ScopeHints
 from producers.scopes import ScopeHasher
+from producers.tenant_inbox import read_inbox_stats
 from schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
 from schemas.keys import DISTILL_REQUESTS
+from schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
 from turngraph.clients import build_publisher
 from turngraph.logs import configure_logging
@@ -94,18 +96,27 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
         publisher = build_publisher(
             settings.model_copy(update={"redis_url": url}), consent=consent.checker(endpoint)
         )
-        recaller = RecallClient(
-            redis.Redis.from_url(
-                url,
-                socket_timeout=(deadline_ms or 750) / 1000 + RECALL_SOCKET_SLACK_S,
-                socket_connect_timeout=0.25,
-            ),
-            requests_key=settings.recall_requests_key,
-            **({"deadline_ms": deadline_ms} if deadline_ms else {}),
+        recall_conn = redis.Redis.from_url(
+            url,
+            socket_timeout=(deadline_ms or 750) / 1000 + RECALL_SOCKET_SLACK_S,
+            socket_connect_timeout=0.25,
+        )
+        recaller = (
+            RecallClient.for_tenant(
+                recall_conn, tenant, deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS
+            )
+            if (tenant := settings.tenant)
+            else RecallClient(
+                recall_conn,
+                requests_key=settings.recall_requests_key,
+                deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS,
+            )
         )
         queue_conn = publisher.queue.conn
 
         def queue_status() -> dict[str, int]:
+            if settings.tenant:
+                return read_inbox_stats(queue_conn, settings.tenant).as_dict()
             return read_stats(queue_conn, settings.ingest_queue).as_dict()
 
         distiller = DistillClient(

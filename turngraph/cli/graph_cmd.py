@@ -117,7 +117,7 @@ def run_forget(args: argparse.Namespace) -> int:
         if typed.strip() != args.key:
             print("not confirmed; nothing deleted")
             return 1
-    report = forget(Settings(), scope, args.key, hashed=args.hashed)
+    report = forget(Settings(), scope, args.key, hashed=args.hashed, tenant=args.tenant)
     report.pop("success", None)
     print(json.dumps(report))
     if report.get("in_flight"):
@@ -246,4 +246,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _scope_arguments(forget)
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    forget.add_argument(
+        "--tenant",
+        help="KEY is a tenant's hashed id (as `turngraph scopes` shows it on the tenant's "
+        "machine): forget it in that tenant's scopes",
+    )
     forget.set_defaults(handler=_guarded(run_forget))

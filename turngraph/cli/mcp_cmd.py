@@ -38,7 +38,8 @@ def run_mcp(args: argparse.Namespace) -> int:
         bridge=bridge,
         workspace=raw_workspace(args.workspace or os.getcwd()),
         user=args.user,
-        forget_scope=forget_scope,
+        # forget is an operator command; a tenant's producer asks the operator
+        forget_scope=None if settings.tenant else forget_scope,
     )
     server = build_server(tools)
     configure_logging(settings)  # after the SDK's own set-up: ours wins, on stderr

@@ -9,6 +9,7 @@ import sys
 import redis
 
 from producers.bounded_queue import read_stats
+from producers.tenant_inbox import read_inbox_stats
 from schemas.keys import REEXTRACT_PENDING
 from turngraph.cli.endpoints import producer_redis_url
 from turngraph.settings import Settings
@@ -21,18 +22,22 @@ def run_queue_status(args: argparse.Namespace) -> int:
         return _fail(args, "no Redis configured and no embedded services running")
     conn = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=1.0)
     try:
-        stats = read_stats(conn, settings.ingest_queue).as_dict()
-        # turns the offline rules stood in for after an LLM failure, awaiting an LLM pass
-        stats["llm_reextract_pending"] = int(conn.zcard(REEXTRACT_PENDING))
+        if settings.tenant:  # a tenant's credential sees its own inbox only
+            stats = read_inbox_stats(conn, settings.tenant).as_dict()
+        else:
+            stats = read_stats(conn, settings.ingest_queue).as_dict()
+            # turns the offline rules stood in for after an LLM failure, awaiting an LLM pass
+            stats["llm_reextract_pending"] = int(conn.zcard(REEXTRACT_PENDING))
     except redis.RedisError as exc:
         return _fail(args, f"Redis did not answer ({type(exc).__name__})")
     finally:
         conn.close()
+    name = f"tenant {settings.tenant} inbox" if settings.tenant else settings.ingest_queue
     if args.json:
-        print(json.dumps({"success": True, "queue": settings.ingest_queue, **stats}))
+        print(json.dumps({"success": True, "queue": name, **stats}))
         return 0
     bound = f"max {settings.max_queue_length}, {settings.drop_policy.value}"
-    print(f"queue {settings.ingest_queue}  ({bound})")
+    print(f"queue {name}  ({bound})")
     for name, value in stats.items():
         print(f"  {name:<15}{value:>12}")
     return 0

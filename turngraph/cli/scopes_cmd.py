@@ -55,11 +55,31 @@ def _time(value: Any) -> str | None:
     return text[:16].replace("T", " ")  # minutes are enough to recognise a chat
 
 
+def local_scopes(settings: Settings, *, here: str | None = None) -> list[WorkspaceRow]:
+    """The workspaces and sessions this machine published, from its hints only (a tenant's
+    producer has no graph to ask): the ids to give the operator for a forget."""
+    hints = ScopeHints(settings.data_dir).load()
+    rows = {
+        key: WorkspaceRow(
+            id=key, folder=hint.get("folder"), turns=0, first_turn=None, last_turn=None,
+            here=key == here,
+        )
+        for key, hint in hints["workspaces"].items()
+    }  # fmt: skip
+    for key, hint in hints["sessions"].items():
+        workspace = rows.get(hint.get("workspace"))
+        if workspace is not None:
+            workspace.sessions.append(SessionRow(id=key, turns=0, first_turn=None, last_turn=None))
+    return list(rows.values())
+
+
 def list_scopes(settings: Settings, *, here: str | None = None) -> list[WorkspaceRow]:
     """Every workspace in the graph with its sessions, newest first; ``here`` (a hashed
-    workspace id) is flagged."""
+    workspace id) is flagged. With a tenant credential: :func:`local_scopes`."""
     from turngraph.cli.graph_cmd import _clients
 
+    if settings.tenant:
+        return local_scopes(settings, here=here)
     hints = ScopeHints(settings.data_dir).load()
     with _clients(settings) as clients:
         workspaces, _, _ = clients.graph.execute_query(WORKSPACES, database_=clients.graph_database)

@@ -15,6 +15,7 @@ import structlog
 from rq.exceptions import StopRequested
 
 from turngraph.app import (
+    build_admission,
     build_distill_gateway,
     build_ingest_worker,
     build_maintenance_worker,
@@ -91,6 +92,18 @@ def run_worker(args: argparse.Namespace) -> int:
 
             def build() -> StoppableWorker:
                 return build_ingest_worker(clients, pipeline)
+
+            # Tenants' inbox entries become ingest jobs here (workers/ingest/admission.py).
+            admission = build_admission(clients)
+            if args.burst:
+                while admission.admit_all():
+                    pass
+            else:
+                threading.Thread(target=admission.run, name="admission", daemon=True).start()
+            try:
+                return supervise(build, clients, burst=args.burst)
+            finally:
+                admission.stop()
         else:
 
             def build() -> StoppableWorker:
@@ -104,8 +117,6 @@ def run_worker(args: argparse.Namespace) -> int:
                 return supervise(build, clients, burst=args.burst)
             finally:
                 gateway.stop()
-
-        return supervise(build, clients, burst=args.burst)
     finally:
         clients.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -40,7 +41,14 @@ def without_password(url: str) -> str:
 
 
 CONFIG_FILE = "redis.conf"
-"""Written at start, mode 600: it holds the password (never on the command line)."""
+"""Written at start, mode 600: it names the ACL file (never a secret on the command line)."""
+
+ACL_FILE = "users.acl"
+"""The server's users, mode 600, kept across restarts: the operator (``default``) with a
+new generated password each start, and the tenant users ``turngraph credentials issue``
+adds (``ACL SAVE`` writes them here). Only SHA-256 hashes of passwords are stored. With an
+ACL file the server ignores ``requirepass`` (an empty file means a ``default`` user without
+password), so the operator's line is always written here."""
 
 
 class RedisServer:
@@ -100,13 +108,26 @@ class RedisServer:
         self._process.start(self._ready)
 
     def _write_config(self) -> None:
-        self._config.unlink(missing_ok=True)
-        fd = os.open(self._config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as config:
-            config.write(f"requirepass {self.password}\n")
+        acl = self.data_dir / ACL_FILE
+        _write_private(self._config, f"aclfile {acl.resolve()}\n")
+        kept = acl.read_text(encoding="utf-8").splitlines() if acl.exists() else []
+        digest = hashlib.sha256(self.password.encode()).hexdigest()
+        operator = f"user default on #{digest} ~* &* +@all"
+        users = [operator, *(line for line in kept if not line.startswith("user default "))]
+        _write_private(acl, "\n".join(users) + "\n")
 
     def stop(self) -> None:
         self._process.stop()
 
     def kill(self) -> None:
         self._process.kill()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, mode 600 from its creation on."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.unlink(missing_ok=True)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    temporary.replace(path)

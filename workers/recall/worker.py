@@ -22,6 +22,16 @@ from schemas.changes import decode_change
 from schemas.errors import InvalidPayloadError
 from schemas.keys import RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
+from schemas.tenants import (
+    TENANTS_KEY,
+    check_tenant,
+    is_qualified,
+    qualify,
+    recall_reply_prefix,
+    recall_requests_key,
+    tenant_of_key,
+    unqualify,
+)
 from schemas.validation import invalid_fields
 from workers.embeddings.protocol import Embedder
 from workers.recall.bootstrap import MemorySource, all_memories
@@ -43,6 +53,12 @@ TAIL_BATCH = 1_000
 REPLY_ID_PATTERN = r"[A-Za-z0-9_-]{1,128}"
 """What may follow the reply prefix: a reply key names one request, nothing else."""
 
+TENANTS_REFRESH_S = 5.0
+"""How often the worker looks for tenants added since (their request lists are popped)."""
+
+SCOPE_FIELDS = ("session_id", "workspace", "user")
+"""The scope keys of a request; a tenant's are qualified with the tenant before search."""
+
 
 @dataclass
 class RecallCounters:
@@ -50,6 +66,7 @@ class RecallCounters:
     skipped_late: int = 0
     malformed: int = 0
     refused_reply_to: int = 0
+    refused_scope: int = 0
     changes_applied: int = 0
     bad_changes: int = 0
 
@@ -74,6 +91,8 @@ class RecallWorker:
         self._store = store
         self._reply_key = re.compile(re.escape(reply_prefix) + REPLY_ID_PATTERN)
         self._requests_key = requests_key
+        self._tenant_requests: list[str] = []
+        self._tenants_read_at = float("-inf")
         self._changes_stream = changes_stream
         self._reply_ttl_s = reply_ttl_s
         self.index = MemoryIndex(embedder)
@@ -119,8 +138,13 @@ class RecallWorker:
                 self._stop.wait(0.5)
 
     # -- serving ------------------------------------------------------------------
-    def handle(self, raw: bytes) -> RecallResponse | None:
-        """Answer one raw request; ``None`` when nobody can or should get a reply."""
+    def handle(self, raw: bytes, tenant: str | None = None) -> RecallResponse | None:
+        """Answer one raw request; ``None`` when nobody can or should get a reply.
+
+        ``tenant``: the tenant whose request list it came from (None: the operator's
+        list). A tenant's request may reply only on that tenant's reply keys and names
+        scope keys of that tenant only (qualified here; a key already in the qualified
+        form is refused); its results carry event ids as the tenant named them."""
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
@@ -129,7 +153,7 @@ class RecallWorker:
             return None
         reply_to = data.get("reply_to") if isinstance(data, dict) else None
         request_id = data.get("request_id") if isinstance(data, dict) else None
-        if reply_to and not self.replies_allowed_to(reply_to):
+        if reply_to and not self.replies_allowed_to(reply_to, tenant):
             # A reply key outside our reply namespace (the ingest queue, the change
             # stream...): answering would write into, and then expire, someone's key.
             self.counters.refused_reply_to += 1
@@ -151,20 +175,62 @@ class RecallWorker:
             )
             self._reply(reply_to, response)
             return response
+        if tenant is not None and not request.reply_to:
+            self.counters.malformed += 1  # a tenant's answer can only go to its reply keys
+            log.warning("recall_request_malformed", reason="no reply_to", tenant=tenant)
+            return None
         if request.sent_at_ms is not None and _now_ms() > request.sent_at_ms + request.deadline_ms:
             self.counters.skipped_late += 1
             log.info("recall_request_late", request_id=request.request_id)
             return None
+        if tenant is not None:
+            foreign = [name for name in SCOPE_FIELDS if is_qualified(getattr(request, name) or "")]
+            if foreign:
+                return self._refuse_scope(request, tenant, foreign)
+            request = request.model_copy(
+                update={
+                    name: qualify(tenant, getattr(request, name))
+                    for name in SCOPE_FIELDS
+                    if getattr(request, name)
+                }
+            )
         response = search(self.index, request)
+        if tenant is not None:
+            for result in response.results:
+                result.source_event_ids = [unqualify(tenant, e) for e in result.source_event_ids]
         response.memory_block = render_memory_block(response.results)
         if request.reply_to:
             self._reply(request.reply_to, response)
         self.counters.answered += 1
         return response
 
-    def replies_allowed_to(self, reply_to: object) -> bool:
-        """True for a key the worker may answer on: the reply prefix plus a request id."""
-        return isinstance(reply_to, str) and self._reply_key.fullmatch(reply_to) is not None
+    def _refuse_scope(
+        self, request: RecallRequest, tenant: str, fields: list[str]
+    ) -> RecallResponse:
+        """A tenant named a scope key in another tenant's (qualified) form: no search, an
+        error naming the fields on the tenant's own reply key, nothing else touched."""
+        self.counters.refused_scope += 1
+        log.warning("recall_request_refused", reason="foreign scope key", fields=fields)
+        response = RecallResponse.failure(
+            request.request_id,
+            ErrorCode.INVALID_REQUEST,
+            f"invalid recall request: {', '.join(fields)} (a key of another tenant)",
+            "name your own scope keys; the t-<tenant>- form is reserved",
+        )
+        self._reply(request.reply_to, response)
+        return response
+
+    def replies_allowed_to(self, reply_to: object, tenant: str | None = None) -> bool:
+        """True for a key the worker may answer on: the reply prefix (the tenant's, for a
+        tenant's request) plus a request id."""
+        if not isinstance(reply_to, str):
+            return False
+        if tenant is None:
+            return self._reply_key.fullmatch(reply_to) is not None
+        prefix = recall_reply_prefix(tenant)
+        return reply_to.startswith(prefix) and (
+            re.fullmatch(REPLY_ID_PATTERN, reply_to[len(prefix) :]) is not None
+        )
 
     def _reply(self, reply_to: str, response: RecallResponse) -> None:
         with self._redis.pipeline(transaction=False) as pipe:
@@ -172,11 +238,26 @@ class RecallWorker:
             pipe.expire(reply_to, self._reply_ttl_s)
             pipe.execute()
 
+    def request_keys(self) -> list[str]:
+        """The operator's request list, then every tenant's (re-read now and then)."""
+        now = time.monotonic()
+        if now - self._tenants_read_at >= TENANTS_REFRESH_S:
+            names: Any = self._redis.smembers(TENANTS_KEY)
+            keys = []
+            for name in sorted(n.decode() for n in names):
+                try:
+                    keys.append(recall_requests_key(check_tenant(name)))
+                except ValueError:
+                    continue
+            self._tenant_requests, self._tenants_read_at = keys, now
+        return [self._requests_key, *self._tenant_requests]
+
     def serve_once(self, timeout_s: float = POP_TIMEOUT_S) -> bool:
-        popped: Any = self._redis.blpop([self._requests_key], timeout=timeout_s)
+        popped: Any = self._redis.blpop(self.request_keys(), timeout=timeout_s)
         if popped is None:
             return False
-        self.handle(popped[1])
+        key = popped[0].decode()
+        self.handle(popped[1], None if key == self._requests_key else tenant_of_key(key))
         return True
 
     def run(self) -> None:

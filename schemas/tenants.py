@@ -1,0 +1,129 @@
+"""Tenants: who may publish into and recall from which keys (SPEC §8).
+
+A tenant is a team or a person whose producers hold one Redis ACL user. Everything such a
+producer may touch lives under ``turngraph:t:<tenant>:`` (its inbox with the bound's
+counters, its recall request list and reply keys), and the ACL grants exactly the commands
+our producer code runs there (:data:`PRODUCER_COMMANDS`). Trusted workers, on the operator's
+credential, do the rest: the ingest worker admits inbox entries as RQ jobs and the recall
+worker answers each tenant's requests from that tenant's scopes only.
+
+Scope keys and event ids are qualified with the tenant when a worker takes them from a
+tenant key (``t-<tenant>-<key>``): two tenants naming the same key never share a scope,
+an event id or a duplicate marker. The operator's own producers (the embedded single-user
+setup, or anyone holding the operator password) publish unqualified keys, as before.
+"""
+
+from __future__ import annotations
+
+import re
+
+TENANT_PATTERN = r"[a-z0-9]{1,32}"
+"""A tenant name: lower-case letters and digits, so that it can sit inside keys, ACL user
+names and qualified ids without any separator of its own."""
+
+_TENANT = re.compile(TENANT_PATTERN)
+
+TENANTS_KEY = "turngraph:tenants"
+"""Set of every tenant a credential was issued for; workers serve these."""
+
+TENANT_KEY_PREFIX = "turngraph:t:"
+"""Every key of a tenant starts with this, its name and ``:``."""
+
+ACL_USER_PREFIX = "tenant-"
+"""A tenant's Redis ACL user is this plus its name."""
+
+QUALIFIED_PREFIX = re.compile(r"t-" + TENANT_PATTERN + "-")
+"""The start of a tenant-qualified scope key or event id; producers of a tenant may not
+name such keys themselves."""
+
+PRODUCER_COMMANDS: tuple[str, ...] = (
+    "evalsha",
+    "script|load",
+    "rpush",
+    "lpop",
+    "llen",
+    "lpush",
+    "ltrim",
+    "hincrby",
+    "hgetall",
+    "expire",
+    "blpop",
+    "ping",
+    "client|setinfo",
+    "client|setname",
+)
+"""Everything a tenant's producer runs: the inbox script (``EVALSHA`` / ``SCRIPT LOAD``;
+inside it ``LLEN``, ``RPUSH``, ``LPOP``, ``HINCRBY``, ``LPUSH``, ``LTRIM``), the stats read
+(``HGETALL``, ``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``), and redis-py's
+connection set-up. Scripts run with the caller's permissions (no "security definer"), so a
+producer that bypasses the script can do no more than the script does: all on its own keys."""
+
+
+class InvalidTenantError(ValueError):
+    """A tenant name outside :data:`TENANT_PATTERN`."""
+
+
+def check_tenant(name: str) -> str:
+    """``name`` if it is a valid tenant name; :class:`InvalidTenantError` otherwise."""
+    if not isinstance(name, str) or not _TENANT.fullmatch(name):
+        raise InvalidTenantError("tenant: expected 1-32 lower-case letters or digits")
+    return name
+
+
+def tenant_prefix(tenant: str) -> str:
+    """The prefix of every key of ``tenant`` (its ACL key pattern without the ``*``)."""
+    return f"{TENANT_KEY_PREFIX}{check_tenant(tenant)}:"
+
+
+def acl_user(tenant: str) -> str:
+    """The Redis ACL user name of ``tenant``'s producers."""
+    return ACL_USER_PREFIX + check_tenant(tenant)
+
+
+def inbox_key(tenant: str) -> str:
+    """The tenant's bounded inbox: TurnEvent JSON, oldest first."""
+    return tenant_prefix(tenant) + "inbox"
+
+
+def inbox_stats_key(tenant: str) -> str:
+    """Counters of the tenant's inbox (the bounded queue's counters, per tenant)."""
+    return tenant_prefix(tenant) + "stats"
+
+
+def inbox_wake_key(tenant: str) -> str:
+    """A one-element list the inbox script pushes to: admission block-pops it."""
+    return tenant_prefix(tenant) + "wake"
+
+
+def recall_requests_key(tenant: str) -> str:
+    """The tenant's recall request list."""
+    return tenant_prefix(tenant) + "recall:requests"
+
+
+def recall_reply_prefix(tenant: str) -> str:
+    """Prefix of the tenant's per-request recall reply keys."""
+    return tenant_prefix(tenant) + "recall:reply:"
+
+
+def tenant_of_key(key: str) -> str | None:
+    """The tenant whose key ``key`` is, or None for a key outside every tenant."""
+    if not key.startswith(TENANT_KEY_PREFIX):
+        return None
+    name = key[len(TENANT_KEY_PREFIX) :].partition(":")[0]
+    return name if _TENANT.fullmatch(name) else None
+
+
+def qualify(tenant: str, key: str) -> str:
+    """``key`` (a scope key or event id) as stored for ``tenant``."""
+    return f"t-{check_tenant(tenant)}-{key}"
+
+
+def unqualify(tenant: str, key: str) -> str:
+    """A stored key of ``tenant`` as its producers named it (other keys unchanged)."""
+    prefix = f"t-{tenant}-"
+    return key[len(prefix) :] if key.startswith(prefix) else key
+
+
+def is_qualified(key: str) -> bool:
+    """True for a key in the tenant-qualified form (``t-<tenant>-…``)."""
+    return QUALIFIED_PREFIX.match(key) is not None

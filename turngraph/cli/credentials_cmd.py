@@ -1,0 +1,144 @@
+"""``turngraph credentials issue|revoke|list``: tenant credentials, for operators.
+
+Runs on the operator's credential (``TURNGRAPH_REDIS_URL`` with the admin password, or
+the embedded services). The secret of an issued credential is shown once: written to a
+new file of mode 600 (``--out``), or printed on stdout; it is never an argument, never
+logged, and Redis keeps only its SHA-256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import redis
+
+from schemas.tenants import InvalidTenantError
+from turngraph.cli.endpoints import producer_redis_url
+from turngraph.credentials import issue, issued_tenants, revoke, write_private
+from turngraph.settings import Settings
+
+NOT_PERSISTED_HINT = (
+    "the server has neither an ACL file nor a config file to save users to: the "
+    "credential ends when Redis restarts (run Redis with `aclfile`, as ops/ does)"
+)
+
+
+def _connect() -> tuple[redis.Redis | None, str | None]:
+    settings = Settings()
+    if settings.tenant:
+        return None, None  # a tenant credential cannot manage credentials
+    url = producer_redis_url(settings)
+    if url is None:
+        return None, None
+    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=1.0), url
+
+
+def _fail(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
+    reply = {"success": False, "error_code": code, "user_message": message}
+    reply["remediation"] = remediation
+    print(json.dumps(reply) if getattr(args, "json", False) else f"error: {message}")
+    return 1
+
+
+def _unavailable(args: argparse.Namespace) -> int:
+    return _fail(
+        args,
+        "BACKEND_UNAVAILABLE",
+        "no operator Redis: TURNGRAPH_REDIS_URL is unset and no embedded services run "
+        "(or TURNGRAPH_TENANT is set: a tenant cannot manage credentials)",
+        "run as the operator: `turngraph up`, or the admin URL in TURNGRAPH_REDIS_URL",
+    )
+
+
+def run_issue(args: argparse.Namespace) -> int:
+    conn, url = _connect()
+    if conn is None or url is None:
+        return _unavailable(args)
+    out: Path | None = args.out
+    if out is not None and out.exists():
+        return _fail(args, "INVALID_REQUEST", f"{out} exists", "name a new file")
+    try:
+        issued = issue(conn, args.tenant)
+    except InvalidTenantError as exc:
+        return _fail(args, "INVALID_REQUEST", str(exc), "e.g. `turngraph credentials issue acme`")
+    except redis.RedisError as exc:
+        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+    finally:
+        conn.close()
+    env = issued.env_lines(args.producer_url or url)
+    if issued.persisted == "not_persisted":
+        print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
+    if out is not None:
+        write_private(out, env)
+        print(f"issued {issued.user}: the producer settings are in {out} (mode 600)")
+    else:
+        print(f"# issued {issued.user}; shown once, keep it secret", file=sys.stderr)
+        sys.stdout.write(env)
+    return 0
+
+
+def run_revoke(args: argparse.Namespace) -> int:
+    conn, _ = _connect()
+    if conn is None:
+        return _unavailable(args)
+    try:
+        existed, persisted = revoke(conn, args.tenant)
+    except InvalidTenantError as exc:
+        return _fail(args, "INVALID_REQUEST", str(exc), "name an issued tenant")
+    except redis.RedisError as exc:
+        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+    finally:
+        conn.close()
+    if not existed:
+        return _fail(args, "NOT_FOUND", f"no credential for {args.tenant}", "see `list`")
+    if persisted == "not_persisted":
+        print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
+    print(f"revoked tenant-{args.tenant}; its clients were disconnected")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    conn, _ = _connect()
+    if conn is None:
+        return _unavailable(args)
+    try:
+        tenants = issued_tenants(conn)
+    except redis.RedisError as exc:
+        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps({"success": True, "tenants": tenants}))
+    else:
+        for name, active in tenants.items():
+            print(f"{name:<33}{'active' if active else 'revoked'}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    creds = subparsers.add_parser(
+        "credentials", help="tenant credentials for producers (operators: issue, revoke, list)"
+    )
+    actions = creds.add_subparsers(dest="credentials_action", required=True)
+    issue_cmd = actions.add_parser(
+        "issue", help="create or rotate a tenant's Redis user; the secret is shown once"
+    )
+    issue_cmd.add_argument("tenant", help="1-32 lower-case letters or digits")
+    issue_cmd.add_argument(
+        "--out", type=Path, help="write the producer's settings to this new file (mode 600)"
+    )
+    issue_cmd.add_argument(
+        "--producer-url",
+        help="the Redis URL producers connect to (default: this one); credentials in it "
+        "are replaced",
+    )
+    issue_cmd.set_defaults(handler=run_issue)
+    revoke_cmd = actions.add_parser("revoke", help="delete a tenant's Redis user")
+    revoke_cmd.add_argument("tenant", help="the tenant whose user to delete")
+    revoke_cmd.set_defaults(handler=run_revoke)
+    list_cmd = actions.add_parser("list", help="tenants and whether their user exists")
+    list_cmd.add_argument("--json", action="store_true", help="one JSON object")
+    list_cmd.set_defaults(handler=run_list)
