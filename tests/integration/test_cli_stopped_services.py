@@ -39,6 +39,9 @@ SHORT_COMMANDS: dict[str, list[str]] = {
     "worker recall": ["worker", "recall"],
     "worker maintenance": ["worker", "maintenance"],
     "services": ["services"],
+    "credentials issue": ["credentials", "issue", "acme"],
+    "credentials revoke": ["credentials", "revoke", "acme"],
+    "credentials list": ["credentials", "list"],
 }
 NEEDS_NO_SERVER = {"consent", "graph style", "services"}
 LONG_RUNNING: dict[str, list[str]] = {

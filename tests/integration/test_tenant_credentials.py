@@ -191,4 +191,4 @@ def test_credentials_issue_writes_a_private_file_and_the_secret_nowhere_else(
     assert _cli(["revoke", "beta"], settings).returncode == 1
     assert _cli(["issue", "Bad-Name"], settings).returncode == 1
     as_tenant = _cli(["issue", "gamma"], settings, TURNGRAPH_TENANT="acme")
-    assert as_tenant.returncode == 1 and "tenant cannot manage" in as_tenant.stdout
+    assert as_tenant.returncode == 1 and "tenant cannot manage" in as_tenant.stderr

@@ -39,7 +39,10 @@ def _connect() -> tuple[redis.Redis | None, str | None]:
 def _fail(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
     reply = {"success": False, "error_code": code, "user_message": message}
     reply["remediation"] = remediation
-    print(json.dumps(reply) if getattr(args, "json", False) else f"error: {message}")
+    if getattr(args, "json", False):
+        print(json.dumps(reply))
+    else:
+        print(f"error: {message}", file=sys.stderr)
     return 1
 
 
