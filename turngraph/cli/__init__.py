@@ -8,6 +8,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from schemas.errors import TurngraphError
+
 COMMAND_MODULES = (
     "turngraph.cli.run_cmd",
     "turngraph.cli.worker_cmd",
@@ -35,7 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except TurngraphError as exc:
+        # Raised on purpose, with a message that says what to do: one line, no traceback.
+        print(f"turngraph {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
