@@ -14,6 +14,7 @@ from producers.recall_client import RecallClient
 from producers.scopes import ScopeHasher
 from schemas.recall import RecallResponse
 from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.lifecycle import raise_if_stopping
 
 DEMO_SESSION = "demo-session-1"
 DEMO_WORKSPACE = "demo-workspace"
@@ -80,6 +81,7 @@ def wait_until_ingested(conn: redis.Redis, events: list[TurnEvent], timeout_s: f
     while not all(is_ingested(conn, event.event_id) for event in events):
         if time.monotonic() > deadline:
             return False
+        raise_if_stopping()
         time.sleep(0.05)  # the demo polls the way an impatient user would
     return True
 
@@ -93,6 +95,7 @@ def wait_for_key(
     while not conn.exists(key):
         if time.monotonic() > deadline or not still_starting():
             return False
+        raise_if_stopping()
         time.sleep(0.05)
     return True
 
@@ -111,6 +114,7 @@ def ask_until_found(client: RecallClient, scopes: DemoScopes, timeout_s: float) 
         response = ask(client, scopes)
         if (response.success and response.results) or time.monotonic() > deadline:
             return response
+        raise_if_stopping()
         time.sleep(0.1)
 
 

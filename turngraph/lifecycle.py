@@ -15,6 +15,7 @@ import ctypes.util
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from types import FrameType
 
@@ -69,20 +70,41 @@ class StopSignal(KeyboardInterrupt):
     ``finally`` clauses, so whatever was started is stopped."""
 
 
+_STOP = threading.Event()
+"""Set by the first stop signal; stays set."""
+
+
 def stop_on_signals() -> None:
-    """SIGTERM and SIGINT raise :class:`StopSignal` once; further ones while stopping
+    """The first SIGTERM or SIGINT raises :class:`StopSignal`; further ones while stopping
     are logged and otherwise ignored, so the clean-up runs to its end.
 
     Installs the handlers even where SIGINT was inherited as ignored (a background job).
+    An exception raised by a signal handler can land where Python only prints it (a
+    fork hook, a finaliser), so the request is also kept: polling loops call
+    :func:`raise_if_stopping` and the serving wait is :func:`wait_for_stop`.
     """
 
     def handle(signum: int, _frame: FrameType | None) -> None:
-        for stop_signal in STOP_SIGNALS:
-            signal.signal(stop_signal, _already_stopping)
+        if _STOP.is_set():
+            _already_stopping(signum)
+            return
+        _STOP.set()
         raise StopSignal(signal.Signals(signum).name)
 
     for stop_signal in STOP_SIGNALS:
         signal.signal(stop_signal, handle)
+
+
+def raise_if_stopping() -> None:
+    """For start-up loops: raise :class:`StopSignal` if a stop was asked for."""
+    if _STOP.is_set():
+        raise StopSignal("stop requested")
+
+
+def wait_for_stop() -> None:
+    """Block until a stop signal (it raises :class:`StopSignal` here, or was raised
+    elsewhere and lost: then this returns)."""
+    _STOP.wait()
 
 
 def exit_on_signals(cleanup: Callable[[], None]) -> None:
@@ -94,8 +116,10 @@ def exit_on_signals(cleanup: Callable[[], None]) -> None:
     """
 
     def handle(signum: int, _frame: FrameType | None) -> None:
-        for stop_signal in STOP_SIGNALS:
-            signal.signal(stop_signal, _already_stopping)
+        if _STOP.is_set():
+            _already_stopping(signum)
+            return
+        _STOP.set()
         log.info("stopped", signal=signal.Signals(signum).name)
         try:
             cleanup()
@@ -107,5 +131,5 @@ def exit_on_signals(cleanup: Callable[[], None]) -> None:
         signal.signal(stop_signal, handle)
 
 
-def _already_stopping(signum: int, _frame: FrameType | None) -> None:
+def _already_stopping(signum: int) -> None:
     log.warning("stop_in_progress", signal=signal.Signals(signum).name)

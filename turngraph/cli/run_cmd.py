@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 
 import redis
@@ -21,7 +20,12 @@ from turngraph import demo
 from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
-from turngraph.lifecycle import StopSignal, parent_death_preexec, stop_on_signals
+from turngraph.lifecycle import (
+    StopSignal,
+    parent_death_preexec,
+    stop_on_signals,
+    wait_for_stop,
+)
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers.recall.worker import ready_key
@@ -117,7 +121,7 @@ def run_up(args: argparse.Namespace) -> int:
             if args.exit_after_demo:
                 return 0 if found else 1
             print("turngraph is running; press Ctrl-C (or send SIGTERM) to stop.", flush=True)
-            threading.Event().wait()  # until a stop signal raises StopSignal
+            wait_for_stop()
     except StopSignal as stopped:
         log.info("stopped", signal=str(stopped))
     return 0

@@ -25,7 +25,7 @@ from turngraph.app import (
 from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
-from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals
+from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals, wait_for_stop
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers.ingest.batching import BatchingIngestWorker
@@ -151,7 +151,7 @@ def run_services(args: argparse.Namespace) -> int:
                 data_dir=str(settings.data_dir),
             )
             try:
-                threading.Event().wait()  # until a stop signal raises StopSignal
+                wait_for_stop()
             finally:
                 # A runner (honcho) signals every process at once; the workers' warm
                 # shutdown still talks to Redis, so the servers outlive their clients.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
 from schemas.errors import EmbeddedServiceError
-from turngraph.lifecycle import parent_death_preexec
+from turngraph.lifecycle import parent_death_preexec, raise_if_stopping
 
 STARTUP_TIMEOUT_S = 60.0
 """How long a server may take to accept connections before start-up counts as failed."""
@@ -167,6 +167,7 @@ class ServerProcess:
                 )
             if ready():
                 return
+            raise_if_stopping()
             time.sleep(delay)  # polling a child's readiness, not synchronising tests
             delay = min(delay * 1.5, 0.25)
         raise EmbeddedServiceError(

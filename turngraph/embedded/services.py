@@ -23,6 +23,7 @@ from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.graph_server import GRAPH_DATABASE, GRAPH_USER, GraphServer
 from turngraph.embedded.process import end_processes
 from turngraph.embedded.redis_server import RedisServer
+from turngraph.lifecycle import raise_if_stopping
 
 log = structlog.get_logger(__name__)
 
@@ -86,6 +87,7 @@ def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
                 f"no embedded services running for {data_dir}: start `turngraph services` "
                 "or set TURNGRAPH_REDIS_URL and TURNGRAPH_GRAPH_URI"
             )
+        raise_if_stopping()
         time.sleep(0.2)  # waiting for another process to come up
 
 
