@@ -47,6 +47,7 @@ def _services(settings: Settings) -> Iterator[dict[str, str]]:
         yield {}
         return
     with EmbeddedServices(settings.data_dir) as endpoints:
+        print(f"data folder     {settings.data_dir}")
         print(f"embedded Redis  {without_password(endpoints.redis_url)}")
         print(f"embedded graph  {endpoints.graph_uri}")
         yield endpoints.as_env()
