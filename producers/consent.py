@@ -7,20 +7,18 @@ import json
 import os
 import tempfile
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from producers.private_files import ensure_private_dir
 
 CONSENT_FILE = "consent.json"
 """File under ``settings.data_dir`` recording the grants."""
 
 CONSENT_VERSION = 1
 """Format version of the consent file."""
-
-RECHECK_S = 1.0
-"""A store re-reads the file at most this often: another process's change applies within it."""
 
 
 def endpoint_id(redis_url: str) -> str:
@@ -34,15 +32,18 @@ def endpoint_id(redis_url: str) -> str:
 
 
 class ConsentStore:
-    """Grants per (hashed) workspace and endpoint. Reads are cached until the file changes."""
+    """Grants per (hashed) workspace and endpoint.
 
-    def __init__(self, data_dir: Path, *, recheck_s: float = RECHECK_S) -> None:
+    Every check looks at the file (one ``stat``) and re-reads it only when it changed, so a
+    grant or withdrawal made by another process (``turngraph consent enable``) applies to
+    the very next publication of a running bridge.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / CONSENT_FILE
-        self._recheck_s = recheck_s
         self._lock = threading.Lock()
-        self._cache: dict[str, Any] | None = None
-        self._cache_mtime: float | None = None
-        self._checked_at = 0.0
+        self._cache: dict[str, Any] = {}
+        self._cache_version: tuple[int, int, int] | None = None
 
     def is_enabled(self, workspace: str, endpoint: str) -> bool:
         """True when publishing from ``workspace`` to ``endpoint`` has been enabled."""
@@ -70,26 +71,25 @@ class ConsentStore:
         return f"{workspace}|{endpoint}"
 
     def _grants(self) -> dict[str, dict[str, Any]]:
-        now = time.monotonic()
-        if self._cache is not None and now - self._checked_at < self._recheck_s:
-            return self._cache  # publish() asks per event: no stat() call each time
         try:
-            mtime = self.path.stat().st_mtime_ns
+            found = self.path.stat()
         except FileNotFoundError:
             return {}
+        # Writers replace the file (a new inode), so this changes with every write even
+        # where the clock's granularity would hide a second write within one tick.
+        version = (found.st_ino, found.st_mtime_ns, found.st_size)
         with self._lock:
-            self._checked_at = now
-            if self._cache is None or self._cache_mtime != mtime:
+            if self._cache_version != version:
                 try:
                     data = json.loads(self.path.read_text())
                     grants = data.get("grants", {}) if isinstance(data, dict) else {}
                 except (OSError, ValueError):
                     grants = {}  # unreadable means: no consent
-                self._cache, self._cache_mtime = grants, mtime
+                self._cache, self._cache_version = grants, version
             return self._cache
 
     def _set(self, workspace: str, endpoint: str, enabled: bool) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         grants = dict(self._grants())
         grants[self._key(workspace, endpoint)] = {
             "enabled": enabled,
@@ -102,7 +102,7 @@ class ConsentStore:
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)  # atomic: readers see the old or the new file
         with self._lock:
-            self._cache = None
+            self._cache_version = None
 
 
 def consent_endpoint(redis_url: str | None, data_dir: Path) -> str:

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
+from producers.private_files import ensure_private_dir
+
 HINTS_FILE = "scope-hints.json"
 """File under ``settings.data_dir`` with the hints."""
 
@@ -86,7 +88,7 @@ class ScopeHints:
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:
         """Several bridges may note at once: read-merge-write under an exclusive lock."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -14,6 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
+from producers.private_files import ensure_private_dir
 from schemas.scopes import Scope
 
 SALT_FILE = "scope.salt"
@@ -33,7 +34,7 @@ def load_or_create_salt(data_dir: Path) -> bytes:
     """The installation's salt: created once (atomically, mode 600), then read back."""
     path = data_dir / SALT_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(data_dir)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

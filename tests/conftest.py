@@ -4,6 +4,8 @@ isolated per test by flushing Redis and emptying the graph."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,22 @@ from tests.support.leftovers import kill_all, tag_this_run, tagged_processes
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import LogFormat, Settings
+
+# Tests never touch the user's own data folder: before any test (or anything a test
+# starts, which inherits this environment) reads a setting, the data folder and the
+# platform's user data directory both point into a throw-away folder.
+_SANDBOX = Path(tempfile.mkdtemp(prefix="turngraph-tests-"))
+TEST_DATA_DIR = _SANDBOX / "data"
+"""``TURNGRAPH_DATA_DIR`` for every test and every process a test starts."""
+TEST_XDG_DATA_HOME = _SANDBOX / "xdg-data"
+"""Where the default data folder (``platformdirs``) lands when a test unsets the variable."""
+os.environ["TURNGRAPH_DATA_DIR"] = str(TEST_DATA_DIR)
+os.environ["XDG_DATA_HOME"] = str(TEST_XDG_DATA_HOME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SANDBOX, ignore_errors=True)
+
 
 LEFTOVER_GRACE_S = 10.0
 """How long processes the run started may take to exit once the last test is done."""
@@ -36,7 +54,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run_id is None:
         return
     ours = {os.getpid()}
-    folders = (session.config.stash[_RUN_FOLDER],)
+    folders = (session.config.stash[_RUN_FOLDER], _SANDBOX.resolve())
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     leftovers = tagged_processes(run_id, exclude=ours, folders=folders)
     while leftovers and time.monotonic() < deadline:

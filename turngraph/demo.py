@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -13,6 +14,7 @@ from producers.recall_client import RecallClient
 from producers.scopes import ScopeHasher
 from schemas.recall import RecallResponse
 from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.lifecycle import raise_if_stopping
 
 DEMO_SESSION = "demo-session-1"
 DEMO_WORKSPACE = "demo-workspace"
@@ -79,7 +81,22 @@ def wait_until_ingested(conn: redis.Redis, events: list[TurnEvent], timeout_s: f
     while not all(is_ingested(conn, event.event_id) for event in events):
         if time.monotonic() > deadline:
             return False
+        raise_if_stopping()
         time.sleep(0.05)  # the demo polls the way an impatient user would
+    return True
+
+
+def wait_for_key(
+    conn: redis.Redis, key: str, timeout_s: float, still_starting: Callable[[], bool]
+) -> bool:
+    """Poll until ``key`` exists (a worker's readiness), the deadline passes, or
+    ``still_starting`` says the process that would set it is gone."""
+    deadline = time.monotonic() + timeout_s
+    while not conn.exists(key):
+        if time.monotonic() > deadline or not still_starting():
+            return False
+        raise_if_stopping()
+        time.sleep(0.05)
     return True
 
 
@@ -87,6 +104,18 @@ def ask(client: RecallClient, scopes: DemoScopes) -> RecallResponse:
     return client.recall(
         DEMO_QUESTION, session_id=scopes.session, workspace=scopes.workspace, user=scopes.user
     )
+
+
+def ask_until_found(client: RecallClient, scopes: DemoScopes, timeout_s: float) -> RecallResponse:
+    """The ingest marker and the change the recall worker applies are written together but
+    read apart: ask again (each ask waits for its own reply) until memories come back."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = ask(client, scopes)
+        if (response.success and response.results) or time.monotonic() > deadline:
+            return response
+        raise_if_stopping()
+        time.sleep(0.1)
 
 
 def render(response: RecallResponse) -> str:

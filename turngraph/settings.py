@@ -6,13 +6,24 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
+import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas import defaults, keys
 from schemas.defaults import DropPolicy
 
-__all__ = ["DropPolicy", "LogFormat", "Settings"]
+__all__ = ["DropPolicy", "LogFormat", "Settings", "default_data_dir"]
+
+APP_NAME = "turngraph"
+"""The folder name under the platform's user data directory."""
+
+
+def default_data_dir() -> Path:
+    """One data folder per user, wherever a command runs: the platform's user data folder
+    (``$XDG_DATA_HOME/turngraph``, else ``~/.local/share/turngraph`` on Linux;
+    ``~/Library/Application Support/turngraph`` on macOS)."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
 class LogFormat(str, Enum):
@@ -32,7 +43,10 @@ class Settings(BaseSettings):
         env_prefix="TURNGRAPH_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
     )
 
-    data_dir: Path = Path(".turngraph")
+    data_dir: Path = Field(default_factory=default_data_dir)
+    """Embedded databases, ``services.json``, consent, the scope salt and hints; one per
+    user by default (``TURNGRAPH_DATA_DIR`` overrides it), so every command and editor finds
+    the running services from any folder."""
 
     redis_url: str | None = None
     tenant: str | None = Field(default=None, pattern=r"^[a-z0-9]{1,32}$")
@@ -115,6 +129,12 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip().lower() in ("", "none"):
             return None
         return value
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        """A relative ``TURNGRAPH_DATA_DIR`` is taken from where the command starts, once."""
+        return value.expanduser().absolute()
 
     @property
     def llm_configured(self) -> bool:

@@ -43,7 +43,7 @@ def test_consent_is_per_workspace_and_endpoint(tmp_path: Path) -> None:
     assert store.is_enabled("w_1", endpoint)
     assert not store.is_enabled("w_1", "redis://elsewhere:6379/0")
     assert not store.is_enabled("w_2", endpoint)
-    check = ConsentStore(tmp_path, recheck_s=0).checker(endpoint)  # another process
+    check = ConsentStore(tmp_path).checker(endpoint)  # another process
     assert check("w_1") and not check("w_2")
     store.disable("w_1", endpoint)
     assert not check("w_1")

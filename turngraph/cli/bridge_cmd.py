@@ -29,6 +29,7 @@ from schemas.keys import DISTILL_REQUESTS
 from schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
 from turngraph.clients import build_publisher
+from turngraph.lifecycle import StopSignal, stop_on_signals
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 
@@ -146,7 +147,12 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
 def run_bridge(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings)  # logs go to stderr; stdout carries only replies
-    return build_bridge(settings).serve(sys.stdin.buffer, sys.stdout.buffer)
+    stop_on_signals()  # SIGTERM or SIGINT: deliver what is buffered, then exit 0
+    try:
+        return build_bridge(settings).serve(sys.stdin.buffer, sys.stdout.buffer)
+    except StopSignal as stopped:
+        log.info("stopped", signal=str(stopped))
+        return 0
 
 
 def _print(reply: dict[str, Any]) -> int:

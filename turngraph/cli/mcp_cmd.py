@@ -23,6 +23,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     from schemas.scopes import Scope
     from turngraph.cli.bridge_cmd import build_bridge
     from turngraph.forgetting import forget
+    from turngraph.lifecycle import exit_on_signals
     from turngraph.logs import configure_logging
     from turngraph.mcp_server import MemoryTools, build_server
     from turngraph.scope_keys import raw_workspace
@@ -43,6 +44,9 @@ def run_mcp(args: argparse.Namespace) -> int:
     )
     server = build_server(tools)
     configure_logging(settings)  # after the SDK's own set-up: ours wins, on stderr
+    # SIGTERM and SIGINT alike (even when SIGINT came in ignored): deliver what is
+    # buffered, then exit; the SDK's stdin thread would otherwise hold the process.
+    exit_on_signals(bridge.close)
     try:
         server.run("stdio")
     finally:

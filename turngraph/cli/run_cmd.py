@@ -6,9 +6,9 @@ import argparse
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 
 import redis
@@ -20,13 +20,24 @@ from turngraph import demo
 from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
+from turngraph.lifecycle import (
+    StopSignal,
+    parent_death_preexec,
+    stop_on_signals,
+    wait_for_stop,
+)
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
+from workers.recall.worker import ready_key
 
 log = structlog.get_logger(__name__)
 
-DEMO_TIMEOUT_S = 60.0
-"""How long the demo waits for its conversation to become recallable."""
+DEMO_TIMEOUT_S = 120.0
+"""How long the demo waits for its conversation to be ingested (a loaded machine, a cold
+JVM), for the recall worker to be ready, and then for the answer to name it."""
+
+WORKER_STOP_TIMEOUT_S = 15.0
+"""How long a worker may take to stop after SIGTERM before it is killed."""
 
 
 @contextlib.contextmanager
@@ -36,6 +47,7 @@ def _services(settings: Settings) -> Iterator[dict[str, str]]:
         yield {}
         return
     with EmbeddedServices(settings.data_dir) as endpoints:
+        print(f"data folder     {settings.data_dir}")
         print(f"embedded Redis  {without_password(endpoints.redis_url)}")
         print(f"embedded graph  {endpoints.graph_uri}")
         yield endpoints.as_env()
@@ -44,26 +56,30 @@ def _services(settings: Settings) -> Iterator[dict[str, str]]:
 @contextlib.contextmanager
 def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[list[subprocess.Popen[bytes]]]:
     kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-m", "turngraph.cli", "worker", kind],
-            env={"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env},
-        )
-        for kind in kinds
-    ]
+    children: list[subprocess.Popen[bytes]] = []
     try:
+        for kind in kinds:
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "turngraph.cli", "worker", kind],
+                    env={"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env},
+                    preexec_fn=parent_death_preexec(),  # a kill -9 of `up` ends them too
+                )
+            )
         yield children
     finally:
         for child in children:
-            child.send_signal(signal.SIGTERM)
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
         for child in children:
             try:
-                child.wait(timeout=15)
+                child.wait(timeout=WORKER_STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
 
 
-def run_demo(settings: Settings) -> bool:
+def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool:
     assert settings.redis_url
     conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
     scopes = demo.DemoScopes.hashed(ScopeHasher.for_data_dir(settings.data_dir))
@@ -75,31 +91,40 @@ def run_demo(settings: Settings) -> bool:
         stats = publisher.stats()
     counts = {name: value for name, value in stats.as_dict().items() if value}
     print(f"published {len(events)} demo turns: {counts}")
-    if not demo.wait_until_ingested(conn, events, DEMO_TIMEOUT_S):
-        print(f"the demo turns were not ingested within {DEMO_TIMEOUT_S:.0f}s")
-        return False
-    client = RecallClient(conn, requests_key=settings.recall_requests_key, deadline_ms=2_000)
-    response = demo.ask(client, scopes)
-    print(demo.render(response))
-    conn.close()
-    return bool(response.results)
+    try:
+        if not demo.wait_until_ingested(conn, events, DEMO_TIMEOUT_S):
+            print(f"the demo turns were not ingested within {DEMO_TIMEOUT_S:.0f}s")
+            return False
+        # Already-ingested turns (a second run) are ready at once; the recall worker of
+        # this run may still be loading its index: wait for its own readiness key.
+        key = ready_key(socket.gethostname(), recall_worker.pid)
+        if not demo.wait_for_key(conn, key, DEMO_TIMEOUT_S, lambda: recall_worker.poll() is None):
+            print(f"the recall worker was not ready within {DEMO_TIMEOUT_S:.0f}s")
+            return False
+        client = RecallClient(conn, requests_key=settings.recall_requests_key, deadline_ms=2_000)
+        response = demo.ask_until_found(client, scopes, DEMO_TIMEOUT_S)
+        print(demo.render(response))
+        return bool(response.results)
+    finally:
+        conn.close()
 
 
 def run_up(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with _services(settings) as env, _workers(env, args.ingest_workers):
-        live = settings.model_copy(
-            update={"redis_url": env.get("TURNGRAPH_REDIS_URL", settings.redis_url)}
-        )
-        found = run_demo(live)
-        if args.exit_after_demo:
-            return 0 if found else 1
-        print("turngraph is running; press Ctrl-C to stop.")
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.wait()
+    stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
+    try:
+        with _services(settings) as env, _workers(env, args.ingest_workers) as children:
+            live = settings.model_copy(
+                update={"redis_url": env.get("TURNGRAPH_REDIS_URL", settings.redis_url)}
+            )
+            found = run_demo(live, recall_worker=children[0])
+            if args.exit_after_demo:
+                return 0 if found else 1
+            print("turngraph is running; press Ctrl-C (or send SIGTERM) to stop.", flush=True)
+            wait_for_stop()
+    except StopSignal as stopped:
+        log.info("stopped", signal=str(stopped))
     return 0
 
 
@@ -107,7 +132,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up = subparsers.add_parser(
         "up", help="run the whole system (embedded services, workers) and show a demo"
     )
-    up.add_argument("--exit-after-demo", action="store_true", help="stop after the demo")
+    up.add_argument(
+        "--exit-after-demo",
+        action="store_true",
+        help="stop after the demo (exit status 1 if nothing was recalled)",
+    )
     up.add_argument(
         "--ingest-workers",
         type=int,

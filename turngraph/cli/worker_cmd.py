@@ -25,6 +25,7 @@ from turngraph.app import (
 from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
+from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals, wait_for_stop
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 from workers.ingest.batching import BatchingIngestWorker
@@ -76,16 +77,18 @@ def wait_for_redis(conn: redis.Redis) -> None:
 def run_worker(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings)
-    clients = build_clients(settings)
+    stop_on_signals()  # while setting up; RQ's work() installs its own for SIGTERM/SIGINT
+    try:
+        clients = build_clients(settings)
+    except StopSignal:
+        return 0
     try:
         if args.kind == "recall":
             recall = build_recall_worker(clients)
             recall.bootstrap()
-            signal.signal(signal.SIGTERM, lambda *_: recall.stop())
-            try:
-                recall.run()
-            except KeyboardInterrupt:
-                recall.stop()
+            for stop_signal in STOP_SIGNALS:  # the loop ends within one pop timeout
+                signal.signal(stop_signal, lambda *_: recall.stop())
+            recall.run()
             return 0
         if args.kind == "ingest":
             pipeline = build_pipeline(clients)  # one per process, kept across restarts
@@ -117,6 +120,8 @@ def run_worker(args: argparse.Namespace) -> int:
                 return supervise(build, clients, burst=args.burst)
             finally:
                 gateway.stop()
+    except StopSignal:  # stopped before the work loop took over the signals
+        return 0
     finally:
         clients.close()
 
@@ -145,19 +150,23 @@ def run_services(args: argparse.Namespace) -> int:
     if not settings.embedded:
         log.info("embedded_services_not_needed", reason="urls configured")
         return 0
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with EmbeddedServices(settings.data_dir) as endpoints:
-        log.info(
-            "embedded_services_ready",
-            redis=without_password(endpoints.redis_url),
-            graph=endpoints.graph_uri,
-        )
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.wait()
-        # A runner (honcho) signals every process at once; the workers' warm shutdown
-        # still talks to Redis, so the servers outlive their clients for a moment.
-        wait_for_clients_to_leave(endpoints.redis_url, CLIENTS_LEAVE_TIMEOUT_S)
+    stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
+    try:
+        with EmbeddedServices(settings.data_dir) as endpoints:
+            log.info(
+                "embedded_services_ready",
+                redis=without_password(endpoints.redis_url),
+                graph=endpoints.graph_uri,
+                data_dir=str(settings.data_dir),
+            )
+            try:
+                wait_for_stop()
+            finally:
+                # A runner (honcho) signals every process at once; the workers' warm
+                # shutdown still talks to Redis, so the servers outlive their clients.
+                wait_for_clients_to_leave(endpoints.redis_url, CLIENTS_LEAVE_TIMEOUT_S)
+    except StopSignal as stopped:
+        log.info("stopped", signal=str(stopped))
     return 0
 
 

@@ -13,8 +13,14 @@ from pathlib import Path
 import neo4j
 import neo4j.exceptions
 
+from producers.private_files import ensure_private_dir, write_private_text
 from schemas.errors import EmbeddedServiceError
-from turngraph.embedded.process import ServerProcess, free_port, port_open
+from turngraph.embedded.process import (
+    ServerProcess,
+    free_port,
+    port_open,
+    processes_holding,
+)
 
 GRAPH_DATABASE = "turngraph"
 """Name of the database the embedded server creates on first start."""
@@ -24,6 +30,12 @@ GRAPH_USER = "root"
 
 JVM_HEAP = "1g"
 """Heap of the embedded graph server's JVM."""
+
+LOCKED_MARK = "is locked by another process"
+"""What ArcadeDB logs when another process holds the database's lock file."""
+
+LOCK_FILE = "database.lck"
+"""The file ArcadeDB locks inside a database folder."""
 
 
 def _wheel_root() -> Path:
@@ -41,9 +53,7 @@ def password_for(data_dir: Path) -> str:
     """A per-installation root password, created once and kept beside the data."""
     path = data_dir / PASSWORD_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(18))
-        path.chmod(0o600)
+        write_private_text(path, secrets.token_urlsafe(18))
     return path.read_text().strip()
 
 
@@ -90,9 +100,15 @@ class GraphServer:
         """ArcadeDB's own web Studio, for looking at the embedded graph."""
         return f"http://127.0.0.1:{self.http_port}/"
 
+    name = "graph"
+
     @property
     def pid(self) -> int | None:
         return self._process.pid
+
+    def orphans(self) -> list[int]:
+        """Servers of this kind left running in this folder by an owner that is gone."""
+        return self._process.orphans()
 
     def _ready(self) -> bool:
         # Ports open before the default database exists (seen under load as
@@ -112,8 +128,23 @@ class GraphServer:
             return False
 
     def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._process.start(self._ready)
+        ensure_private_dir(self.data_dir)
+        try:
+            self._process.start(self._ready)
+        except EmbeddedServiceError:
+            if LOCKED_MARK in self._process.log_since_start():
+                raise EmbeddedServiceError(self._locked_message()) from None
+            raise
+
+    def _locked_message(self) -> str:
+        database = self.data_dir / "databases" / GRAPH_DATABASE
+        holders = processes_holding(database / LOCK_FILE)
+        who = f"process {', '.join(map(str, holders))}" if holders else "another process"
+        fix = f"kill {' '.join(map(str, holders))}" if holders else "stop the other graph server"
+        return (
+            f"the graph database {database} is locked by {who}, not by these services: "
+            f"{fix}, then start again"
+        )
 
     def stop(self) -> None:
         self._process.stop()

@@ -1,4 +1,5 @@
-"""A server run as a child process: started, waited for, ended by signal."""
+"""A server run as a child process: started, waited for, ended by signal, and ended by the
+kernel when its parent dies (see ``turngraph.lifecycle``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
 from schemas.errors import EmbeddedServiceError
+from turngraph.lifecycle import parent_death_preexec, raise_if_stopping
 
 STARTUP_TIMEOUT_S = 60.0
 """How long a server may take to accept connections before start-up counts as failed."""
@@ -34,6 +37,79 @@ def port_open(port: int) -> bool:
         return False
 
 
+def _same_path(link: Path, target: Path) -> bool:
+    try:
+        return link.readlink() == target
+    except OSError:  # gone, or another user's process
+        return False
+
+
+def processes_running(executable: Path, cwd: Path) -> list[int]:
+    """This user's processes running ``executable`` in ``cwd`` (Linux ``/proc``; elsewhere
+    none are found). Both must match: a shell that merely sits in the folder is not one."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    executable, cwd = executable.resolve(), cwd.resolve()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        if _same_path(entry / "exe", executable) and _same_path(entry / "cwd", cwd):
+            found.append(int(entry.name))
+    return found
+
+
+def processes_holding(path: Path) -> list[int]:
+    """This user's processes with ``path`` open (Linux ``/proc``; elsewhere none)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    path = path.resolve()
+    holders = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if any(_same_path(fd, path) for fd in (entry / "fd").iterdir()):
+                holders.append(int(entry.name))
+        except OSError:  # gone, or another user's process
+            continue
+    return holders
+
+
+def end_processes(pids: Sequence[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM, then SIGKILL what is still there after ``timeout_s``; waits for the end."""
+    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
+        alive = [pid for pid in pids if _signal(pid, sig)]
+        deadline = time.monotonic() + wait_s
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling another process's exit (not our child: no wait())
+            alive = [pid for pid in alive if _exists(pid)]
+        if not alive:
+            return
+    raise EmbeddedServiceError(f"processes {sorted(pids)} did not end on SIGKILL")
+
+
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _exists(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie is reaped by init, not by us)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 class ServerProcess:
     """Owns one child process; the log goes to a file next to its data."""
 
@@ -45,14 +121,22 @@ class ServerProcess:
         self._argv = list(argv)
         self._log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    def orphans(self) -> list[int]:
+        """Servers of this kind still running in this folder without us: left by a
+        process that was killed before parent-death signals (or on another platform)."""
+        return processes_running(Path(self._argv[0]), self._cwd)
+
     def start(self, ready: Callable[[], bool], timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self._log_path.open("ab") as log:
+        ensure_private_dir(self._log_path.parent)
+        log_fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+        with os.fdopen(log_fd, "ab") as log:
+            self._log_offset = log.seek(0, os.SEEK_END)
             self._proc = subprocess.Popen(
                 self._argv,
                 stdout=log,
@@ -60,7 +144,19 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a ^C in the terminal is ours to forward
                 cwd=self._cwd,
+                # Dies with us even on SIGKILL (a JVM is one process: the launcher runs
+                # the VM in a thread, so the signal reaches the server itself); its own
+                # files are private like the rest of the data folder.
+                preexec_fn=parent_death_preexec(umask=PRIVATE_UMASK),
             )
+        try:
+            self._wait_ready(ready, timeout_s)
+        except BaseException:  # a failed start, or a stop signal while waiting
+            self.stop()
+            raise
+
+    def _wait_ready(self, ready: Callable[[], bool], timeout_s: float) -> None:
+        assert self._proc is not None
         deadline = time.monotonic() + timeout_s
         delay = 0.02
         while time.monotonic() < deadline:
@@ -71,12 +167,22 @@ class ServerProcess:
                 )
             if ready():
                 return
+            raise_if_stopping()
             time.sleep(delay)  # polling a child's readiness, not synchronising tests
             delay = min(delay * 1.5, 0.25)
-        self.stop()
         raise EmbeddedServiceError(
             f"{self.name} not ready after {timeout_s:.0f}s; see {self._log_path}"
         )
+
+    def log_since_start(self, limit: int = 64_000) -> str:
+        """What the server wrote to its log since the last start (its last ``limit`` bytes)."""
+        try:
+            with self._log_path.open("rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(self._log_offset, size - limit))
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         proc, self._proc = self._proc, None

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
+from producers.private_files import ensure_private_dir
 from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.process import ServerProcess, free_port
 
@@ -90,9 +91,15 @@ class RedisServer:
         """The URL clients connect with; it carries the password (keep it off logs)."""
         return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
 
+    name = "redis"
+
     @property
     def pid(self) -> int | None:
         return self._process.pid
+
+    def orphans(self) -> list[int]:
+        """Servers of this kind left running in this folder by an owner that is gone."""
+        return self._process.orphans()
 
     def _ready(self) -> bool:
         try:
@@ -103,7 +110,7 @@ class RedisServer:
             return False
 
     def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.data_dir)
         self._write_config()
         self._process.start(self._ready)
 

@@ -1,19 +1,37 @@
-"""Start both embedded servers and publish where they listen, for the other processes."""
+"""Start both embedded servers and publish where they listen, for the other processes.
+
+One owner per data folder: it holds an exclusive lock on ``services.lock`` for as long as
+it runs (the kernel drops it when the owner dies, however it dies). Whoever takes the lock
+knows that anything left in the folder -- a ``services.json``, a server still running
+there -- belongs to an owner that is gone, and clears it before starting.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import structlog
+
+from producers.private_files import PRIVATE_FILE_MODE, ensure_private_dir, write_private_text
 from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.graph_server import GRAPH_DATABASE, GRAPH_USER, GraphServer
+from turngraph.embedded.process import end_processes
 from turngraph.embedded.redis_server import RedisServer
+from turngraph.lifecycle import raise_if_stopping
+
+log = structlog.get_logger(__name__)
 
 STATE_FILE = "services.json"
 """File under the data folder naming the running embedded services' endpoints."""
+
+LOCK_FILE = "services.lock"
+"""Held (``flock``) by the process that owns the data folder's servers; holds its pid."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,7 @@ def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
                 f"no embedded services running for {data_dir}: start `turngraph services` "
                 "or set TURNGRAPH_REDIS_URL and TURNGRAPH_GRAPH_URI"
             )
+        raise_if_stopping()
         time.sleep(0.2)  # waiting for another process to come up
 
 
@@ -80,6 +99,7 @@ class EmbeddedServices:
         self.redis = RedisServer(data_dir / "redis")
         self.graph = GraphServer(data_dir / "graph")
         self._state_path = data_dir / STATE_FILE
+        self._lock_fd: int | None = None
 
     @property
     def endpoints(self) -> ServiceEndpoints:
@@ -94,19 +114,20 @@ class EmbeddedServices:
         )
 
     def start(self) -> ServiceEndpoints:
-        running = read_endpoints(self.data_dir)
-        if running is not None:
-            raise EmbeddedServiceError(
-                f"embedded services for {self.data_dir} already run in process {running.owner_pid}"
-            )
-        self.redis.start()
+        ensure_private_dir(self.data_dir)
+        self._lock_fd = self._take_lock()
         try:
-            self.graph.start()
+            self._clear_leftovers()
+            self.redis.start()
+            try:
+                self.graph.start()
+            except BaseException:
+                self.redis.stop()
+                raise
+            write_private_text(self._state_path, json.dumps(asdict(self.endpoints)))
         except BaseException:
-            self.redis.stop()
+            self._release_lock()
             raise
-        self._state_path.write_text(json.dumps(asdict(self.endpoints)))
-        self._state_path.chmod(0o600)
         return self.endpoints
 
     def stop(self) -> None:
@@ -115,6 +136,43 @@ class EmbeddedServices:
             self.graph.stop()
         finally:
             self.redis.stop()
+            self._release_lock()
+
+    def _take_lock(self) -> int:
+        fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise EmbeddedServiceError(
+                f"embedded services for {self.data_dir} already run in process {holder}: "
+                f"use them, stop that process (kill {holder}), or set TURNGRAPH_DATA_DIR "
+                "to another folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return fd
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            os.close(fd)  # closing drops the flock
+
+    def _clear_leftovers(self) -> None:
+        """We hold the lock, so the previous owner is gone: its endpoints file is stale
+        and a server still running in the folder is an orphan (it would keep the
+        database locked)."""
+        if self._state_path.exists():
+            log.warning("embedded_stale_state_removed", path=str(self._state_path))
+            self._state_path.unlink(missing_ok=True)
+        for server in (self.redis, self.graph):
+            orphans = server.orphans()
+            if orphans:
+                log.warning("embedded_orphan_stopping", server=server.name, pids=orphans)
+                end_processes(orphans)
 
     def __enter__(self) -> ServiceEndpoints:
         return self.start()

@@ -7,8 +7,11 @@ fresh. N replicas may pop from the same request list; each keeps its own index.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +23,7 @@ from pydantic import ValidationError
 
 from schemas.changes import decode_change
 from schemas.errors import InvalidPayloadError
-from schemas.keys import RECALL_REPLY_PREFIX
+from schemas.keys import RECALL_READY_PREFIX, RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.tenants import (
     TENANTS_KEY,
@@ -50,6 +53,9 @@ TAIL_BATCH = 1_000
 """Change entries applied per XREAD."""
 
 
+READY_TTL_S = 10
+"""Lifetime of the readiness key; refreshed every ``POP_TIMEOUT_S`` while serving."""
+
 REPLY_ID_PATTERN = r"[A-Za-z0-9_-]{1,128}"
 """What may follow the reply prefix: a reply key names one request, nothing else."""
 
@@ -69,6 +75,11 @@ class RecallCounters:
     refused_scope: int = 0
     changes_applied: int = 0
     bad_changes: int = 0
+
+
+def ready_key(host: str, pid: int) -> str:
+    """The key a recall worker on ``host`` with process id ``pid`` sets while it serves."""
+    return f"{RECALL_READY_PREFIX}{host}:{pid}"
 
 
 def _now_ms() -> int:
@@ -100,6 +111,8 @@ class RecallWorker:
         self._stop = threading.Event()
         self._last_change_id = "0-0"
         self._tail: threading.Thread | None = None
+        self.ready_key = ready_key(socket.gethostname(), os.getpid())
+        self._ready_refreshed = 0.0
 
     # -- start-up -----------------------------------------------------------------
     def bootstrap(self) -> int:
@@ -268,13 +281,24 @@ class RecallWorker:
         try:
             while not self._stop.is_set():
                 try:
+                    self._announce_ready()
                     self.serve_once()
                 except redis.RedisError as exc:
                     log.warning("recall_redis_error", error=type(exc).__name__)
                     self._stop.wait(0.5)
         finally:
             self._stop.set()
+            with contextlib.suppress(redis.RedisError):
+                self._redis.delete(self.ready_key)
             self._tail.join(timeout=TAIL_BLOCK_MS / 1000 + 5)
+
+    def _announce_ready(self) -> None:
+        """Readiness others can wait for (no sleep-and-hope): the index is loaded and
+        requests are being popped. Refreshed well within its TTL."""
+        now = time.monotonic()
+        if now - self._ready_refreshed >= POP_TIMEOUT_S:
+            self._redis.set(self.ready_key, _now_ms(), ex=READY_TTL_S)
+            self._ready_refreshed = now
 
     def stop(self) -> None:
         self._stop.set()

@@ -1,0 +1,88 @@
+"""Children die with their parent (Linux parent-death signal), and a stop signal is
+kept even when the exception it raised was lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="parent-death signals are Linux's"
+)
+
+PARENT = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    from turngraph.lifecycle import parent_death_preexec
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        preexec_fn=parent_death_preexec(umask=0o077),
+    )
+    print(child.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+def test_a_child_dies_when_its_parent_is_killed() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    try:
+        assert not _gone(child)
+        assert Path(f"/proc/{child}/status").read_text().count("Umask:\t0077") == 1
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling another process's exit
+        assert _gone(child)
+    finally:
+        parent.kill()
+        parent.wait()
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+LOST_RAISE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from turngraph import lifecycle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job inherits it
+    lifecycle.stop_on_signals()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # raised here ...
+    except lifecycle.StopSignal:
+        pass  # ... and lost, as in a fork hook
+    os.kill(os.getpid(), signal.SIGTERM)  # a second signal: logged, not raised
+    lifecycle.wait_for_stop()  # returns: the request was kept
+    try:
+        lifecycle.raise_if_stopping()
+    except lifecycle.StopSignal:
+        print("stopping", flush=True)
+    """
+)
+
+
+def test_a_lost_stop_signal_is_kept() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LOST_RAISE], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "stopping"
+    assert "stop_in_progress" in done.stdout + done.stderr  # (unconfigured structlog)
