@@ -6,10 +6,6 @@ statement's parameters, and a statement's parameters can hold chat text.
 
 from __future__ import annotations
 
-import neo4j.exceptions
-import pydantic
-import redis
-
 from schemas.errors import TurngraphError
 
 START_HINT = (
@@ -19,6 +15,11 @@ START_HINT = (
 
 def describe_failure(exc: BaseException) -> str:
     """What a person reads when a command fails with ``exc``."""
+    # Imported on failure only: every command (``--help`` too) starts without the drivers.
+    import neo4j.exceptions
+    import pydantic
+    import redis
+
     if isinstance(exc, TurngraphError):
         return f"error: {exc}"
     if isinstance(exc, redis.AuthenticationError | redis.exceptions.NoPermissionError):

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Literal
 
 from workers.embeddings.deadline import QueryEmbedder
-from workers.embeddings.endpoint import EndpointEmbedder
 from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder
 from workers.embeddings.protocol import Embedder
 
@@ -31,6 +30,10 @@ def build_embedder(
         return None
     if provider == "local":
         return StaticEmbedder(model_path or DEFAULT_MODEL_DIR)
+    # Imported here: the openai package costs about a second of start-up CPU, which every
+    # worker process would pay on a deployment that never calls an endpoint.
+    from workers.embeddings.endpoint import EndpointEmbedder
+
     return EndpointEmbedder(
         base_url=base_url,
         api_key=api_key,
