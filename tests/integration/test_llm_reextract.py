@@ -24,7 +24,7 @@ from workers.trusted_jobs import MAINTENANCE_FUNCTIONS
 
 pytestmark = pytest.mark.integration
 
-PERSON = ent("Person", "alice")
+CONCEPT = ent("Concept", "at-least-once delivery")
 """Something only the LLM finds: the re-extraction must add it to the graph."""
 
 
@@ -78,7 +78,7 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     fake.add(error(500))  # ingest: the LLM fails, the offline rules stand in
     result = build_pipeline(with_llm).ingest(TURNS)
     assert (result.turns, result.reextract) == (2, 2)
-    assert names(with_llm, "Person") == []
+    assert names(with_llm, "Concept") == []
     assert names(with_llm, "Service") == ["Redis", "Valkey"]  # offline entities
 
     fake.add(error(500))  # first run: still failing; the turns stay pending
@@ -93,11 +93,11 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
 
     with_llm.redis.zadd(REEXTRACT_PENDING, {"forgotten-turn": 1.0})  # its episode is gone
     stream_before = with_llm.redis.xlen(with_llm.settings.changes_stream)
-    fake.add(answer({"turns": [{**E1, "entities": [*E1["entities"], PERSON]}, E2]}))
+    fake.add(answer({"turns": [{**E1, "entities": [*E1["entities"], CONCEPT]}, E2]}))
     counts = jobs.reextract_job(reschedule=False)
     assert counts == {"succeeded": 2, "failed": 0, "missing": 1, "entities": 5, "pending": 0}
     assert with_llm.redis.zcard(REEXTRACT_PENDING) == 0
-    assert names(with_llm, "Person") == ["alice"]  # the LLM's own entity
+    assert names(with_llm, "Concept") == ["at-least-once delivery"]  # the LLM's own entity
     assert names(with_llm, "Service") == ["Redis", "Valkey"]  # offline ones kept
     records, _, _ = with_llm.graph.execute_query(
         "MATCH (e:Episode) RETURN count(e) AS n", database_=with_llm.graph_database
@@ -107,7 +107,7 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     entries = with_llm.redis.xrange(with_llm.settings.changes_stream)[stream_before:]
     upserts = [c for _, f in entries if isinstance(c := decode_change(f), MemoryUpsert)]
     [e1] = [u.memory for u in upserts if u.memory.id == "e1"]
-    assert "alice" in e1.entities  # recall replicas learn the new entity
+    assert "at-least-once delivery" in e1.entities  # recall replicas learn the new entity
 
     status = queue_status(with_llm, monkeypatch, capsys)
     assert (
