@@ -129,3 +129,33 @@ def test_no_llm_endpoint_skips_the_pass(clients: Clients) -> None:
         assert jobs.reextract_job(reschedule=False) == {"skipped": 1}
     finally:
         context.install(None)
+
+
+def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(
+    fake: FakeOpenAI, with_llm: Clients
+) -> None:
+    from rq.registry import ScheduledJobRegistry
+
+    from turngraph.app import build_maintenance_worker, maintenance_queue
+
+    fake.add(error(500))
+    build_pipeline(with_llm).ingest(TURNS)
+    assert with_llm.redis.zcard(REEXTRACT_PENDING) == 2
+    worker = build_maintenance_worker(with_llm)  # schedules the sweep and the next pass
+    queue = maintenance_queue(with_llm)
+    scheduled = ScheduledJobRegistry(queue=queue).get_job_ids()
+    assert any(job_id.startswith(jobs.REEXTRACT_JOB_PREFIX) for job_id in scheduled)
+    worker.work(burst=True, with_scheduler=False)  # the summaries the ingest asked for
+    fake.add(answer({"turns": [E1, E2]}))
+    job = queue.enqueue(jobs.reextract_job, description="reextract()")
+    worker.work(burst=True, with_scheduler=False)
+    job.refresh()
+    assert job.get_status() == "finished", job.exc_info
+    assert job.return_value() == {
+        "succeeded": 2,
+        "failed": 0,
+        "missing": 0,
+        "entities": 4,
+        "pending": 0,
+    }
+    assert with_llm.redis.zcard(REEXTRACT_PENDING) == 0
