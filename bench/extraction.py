@@ -4,7 +4,9 @@ Prints per-type precision and recall (reference types first) on both halves of t
 labelled turns (see :func:`workers.extraction.scoring.split_of`): the *tune* half, which
 the rules may be fitted to, and the *score* half, whose figures the RESULT line quotes;
 then the offline extractor's time per turn. Ends with one line
-``RESULT extraction key=value …`` (score half; ``tune_`` keys for the tune half).
+``RESULT extraction key=value …`` (score half; ``tune_`` keys for the tune half). The
+people, places, organisations and events of ordinary conversation are scored apart, on
+``tests/data/everyday_turns.jsonl`` (its own halves; ``everyday_`` keys).
 With ``--llm`` it scores the LLM extractor on the configured endpoint instead
 (``TURNGRAPH_LLM_BASE_URL`` / ``TURNGRAPH_LLM_API_KEY`` / ``TURNGRAPH_LLM_MODEL``) and
 reports calls and tokens per turn.
@@ -20,6 +22,8 @@ import time
 from turngraph.settings import Settings
 from workers.extraction.offline import OfflineExtractor
 from workers.extraction.scoring import (
+    EVERYDAY_PATH,
+    EVERYDAY_TYPES,
     REFERENCE_TYPES,
     SCORE,
     TUNE,
@@ -74,6 +78,18 @@ def _figures(report: Report, prefix: str = "") -> str:
         f"{prefix}directive_recall={directives.recall:.3f} "
         f"{prefix}all_precision={overall.precision:.3f} {prefix}all_recall={overall.recall:.3f}"
     )
+
+
+def render_everyday(tune: Report, held: Report) -> str:
+    """The everyday types only, tune half then score half."""
+    head = f"{'tp':>5}{'fp':>4}{'fn':>4}{'P':>7}{'R':>7}"
+    lines = [f"{'type':<16}{head} | {head}"]
+    for name in EVERYDAY_TYPES:
+        a = tune.per_type.get(name, TypeScore())
+        b = held.per_type.get(name, TypeScore())
+        lines.append(f"{name:<16}{_cells(a)} | {_cells(b)}")
+    lines.append(f"{'= everyday':<16}{_cells(tune.everyday)} | {_cells(held.everyday)}")
+    return "\n".join(lines)
 
 
 def _halves(turns: list[LabelledTurn]) -> str:
@@ -169,6 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         _misses(tune, TUNE)
         _misses(held, SCORE)
+    everyday = load_dataset(EVERYDAY_PATH)
+    day_tune = score(extractor, load_dataset(EVERYDAY_PATH, split=TUNE))
+    day_held = score(extractor, load_dataset(EVERYDAY_PATH, split=SCORE))
+    print(f"\n{EVERYDAY_PATH.name}: {len(everyday)} turns of ordinary conversation")
+    print(render_everyday(day_tune, day_held))
+    if args.verbose:
+        _misses(day_tune, TUNE)
+        _misses(day_held, SCORE)
     us, best_us, chars = time_per_turn_us(extractor, args.rounds)
     print(
         f"\nspeed (CPU time): median {us:.1f} µs per turn, best pass {best_us:.1f} µs "
@@ -176,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"RESULT extraction turns={len(turns)} {_figures(held)} {_figures(tune, 'tune_')} "
+        f"everyday_precision={day_held.everyday.precision:.3f} "
+        f"everyday_recall={day_held.everyday.recall:.3f} "
+        f"tune_everyday_precision={day_tune.everyday.precision:.3f} "
+        f"tune_everyday_recall={day_tune.everyday.recall:.3f} "
         f"us_per_turn={us:.1f} best_us_per_turn={best_us:.1f}"
     )
     return 0

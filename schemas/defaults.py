@@ -70,6 +70,9 @@ COMPACT_AFTER_DAYS = 7.0
 COMPACT_SWEEP_EVERY_S = 3_600
 """How often the periodic compaction sweep runs on the maintenance queue."""
 
+REEXTRACT_EVERY_S = 60
+"""How often the LLM re-extraction pass runs on the maintenance queue (LLM configured)."""
+
 RECAP_BUDGET_TOKENS = 1_000
 """A session recap's default token budget (``seeds/session-recap.md``)."""
 

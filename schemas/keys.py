@@ -47,6 +47,9 @@ REEXTRACT_PENDING = "turngraph:extraction:reextract"
 """Sorted set (score: unix time) of event ids whose LLM extraction failed and that the
 offline rules extracted instead: waiting for a later LLM pass."""
 
+REEXTRACT_STATS = "turngraph:extraction:reextract:stats"
+"""Hash of the re-extraction pass's counters: runs, succeeded, failed, missing, entities."""
+
 DEAD_LETTERS_TEMPLATE = "turngraph:dead:{queue}"
 """Hash of the jobs an ingest worker refused or isolated as poison: job id -> JSON record
 (error type, field, reason, when; never chat text). ``turngraph jobs failed`` lists it."""

@@ -28,7 +28,7 @@ from workers.ingest.pipeline import IngestPipeline
 from workers.maintenance import context as maintenance_context
 from workers.maintenance.context import Distiller, DistillOptions
 from workers.maintenance.gateway import DistillGateway
-from workers.maintenance.jobs import schedule_sweep
+from workers.maintenance.jobs import schedule_reextract, schedule_sweep
 from workers.maintenance.triggers import FollowUps
 from workers.recall.worker import RecallWorker
 from workers.stoppable import StoppableWorker
@@ -36,6 +36,8 @@ from workers.trusted_jobs import MaintenanceJob, TrustedJob
 
 if TYPE_CHECKING:
     import openai
+
+    from workers.maintenance.reextract import Reextractor
 
 INGEST_MAINTENANCE_INTERVAL_S = 10
 """How often an idle ingest worker cleans RQ's registries and gives back the claims of
@@ -128,16 +130,20 @@ def distill_options(settings: Settings) -> DistillOptions:
         auto_promote=settings.auto_promote,
         recap_budget_tokens=settings.recap_budget_tokens,
         maintenance_queue=settings.maintenance_queue,
+        reextract_every_s=settings.llm_reextract_every_s,
     )
 
 
 def build_distiller(clients: Clients) -> Distiller:
-    """What maintenance jobs work with; the LLM summarizer when an endpoint is configured."""
+    """What maintenance jobs work with; the LLM summarizer and the re-extraction pass when
+    an endpoint is configured."""
     summarizer = None
+    reextractor = None
     if clients.llm is not None:
         from workers.maintenance.llm_summary import LLMSummarizer
 
         summarizer = LLMSummarizer(clients.llm, model=clients.settings.llm_model)
+        reextractor = build_reextractor(clients)
     return Distiller(
         driver=clients.graph,
         database=clients.graph_database,
@@ -145,7 +151,33 @@ def build_distiller(clients: Clients) -> Distiller:
         changes_stream=clients.settings.changes_stream,
         options=distill_options(clients.settings),
         summarizer=summarizer,
+        reextractor=reextractor,
     )
+
+
+def build_reextractor(clients: Clients) -> Reextractor | None:
+    """The LLM re-extraction pass: the configured LLM extractor, whose failed batches stay
+    pending (no offline fallback: their offline entities are already stored), and the
+    graph store ingest writes with. None without an LLM endpoint."""
+    if clients.llm is None:
+        return None
+    from workers.extraction.llm import LLMExtractor
+    from workers.maintenance.reextract import NoFallback, Reextractor
+
+    settings = clients.settings
+    ontology = load_ontology(settings)
+    extractor = LLMExtractor(
+        clients.llm,
+        model=settings.llm_model,
+        ontology=ontology,
+        concurrency=settings.llm_concurrency,
+        fallback=NoFallback(),
+        max_output_tokens=settings.llm_max_output_tokens,
+        max_tokens_parameter=settings.llm_max_tokens_parameter,
+        temperature=settings.llm_temperature,
+        cooldown_s=settings.llm_fallback_cooldown_s,
+    )
+    return Reextractor(extractor=extractor, store=build_graph_store(clients, ontology))
 
 
 def ingest_queue(clients: Clients) -> Queue:
@@ -201,10 +233,14 @@ def maintenance_queue(clients: Clients) -> Queue:
 
 def build_maintenance_worker(clients: Clients) -> StoppableWorker:
     """Summaries, compaction, promotion, recap: the distiller installed for its jobs, and
-    the next periodic compaction sweep scheduled (RQ's scheduler runs it)."""
+    the next periodic compaction sweep (and, with an LLM endpoint, the next LLM
+    re-extraction run) scheduled (RQ's scheduler runs them)."""
     queue = maintenance_queue(clients)
-    maintenance_context.install(build_distiller(clients))
+    distiller = build_distiller(clients)
+    maintenance_context.install(distiller)
     schedule_sweep(queue, clients.settings.compact_sweep_every_s)
+    if distiller.reextractor is not None:
+        schedule_reextract(queue, clients.settings.llm_reextract_every_s)
     return StoppableWorker(
         [queue], connection=clients.redis, serializer=JSONSerializer, job_class=MaintenanceJob
     )

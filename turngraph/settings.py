@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     models accept only their default)."""
     llm_fallback_cooldown_s: float = Field(default=30.0, ge=0)
     """After a timeout or an unavailable endpoint, batches go to the offline rules this long."""
+    llm_reextract_every_s: int = Field(default=defaults.REEXTRACT_EVERY_S, ge=5)
+    """How often a maintenance worker asks the LLM again for turns the offline rules stood
+    in for (``llm_reextract_pending`` in ``turngraph queue status``)."""
 
     recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
 

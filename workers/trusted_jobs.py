@@ -35,6 +35,7 @@ MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset(
         "ownership_job",
         "promote_turn_job",
         "answer_request_job",
+        "reextract_job",
     )
 )
 """Job functions of the maintenance queue (distilled memory, ``workers/maintenance/jobs.py``);

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from schemas.ontology.model import EntityType, Ontology, RelationType
 
-ONTOLOGY_VERSION = 1
+ONTOLOGY_VERSION = 2
 """Bumped on any change of the types below; exported as the TTL's ``owl:versionInfo``."""
 
 E = EntityType
@@ -116,9 +116,27 @@ ENTITY_TYPES: tuple[EntityType, ...] = (
     E("Question", "A question someone asks.", ("Query", "Ask"), ("why is recall slow?",)),
     E(
         "Person",
-        "A person: a user, a developer, a reviewer.",
+        "A person: a user, a developer, a reviewer, someone named in conversation.",
         ("User", "Developer", "Author", "Reviewer", "Actor"),
         ("alice",),
+    ),
+    E(
+        "Place",
+        "A named place: a city, country, region, landmark or venue.",
+        ("Location", "City", "Country", "Venue", "Landmark"),
+        ("Lisbon",),
+    ),
+    E(
+        "Organization",
+        "A named organisation: a company, school, team, club, store or agency.",
+        ("Company", "Organisation", "Employer", "School", "Team"),
+        ("Red Cross",),
+    ),
+    E(
+        "Event",
+        "A named event or occasion: a holiday, festival, game, conference.",
+        ("Occasion", "Holiday", "Festival", "Celebration"),
+        ("Thanksgiving",),
     ),
     E(
         "Preference",
@@ -167,6 +185,8 @@ WORK = frozenset({"Task", "Plan", "Issue", "PullRequest"})
 TROUBLE = frozenset({"Problem", "Incident", "Issue", "Question"})
 RUNTIME = frozenset({"Tool", "Service"})
 IDEAS = frozenset({"Topic", "Concept"})
+EVERYDAY = frozenset({"Person", "Place", "Organization", "Event"})
+"""Who, where and what happened in ordinary conversation (``workers/extraction/people.py``)."""
 ANY = frozenset(t.name for t in ENTITY_TYPES)
 SUBJECTS = CODE | WORK | RUNTIME | IDEAS | TROUBLE | {"Url"}
 """What a decision or directive can be about."""

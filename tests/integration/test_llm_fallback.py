@@ -28,6 +28,7 @@ from turngraph.clients import Clients
 from turngraph.settings import Settings
 from workers.extraction.llm_calls import OutputMode
 from workers.extraction.offline import OfflineExtractor
+from workers.extraction.stats import ExtractionStats
 
 OFFLINE = OfflineExtractor()
 
@@ -165,8 +166,14 @@ def test_turns_missing_from_the_answer_come_from_the_offline_rules(fake: FakeOpe
         ([error_text(400, "bad request")] * 3, 10.0),
         ([hang()], 0.3),
         ([malformed(), malformed()], 10.0),
+        ([Reply(content="Sure! Here are the entities: a PR and a file.")] * 2, 10.0),
+        (
+            [Reply(content='{"turns": [{"event_id": "e1", "entities": [', finish_reason="length")]
+            * 5,
+            10.0,
+        ),
     ],
-    ids=["400", "timeout", "unreadable"],
+    ids=["400", "timeout", "unreadable", "response_format-ignored", "looping-model"],
 )
 def test_a_failing_endpoint_never_loses_a_turn(
     fake: FakeOpenAI,
@@ -175,7 +182,7 @@ def test_a_failing_endpoint_never_loses_a_turn(
     replies: list[Reply],
     timeout: float,
 ) -> None:
-    from turngraph.app import build_pipeline
+    from turngraph.app import build_extractor, build_pipeline
     from turngraph.clients import build_clients
 
     fake.add(*replies)
@@ -188,11 +195,14 @@ def test_a_failing_endpoint_never_loses_a_turn(
         }
     )
     with_llm = build_clients(configured)
+    stats = ExtractionStats()
     try:
-        result = build_pipeline(with_llm).ingest(TURNS)
+        extractor = build_extractor(configured, with_llm.llm, stats=stats)
+        result = build_pipeline(with_llm, extractor).ingest(TURNS)
     finally:
         with_llm.close()
     assert (result.turns, result.reextract) == (2, 2)
+    assert stats.fallback_turns == 2 and stats.fallback_batches >= 1  # the LLM retry counted
     records, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
     )
@@ -204,3 +214,28 @@ def test_a_failing_endpoint_never_loses_a_turn(
     assert sorted(r["name"] for r in records) == ["Redis", "Valkey"]  # the offline rules
     pending = clients.redis.zrange(REEXTRACT_PENDING, 0, -1)
     assert sorted(p.decode() for p in pending) == ["e1", "e2"]
+
+
+@pytest.mark.integration
+def test_a_fenced_answer_from_a_server_ignoring_response_format_reaches_the_graph(
+    fake: FakeOpenAI, clients: Clients, settings: Settings
+) -> None:
+    from turngraph.app import build_pipeline
+    from turngraph.clients import build_clients
+
+    fake.add(fenced({"turns": [E1, E2]}, prose=True))
+    configured = settings.model_copy(
+        update={"llm_base_url": fake.base_url, "llm_api_key": SecretStr("k")}
+    )
+    with_llm = build_clients(configured)
+    try:
+        result = build_pipeline(with_llm).ingest(TURNS)
+    finally:
+        with_llm.close()
+    assert (result.turns, result.reextract) == (2, 0)
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (:Episode {event_id: 'e1'})-[:MENTIONS]->(n) RETURN n.name AS name",
+        database_=clients.graph_database,
+    )
+    assert sorted(r["name"] for r in records) == ["#45", "workers/graph/writer.py"]
+    assert clients.redis.zcard(REEXTRACT_PENDING) == 0

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import cast
 
 import redis
 
 from producers.bounded_queue import read_stats
 from producers.tenant_inbox import read_inbox_stats
-from schemas.keys import REEXTRACT_PENDING
+from schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.cli.endpoints import producer_redis_url
 from turngraph.settings import Settings
 
@@ -28,6 +29,11 @@ def run_queue_status(args: argparse.Namespace) -> int:
             stats = read_stats(conn, settings.ingest_queue).as_dict()
             # turns the offline rules stood in for after an LLM failure, awaiting an LLM pass
             stats["llm_reextract_pending"] = int(conn.zcard(REEXTRACT_PENDING))
+            # the re-extraction pass (maintenance queue): turns re-extracted, still failing
+            counts = cast(dict[bytes, bytes], conn.hgetall(REEXTRACT_STATS))
+            done = {k.decode(): int(v) for k, v in counts.items()}
+            stats["llm_reextract_done"] = done.get("succeeded", 0)
+            stats["llm_reextract_failed"] = done.get("failed", 0)
     except redis.RedisError as exc:
         return _fail(args, f"Redis did not answer ({type(exc).__name__})")
     finally:
@@ -39,7 +45,7 @@ def run_queue_status(args: argparse.Namespace) -> int:
     bound = f"max {settings.max_queue_length}, {settings.drop_policy.value}"
     print(f"queue {name}  ({bound})")
     for name, value in stats.items():
-        print(f"  {name:<15}{value:>12}")
+        print(f"  {name:<21}{value:>12}")
     return 0
 
 

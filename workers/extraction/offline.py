@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
 from schemas.turn_event import TurnEvent
 from workers.extraction import code as code_refs
-from workers.extraction import paths, usage
+from workers.extraction import paths, people, usage
 from workers.extraction import references as refs
 from workers.extraction.directives import (
     Statement,
@@ -45,6 +45,9 @@ MAX_SCAN_CHARS = 50_000
 
 MAX_ENTITIES_PER_TURN = 200
 """A pasted log can name thousands of paths; past this many, the rest are ignored."""
+
+SPEAKER_AS_PERSON = True
+"""The turn's speaker (a name, not a role) is a Person the episode mentions."""
 
 MAX_ENTITIES_PER_TYPE = 50
 """So that one type (hundreds of PR numbers) cannot crowd out the others."""
@@ -175,16 +178,24 @@ class OfflineExtractor:
     def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
         return [
             self.extract_text(
-                turn.event_id, turn.content, [(r.kind, r.value) for r in turn.references]
+                turn.event_id,
+                turn.content,
+                [(r.kind, r.value) for r in turn.references],
+                speaker=turn.speaker,
             )
             for turn in turns
         ]
 
     def extract_text(
-        self, event_id: str, text: str, attached: Sequence[tuple[str, str]] = ()
+        self,
+        event_id: str,
+        text: str,
+        attached: Sequence[tuple[str, str]] = (),
+        speaker: str = "",
     ) -> Extraction:
         """Entities and facts of one turn's text (its first :data:`MAX_SCAN_CHARS`), plus
-        the references the producer attached to it (``TurnEvent.references``)."""
+        the references the producer attached to it (``TurnEvent.references``) and, when
+        :data:`SPEAKER_AS_PERSON`, the speaker's name as a Person."""
         text = text[:MAX_SCAN_CHARS]
         found = _Turn(self.ontology, bytearray(len(text)))
         outside = len(text) + 1  # attached references sit in no statement's span
@@ -192,6 +203,8 @@ class OfflineExtractor:
             entity = refs.attached(kind, value)
             if entity is not None:
                 found.add(outside, outside, *entity)
+        if SPEAKER_AS_PERSON and people.is_person_name(speaker):
+            found.add(outside, outside, "Person", speaker.strip())
         fences = refs.fenced_spans(text)
         spans = refs.code_spans(text)
         found.add_hits(refs.find_urls(text), skip_masked=False)
@@ -243,6 +256,7 @@ class OfflineExtractor:
         found.add_hits(code_refs.find_prose_symbols(text), mask=False, skip_masked=False)
         prose_mentions = [h for h in refs.find_mentions(text) if 1 not in code[h.start : h.end]]
         found.add_hits(prose_mentions)
+        found.add_hits(people.find_everyday_entities(text, code))
         statements = find_directives(text) + find_decisions(text) + find_prose_statements(text)
         self._statements(found, sorted(statements, key=lambda st: st.start), fences)
         return found.extraction(event_id)

@@ -31,7 +31,12 @@ DATASET_PATH = DATA_DIR / "extraction_turns.jsonl"
 UNFITTED_PATH = DATA_DIR / "extraction_turns_unfitted.jsonl"
 """Turns written to look like chat the rules were not fitted to (labelled before changes)."""
 DATASET_PATHS: tuple[Path, ...] = (DATASET_PATH, UNFITTED_PATH)
-"""Every labelled file: the first set, and turns written before the rules were fitted."""
+"""Every labelled developer-chat file: the first set, and turns written before the rules
+were fitted."""
+EVERYDAY_PATH = DATA_DIR / "everyday_turns.jsonl"
+"""Ordinary conversation labelled with people, places, organisations and events (written
+and labelled before ``workers/extraction/people.py`` existed)."""
+EVERYDAY_TYPES: tuple[str, ...] = ("Person", "Place", "Organization", "Event")
 
 TUNE, SCORE = "tune", "score"
 
@@ -98,6 +103,10 @@ class Report:
     @property
     def directives(self) -> TypeScore:
         return self.total(DIRECTIVE_TYPES)
+
+    @property
+    def everyday(self) -> TypeScore:
+        return self.total(EVERYDAY_TYPES)
 
     @property
     def overall(self) -> TypeScore:

@@ -18,7 +18,12 @@ from typing import Any
 from schemas.changes import MemoryRecord
 from schemas.scopes import Scope
 from workers.graph.batch_plan import first_per, plan_batch
-from workers.graph.recallable import RECALLABLE_ENTITY_TYPES, directive_memory, episode_memory
+from workers.graph.recallable import (
+    RECALLABLE_ENTITY_TYPES,
+    UNSIGNALLED_ENTITY_TYPE,
+    directive_memory,
+    episode_memory,
+)
 from workers.graph.store import Batch, ScopeDeletion, WriteReport
 from workers.graph.subgraph import (
     DERIVED_LABELS,
@@ -194,7 +199,11 @@ class InMemoryGraphStore:
 
     def _episode_row(self, node_id: str) -> dict[str, Any]:
         props = self.nodes[node_id].props
-        names = [self.nodes[rel.end].props.get("name") for rel in self._out(node_id, "MENTIONS")]
+        names = [
+            self.nodes[rel.end].props.get("name")
+            for rel in self._out(node_id, "MENTIONS")
+            if self.nodes[rel.end].props.get("type") != UNSIGNALLED_ENTITY_TYPE
+        ]
         return {**props, "entities": names}
 
     def _directive_row(self, node_id: str) -> dict[str, Any]:
@@ -205,7 +214,9 @@ class InMemoryGraphStore:
         if episode is not None:
             for rel in self._out(episode, "MENTIONS"):
                 other = self.nodes[rel.end].props
-                if other.get("uid") != props["uid"]:
+                if other.get("uid") != props["uid"] and (
+                    other.get("type") != UNSIGNALLED_ENTITY_TYPE
+                ):
                     names.append(other.get("name"))
         return {**props, "entities": names}
 

@@ -29,6 +29,15 @@ from schemas.turn_event import TurnEvent
 RECALLABLE_ENTITY_TYPES: frozenset[str] = frozenset(DIRECTIVES)
 """Entity types that are memories in their own right, recalled beside the turns."""
 
+UNSIGNALLED_ENTITY_TYPE = "Person"
+"""Mentions of this type are left out of a memory's ``entities`` (recall's graph signal):
+a person (a speaker, someone addressed by name) is mentioned by so many turns that
+matching the name adds only ties; measured on the development sets, people in the graph
+signal cost REALTALK 2.2 points of R@10 (``tests/data/extraction_turns.md``). Speakers
+stay searchable by text (recall indexes ``speaker: text``) and people stay in the graph."""
+
+_SIGNALLED = f"(n.type IS NULL OR n.type <> '{UNSIGNALLED_ENTITY_TYPE}')"
+
 TOPIC_TRAILING = ".,;:!?"
 """Punctuation stripped from the end of a directive's display topic."""
 
@@ -43,7 +52,9 @@ EPISODES_PAGE = (
     """
 MATCH (e:Episode) WHERE e.event_id > $after
 WITH e ORDER BY e.event_id LIMIT $limit
-OPTIONAL MATCH (e)-[:MENTIONS]->(n)
+OPTIONAL MATCH (e)-[:MENTIONS]->(n) WHERE """
+    + _SIGNALLED
+    + """
 """
     + EPISODE_COLUMNS
     + "ORDER BY event_id\n"
@@ -54,20 +65,27 @@ EPISODES_BY_ID = (
     """
 UNWIND $ids AS id
 MATCH (e:Episode {event_id: id})
-OPTIONAL MATCH (e)-[:MENTIONS]->(n)
+OPTIONAL MATCH (e)-[:MENTIONS]->(n) WHERE """
+    + _SIGNALLED
+    + """
 """
     + EPISODE_COLUMNS
 )
 """The episodes a write just made or matched, read back in the same transaction."""
 
-DIRECTIVE_COLUMNS = """
+DIRECTIVE_COLUMNS = (
+    """
 WITH n, n.episode_ids[0] AS first_id
-OPTIONAL MATCH (first:Episode {{event_id: first_id}})-[:MENTIONS]->(o) WHERE o.uid <> n.uid
+OPTIONAL MATCH (first:Episode {{event_id: first_id}})-[:MENTIONS]->(o)
+WHERE o.uid <> n.uid AND (o.type IS NULL OR o.type <> '"""
+    + UNSIGNALLED_ENTITY_TYPE
+    + """')
 RETURN n.uid AS uid, n.name AS name, n.summary AS summary, n.status AS status,
   n.scope AS scope, n.workspace AS workspace, n.user AS user, n.topic AS topic,
   n.subject AS subject, n.first_seen AS first_seen, n.last_seen AS last_seen,
   n.episode_ids AS episode_ids, collect(o.name) AS entities
 """
+)
 """A directive's entities are the others its first stating turn mentions: fixed when it is
 made (like its summary), one indexed lookup per directive however often it is repeated."""
 

@@ -23,6 +23,7 @@ from schemas.keys import LOCK_PREFIX
 
 if TYPE_CHECKING:
     from workers.maintenance.llm_summary import LLMSummarizer
+    from workers.maintenance.reextract import Reextractor
 
 LOCK_TIMEOUT_S = 120
 """A lock outlives a stuck job by at most this long."""
@@ -44,6 +45,7 @@ class DistillOptions:
     auto_promote: bool = False
     recap_budget_tokens: int = defaults.RECAP_BUDGET_TOKENS
     maintenance_queue: str = defaults.MAINTENANCE_QUEUE
+    reextract_every_s: int = defaults.REEXTRACT_EVERY_S
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Distiller:
     changes_stream: str
     options: DistillOptions = field(default_factory=DistillOptions)
     summarizer: LLMSummarizer | None = None
+    reextractor: Reextractor | None = None
+    """The LLM re-extraction pass's extractor and store (an LLM endpoint is configured)."""
 
     def now(self) -> datetime:
         return datetime.now(UTC)

@@ -7,7 +7,7 @@ permanent one (bad arguments, a broken configuration) fails it at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ from workers.maintenance import (
     compaction,
     context,
     promotion,
+    reextract,
     rolling,
     summaries,
 )
@@ -41,6 +42,9 @@ T = TypeVar("T")
 SWEEP_JOB_PREFIX = "turngraph-compact-sweep-"
 """Job id prefix of the periodic compaction sweep; the suffix is its time slot, so every
 maintenance worker scheduling the next sweep schedules the same job."""
+
+REEXTRACT_JOB_PREFIX = "turngraph-reextract-"
+"""Job id prefix of the periodic LLM re-extraction pass (suffix: its time slot)."""
 
 MAINTENANCE_JOB_TIMEOUT_S = 600
 
@@ -106,6 +110,25 @@ def compact_sweep_job(reschedule: bool = True) -> dict[str, int]:
         return {"compacted": len(written)}
 
 
+def reextract_job(reschedule: bool = True) -> dict[str, int]:
+    """The periodic LLM re-extraction pass (``workers/maintenance/reextract.py``): the
+    oldest pending turns asked again, the LLM's entities written, then the next run
+    scheduled. Nothing to do (and nothing scheduled) without an LLM endpoint."""
+    with _permanent_fails_once():
+        distiller = context.current()
+        if distiller.reextractor is None:
+            return {"skipped": 1}
+        result = reextract.reextract_pending(distiller, distiller.reextractor)
+        if reschedule:
+            job = get_current_job()
+            if job is not None and job.connection is not None:
+                schedule_reextract(
+                    Queue(job.origin, connection=job.connection, serializer=JSONSerializer),
+                    distiller.options.reextract_every_s,
+                )
+        return result.as_counts()
+
+
 def rolling_context_job(target: dict[str, Any]) -> dict[str, int]:
     """Bring a session's rolling context up to date (``session_id``)."""
     with _permanent_fails_once():
@@ -162,21 +185,40 @@ def retry_policy() -> Retry:
     return Retry(max=RETRIES, interval=list(RETRY_INTERVALS_S))
 
 
+def schedule_reextract(queue: Queue, every_s: int, now: datetime | None = None) -> str:
+    """Schedule the next LLM re-extraction run, idempotent within one time slot (every
+    maintenance worker scheduling it schedules the same job). Returns its job id."""
+    return _schedule_slot(queue, reextract_job, REEXTRACT_JOB_PREFIX, "reextract()", every_s, now)
+
+
 def schedule_sweep(queue: Queue, every_s: int, now: datetime | None = None) -> str:
     """Schedule the next compaction sweep (RQ's scheduler, which maintenance workers run,
     enqueues it on time); idempotent within one time slot. Returns its job id."""
+    return _schedule_slot(
+        queue, compact_sweep_job, SWEEP_JOB_PREFIX, "compact_sweep()", every_s, now
+    )
+
+
+def _schedule_slot(
+    queue: Queue,
+    function: Callable[..., dict[str, int]],
+    prefix: str,
+    description: str,
+    every_s: int,
+    now: datetime | None,
+) -> str:
     now = now or datetime.now(UTC)
     slot = int(now.timestamp() // every_s) + 1
-    job_id = f"{SWEEP_JOB_PREFIX}{slot}"
+    job_id = f"{prefix}{slot}"
     when = datetime.fromtimestamp(slot * every_s, UTC)
     queue.enqueue_at(
         when,
-        compact_sweep_job,
+        function,
         job_id=job_id,
-        description="compact_sweep()",
+        description=description,
         result_ttl=RESULT_TTL_S,
         failure_ttl=FAILURE_TTL_S,
         job_timeout=MAINTENANCE_JOB_TIMEOUT_S,
     )
-    log.info("compaction_sweep_scheduled", job_id=job_id, in_s=round((when - now).total_seconds()))
+    log.info("maintenance_job_scheduled", job_id=job_id, in_s=round((when - now).total_seconds()))
     return job_id

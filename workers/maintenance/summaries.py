@@ -23,6 +23,7 @@ from schemas.summaries import (
     render_summary,
 )
 from workers.graph.batch_plan import iso
+from workers.graph.recallable import UNSIGNALLED_ENTITY_TYPE
 from workers.graph.retry import run_write
 from workers.maintenance import statements as cypher
 from workers.maintenance.context import Distiller
@@ -73,11 +74,12 @@ MAX_ENTITIES = 50
 
 def mentioned_names(turns: Sequence[SessionTurn]) -> tuple[str, ...]:
     """What the turns mention, most mentioned first (decisions and directives left out:
-    their names are whole clauses)."""
+    their names are whole clauses; people too, as for turns: a speaker would top every
+    list)."""
     counts: dict[str, int] = {}
     for turn in turns:
         for mention in turn.mentions:
-            if mention.type not in DIRECTIVE_TYPES:
+            if mention.type not in DIRECTIVE_TYPES and mention.type != UNSIGNALLED_ENTITY_TYPE:
                 counts[mention.name] = counts.get(mention.name, 0) + 1
     ranked = sorted(counts, key=lambda name: (-counts[name], name))
     return tuple(ranked[:MAX_ENTITIES])

@@ -1,0 +1,181 @@
+"""The LLM re-extraction pass: turns the offline rules stood in for, asked again.
+
+When an LLM batch fails at ingest, the offline rules extract it, the episode is stored and
+its event id waits in the sorted set :data:`~schemas.keys.REEXTRACT_PENDING`. This pass,
+run periodically on the maintenance queue, takes the oldest pending ids, reads their
+(redacted) turns back from the graph, asks the LLM again and writes what it finds with the
+same idempotent batch write as ingest: the episode is unchanged (``MERGE ... ON CREATE``),
+the LLM's entities and facts are added beside the offline ones, and the recall replicas get
+the episode's new entities on the change stream. Written ids leave the pending set; ids
+whose turn is gone (a forgotten scope) leave it too, counted as ``missing``.
+
+An endpoint that still fails ends the run at the first failed batch (its turns stay
+pending, counted as ``failed``), so a dead endpoint costs one call per run. Counters live
+in the hash :data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue status``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import neo4j
+import redis
+import structlog
+
+from schemas.changes import encode_change
+from schemas.errors import BackendUnavailableError
+from schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
+from schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
+from workers.extraction.models import Extraction, Extractor
+from workers.graph.store import GraphStore
+from workers.ingest.changes import changes_for
+from workers.maintenance.context import Distiller
+from workers.maintenance.turns import parse_time
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_REEXTRACT_LIMIT = 200
+"""Pending turns taken per run (the oldest first)."""
+
+EPISODES_BY_EVENT_ID = """
+UNWIND $ids AS id
+MATCH (e:Episode {event_id: id})
+RETURN e.event_id AS event_id, e.session_id AS session_id, e.workspace AS workspace,
+  e.user AS user, e.turn_index AS turn_index, e.role AS role, e.speaker AS speaker,
+  e.content AS content, e.occurred_at AS occurred_at, e.client AS client,
+  e.importance AS importance, e.tags AS tags, e.git_branch AS git_branch,
+  e.git_commit AS git_commit
+"""
+
+
+class NoFallback:
+    """The re-extractor's stand-in for the offline rules: an LLM batch that fails again
+    gives empty extractions marked ``reextract``, so its turns stay pending (the offline
+    entities are already in the graph)."""
+
+    def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
+        return [Extraction(event_id=turn.event_id, reextract=True) for turn in turns]
+
+
+@dataclass
+class Reextractor:
+    """What the pass needs besides the distiller's clients: the LLM extractor (built with
+    :class:`NoFallback` as its fallback) and the graph store ingest writes with."""
+
+    extractor: Extractor
+    store: GraphStore
+    limit: int = DEFAULT_REEXTRACT_LIMIT
+
+
+@dataclass
+class ReextractResult:
+    succeeded: int = 0
+    failed: int = 0
+    missing: int = 0
+    entities: int = 0
+    pending: int = 0
+    """What is still pending after the run."""
+
+    def as_counts(self) -> dict[str, int]:
+        return {
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "missing": self.missing,
+            "entities": self.entities,
+            "pending": self.pending,
+        }
+
+
+def _turn(row: Any) -> TurnEvent:
+    client_name, _, client_version = str(row["client"] or "unknown").partition("/")
+    branch, commit = row["git_branch"], row["git_commit"]
+    return TurnEvent(
+        event_id=row["event_id"],
+        session_id=row["session_id"],
+        workspace=row["workspace"],
+        user=row["user"],
+        turn_index=int(row["turn_index"]),
+        role=Role(row["role"] or "user"),
+        speaker=row["speaker"] or "",
+        content=row["content"] or " ",
+        occurred_at=parse_time(row["occurred_at"]),
+        client=ClientInfo(name=client_name or "unknown", version=client_version or "0"),
+        git=GitInfo(branch=branch, commit=commit) if branch or commit else None,
+        importance=float(row["importance"] if row["importance"] is not None else 0.5),
+        tags=tuple(row["tags"] or ()),
+    )
+
+
+def read_pending_turns(
+    driver: neo4j.Driver, database: str | None, event_ids: Sequence[str]
+) -> list[TurnEvent]:
+    """The stored turns of ``event_ids``, grouped by session in turn order (so the LLM's
+    micro-batches follow sessions as at ingest); ids with no episode are left out."""
+    records, _, _ = driver.execute_query(
+        EPISODES_BY_EVENT_ID,
+        ids=list(event_ids),
+        database_=database,
+        routing_=neo4j.RoutingControl.READ,
+    )
+    turns = [_turn(r) for r in records]
+    return sorted(turns, key=lambda t: (t.session_id, t.turn_index, t.event_id))
+
+
+def reextract_pending(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
+    """One run of the pass (under a lock: one run at a time across workers)."""
+    with distiller.lock("reextract"):
+        return _run(distiller, reextractor)
+
+
+def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
+    conn = distiller.redis
+    result = ReextractResult()
+    try:
+        raw = conn.zrange(REEXTRACT_PENDING, 0, reextractor.limit - 1)
+    except redis.RedisError as exc:
+        raise BackendUnavailableError("redis unavailable for the re-extraction pass") from exc
+    ids = [r.decode() if isinstance(r, bytes) else str(r) for r in cast(list[Any], raw)]
+    if not ids:
+        return result
+    turns = read_pending_turns(distiller.driver, distiller.database, ids)
+    found = {t.event_id for t in turns}
+    gone = [event_id for event_id in ids if event_id not in found]
+    result.missing = len(gone)
+    done: list[str] = []
+    for session_turns in _by_session(turns):
+        extractions = reextractor.extractor.extract(session_turns)
+        good = [(t, x) for t, x in zip(session_turns, extractions, strict=True) if not x.reextract]
+        result.failed += len(session_turns) - len(good)
+        if good:
+            report = reextractor.store.write(good)
+            distiller.announce([encode_change(change) for change in changes_for(report)])
+            done += [t.event_id for t, _ in good]
+            result.entities += sum(len(x.entities) for _, x in good)
+            result.succeeded += len(good)
+        if len(good) < len(session_turns):
+            break  # the endpoint still fails: the rest waits for the next run
+    try:
+        with conn.pipeline(transaction=False) as pipe:
+            if done or gone:
+                pipe.zrem(REEXTRACT_PENDING, *done, *gone)
+            for name, value in result.as_counts().items():
+                if name != "pending" and value:
+                    pipe.hincrby(REEXTRACT_STATS, name, value)
+            pipe.hincrby(REEXTRACT_STATS, "runs", 1)
+            pipe.zcard(REEXTRACT_PENDING)
+            replies = pipe.execute()
+    except redis.RedisError as exc:
+        # The graph writes are idempotent: the next run repeats them harmlessly.
+        raise BackendUnavailableError("redis unavailable after the re-extraction") from exc
+    result.pending = int(replies[-1])
+    log.info("reextract_run", **result.as_counts())
+    return result
+
+
+def _by_session(turns: list[TurnEvent]) -> list[list[TurnEvent]]:
+    groups: dict[str, list[TurnEvent]] = {}
+    for turn in turns:
+        groups.setdefault(turn.session_id, []).append(turn)
+    return list(groups.values())
