@@ -118,6 +118,7 @@ class BatchingIngestWorker(SimpleWorker):
         super().run_maintenance_tasks()
         for queue in self.queues:
             requeue_expired_claims(self.connection, queue)
+            claims.sweep_limbo(self.connection, queue)
 
     # -- dequeue: a job RQ cannot read is dead-lettered, never a crash ---------------
     def dequeue_job_and_maintain_ttl(
@@ -131,6 +132,7 @@ class BatchingIngestWorker(SimpleWorker):
                 if job_id is None or queue is None:
                     raise
                 self._refuse_unreadable(queue, str(job_id))
+                self.connection.lrem(queue.intermediate_queue_key, 0, str(job_id))
                 continue
             if result is None:
                 return None
@@ -139,6 +141,7 @@ class BatchingIngestWorker(SimpleWorker):
                 check_job_data(job)
             except EnvelopeError as exc:
                 dead_letters.record(self.connection, queue.name, [_payload_letter(job.id, exc)])
+                self.connection.lrem(queue.intermediate_queue_key, 0, job.id)
                 log.warning("ingest_job_refused", job_id=job.id, field=exc.field)
                 continue
             return result
@@ -246,21 +249,16 @@ class BatchingIngestWorker(SimpleWorker):
         return valid, refused
 
     def requeue_in_flight(self) -> int:
-        """After this worker lost Redis mid-batch: put its batch back at the queue's head at
-        once, instead of waiting for claim expiry. RQ may later retry the dequeued job once
-        more; writes are idempotent."""
+        """After this worker lost Redis mid-batch: put back at the queue's head, at once,
+        what it still holds (not waiting for claim expiry), with RQ's started and
+        intermediate entries of those jobs removed (a stale started entry would make RQ
+        retry or fail a finished job minutes later). Writes are idempotent."""
         ids, self.in_flight = self.in_flight, ()
         if not ids:
             return 0
-        queue = self.queues[0]
-        with self.connection.pipeline(transaction=True) as pipe:
-            for job_id in reversed(ids):
-                pipe.lpush(queue.key, job_id)
-                pipe.hset(RQ_JOB_PREFIX + job_id, "status", "queued")
-            claims.release(pipe, queue, ids)
-            pipe.execute()
-        log.warning("ingest_batch_requeued_after_redis_loss", jobs=len(ids))
-        return len(ids)
+        count = claims.give_back_owned(self.connection, self.queues[0], ids, self.name)
+        log.warning("ingest_batch_requeued_after_redis_loss", jobs=count, held=len(ids))
+        return count
 
     def _finish(self, queue: Queue, jobs: list[Job]) -> None:
         if not jobs:
