@@ -35,6 +35,7 @@ from bench.report import percentile, result_line, table
 from producers.publisher import Publisher
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import RedisServer
+from turngraph.embedded.redis_server import APPENDFSYNC
 
 PACED_RATE_PER_S = 2_000
 """Publication rate of the paced latency runs."""
@@ -170,10 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="publish() latency and throughput")
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument(
+        "--appendfsync", choices=["everysec", "always"], default=APPENDFSYNC, help="AOF policy"
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp:
-        server = RedisServer(Path(tmp) / "redis")
+        server = RedisServer(Path(tmp) / "redis", appendfsync=args.appendfsync)
         server.start()
         try:
             url = server.url

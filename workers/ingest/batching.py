@@ -38,7 +38,13 @@ from schemas.turn_event import TurnEvent
 from workers.ingest import claims, dead_letters
 from workers.ingest.claims import claim_key, requeue_expired_claims
 from workers.ingest.dead_letters import DeadLetter
-from workers.ingest.envelope import EnvelopeError, check_job_data, read_job
+from workers.ingest.envelope import (
+    EnvelopeError,
+    check_fields,
+    check_job_data,
+    check_origin,
+    read_job,
+)
 from workers.ingest.isolation import run_isolating
 from workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
 from workers.trusted_jobs import TrustedJob
@@ -118,7 +124,19 @@ class BatchingIngestWorker(SimpleWorker):
         super().run_maintenance_tasks()
         for queue in self.queues:
             requeue_expired_claims(self.connection, queue)
-            claims.sweep_limbo(self.connection, queue)
+            self._sweep(queue)
+
+    def _sweep(self, queue: Queue) -> None:
+        """Stale RQ entries and jobs in limbo (``claims.sweep_limbo``); an id RQ skipped for
+        having no job hash is dead-lettered, so every refusal is counted."""
+        swept = claims.sweep_limbo(self.connection, queue)
+        letters = [
+            DeadLetter(job_id, "EnvelopeError", "job", "no job hash", time.time())
+            for job_id in swept.without_hash
+        ]
+        if letters:
+            dead_letters.record(self.connection, queue.name, letters)
+            log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(letters), field="job")
 
     # -- dequeue: a job RQ cannot read is dead-lettered, never a crash ---------------
     def dequeue_job_and_maintain_ttl(
@@ -134,11 +152,15 @@ class BatchingIngestWorker(SimpleWorker):
                 self._refuse_unreadable(queue, str(job_id))
                 self.connection.lrem(queue.intermediate_queue_key, 0, str(job_id))
                 continue
-            if result is None:
+            if result is None:  # burst mode, the queue ran dry: nothing left behind
+                for queue in self.queues:
+                    self._sweep(queue)
                 return None
             job, queue = result
             try:
+                check_fields(self.connection.hgetall(job.key))  # type: ignore[arg-type]
                 check_job_data(job)
+                check_origin(job, queue.name)
             except EnvelopeError as exc:
                 dead_letters.record(self.connection, queue.name, [_payload_letter(job.id, exc)])
                 self.connection.lrem(queue.intermediate_queue_key, 0, job.id)
@@ -168,7 +190,7 @@ class BatchingIngestWorker(SimpleWorker):
         extras, refused = self._read_claimed(claimed)
         self._outcome = None
         if isinstance(job, IngestJob):
-            job.batch = lambda: self._ingest(job, extras)
+            job.batch = lambda: self._ingest(job, extras, queue.name)
         try:
             with claims.heartbeat(conn, queue, self.in_flight):
                 super().execute_job(job, queue)
@@ -192,7 +214,9 @@ class BatchingIngestWorker(SimpleWorker):
             log.warning("ingest_jobs_dead_lettered", queue=queue.name, jobs=len(refused))
         self.in_flight = ()
 
-    def _ingest(self, job: Job, claimed: list[tuple[Job, TurnEvent]]) -> dict[str, int]:
+    def _ingest(
+        self, job: Job, claimed: list[tuple[Job, TurnEvent]], queue_name: str
+    ) -> dict[str, int]:
         """The dequeued job's turn and the claimed ones; a poison turn is isolated."""
         own_error: InvalidPayloadError | None = None
         items: list[tuple[str, TurnEvent]] = []
@@ -215,10 +239,10 @@ class BatchingIngestWorker(SimpleWorker):
         own_poison = poisoned.pop(job.id, None)
         self._outcome = _Outcome(poisoned)
         if own_error is not None:
-            dead_letters.record(self.connection, job.origin, [_payload_letter(job.id, own_error)])
+            dead_letters.record(self.connection, queue_name, [_payload_letter(job.id, own_error)])
             raise own_error
         if own_poison is not None:
-            dead_letters.record(self.connection, job.origin, [own_poison])
+            dead_letters.record(self.connection, queue_name, [own_poison])
             raise PoisonTurnError(f"the graph write refused this turn ({own_poison.reason})")
         counts = dict.fromkeys(IngestResult(0, 0, 0, 0, 0).as_counts(), 0)
         for result in isolated.results:
@@ -234,6 +258,7 @@ class BatchingIngestWorker(SimpleWorker):
             raws = pipe.execute()
         valid: list[tuple[Job, TurnEvent]] = []
         refused: list[DeadLetter] = []
+        queue_name = self.queues[0].name
         for job_id, raw in zip(ids, raws, strict=True):
             try:
                 claimed_job = read_job(
@@ -243,6 +268,7 @@ class BatchingIngestWorker(SimpleWorker):
                     serializer=self.serializer,
                     job_class=IngestJob,
                 )
+                check_origin(claimed_job, queue_name)
                 valid.append((claimed_job, parse_payload(claimed_job.args[0])))
             except InvalidPayloadError as exc:
                 refused.append(_payload_letter(job_id, exc))

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import redis
 import structlog
@@ -109,10 +110,11 @@ return n
 _SWEEP_LIMBO = """
 -- KEYS: queue list, claims, RQ started registry, RQ intermediate list, suspects hash.
 -- ARGV: now, limbo limit (s), job key prefix.
--- Returns {stale entries removed, jobs requeued}.
+-- Returns {stale entries removed, jobs requeued, then the intermediate ids without a job
+-- hash (RQ dequeued them and skipped them silently: the caller dead-letters them)}.
 local now, limit, prefix = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local removed, requeued = 0, 0
-local in_limbo = {}
+local in_limbo, no_hash = {}, {}
 local function status_of(id)
   return redis.call('HGET', prefix .. id, 'status')
 end
@@ -132,6 +134,9 @@ for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
   if status ~= 'queued' and status ~= 'started' then
     redis.call('LREM', KEYS[4], 0, id)
     removed = removed + 1
+    if not status and redis.call('EXISTS', prefix .. id) == 0 then
+      no_hash[#no_hash + 1] = id
+    end
   elseif not redis.call('ZSCORE', KEYS[2], id) then
     in_limbo[id] = true
   end
@@ -159,7 +164,7 @@ for id, _ in pairs(in_limbo) do
     requeued = requeued + 1
   end
 end
-return {removed, requeued}
+return {removed, requeued, unpack(no_hash)}
 """
 
 
@@ -241,9 +246,19 @@ def give_back_owned(conn: redis.Redis, queue: Queue, ids: Sequence[str], owner: 
     return int(script(keys=keys, args=[owner, RQ_JOB_PREFIX, *ids]))
 
 
-def sweep_limbo(conn: redis.Redis, queue: Queue, now: float | None = None) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Swept:
+    stale: int
+    """RQ started / intermediate entries of jobs no longer running, removed."""
+    requeued: int
+    """Jobs held by nobody for :data:`CLAIM_TTL_S`, put back at the queue's head."""
+    without_hash: list[str]
+    """Ids RQ dequeued and skipped because no job hash exists (to be dead-lettered)."""
+
+
+def sweep_limbo(conn: redis.Redis, queue: Queue, now: float | None = None) -> Swept:
     """Remove RQ started / intermediate entries of jobs no longer running, and requeue jobs
-    held by nobody for :data:`CLAIM_TTL_S`; returns (entries removed, jobs requeued)."""
+    held by nobody for :data:`CLAIM_TTL_S`."""
     script = conn.register_script(_SWEEP_LIMBO)
     keys = [
         queue.key,
@@ -252,14 +267,15 @@ def sweep_limbo(conn: redis.Redis, queue: Queue, now: float | None = None) -> tu
         queue.intermediate_queue_key,
         limbo_key(queue),
     ]
-    removed, requeued = script(
+    removed, requeued, *no_hash = script(
         keys=keys, args=[now if now is not None else time.time(), CLAIM_TTL_S, RQ_JOB_PREFIX]
     )
     if removed or requeued:
         log.warning(
             "ingest_registry_swept", queue=queue.name, stale=int(removed), requeued=int(requeued)
         )
-    return int(removed), int(requeued)
+    ids = [i.decode("utf-8", "replace") if isinstance(i, bytes) else str(i) for i in no_hash]
+    return Swept(int(removed), int(requeued), ids)
 
 
 @contextmanager
