@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import zlib
+from typing import Any
 
 import pydantic
 import pytest
@@ -31,6 +32,11 @@ pytestmark = pytest.mark.integration
 N = 10_000
 DRAWN = 1_000
 """Examples Hypothesis draws; recombined field by field into N."""
+
+SECRETISH = ("MATCH (n) DETACH DELETE n", "-----BEGIN PRIVATE KEY-----", "AKIAIOSFODNN7EXAMPLE")
+"""Strings the hostile fields carry (tests/support/hostile.py) that no log line may show."""
+
+RAW_SPEC: dict[str, Any] = {"id": "valid", "hash": True, "data": "valid", "fields": {}}
 
 REFUSALS = {"EnvelopeError", "InvalidPayloadError", "PoisonTurnError"}
 
@@ -99,11 +105,17 @@ def _payload(data: bytes) -> bytes:
 
 
 def test_raw_jobs_from_a_buggy_client(
-    redis_conn: redis.Redis, settings: Settings, caplog: pytest.LogCaptureFixture
+    redis_conn: redis.Redis,
+    settings: Settings,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    caplog.set_level(logging.ERROR)
+    caplog.set_level(logging.INFO)
     queue = settings.ingest_queue
     jobs = [raw_job(spec, i) for i, spec in enumerate(recombine(collect(RAW_JOB, DRAWN), N))]
+    first_id, first = raw_job({**RAW_SPEC, "id": "valid"}, 0)  # dequeued first, surely logged
+    assert first is not None
+    jobs[0] = (first_id, {**first, "description": " ".join(SECRETISH).encode()})
     with redis_conn.pipeline(transaction=False) as pipe:
         for job_id, fields in jobs:
             if fields is not None:
@@ -114,6 +126,10 @@ def test_raw_jobs_from_a_buggy_client(
     worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
     worker.work(burst=True, with_scheduler=False)  # returns: never quits on what it reads
     _no_crash(caplog)
+    out, err = capfd.readouterr()  # RQ logs through its own stream handler
+    logged = "\n".join([out, err, *(record.getMessage() for record in caplog.records)])
+    assert "Worker" in logged  # the worker's log was captured
+    assert not [text for text in SECRETISH if text in logged]  # forged descriptions
     _nothing_left(redis_conn, queue)
     letters = {job.job_id: job for job in dead_letters.failed_jobs(redis_conn, queue)}
     episodes = [node.props for node in store.nodes.values() if "Episode" in node.labels]

@@ -114,6 +114,9 @@ class BatchingIngestWorker(SimpleWorker):
         max_batch: int = DEFAULT_MAX_BATCH,
         **kwargs: Any,
     ) -> None:
+        # RQ logs a job's description at dequeue, before any check: a forged one could
+        # carry chat text or a secret into the log (ours is only the event id anyway)
+        kwargs.setdefault("log_job_description", False)
         super().__init__(list(queues), job_class=IngestJob, **kwargs)
         self.pipeline = pipeline
         self.max_batch = max_batch
