@@ -111,16 +111,27 @@ def graph_counts(driver: neo4j.Driver, database: str) -> GraphCounts:
         "MATCH (n) WHERE n.mentions IS NOT NULL "
         "RETURN n.uid AS uid, n.mentions AS mentions, n.episode_ids AS episode_ids"
     )
-    for rec in _rows(driver, database, query):
-        counts.entities += 1
-        links = mentioned.get(rec["uid"], [])
-        provenance = list(rec["episode_ids"] or [])
+    entities = [dict(rec) for rec in _rows(driver, database, query)]
+    counts.entities = len(entities)
+    counts.mention_errors = mention_errors(entities, mentioned)
+    return counts
+
+
+def mention_errors(
+    entities: Iterable[dict[str, Any]], mentioned: dict[str, list[str]]
+) -> list[str]:
+    """Uids of entities whose ``mentions`` is not the number of distinct episodes with a
+    ``MENTIONS`` to them, or whose ``MENTIONS`` or ``episode_ids`` repeat an episode."""
+    errors = []
+    for entity in entities:
+        links = mentioned.get(entity["uid"], [])
+        provenance = list(entity["episode_ids"] or [])
         distinct = len(set(links))
         if not (
-            rec["mentions"] == distinct == len(links) == len(provenance) == len(set(provenance))
+            entity["mentions"] == distinct == len(links) == len(provenance) == len(set(provenance))
         ):
-            counts.mention_errors.append(str(rec["uid"]))
-    return counts
+            errors.append(str(entity["uid"]))
+    return errors
 
 
 @dataclass(frozen=True)
