@@ -1,12 +1,18 @@
-"""Chaos: kill an ingest worker mid-batch, restart Redis and the graph server under load.
+"""Chaos: a steady publish stream while ingest workers, Redis and the graph server are SIGKILLed.
 
-Publishes turns continuously through the real Publisher while two ingest workers run;
-SIGKILLs both workers while a batch is claimed and starts two new ones, restarts Redis
-(SIGTERM: AOF flushed) and then the graph server; stops publishing; waits until the
-queue, the claims and the retries drain. Then checks: every accepted event (the queue's
-own counters) is in the graph exactly once, and no episode exists that was not accepted.
+The real Publisher publishes at a steady rate for ``--seconds`` while ``--workers`` ingest
+worker processes run. At random moments (seeded) one worker is SIGKILLed ``--kills`` times
+and a replacement started each time; Redis and the graph server are each SIGKILLed once (no
+clean shutdown: Redis loses what its append-only file had not written) and restarted on
+the same data and port. After the last fault, the bench waits until nothing is left
+anywhere a job can wait (queue, claims, RQ's started / intermediate / scheduled /
+failed registries, dead letters) and every accepted event has its marker, then checks per
+event (``bench/chaos_check.py``): exactly one Episode and one ``IN_SESSION`` per accepted
+event, the marker's count of writes that created it equal to 1, every entity's mention
+count equal to the distinct episodes mentioning it; nothing in the graph that was not
+published. ``drain_s`` is measured from the last fault.
 
-    python -m bench.chaos [--seconds 20] [--rate 200]
+    python -m bench.chaos [--seconds 60] [--rate 100] [--kills 20] [--appendfsync everysec]
 """
 
 from __future__ import annotations
@@ -14,11 +20,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import random
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,24 +35,98 @@ import neo4j
 import redis
 import structlog
 
+from bench.chaos_check import backlog, graph_counts, job_hashes_left, markers, verdict
 from bench.report import result_line, table
 from producers.bounded_queue import read_stats
 from producers.publisher import Publisher
+from producers.publisher_stats import PublisherStats
 from schemas.defaults import INGEST_QUEUE
-from schemas.keys import CLAIMS_TEMPLATE
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
+from turngraph.embedded.redis_server import RedisServer
 
-DRAIN_TIMEOUT_S = 420.0
-"""Abandoned jobs are found by RQ's registry cleaning (heartbeat TTL + maintenance)."""
+DRAIN_LIMIT_S = 60.0
+"""SPEC: drained within 60 s of the last fault."""
 
-JOB_TIMEOUT_S = 20
-"""Short job timeout for the run, so abandoned jobs are detected sooner."""
+DRAIN_TIMEOUT_S = 300.0
+"""How long the bench waits for the drain before giving up (a failure, reported)."""
 
 
-def _publish(redis_url: str, stop: threading.Event, rate: float, published: list[str]) -> None:
+class Workers:
+    """Ingest worker processes, each in its own process group (RQ's scheduler is a child)."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.live: list[subprocess.Popen[bytes]] = []
+        self.killed: list[subprocess.Popen[bytes]] = []
+        self.reaped: list[subprocess.Popen[bytes]] = []
+        self.crashed = 0
+        self._count = 0
+        self._stopped = False
+
+    def start(self) -> None:
+        self._count += 1
+        with (self.log_dir / f"worker-{self._count}.log").open("wb") as log:
+            self.live.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
+                    env=self.env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+
+    def check(self) -> None:
+        """A worker that exited by itself crashed: counted, and replaced."""
+        if self._stopped:
+            return
+        for proc in list(self.live):
+            if proc.poll() is not None:
+                self.crashed += 1
+                self.live.remove(proc)
+                self.start()
+
+    def kill_one(self, rng: random.Random) -> None:
+        """SIGKILL one worker's own process (not its group: like the OOM killer), replace it."""
+        self.check()
+        victim = rng.choice(self.live)
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        self.live.remove(victim)
+        self.killed.append(victim)
+        self.start()
+
+    def stop(self) -> int:
+        """SIGTERM the live ones, then end every group (orphaned schedulers of SIGKILLed
+        workers included); returns how many groups still had a process."""
+        self.check()
+        self._stopped = True
+        for proc in self.live:
+            proc.send_signal(signal.SIGTERM)
+        for proc in self.live:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        left = 0
+        for proc in self.live + self.killed:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+                left += 1
+            except ProcessLookupError:
+                pass
+        self.live, self.reaped = [], self.killed
+        return left
+
+
+def _publish(
+    redis_url: str, stop: threading.Event, rate: float, published: list[str]
+) -> PublisherStats:
     interval = 1 / rate
-    with Publisher(redis_url=redis_url, job_timeout_s=JOB_TIMEOUT_S) as publisher:
+    with Publisher(redis_url=redis_url, max_queue_length=1_000_000) as publisher:
         index = 0
         next_at = time.monotonic()
         while not stop.is_set():
@@ -62,143 +145,188 @@ def _publish(redis_url: str, stop: threading.Event, rate: float, published: list
             index += 1
             next_at += interval
             time.sleep(max(0.0, next_at - time.monotonic()))
-        publisher.flush(timeout_s=60)
+        publisher.flush(timeout_s=120)
+        return publisher.close()
 
 
-def _worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def _schedule(rng: random.Random, seconds: float, kills: int) -> list[tuple[float, str]]:
+    """Fault times: worker kills uniformly at random, Redis at ~1/3, the graph at ~2/3."""
+    faults = [(rng.uniform(0.05, 0.9) * seconds, "worker") for _ in range(kills)]
+    faults += [
+        (rng.uniform(0.3, 0.4) * seconds, "redis"),
+        (rng.uniform(0.6, 0.7) * seconds, "graph"),
+    ]
+    return sorted(faults)
 
 
-def kill_mid_batch(redis_url: str, workers: list[subprocess.Popen[bytes]]) -> int:
-    """SIGKILL the workers while a batch is claimed (or after 10 s); returns the claim size."""
-    conn = redis.Redis.from_url(redis_url)
-    key = CLAIMS_TEMPLATE.format(queue=INGEST_QUEUE)
-    deadline = time.monotonic() + 10
-    claimed = 0
-    while time.monotonic() < deadline and not claimed:
-        claimed = int(conn.zcard(key))
-    for worker in workers:
-        worker.kill()
-        worker.wait()
-    conn.close()
-    return claimed
+def _drained(conn: redis.Redis, accepted: list[str]) -> bool:
+    """Nothing waiting or running, and every accepted event marked ingested, unless Redis
+    forgot its job (SIGKILL before the append-only file had it): that one never comes."""
+    try:
+        left = backlog(conn, INGEST_QUEUE)
+        if left.queued + left.claimed + left.started + left.intermediate + left.scheduled:
+            return False
+        unmarked = [e for e, count in markers(conn, accepted).items() if not count]
+        return not job_hashes_left(conn, unmarked)
+    except redis.RedisError:
+        return False
 
 
-def _episode_ids(endpoints: ServiceEndpoints) -> list[str]:
-    with neo4j.GraphDatabase.driver(
+def _wait(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.25)  # polling other processes' progress
+    return False
+
+
+def _graph_driver(endpoints: ServiceEndpoints) -> neo4j.Driver:
+    return neo4j.GraphDatabase.driver(
         endpoints.graph_uri, auth=(endpoints.graph_user, endpoints.graph_password)
-    ) as driver:
-        records, _, _ = driver.execute_query(
-            "MATCH (e:Episode) RETURN e.event_id AS id", database_=endpoints.graph_database
-        )
-    return [r["id"] for r in records]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--rate", type=float, default=200.0, help="events per second")
+    parser.add_argument("--seconds", type=float, default=60.0, help="publishing time")
+    parser.add_argument("--rate", type=float, default=100.0, help="events per second")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--kills", type=int, default=20, help="worker SIGKILLs")
+    parser.add_argument("--appendfsync", choices=["everysec", "always"], default="everysec")
+    parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
-    events: list[tuple[float, str]] = []
+    rng = random.Random(args.seed)
+    log: list[tuple[float, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         services = EmbeddedServices(Path(tmp))
+        services.redis = RedisServer(Path(tmp) / "redis", appendfsync=args.appendfsync)
         endpoints = services.start()
-        started = time.monotonic()
+        t0 = time.monotonic()
+
+        def note(what: str) -> None:
+            log.append((time.monotonic() - t0, what))
+
+        env = {**os.environ, **endpoints.as_env(), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+        workers = Workers(env, Path(tmp))
+        orphans = 0
         try:
-            env = {**os.environ, **endpoints.as_env(), "TURNGRAPH_LOG_LEVEL": "ERROR"}
-            workers = [_worker(env), _worker(env)]
+            for _ in range(args.workers):
+                workers.start()
             stop = threading.Event()
             published: list[str] = []
+            stats: list[PublisherStats] = []
             producer = threading.Thread(
-                target=_publish, args=(endpoints.redis_url, stop, args.rate, published)
-            )
-            producer.start()
-            step = args.seconds / 4
-            time.sleep(step)  # let load build up before each fault
-            claimed = kill_mid_batch(endpoints.redis_url, workers)
-            events.append(
-                (time.monotonic() - started, f"both workers SIGKILLed ({claimed} jobs claimed)")
-            )
-            workers += [_worker(env), _worker(env)]
-            time.sleep(step)
-            services.redis.stop()
-            services.redis.start()
-            events.append((time.monotonic() - started, "Redis restarted"))
-            time.sleep(step)
-            services.graph.stop()
-            services.graph.start()
-            events.append((time.monotonic() - started, "graph server restarted"))
-            time.sleep(step)
-            stop.set()
-            producer.join()
-            events.append((time.monotonic() - started, f"publishing stopped ({len(published)})"))
-            conn = redis.Redis.from_url(endpoints.redis_url)
-            stats = read_stats(conn, INGEST_QUEUE)
-            deadline = time.monotonic() + DRAIN_TIMEOUT_S
-            ids: list[str] = []
-            while time.monotonic() < deadline:
-                ids = _episode_ids(endpoints)
-                if len(set(ids)) >= stats.enqueued:
-                    break
-                time.sleep(2)  # waiting for retries scheduled by RQ
-            events.append(
-                (
-                    time.monotonic() - started,
-                    "drained" if len(set(ids)) >= stats.enqueued else "gave up",
+                target=lambda: stats.append(
+                    _publish(endpoints.redis_url, stop, args.rate, published)
                 )
             )
-            for worker in workers:
-                worker.terminate()
-            for worker in workers:
-                try:
-                    worker.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    events.append((time.monotonic() - started, "a worker ignored SIGTERM"))
-                    worker.kill()
+            producer.start()
+            last_fault = [0.0]
+            lock = threading.Lock()
+
+            def inject(faults: list[tuple[float, str]]) -> None:
+                """Worker kills and server kills run in two threads: a server's restart
+                does not hold back the worker kills scheduled meanwhile."""
+                for at, what in faults:
+                    time.sleep(max(0.0, at - (time.monotonic() - t0)))
+                    last_fault[0] = max(last_fault[0], time.monotonic())
+                    if what == "worker":
+                        with lock:
+                            workers.kill_one(rng)
+                        note(f"worker SIGKILLed, replaced ({len(published)} published)")
+                        continue
+                    server = services.redis if what == "redis" else services.graph
+                    server.kill()
+                    note(f"{what} SIGKILLed ({len(published)} published)")
+                    server.start()
+                    note(f"{what} restarted on its data")
+
+            faults = _schedule(rng, args.seconds, args.kills)
+            injectors = [
+                threading.Thread(target=inject, args=([f for f in faults if kind(f)],))
+                for kind in (lambda f: f[1] == "worker", lambda f: f[1] != "worker")
+            ]
+            for injector in injectors:
+                injector.start()
+            while any(injector.is_alive() for injector in injectors):
+                with lock:
+                    workers.check()
+                time.sleep(0.5)  # watching the worker processes
+            time.sleep(max(0.0, args.seconds - (time.monotonic() - t0)))
+            stop.set()
+            producer.join()
+            note(f"publishing stopped ({len(published)} published)")
+            (sent,) = stats
+            conn = redis.Redis.from_url(endpoints.redis_url)
+            # accepted: Redis answered "enqueued" (or "already there" to a resend)
+            answered = sent.enqueued + sent.duplicates
+            accepted = published
+            drained = _wait(lambda: _drained(conn, accepted), DRAIN_TIMEOUT_S)
+            drain_s = time.monotonic() - last_fault[0]
+            note("drained" if drained else f"gave up after {DRAIN_TIMEOUT_S:.0f} s")
+            workers.check()
+            crashes = workers.crashed
+            orphans = workers.stop()
+            left = backlog(conn, INGEST_QUEUE)
+            queue_stats = read_stats(conn, INGEST_QUEUE)
+            marks = markers(conn, published)
+            with _graph_driver(endpoints) as driver:
+                counts = graph_counts(driver, endpoints.graph_database)
+            missing = [e for e in published if counts.episodes[e] == 0]
+            result = verdict(accepted, counts, marks, job_hashes_left(conn, missing))
+            conn.close()
         finally:
+            workers.stop()
             services.stop()
-    accepted = stats.enqueued
-    in_graph = len(set(ids))
-    duplicates = len(ids) - in_graph
-    unknown = len(set(ids) - set(published))
-    lost = accepted - in_graph
-    print(table(["t_s", "event"], [[round(t, 1), what] for t, what in events]))
+    stuck = left.total + (result.lost - result.lost_by_redis)
+    print(table(["t_s", "event"], [[round(t, 1), what] for t, what in log]))
+    print()
     print(
         table(
-            ["published", "accepted", "dropped", "duplicates", "in_graph", "lost", "dup_in_graph"],
-            [
-                [
-                    len(published),
-                    accepted,
-                    stats.dropped,
-                    stats.duplicates,
-                    in_graph,
-                    lost,
-                    duplicates,
-                ]
-            ],
+            ["published", "answered", "redis_enqueued", "accepted", "in_graph", "lost",
+             "lost_by_redis", "duplicated", "written_twice", "mention_errors", "entities"],
+            [[len(published), answered, queue_stats.enqueued, result.accepted, result.in_graph,
+              result.lost, result.lost_by_redis, result.duplicated, result.written_twice,
+              result.mention_errors, result.entities]],
         )
+    )  # fmt: skip
+    print()
+    print(table(["left in", "jobs"], [[k, v] for k, v in vars(left).items()]))
+    print(
+        f"\nworker crashes: {crashes}; orphaned scheduler groups reaped: {orphans}; "
+        f"appendfsync {args.appendfsync}; load average {os.getloadavg()[0]:.1f}"
     )
     print(
         result_line(
             "chaos",
+            kills=len(workers.reaped),
+            redis_kills=1,
+            graph_kills=1,
             published=len(published),
-            accepted=accepted,
-            in_graph=in_graph,
-            lost=lost,
-            duplicated=duplicates,
-            unknown=unknown,
-            recovery_s=round(events[-1][0] - events[-2][0], 1),
+            accepted=result.accepted,
+            unanswered=len(published) - answered,
+            in_graph=result.in_graph,
+            lost=result.lost,
+            lost_by_redis=result.lost_by_redis,
+            duplicated=result.duplicated,
+            mention_errors=result.mention_errors,
+            unknown=result.unknown,
+            stuck=stuck,
+            crashes=crashes,
+            drain_s=round(drain_s, 1),
         )
     )
-    return 0 if lost == 0 and duplicates == 0 and unknown == 0 else 1
+    ok = (
+        answered == len(published)
+        and result.lost == result.duplicated == result.mention_errors == result.unknown == 0
+        and stuck == 0
+        and crashes == 0
+        and drain_s <= DRAIN_LIMIT_S
+    )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from producers.publisher import Publisher
 from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.credentials import issue
 from turngraph.embedded import RedisServer
+from turngraph.embedded.redis_server import APPENDFSYNC
 
 BENCH_TENANT = "bench"
 """The tenant whose credential the tenant trials publish with (``turngraph credentials``)."""
@@ -180,10 +181,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="publish() latency and throughput")
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument(
+        "--appendfsync", choices=["everysec", "always"], default=APPENDFSYNC, help="AOF policy"
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp:
-        server = RedisServer(Path(tmp) / "redis")
+        server = RedisServer(Path(tmp) / "redis", appendfsync=args.appendfsync)
         server.start()
         try:
             url = server.url

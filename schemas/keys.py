@@ -56,6 +56,11 @@ DEAD_LETTERS_TEMPLATE = "turngraph:dead:{queue}"
 
 CLAIM_OWNERS_TEMPLATE = "turngraph:claims:{queue}:owners"
 """Hash: claimed job id -> name of the worker holding the claim."""
+
+LIMBO_TEMPLATE = "turngraph:claims:{queue}:limbo"
+"""Hash: job id -> when it was first seen dequeued by RQ but held by no claim (a worker
+killed between the two); requeued once there for the claim TTL."""
+
 LOCK_PREFIX = "turngraph:lock:"
 """Short-lived locks of maintenance jobs (one summarizer per session, one compactor per
 topic); a lock expires on its own if its worker dies."""

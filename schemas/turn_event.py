@@ -121,6 +121,13 @@ class TurnEvent(BaseModel):
                 pass  # the field validators report what is missing or wrong (inf, 1e999)
         return data
 
+    @field_validator("content", mode="after")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():  # nothing to remember, and no memory can be built of it
+            raise ValueError("content is blank")
+        return value
+
     @field_validator("occurred_at", mode="after")
     @classmethod
     def _writable_moment(cls, value: datetime) -> datetime:

@@ -156,7 +156,7 @@ def _text(max_chars: int, min_size: int = 0) -> st.SearchStrategy[str]:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    content=_text(400, min_size=1),
+    content=_text(400, min_size=1).filter(str.strip),  # blank content is not a turn
     speaker=_text(MAX_SPEAKER_CHARS),
     tag=_text(MAX_TAG_CHARS),
     ref=_text(MAX_REFERENCE_CHARS, min_size=1),

@@ -10,10 +10,12 @@ import threading
 import time
 from collections.abc import Callable
 
+import neo4j.exceptions
 import redis
 import structlog
 from rq.exceptions import StopRequested
 
+from schemas.errors import PermanentError, TransientError
 from turngraph.app import (
     build_admission,
     build_distill_gateway,
@@ -28,7 +30,9 @@ from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals, wait_for_stop
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
+from workers.graph.errors import convert
 from workers.ingest.batching import BatchingIngestWorker
+from workers.ingest.pipeline import IngestPipeline
 from workers.stoppable import StoppableWorker
 
 log = structlog.get_logger(__name__)
@@ -44,17 +48,22 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
     RQ ends its work loop on any Redis error (it expects a process supervisor); a Redis
     restart would then stop ingestion for good under runners such as honcho. Once Redis
     answers again, the batch the old worker held goes back to the queue's head and a new
-    worker starts; writes are idempotent.
+    worker starts; writes are idempotent. Building a worker talks to Redis too (the
+    ingest worker gives back dead workers' claims first), so a Redis lost while a worker
+    starts is waited out the same way.
     """
     while True:
-        worker = build()
+        worker: StoppableWorker | None = None
         try:
+            worker = build()
             # The scheduler runs retries with back-off (see producers/enqueue.lua).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
-        except redis.RedisError as exc:  # raised from RQ's teardown while Redis is away
+        except redis.RedisError as exc:  # from start-up, or RQ's teardown, Redis away
             log.warning("rq_worker_lost_redis", error=type(exc).__name__)
-        if burst or worker.stop_requested:
-            return 0
+        if worker is not None and worker.stop_requested:
+            return 0  # a stop was asked for
+        if burst:
+            return 0 if worker is not None else 1
         try:
             wait_for_redis(clients.redis)
         except StopRequested:  # the old worker's signal handlers still answer a stop
@@ -62,6 +71,22 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
         if isinstance(worker, BatchingIngestWorker):
             with contextlib.suppress(redis.RedisError):
                 worker.requeue_in_flight()
+
+
+def wait_for_graph(build: Callable[[], IngestPipeline]) -> IngestPipeline:
+    """``build()``, again with back-off while the graph server is unreachable or starting
+    (its schema is set up first): an ingest worker started beside a restarting graph
+    server waits for it instead of dying."""
+    for attempt in itertools.count():
+        try:
+            return build()
+        except (TransientError, neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+            if isinstance(convert(exc, "set up the schema"), PermanentError):
+                raise
+            delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
+            log.warning("ingest_worker_waiting_for_graph", attempt=attempt + 1, delay_s=delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def wait_for_redis(conn: redis.Redis) -> None:
@@ -91,7 +116,8 @@ def run_worker(args: argparse.Namespace) -> int:
             recall.run()
             return 0
         if args.kind == "ingest":
-            pipeline = build_pipeline(clients)  # one per process, kept across restarts
+            # one per process, kept across restarts
+            pipeline = wait_for_graph(lambda: build_pipeline(clients))
 
             def build() -> StoppableWorker:
                 return build_ingest_worker(clients, pipeline)

@@ -41,6 +41,10 @@ def without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
+APPENDFSYNC = "everysec"
+"""The append-only file's fsync policy (``always`` trades enqueue throughput for not
+losing acknowledged writes to a host crash; see docs/architecture.md, Delivery)."""
+
 CONFIG_FILE = "redis.conf"
 """Written at start, mode 600: it names the ACL file (never a secret on the command line)."""
 
@@ -56,7 +60,9 @@ class RedisServer:
     """Loopback only, append-only persistence, ``noeviction`` (SPEC §3), and a generated
     password (SPEC §8): any local process can reach a loopback port."""
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, port: int | None = None, *, appendfsync: str = APPENDFSYNC
+    ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.password = secrets.token_urlsafe(24)
@@ -75,7 +81,7 @@ class RedisServer:
                 "--appendonly",
                 "yes",
                 "--appendfsync",
-                "everysec",
+                appendfsync,
                 "--save",
                 "",
                 "--maxmemory-policy",

@@ -82,6 +82,9 @@ class InMemoryGraphStore:
                  "started_at": row["occurred_at"]},
             )  # fmt: skip
             self._merge_rel(session, "IN_WORKSPACE", self._keys[("Workspace", row["workspace"])])
+        created = {row["event_id"] for row in plan.episodes} - {
+            key[1] for key in self._keys if key[0] == "Episode"
+        }
         for row in plan.episodes:
             props = {k: v for k, v in row.items() if k not in ("caption", "prev_key", "next_key")}
             props["name"] = row["caption"]
@@ -104,6 +107,7 @@ class InMemoryGraphStore:
                 self._fact(rel_type, row)
         superseded = self._supersede(plan.decisions)
         report = WriteReport(dropped=plan.dropped, superseded=superseded)
+        report.created = sorted(created)
         report.episodes = len(plan.episodes)
         report.entities = sum(len(rows) for rows in plan.entities.values())
         report.facts = sum(len(rows) for rows in plan.facts.values())

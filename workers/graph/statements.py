@@ -31,7 +31,10 @@ ON CREATE SET e.session_id = r.session_id, e.workspace = r.workspace, e.user = r
 WITH e, r
 MATCH (s:Session {key: r.session_id})
 MERGE (e)-[:IN_SESSION]->(s)
+RETURN e.event_id AS event_id, e.ingested_at AS ingested_at
 """
+"""Returns each episode's ``ingested_at``: equal to this write's own (one per batch plan)
+only when this write created the episode."""
 
 LINK_EPISODE_CHAIN = """
 UNWIND $rows AS r

@@ -37,6 +37,9 @@ class WriteReport:
     dropped: int = 0
     superseded: list[tuple[str, str]] = field(default_factory=list)
     """(superseded uid, superseding uid) pairs."""
+    created: list[str] = field(default_factory=list)
+    """Event ids whose Episode this write created (not found already written): the
+    ingest pipeline counts them per event, so a turn written twice shows."""
     memories: list[MemoryRecord] = field(default_factory=list)
 
 

@@ -21,6 +21,9 @@ from workers.graph.recallable import (
 from workers.graph.retry import run_write
 from workers.graph.store import Batch, WriteReport
 
+WriteOutcome = tuple[list[tuple[str, str]], list[str]]
+"""Superseded (old uid, new uid) pairs and the event ids whose Episode the write created."""
+
 
 class GraphWriter:
     """Writes episodes, entities, mentions and facts; restricted to known labels/types."""
@@ -42,10 +45,16 @@ class GraphWriter:
         plan = plan_batch(batch, self._labels, self._relations)
         episodes, entities, facts = plan.episodes, plan.entities, plan.facts
 
-        def work(tx: neo4j.ManagedTransaction) -> tuple[list[tuple[str, str]], list[MemoryRecord]]:
+        written_at = {row["ingested_at"] for row in episodes}
+
+        def work(tx: neo4j.ManagedTransaction) -> tuple[WriteOutcome, list[MemoryRecord]]:
             tx.run(cypher.UPSERT_WORKSPACES, rows=first_per(episodes, "workspace")).consume()
             tx.run(cypher.UPSERT_SESSIONS, rows=first_per(episodes, "session_id")).consume()
-            tx.run(cypher.UPSERT_EPISODES, rows=episodes).consume()
+            created = {
+                rec["event_id"]
+                for rec in tx.run(cypher.UPSERT_EPISODES, rows=episodes)
+                if rec["ingested_at"] in written_at
+            }
             tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
             for label in sorted(entities):
                 statement = cypher.UPSERT_MENTIONED_ENTITIES.format(label=label)
@@ -60,10 +69,10 @@ class GraphWriter:
                 for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
                     result = tx.run(statement, rows=plan.decisions)
                     superseded += [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
-            return superseded, _read_back(tx, episodes, entities)
+            return (superseded, sorted(created)), _read_back(tx, episodes, entities)
 
         report = WriteReport(dropped=plan.dropped)
-        report.superseded, report.memories = run_write(
+        (report.superseded, report.created), report.memories = run_write(
             self._driver, self._database, work, action="write a batch"
         )
         report.episodes = len(episodes)

@@ -37,7 +37,13 @@ from schemas.turn_event import TurnEvent
 from workers.ingest import claims, dead_letters
 from workers.ingest.claims import claim_key, requeue_expired_claims
 from workers.ingest.dead_letters import DeadLetter
-from workers.ingest.envelope import EnvelopeError, check_job_data, read_job
+from workers.ingest.envelope import (
+    EnvelopeError,
+    check_fields,
+    check_job_data,
+    check_origin,
+    read_job,
+)
 from workers.ingest.isolation import run_isolating
 from workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
 from workers.stoppable import StoppableWorker
@@ -108,6 +114,9 @@ class BatchingIngestWorker(StoppableWorker):
         max_batch: int = DEFAULT_MAX_BATCH,
         **kwargs: Any,
     ) -> None:
+        # RQ logs a job's description at dequeue, before any check: a forged one could
+        # carry chat text or a secret into the log (ours is only the event id anyway)
+        kwargs.setdefault("log_job_description", False)
         super().__init__(list(queues), job_class=IngestJob, **kwargs)
         self.pipeline = pipeline
         self.max_batch = max_batch
@@ -118,6 +127,19 @@ class BatchingIngestWorker(StoppableWorker):
         super().run_maintenance_tasks()
         for queue in self.queues:
             requeue_expired_claims(self.connection, queue)
+            self._sweep(queue)
+
+    def _sweep(self, queue: Queue) -> None:
+        """Stale RQ entries and jobs in limbo (``claims.sweep_limbo``); an id RQ skipped for
+        having no job hash is dead-lettered, so every refusal is counted."""
+        swept = claims.sweep_limbo(self.connection, queue)
+        letters = [
+            DeadLetter(job_id, "EnvelopeError", "job", "no job hash", time.time())
+            for job_id in swept.without_hash
+        ]
+        if letters:
+            dead_letters.record(self.connection, queue.name, letters)
+            log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(letters), field="job")
 
     # -- dequeue: a job RQ cannot read is dead-lettered, never a crash ---------------
     def dequeue_job_and_maintain_ttl(
@@ -131,14 +153,20 @@ class BatchingIngestWorker(StoppableWorker):
                 if job_id is None or queue is None:
                     raise
                 self._refuse_unreadable(queue, str(job_id))
+                self.connection.lrem(queue.intermediate_queue_key, 0, str(job_id))
                 continue
-            if result is None:
+            if result is None:  # burst mode, the queue ran dry: nothing left behind
+                for queue in self.queues:
+                    self._sweep(queue)
                 return None
             job, queue = result
             try:
+                check_fields(self.connection.hgetall(job.key))  # type: ignore[arg-type]
                 check_job_data(job)
+                check_origin(job, queue.name)
             except EnvelopeError as exc:
                 dead_letters.record(self.connection, queue.name, [_payload_letter(job.id, exc)])
+                self.connection.lrem(queue.intermediate_queue_key, 0, job.id)
                 log.warning("ingest_job_refused", job_id=job.id, field=exc.field)
                 continue
             return result
@@ -165,7 +193,7 @@ class BatchingIngestWorker(StoppableWorker):
         extras, refused = self._read_claimed(claimed)
         self._outcome = None
         if isinstance(job, IngestJob):
-            job.batch = lambda: self._ingest(job, extras)
+            job.batch = lambda: self._ingest(job, extras, queue.name)
         try:
             with claims.heartbeat(conn, queue, self.in_flight):
                 super().execute_job(job, queue)
@@ -189,7 +217,9 @@ class BatchingIngestWorker(StoppableWorker):
             log.warning("ingest_jobs_dead_lettered", queue=queue.name, jobs=len(refused))
         self.in_flight = ()
 
-    def _ingest(self, job: Job, claimed: list[tuple[Job, TurnEvent]]) -> dict[str, int]:
+    def _ingest(
+        self, job: Job, claimed: list[tuple[Job, TurnEvent]], queue_name: str
+    ) -> dict[str, int]:
         """The dequeued job's turn and the claimed ones; a poison turn is isolated."""
         own_error: InvalidPayloadError | None = None
         items: list[tuple[str, TurnEvent]] = []
@@ -212,10 +242,10 @@ class BatchingIngestWorker(StoppableWorker):
         own_poison = poisoned.pop(job.id, None)
         self._outcome = _Outcome(poisoned)
         if own_error is not None:
-            dead_letters.record(self.connection, job.origin, [_payload_letter(job.id, own_error)])
+            dead_letters.record(self.connection, queue_name, [_payload_letter(job.id, own_error)])
             raise own_error
         if own_poison is not None:
-            dead_letters.record(self.connection, job.origin, [own_poison])
+            dead_letters.record(self.connection, queue_name, [own_poison])
             raise PoisonTurnError(f"the graph write refused this turn ({own_poison.reason})")
         counts = dict.fromkeys(IngestResult(0, 0, 0, 0, 0).as_counts(), 0)
         for result in isolated.results:
@@ -231,6 +261,7 @@ class BatchingIngestWorker(StoppableWorker):
             raws = pipe.execute()
         valid: list[tuple[Job, TurnEvent]] = []
         refused: list[DeadLetter] = []
+        queue_name = self.queues[0].name
         for job_id, raw in zip(ids, raws, strict=True):
             try:
                 claimed_job = read_job(
@@ -240,27 +271,23 @@ class BatchingIngestWorker(StoppableWorker):
                     serializer=self.serializer,
                     job_class=IngestJob,
                 )
+                check_origin(claimed_job, queue_name)
                 valid.append((claimed_job, parse_payload(claimed_job.args[0])))
             except InvalidPayloadError as exc:
                 refused.append(_payload_letter(job_id, exc))
         return valid, refused
 
     def requeue_in_flight(self) -> int:
-        """After this worker lost Redis mid-batch: put its batch back at the queue's head at
-        once, instead of waiting for claim expiry. RQ may later retry the dequeued job once
-        more; writes are idempotent."""
+        """After this worker lost Redis mid-batch: put back at the queue's head, at once,
+        what it still holds (not waiting for claim expiry), with RQ's started and
+        intermediate entries of those jobs removed (a stale started entry would make RQ
+        retry or fail a finished job minutes later). Writes are idempotent."""
         ids, self.in_flight = self.in_flight, ()
         if not ids:
             return 0
-        queue = self.queues[0]
-        with self.connection.pipeline(transaction=True) as pipe:
-            for job_id in reversed(ids):
-                pipe.lpush(queue.key, job_id)
-                pipe.hset(RQ_JOB_PREFIX + job_id, "status", "queued")
-            claims.release(pipe, queue, ids)
-            pipe.execute()
-        log.warning("ingest_batch_requeued_after_redis_loss", jobs=len(ids))
-        return len(ids)
+        count = claims.give_back_owned(self.connection, self.queues[0], ids, self.name)
+        log.warning("ingest_batch_requeued_after_redis_loss", jobs=count, held=len(ids))
+        return count
 
     def _finish(self, queue: Queue, jobs: list[Job]) -> None:
         if not jobs:

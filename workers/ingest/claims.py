@@ -9,6 +9,16 @@ nothing, so within :data:`CLAIM_TTL_S` its claims expire and the next live worke
 of the queue. The job RQ dequeued for the batch is claimed too, and its entry in RQ's
 started registry is removed when it is given back, so RQ's own abandoned-job detection
 (minutes) does not run it a second time.
+
+Two more ways a job can be left behind, both swept here within seconds: a worker that
+lost Redis gives back only the claims it still owns (:func:`give_back_owned`: another
+worker may have requeued them meanwhile, or Redis came back without them), and a job
+"in limbo" -- in RQ's intermediate list or started registry but held by no claim (a
+worker killed between RQ's dequeue and its claim, or a Redis that came back from its
+append-only file in between) -- is put back at the queue's head once seen there for
+:data:`CLAIM_TTL_S` (:func:`sweep_limbo`). Started-registry and intermediate entries of
+jobs that are no longer running (finished, failed, queued again, gone) are removed at
+once: RQ would otherwise retry or fail them minutes later.
 """
 
 from __future__ import annotations
@@ -17,13 +27,14 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import redis
 import structlog
 from rq.queue import Queue
 
 from producers.bounded_queue import rq_timestamp
-from schemas.keys import CLAIM_OWNERS_TEMPLATE, CLAIMS_TEMPLATE, RQ_JOB_PREFIX
+from schemas.keys import CLAIM_OWNERS_TEMPLATE, CLAIMS_TEMPLATE, LIMBO_TEMPLATE, RQ_JOB_PREFIX
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +66,9 @@ local started = redis.call('ZRANGE', KEYS[4], 0, -1)
 for i = #ids, 1, -1 do
   local id = ids[i]
   redis.call('LPUSH', KEYS[1], id)
-  redis.call('HSET', ARGV[2] .. id, 'status', 'queued')
+  if redis.call('EXISTS', ARGV[2] .. id) == 1 then
+    redis.call('HSET', ARGV[2] .. id, 'status', 'queued')
+  end
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
   for _, member in ipairs(started) do
@@ -65,6 +78,93 @@ for i = #ids, 1, -1 do
   end
 end
 return #ids
+"""
+
+
+_GIVE_BACK_OWNED = """
+-- KEYS: queue list, claims, owners, RQ started registry, RQ intermediate list.
+-- ARGV: owner, job key prefix, then the ids (the batch's order: given back first-first).
+local started = redis.call('ZRANGE', KEYS[4], 0, -1)
+local n = 0
+for i = #ARGV, 3, -1 do
+  local id = ARGV[i]
+  if redis.call('HGET', KEYS[3], id) == ARGV[1] then
+    redis.call('LPUSH', KEYS[1], id)
+    if redis.call('EXISTS', ARGV[2] .. id) == 1 then
+      redis.call('HSET', ARGV[2] .. id, 'status', 'queued')
+    end
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('HDEL', KEYS[3], id)
+    redis.call('LREM', KEYS[5], 0, id)
+    for _, member in ipairs(started) do
+      if member == id or string.sub(member, 1, #id + 1) == id .. ':' then
+        redis.call('ZREM', KEYS[4], member)
+      end
+    end
+    n = n + 1
+  end
+end
+return n
+"""
+
+_SWEEP_LIMBO = """
+-- KEYS: queue list, claims, RQ started registry, RQ intermediate list, suspects hash.
+-- ARGV: now, limbo limit (s), job key prefix.
+-- Returns {stale entries removed, jobs requeued, then the intermediate ids without a job
+-- hash (RQ dequeued them and skipped them silently: the caller dead-letters them)}.
+local now, limit, prefix = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local removed, requeued = 0, 0
+local in_limbo, no_hash = {}, {}
+local function status_of(id)
+  return redis.call('HGET', prefix .. id, 'status')
+end
+-- started registry members are "<job id>:<execution id>"
+for _, member in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  local id = string.match(member, '^([^:]+):') or member
+  local status = status_of(id)
+  if status ~= 'started' then
+    redis.call('ZREM', KEYS[3], member)
+    removed = removed + 1
+  elseif not redis.call('ZSCORE', KEYS[2], id) then
+    in_limbo[id] = true
+  end
+end
+for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+  local status = status_of(id)
+  if status ~= 'queued' and status ~= 'started' then
+    redis.call('LREM', KEYS[4], 0, id)
+    removed = removed + 1
+    if not status and redis.call('EXISTS', prefix .. id) == 0 then
+      no_hash[#no_hash + 1] = id
+    end
+  elseif not redis.call('ZSCORE', KEYS[2], id) then
+    in_limbo[id] = true
+  end
+end
+-- first seen now, or requeued when seen for longer than the limit
+for _, id in ipairs(redis.call('HKEYS', KEYS[5])) do
+  if not in_limbo[id] then redis.call('HDEL', KEYS[5], id) end
+end
+for id, _ in pairs(in_limbo) do
+  local seen = tonumber(redis.call('HGET', KEYS[5], id))
+  if not seen then
+    redis.call('HSET', KEYS[5], id, now)
+  elseif now - seen >= limit then
+    redis.call('LPUSH', KEYS[1], id)
+    if redis.call('EXISTS', prefix .. id) == 1 then
+      redis.call('HSET', prefix .. id, 'status', 'queued')
+    end
+    redis.call('LREM', KEYS[4], 0, id)
+    for _, member in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+      if member == id or string.sub(member, 1, #id + 1) == id .. ':' then
+        redis.call('ZREM', KEYS[3], member)
+      end
+    end
+    redis.call('HDEL', KEYS[5], id)
+    requeued = requeued + 1
+  end
+end
+return {removed, requeued, unpack(no_hash)}
 """
 
 
@@ -78,6 +178,10 @@ def claim_key(queue: Queue) -> str:
 
 def owners_key(queue: Queue) -> str:
     return CLAIM_OWNERS_TEMPLATE.format(queue=queue.name)
+
+
+def limbo_key(queue: Queue) -> str:
+    return LIMBO_TEMPLATE.format(queue=queue.name)
 
 
 def claim(conn: redis.Redis, queue: Queue, count: int, owner: str) -> list[str]:
@@ -123,6 +227,55 @@ def requeue_expired_claims(conn: redis.Redis, queue: Queue, now: float | None = 
     if count:
         log.warning("ingest_claims_requeued", queue=queue.name, jobs=int(count))
     return int(count)
+
+
+def give_back_owned(conn: redis.Redis, queue: Queue, ids: Sequence[str], owner: str) -> int:
+    """Put back at the queue's head those of ``ids`` that ``owner`` still holds (after it
+    lost Redis mid-batch), clearing their RQ started and intermediate entries; the others
+    were requeued by another worker or were never claimed in the Redis that came back."""
+    if not ids:
+        return 0
+    script = conn.register_script(_GIVE_BACK_OWNED)
+    keys = [
+        queue.key,
+        claim_key(queue),
+        owners_key(queue),
+        queue.started_job_registry.key,
+        queue.intermediate_queue_key,
+    ]
+    return int(script(keys=keys, args=[owner, RQ_JOB_PREFIX, *ids]))
+
+
+@dataclass(frozen=True)
+class Swept:
+    stale: int
+    """RQ started / intermediate entries of jobs no longer running, removed."""
+    requeued: int
+    """Jobs held by nobody for :data:`CLAIM_TTL_S`, put back at the queue's head."""
+    without_hash: list[str]
+    """Ids RQ dequeued and skipped because no job hash exists (to be dead-lettered)."""
+
+
+def sweep_limbo(conn: redis.Redis, queue: Queue, now: float | None = None) -> Swept:
+    """Remove RQ started / intermediate entries of jobs no longer running, and requeue jobs
+    held by nobody for :data:`CLAIM_TTL_S`."""
+    script = conn.register_script(_SWEEP_LIMBO)
+    keys = [
+        queue.key,
+        claim_key(queue),
+        queue.started_job_registry.key,
+        queue.intermediate_queue_key,
+        limbo_key(queue),
+    ]
+    removed, requeued, *no_hash = script(
+        keys=keys, args=[now if now is not None else time.time(), CLAIM_TTL_S, RQ_JOB_PREFIX]
+    )
+    if removed or requeued:
+        log.warning(
+            "ingest_registry_swept", queue=queue.name, stale=int(removed), requeued=int(requeued)
+        )
+    ids = [i.decode("utf-8", "replace") if isinstance(i, bytes) else str(i) for i in no_hash]
+    return Swept(int(removed), int(requeued), ids)
 
 
 @contextmanager

@@ -50,6 +50,22 @@ def _json_list(raw: bytes) -> object:
     return value
 
 
+def _intervals(raw: bytes) -> object:
+    value = _json_list(raw)
+    assert isinstance(value, list)
+    if not all(type(v) is int and 0 <= v <= 10**7 for v in value):
+        raise ValueError("not a list of seconds")
+    return value
+
+
+def _ids(raw: bytes) -> object:
+    value = _json_list(raw)
+    assert isinstance(value, list)
+    if not all(isinstance(v, str) for v in value):
+        raise ValueError("not a list of job ids")
+    return value
+
+
 def _timeout(raw: bytes) -> object:
     value = parse_timeout(raw.decode())
     if value is None or value <= 0:
@@ -74,10 +90,10 @@ FIELD_PARSERS: Mapping[str, Callable[[bytes], object]] = {
     "ttl": _int,
     "retries_left": _int,
     "number_of_retries": _int,
-    "retry_intervals": _json_list,
+    "retry_intervals": _intervals,
     "repeats_left": _int,
-    "repeat_intervals": _json_list,
-    "dependency_ids": _json_list,
+    "repeat_intervals": _intervals,
+    "dependency_ids": _ids,
     "allow_dependency_failures": _int,
     "enqueue_at_front": _int,
     "enqueue_at_front_on_retry": _int,
@@ -109,6 +125,21 @@ def read_job(
     The job must call an allow-listed function with exactly one JSON object (the turn).
     """
     check_job_id(job_id)
+    check_fields(raw)
+    assert raw is not None  # checked
+    job = job_class(job_id, connection=connection, serializer=serializer)
+    try:
+        job.restore(dict(raw))
+    except Exception:
+        raise EnvelopeError("job", "unreadable") from None
+    check_job_data(job)
+    return job
+
+
+def check_fields(raw: Mapping[bytes, bytes] | None) -> None:
+    """Every field RQ parses is readable the way RQ later uses it (RQ's own ``restore``
+    accepts some values its ``save`` then fails on, such as a number as
+    ``dependency_ids``), and no callback is named."""
     if not raw:
         raise EnvelopeError("job", "no job hash")
     fields = {key.decode("utf-8", "replace"): value for key, value in raw.items()}
@@ -124,13 +155,12 @@ def read_job(
     for name in FOREIGN_FIELDS:
         if fields.get(name):
             raise EnvelopeError(name, "callbacks are not allowed")
-    job = job_class(job_id, connection=connection, serializer=serializer)
-    try:
-        job.restore(dict(raw))
-    except Exception:
-        raise EnvelopeError("job", "unreadable") from None
-    check_job_data(job)
-    return job
+
+
+def check_origin(job: Job, queue_name: str) -> None:
+    """RQ files a job's registries under its ``origin``: it must be the queue it was on."""
+    if job.origin != queue_name:
+        raise EnvelopeError("origin", "not the queue the job was on")
 
 
 def check_job_data(job: Job) -> None:

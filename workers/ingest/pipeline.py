@@ -114,8 +114,16 @@ class IngestPipeline:
                         maxlen=CHANGES_MAXLEN,
                         approximate=True,
                     )
+                created = set(report.created)
                 for event in clean:
-                    pipe.set(ingested_key(event.event_id), b"1", ex=INGESTED_TTL_S)
+                    # the marker counts the writes that created the episode: a turn written
+                    # twice (a lost graph write, a broken unique key) reads 2, not 1
+                    key = ingested_key(event.event_id)
+                    if event.event_id in created:
+                        pipe.incr(key)
+                        pipe.expire(key, INGESTED_TTL_S)
+                    else:
+                        pipe.set(key, b"1", ex=INGESTED_TTL_S, nx=True)
                 # LLM failed, offline rules stood in: recorded for a later LLM pass
                 retry = {event.event_id: now for event, x in batch if x.reextract}
                 if retry:

@@ -1,0 +1,180 @@
+"""Ingest workers survive a Redis loss at any moment, start-up included, and leave no stale
+RQ registry entry behind: a Redis of each test's own (SIGKILLed, restarted on its data)
+and real worker processes; the session's graph server."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from rq.queue import Queue
+
+from producers.bounded_queue import BoundedQueue, is_ingested
+from schemas.defaults import INGEST_QUEUE
+from schemas.keys import RQ_QUEUE_PREFIX
+from tests.support.turns import turn
+from turngraph.clients import Clients
+from turngraph.embedded import RedisServer
+from turngraph.embedded.services import ServiceEndpoints
+from workers.ingest import claims
+
+pytestmark = pytest.mark.integration
+
+
+def _worker(
+    embedded: ServiceEndpoints, server: RedisServer, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        **embedded.as_env(),
+        "TURNGRAPH_REDIS_URL": server.url,
+        "TURNGRAPH_LOG_LEVEL": "WARNING",
+    }
+    with log.open("wb") if log else contextlib.nullcontext() as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
+            env=env,
+            stdout=out or subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _ingested(conn: redis.Redis, event_ids: list[str], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if all(is_ingested(conn, e) for e in event_ids):
+                return True
+        except redis.ConnectionError:
+            pass
+        time.sleep(0.2)  # polling another process's progress
+    return False
+
+
+def _stop(worker: subprocess.Popen[bytes]) -> str:
+    worker.send_signal(signal.SIGTERM)
+    try:
+        output = worker.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+        output = worker.communicate()[0]
+    return (output or b"").decode(errors="replace")
+
+
+@pytest.mark.parametrize("redis_down_after_s", [0.0, 0.8, 2.0])
+def test_a_worker_survives_losing_redis_while_it_starts(
+    clients: Clients, embedded: ServiceEndpoints, tmp_path: Path, redis_down_after_s: float
+) -> None:
+    server = RedisServer(tmp_path / "redis", appendfsync="always")
+    if redis_down_after_s:
+        server.start()
+    log = tmp_path / "worker.log"
+    worker = _worker(embedded, server, log)
+    try:
+        if redis_down_after_s:
+            time.sleep(redis_down_after_s)  # into the worker's start-up (imports, claims)
+            server.kill()
+        deadline = time.monotonic() + 60
+        while b"rq_worker_waiting_for_redis" not in log.read_bytes():
+            assert worker.poll() is None, log.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "the worker never met the outage"
+            time.sleep(0.1)  # until the worker, started or starting, waits for Redis
+        server.start()  # same port, same data
+        conn = redis.Redis.from_url(server.url, socket_timeout=2)
+        events = [turn(f"after the outage: src/s{i}.py", i, session="startup") for i in range(5)]
+        BoundedQueue(conn, max_length=100).enqueue_many(events)
+        ingested = _ingested(conn, [e.event_id for e in events], 60)
+        alive = worker.poll() is None
+    finally:
+        _stop(worker)
+        server.stop()
+    output = log.read_text(errors="replace")
+    assert ingested and alive, output[-3000:]
+
+
+def test_no_stale_registry_entry_after_redis_is_sigkilled_mid_batch(
+    clients: Clients, embedded: ServiceEndpoints, tmp_path: Path
+) -> None:
+    server = RedisServer(tmp_path / "redis", appendfsync="always")
+    server.start()
+    worker = _worker(embedded, server)
+    try:
+        conn = redis.Redis.from_url(server.url, socket_timeout=2)
+        queue = Queue(INGEST_QUEUE, connection=conn)
+        events = [
+            turn(f"busy when Redis dies: src/k{i}.py", i, session="kill") for i in range(2000)
+        ]
+        BoundedQueue(conn, max_length=10_000).enqueue_many(events)
+        deadline = time.monotonic() + 60
+        while conn.llen(queue.key) > 1_500 and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the worker is in the middle of the backlog
+        server.kill()
+        server.start()
+        ingested = _ingested(conn, [e.event_id for e in events], 120)
+        time.sleep(1.0)  # the last batch's bookkeeping
+        left = {
+            "queued": conn.llen(queue.key),
+            "intermediate": conn.llen(queue.intermediate_queue_key),
+            "started": conn.zcard(queue.started_job_registry.key),
+            "claimed": conn.zcard(claims.claim_key(queue)),
+            "failed": conn.zcard(queue.failed_job_registry.key),
+        }
+        alive = worker.poll() is None
+    finally:
+        output = _stop(worker)
+        server.stop()
+    assert ingested and alive, output[-3000:]
+    assert left == dict.fromkeys(left, 0), output[-3000:]
+
+
+def _started(conn: redis.Redis, queue: Queue, job_id: str, status: str) -> None:
+    conn.hset(f"rq:job:{job_id}", mapping={"status": status, "data": b"x"})
+    conn.zadd(queue.started_job_registry.key, {f"{job_id}:exec1": time.time() + 600})
+
+
+def test_the_sweep_removes_stale_entries_and_requeues_jobs_in_limbo(
+    redis_conn: redis.Redis,
+) -> None:
+    queue = Queue(INGEST_QUEUE, connection=redis_conn)
+    _started(redis_conn, queue, "finished1", "finished")  # kept after a Redis kill
+    _started(redis_conn, queue, "queued1", "queued")  # given back, entry left
+    _started(redis_conn, queue, "held1", "started")  # a live worker holds it
+    claims.hold(redis_conn, queue, "held1", "w1")
+    _started(redis_conn, queue, "limbo1", "started")  # its worker died before claiming
+    redis_conn.rpush(queue.intermediate_queue_key, "ghost1")  # RQ skipped: no job hash
+    now = time.time()
+    swept = claims.sweep_limbo(redis_conn, queue, now=now)
+    assert (swept.stale, swept.requeued, swept.without_hash) == (3, 0, ["ghost1"])
+    assert redis_conn.llen(queue.key) == 0  # limbo1 only seen so far
+    swept = claims.sweep_limbo(redis_conn, queue, now=now + claims.CLAIM_TTL_S + 1)
+    assert (swept.stale, swept.requeued) == (0, 1)
+    assert redis_conn.lrange(queue.key, 0, -1) == [b"limbo1"]
+    assert redis_conn.zrange(queue.started_job_registry.key, 0, -1) == [b"held1:exec1"]
+    assert redis_conn.hget("rq:job:limbo1", "status") == b"queued"
+
+
+def test_giving_back_after_a_redis_loss_requeues_only_what_the_worker_still_owns(
+    redis_conn: redis.Redis,
+) -> None:
+    queue = Queue(INGEST_QUEUE, connection=redis_conn)
+    for job_id in ("mine1", "mine2", "theirs1"):
+        redis_conn.hset(f"rq:job:{job_id}", mapping={"status": "started", "data": b"x"})
+    claims.hold(redis_conn, queue, "mine1", "w1")
+    claims.hold(redis_conn, queue, "mine2", "w1")
+    claims.hold(redis_conn, queue, "theirs1", "w2")  # requeued and taken by w2 meanwhile
+    redis_conn.zadd(queue.started_job_registry.key, {"mine1:e1": time.time() + 600})
+    assert (
+        claims.give_back_owned(redis_conn, queue, ["mine1", "mine2", "theirs1", "gone"], "w1") == 2
+    )
+    assert redis_conn.lrange(RQ_QUEUE_PREFIX + queue.name, 0, -1) == [b"mine1", b"mine2"]
+    assert redis_conn.zcard(queue.started_job_registry.key) == 0
+    assert redis_conn.hget(claims.owners_key(queue), "theirs1") == b"w2"
+    assert not redis_conn.exists("rq:job:gone")
