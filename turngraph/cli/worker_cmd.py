@@ -17,6 +17,7 @@ from rq.exceptions import StopRequested
 
 from turngraph.app import (
     build_distill_gateway,
+    build_embedder,
     build_ingest_worker,
     build_maintenance_worker,
     build_pipeline,
@@ -26,7 +27,17 @@ from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
 from turngraph.logs import configure_logging
+from turngraph.metrics import (
+    ExtractionCollector,
+    IngestHistograms,
+    QueueCollector,
+    RecallCollector,
+    new_registry,
+    recall_histogram,
+    serve_metrics,
+)
 from turngraph.settings import Settings
+from workers.extraction.stats import ExtractionStats
 from workers.ingest.batching import BatchingIngestWorker
 
 log = structlog.get_logger(__name__)
@@ -75,41 +86,59 @@ def wait_for_redis(conn: redis.Redis) -> None:
 
 
 def run_worker(args: argparse.Namespace) -> int:
+    """One worker process until SIGTERM: ingest and maintenance finish the batch or job
+    they hold (a second signal hands an ingest batch back at once), recall finishes the
+    request it is answering; then metrics, gateway and clients are closed."""
     settings = Settings()
     configure_logging(settings)
     clients = build_clients(settings)
+    registry = new_registry()
+    queue_bound = settings.max_queue_length
+    registry.register(QueueCollector(clients.redis, settings.ingest_queue, queue_bound))
+    server = None
     try:
         if args.kind == "recall":
-            recall = build_recall_worker(clients)
-            recall.bootstrap()
+            embedder = build_embedder(settings)
+            recall = build_recall_worker(
+                clients, embedder=embedder, latency_observer=recall_histogram(registry).observe
+            )
+            registry.register(RecallCollector(recall, embedder))
+            server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
             signal.signal(signal.SIGTERM, lambda *_: recall.stop())
             try:
-                recall.run()
+                recall.run()  # serves at once; the graph is read in the background
             except KeyboardInterrupt:
                 recall.stop()
             return 0
         if args.kind == "ingest":
-            pipeline = build_pipeline(clients)  # one per process, kept across restarts
+            stats = ExtractionStats()
+            registry.register(ExtractionCollector(stats))
+            histograms = IngestHistograms(registry)
+            pipeline = build_pipeline(clients, stats=stats)  # one per process, kept across restarts
 
             def build() -> SimpleWorker:
-                return build_ingest_worker(clients, pipeline)
-        else:
+                return build_ingest_worker(clients, pipeline, batch_observer=histograms)
 
-            def build() -> SimpleWorker:
-                return build_maintenance_worker(clients)
+            server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
+            return supervise(build, clients, burst=args.burst, settings=settings)
 
-            # On-demand requests from clients (summarize, recap …) become jobs here.
-            gateway = build_distill_gateway(clients)
-            if not args.burst:
-                threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
-            try:
-                return supervise(build, clients, burst=args.burst, settings=settings)
-            finally:
-                gateway.stop()
+        def build() -> SimpleWorker:
+            return build_maintenance_worker(clients)
 
-        return supervise(build, clients, burst=args.burst, settings=settings)
+        server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
+        # On-demand requests from clients (summarize, recap …) become jobs here.
+        gateway = build_distill_gateway(clients)
+        if not args.burst:
+            threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
+        try:
+            return supervise(build, clients, burst=args.burst, settings=settings)
+        finally:
+            gateway.stop()
     finally:
+        if server is not None:
+            server.shutdown()
         clients.close()
+        log.info("worker_stopped", kind=args.kind)
 
 
 CLIENTS_LEAVE_TIMEOUT_S = 15.0

@@ -21,15 +21,20 @@ the whole batch back (RQ retries the dequeued job with back-off).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import FrameType
 from typing import Any
 
+import redis
 import structlog
 from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
+from rq.utils import now
 
 from producers.bounded_queue import INGEST_FUNCTION
 from schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
@@ -49,6 +54,10 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_MAX_BATCH = 100
 """Turns per graph transaction, counting the dequeued job."""
+
+BatchObserver = Callable[[int, float, float | None], None]
+"""Told of every batch: its jobs, the seconds it took, and how long its dequeued job
+had waited in the queue (``None`` when unknown); the metrics histograms."""
 
 
 class UnknownJobError(PermanentError):
@@ -99,6 +108,7 @@ class BatchingIngestWorker(SimpleWorker):
     job_class = IngestJob
     in_flight: tuple[str, ...] = ()
     """Ids of the batch being ingested (the dequeued job first); empty between batches."""
+    _batch_jobs = 0
 
     def __init__(
         self,
@@ -106,12 +116,25 @@ class BatchingIngestWorker(SimpleWorker):
         *,
         pipeline: IngestPipeline,
         max_batch: int = DEFAULT_MAX_BATCH,
+        batch_observer: BatchObserver | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(list(queues), job_class=IngestJob, **kwargs)
         self.pipeline = pipeline
         self.max_batch = max_batch
+        self.batch_observer = batch_observer
         self._outcome: _Outcome | None = None
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        """Cold shutdown (a second SIGTERM or SIGINT, a second or more after the first):
+        the batch goes back to the queue's head at once (writes are idempotent), instead of
+        waiting for its claims to expire; then RQ exits."""
+        asked = self._shutdown_requested_date
+        repeated = asked is not None and now() - asked < timedelta(seconds=1)
+        if self.in_flight and not repeated:  # RQ ignores a repeat within a second
+            with contextlib.suppress(redis.RedisError):
+                self.requeue_in_flight()
+        super().request_force_stop(signum, frame)
 
     def run_maintenance_tasks(self) -> None:
         """RQ's registry cleaning, plus requeueing claims of dead workers."""
@@ -156,12 +179,23 @@ class BatchingIngestWorker(SimpleWorker):
 
     # -- one batch ------------------------------------------------------------------
     def execute_job(self, job: Job, queue: Queue) -> Any:
+        started = time.perf_counter()
+        waited_s = None
+        if job.enqueued_at is not None:  # RQ keeps naive UTC datetimes
+            enqueued = job.enqueued_at.replace(tzinfo=job.enqueued_at.tzinfo or UTC)
+            waited_s = max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
+        self._execute_batch(job, queue)
+        if self.batch_observer is not None:
+            self.batch_observer(self._batch_jobs, time.perf_counter() - started, waited_s)
+
+    def _execute_batch(self, job: Job, queue: Queue) -> None:
         conn = self.connection
         self.in_flight = (job.id,)
         claims.hold(conn, queue, job.id, self.name)
         requeue_expired_claims(conn, queue)
         claimed = claims.claim(conn, queue, self.max_batch - 1, self.name)
         self.in_flight = (job.id, *claimed)
+        self._batch_jobs = len(self.in_flight)
         extras, refused = self._read_claimed(claimed)
         self._outcome = None
         if isinstance(job, IngestJob):
