@@ -6,18 +6,15 @@ says ``change_stream_lag``; SIGTERM loses no popped request."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable
 from urllib.parse import urlparse
 
 import pytest
 
 from producers.recall_client import RecallClient
 from schemas.recall import RecallRequest
+from tests.support.processes import start_worker, stop, wait_for, worker_env
 from tests.support.tcp_gate import TcpGate
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
@@ -34,50 +31,6 @@ pytestmark = pytest.mark.integration
 SCOPE = {"session_id": "s1", "workspace": "w1", "user": "u1"}
 
 
-def worker_env(clients: Clients, **overrides: str) -> dict[str, str]:
-    s = clients.settings
-    return {
-        **os.environ,
-        "TURNGRAPH_REDIS_URL": str(s.redis_url),
-        "TURNGRAPH_GRAPH_URI": str(s.graph_uri),
-        "TURNGRAPH_GRAPH_USER": s.graph_user,
-        "TURNGRAPH_GRAPH_PASSWORD": s.graph_password.get_secret_value(),
-        "TURNGRAPH_GRAPH_DATABASE": str(s.graph_database or ""),
-        "TURNGRAPH_DATA_DIR": str(s.data_dir),
-        "TURNGRAPH_LOG_LEVEL": "WARNING",
-        **overrides,
-    }
-
-
-def wait_for(condition: Callable[[], object], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)  # polling another process's progress
-    return False
-
-
-def start_recall(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "turngraph.cli", "worker", "recall"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def stop(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        output = proc.communicate(timeout=30)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        output = proc.communicate()[0]
-    return proc.returncode, output.decode(errors="replace")
-
-
 def test_a_replica_started_while_the_graph_is_down_serves_at_once_and_catches_up(
     clients: Clients,
 ) -> None:
@@ -88,7 +41,7 @@ def test_a_replica_started_while_the_graph_is_down_serves_at_once_and_catches_up
     gate = TcpGate(graph.hostname or "127.0.0.1", int(graph.port or 7687))  # closed: down
     env = worker_env(clients, TURNGRAPH_GRAPH_URI=f"bolt://127.0.0.1:{gate.port}")
     conn = clients.redis
-    proc = start_recall(env)
+    proc = start_worker("recall", env)
     try:
         assert wait_for(lambda: read_heartbeats(conn), 90), "the replica never started"
         assert not read_heartbeats(conn)[0].bootstrapped
@@ -111,7 +64,7 @@ def test_a_replica_started_while_the_graph_is_down_serves_at_once_and_catches_up
         assert wait_for(lambda: read_heartbeats(conn)[0].bootstrapped, 90), "never caught up"
         up = client.recall("webhooks backoff", **SCOPE)
         assert up.success and GRAPH_UNAVAILABLE not in up.degraded
-        assert [r.source_event_ids for r in up.results][0] == [old.event_id]
+        assert up.results and up.results[0].source_event_ids == [old.event_id]
         assert client.recall("invoice exporter parquet", **SCOPE).results
     finally:
         code, output = stop(proc)
@@ -149,7 +102,7 @@ def test_a_replica_behind_the_change_stream_says_so(clients: Clients) -> None:
 def test_sigterm_loses_no_popped_request(clients: Clients) -> None:
     conn = clients.redis
     build_pipeline(clients).ingest([turn("The cache warms up from the CDN at boot.", 0)])
-    proc = start_recall(worker_env(clients))
+    proc = start_worker("recall", worker_env(clients))
     requests = [
         RecallRequest(
             query="cache warm up",

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -96,6 +98,7 @@ def run_worker(args: argparse.Namespace) -> int:
     queue_bound = settings.max_queue_length
     registry.register(QueueCollector(clients.redis, settings.ingest_queue, queue_bound))
     server = None
+    cold = False
     try:
         if args.kind == "recall":
             embedder = build_embedder(settings)
@@ -120,7 +123,11 @@ def run_worker(args: argparse.Namespace) -> int:
                 return build_ingest_worker(clients, pipeline, batch_observer=histograms)
 
             server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
-            return supervise(build, clients, burst=args.burst, settings=settings)
+            try:
+                return supervise(build, clients, burst=args.burst, settings=settings)
+            except SystemExit:  # RQ's cold shutdown: the batch was handed back
+                cold = True
+                return 0
 
         def build() -> SimpleWorker:
             return build_maintenance_worker(clients)
@@ -132,13 +139,21 @@ def run_worker(args: argparse.Namespace) -> int:
             threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
         try:
             return supervise(build, clients, burst=args.burst, settings=settings)
+        except SystemExit:  # RQ's cold shutdown: the job is abandoned (RQ reruns it)
+            cold = True
+            return 0
         finally:
             gateway.stop()
     finally:
         if server is not None:
             server.shutdown()
         clients.close()
-        log.info("worker_stopped", kind=args.kind)
+        log.info("worker_stopped", kind=args.kind, cold=cold)
+        if cold:
+            # LLM calls still running in pool threads would be awaited at exit: not now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
 
 CLIENTS_LEAVE_TIMEOUT_S = 15.0

@@ -22,6 +22,7 @@ the whole batch back (RQ retries the dequeued job with back-off).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -126,15 +127,27 @@ class BatchingIngestWorker(SimpleWorker):
         self._outcome: _Outcome | None = None
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
-        """Cold shutdown (a second SIGTERM or SIGINT, a second or more after the first):
-        the batch goes back to the queue's head at once (writes are idempotent), instead of
-        waiting for its claims to expire; then RQ exits."""
+        """Cold shutdown (a second SIGTERM or SIGINT, a second or more after the first).
+
+        Mid-batch, the batch goes back to the queue's head at once (writes are idempotent)
+        and the process leaves: RQ would otherwise raise ``SystemExit`` into the job, count
+        it as a failed job and wait for the LLM calls still running. Idle, RQ exits."""
         asked = self._shutdown_requested_date
         repeated = asked is not None and now() - asked < timedelta(seconds=1)
-        if self.in_flight and not repeated:  # RQ ignores a repeat within a second
-            with contextlib.suppress(redis.RedisError):
-                self.requeue_in_flight()
-        super().request_force_stop(signum, frame)
+        if repeated or not self.in_flight:  # RQ ignores a repeat within a second
+            super().request_force_stop(signum, frame)
+            return
+        handed_back = 0
+        with contextlib.suppress(redis.RedisError):
+            dequeued = self.in_flight[0]
+            handed_back = self.requeue_in_flight()
+            for queue in self.queues:
+                claims.forget_started(self.connection, queue, dequeued)
+            self.register_death()
+        if self.scheduler:
+            self.stop_scheduler()
+        log.warning("ingest_cold_shutdown", jobs_handed_back=handed_back)
+        os._exit(0)
 
     def run_maintenance_tasks(self) -> None:
         """RQ's registry cleaning, plus requeueing claims of dead workers."""
