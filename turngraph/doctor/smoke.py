@@ -41,6 +41,7 @@ def run_smoke(settings: Settings, timeout_s: float) -> Check:
     consent.enable(workspace_id, endpoint)
     bridge = build_bridge(settings, deadline_ms=2_000)
     word = marker()
+    session = f"{SMOKE_SESSION}-{word}"  # a new turn every run (an old one is a duplicate)
     started = time.monotonic()
     try:
         published = bridge.handle_line(
@@ -48,10 +49,10 @@ def run_smoke(settings: Settings, timeout_s: float) -> Check:
                 {
                     "op": "publish",
                     "event": {
-                        "session_id": SMOKE_SESSION,
+                        "session_id": session,
                         "workspace": SMOKE_WORKSPACE,
                         "user": SMOKE_USER,
-                        "turn_index": int(time.time()),
+                        "turn_index": 0,
                         "role": "user",
                         "content": f"turngraph doctor smoke test {word}",
                         "client": {"name": "turngraph-doctor", "version": "1"},
@@ -63,7 +64,7 @@ def run_smoke(settings: Settings, timeout_s: float) -> Check:
         if not published.get("success") or not flushed.get("success") or flushed.get("failed"):
             reason = published.get("user_message") or flushed.get("user_message") or "not sent"
             return fail("smoke", f"the marker turn was not enqueued ({reason})", "see above")
-        recalled_after = _wait_for_recall(bridge, word, started, timeout_s)
+        recalled_after = _wait_for_recall(bridge, word, session, started, timeout_s)
     finally:
         bridge.close()
         cleaned = _clean_up(settings)
@@ -80,13 +81,15 @@ def run_smoke(settings: Settings, timeout_s: float) -> Check:
     return ok("smoke", detail)
 
 
-def _wait_for_recall(bridge: object, word: str, started: float, timeout_s: float) -> float | None:
+def _wait_for_recall(
+    bridge: object, word: str, session: str, started: float, timeout_s: float
+) -> float | None:
     request = json.dumps(
         {
             "op": "recall",
             "query": word,
             "workspace": SMOKE_WORKSPACE,
-            "session_id": SMOKE_SESSION,
+            "session_id": session,
             "user": SMOKE_USER,
         }
     )

@@ -1,0 +1,137 @@
+"""``turngraph doctor`` as a real process on the real servers: ``--smoke`` passes with real
+workers running; each missing piece fails with exactly one clear line (and its fix), exit
+1, no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from producers.consent import ConsentStore
+from producers.scopes import ScopeHasher
+from tests.support.processes import start_worker, stop, wait_for, worker_env
+from tests.support.tcp_gate import free_port
+from turngraph.app import build_recall_worker
+from turngraph.cli.endpoints import producer_consent_endpoint
+from turngraph.clients import Clients
+from turngraph.doctor.smoke import SMOKE_WORKSPACE
+from workers.recall.replica import read_heartbeats
+from workers.recall.worker import RecallWorker
+
+pytestmark = pytest.mark.integration
+
+
+def doctor(env: dict[str, str], *args: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "turngraph.cli", "doctor", *args],
+        env=env,
+        capture_output=True,
+        timeout=180,
+    )
+    output = done.stdout.decode() + done.stderr.decode()
+    assert "Traceback" not in output, output
+    return done.returncode, done.stdout.decode()
+
+
+@pytest.fixture
+def replica(clients: Clients) -> Iterator[RecallWorker]:
+    """A real recall worker in a thread (it publishes its heartbeat)."""
+    worker = build_recall_worker(clients)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    assert wait_for(lambda: read_heartbeats(clients.redis), 30)
+    assert wait_for(lambda: read_heartbeats(clients.redis)[0].bootstrapped, 30)
+    yield worker
+    worker.stop()
+    thread.join(timeout=15)
+
+
+def test_doctor_smoke_passes_with_real_workers(clients: Clients) -> None:
+    env = worker_env(clients)
+    ingest = start_worker("ingest", env)
+    recall = start_worker("recall", env)
+    try:
+        assert wait_for(lambda: read_heartbeats(clients.redis), 90), "no recall replica"
+        assert wait_for(lambda: read_heartbeats(clients.redis)[0].bootstrapped, 60)
+        code, out = doctor(env, "--smoke", "--json")
+        text_code, text = doctor(env)
+    finally:
+        outputs = [stop(ingest), stop(recall)]
+    report = json.loads(out)
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert code == 0 and report["success"], out
+    assert statuses["smoke"] == "ok", out
+    assert {"redis.version", "redis.eviction", "redis.persistence", "redis.auth"} <= set(statuses)
+    assert {"graph", "graph.schema", "queue", "ingest.workers", "llm", "embeddings"} <= set(
+        statuses
+    )
+    assert not [name for name, status in statuses.items() if status == "fail"]
+    assert text_code == 0 and text.strip().endswith("healthy"), text
+    assert all(code == 0 for code, _ in outputs), outputs
+    # the marker is gone: forgotten in the graph, consent withdrawn
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
+    )
+    assert records[0]["n"] == 0
+    workspace_id = ScopeHasher.for_data_dir(clients.settings.data_dir).workspace(SMOKE_WORKSPACE)
+    endpoint = producer_consent_endpoint(clients.settings)
+    assert not ConsentStore(clients.settings.data_dir).is_enabled(workspace_id, endpoint)
+
+
+def _closed() -> str:
+    return f"127.0.0.1:{free_port()}"
+
+
+def _one_failure(env: dict[str, str], name: str, *words: str) -> str:
+    code, out = doctor(env)
+    failing = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert code == 1, out
+    assert len(failing) == 1, out
+    line = failing[0]
+    assert line.split()[1] == name, out
+    assert "(fix: " in line, line
+    for word in words:
+        assert word in line, line
+    return line
+
+
+def test_redis_down(clients: Clients, replica: RecallWorker) -> None:
+    env = worker_env(clients, TURNGRAPH_REDIS_URL=f"redis://{_closed()}/0")
+    _one_failure(env, "redis", "not reachable", "turngraph up")
+
+
+def test_graph_down(clients: Clients, replica: RecallWorker) -> None:
+    env = worker_env(clients, TURNGRAPH_GRAPH_URI=f"bolt://{_closed()}")
+    _one_failure(env, "graph", "not reachable", "TURNGRAPH_GRAPH_URI")
+
+
+def test_no_recall_replica(clients: Clients) -> None:
+    _one_failure(worker_env(clients), "recall.replicas", "turngraph worker recall")
+
+
+def test_eviction_policy_wrong(clients: Clients, replica: RecallWorker) -> None:
+    conn = clients.redis
+    conn.config_set("maxmemory-policy", "allkeys-lru")
+    try:
+        _one_failure(worker_env(clients), "redis.eviction", "allkeys-lru", "noeviction")
+    finally:
+        conn.config_set("maxmemory-policy", "noeviction")
+
+
+def test_llm_endpoint_down(clients: Clients, replica: RecallWorker) -> None:
+    env = worker_env(clients, TURNGRAPH_LLM_BASE_URL=f"http://{_closed()}/v1")
+    _one_failure(env, "llm", "did not answer", "TURNGRAPH_LLM_BASE_URL")
+
+
+def test_embedding_endpoint_down(clients: Clients, replica: RecallWorker) -> None:
+    env = worker_env(
+        clients,
+        TURNGRAPH_EMBEDDING_PROVIDER="openai",
+        TURNGRAPH_EMBEDDING_BASE_URL=f"http://{_closed()}/v1",
+    )
+    _one_failure(env, "embeddings", "openai", "TURNGRAPH_EMBEDDING_BASE_URL")
