@@ -26,6 +26,7 @@ from workers.embeddings.local import StaticEmbedder
 from workers.embeddings.protocol import Embedder
 from workers.extraction.stats import ExtractionStats
 from workers.ingest.dead_letters import dead_letter_key
+from workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
 from workers.recall.worker import RecallWorker
 
 log = structlog.get_logger(__name__)
@@ -163,7 +164,8 @@ class RecallCollector(Collector):
         degraded = CounterMetricFamily(
             "turngraph_recall_degraded", "answers flagged degraded, per reason", labels=["reason"]
         )
-        for reason, count in sorted(worker.counters.degraded.items()):
+        counts = {GRAPH_UNAVAILABLE: 0, CHANGE_STREAM_LAG: 0, **worker.counters.degraded}
+        for reason, count in sorted(counts.items()):  # the replica's own reasons always shown
             degraded.add_metric([reason], count)
         yield degraded
         yield GaugeMetricFamily(
