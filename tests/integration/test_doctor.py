@@ -66,6 +66,7 @@ def test_doctor_smoke_passes_with_real_workers(clients: Clients) -> None:
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert code == 0 and report["success"], out
     assert statuses["smoke"] == "ok", out
+    print(next(c["detail"] for c in report["checks"] if c["name"] == "smoke"))
     assert {"redis.version", "redis.eviction", "redis.persistence", "redis.auth"} <= set(statuses)
     assert {"graph", "graph.schema", "queue", "ingest.workers", "llm", "embeddings"} <= set(
         statuses
