@@ -164,7 +164,8 @@ class RecallCollector(Collector):
         degraded = CounterMetricFamily(
             "turngraph_recall_degraded", "answers flagged degraded, per reason", labels=["reason"]
         )
-        counts = {GRAPH_UNAVAILABLE: 0, CHANGE_STREAM_LAG: 0, **worker.counters.degraded}
+        seen = dict.copy(worker.counters.degraded)  # one C-level copy: safe while serving
+        counts = {GRAPH_UNAVAILABLE: 0, CHANGE_STREAM_LAG: 0, **seen}
         for reason, count in sorted(counts.items()):  # the replica's own reasons always shown
             degraded.add_metric([reason], count)
         yield degraded

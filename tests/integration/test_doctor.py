@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from producers.consent import ConsentStore
+from producers.scope_hints import ScopeHints
 from producers.scopes import ScopeHasher
 from tests.support.processes import start_worker, stop, wait_for, worker_env
 from tests.support.tcp_gate import free_port
@@ -82,6 +83,7 @@ def test_doctor_smoke_passes_with_real_workers(clients: Clients) -> None:
     workspace_id = ScopeHasher.for_data_dir(clients.settings.data_dir).workspace(SMOKE_WORKSPACE)
     endpoint = producer_consent_endpoint(clients.settings)
     assert not ConsentStore(clients.settings.data_dir).is_enabled(workspace_id, endpoint)
+    assert workspace_id not in ScopeHints(clients.settings.data_dir).load()["workspaces"]
 
 
 def _closed() -> str:

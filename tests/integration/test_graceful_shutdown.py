@@ -59,13 +59,15 @@ def test_sigterm_lets_the_ingest_batch_finish(clients: Clients, fake: FakeOpenAI
     ids = _enqueue(clients)
     conn, queue = clients.redis, ingest_queue(clients)
     proc = start_worker("ingest", _llm_env(clients, fake))
+    signalled = False
     try:
         assert wait_for(lambda: fake.requests, 90), "the batch never reached the LLM"
         assert conn.zcard(claim_key(queue)) > 0  # a batch is in flight
         proc.send_signal(signal.SIGTERM)
+        signalled = True
         started = time.monotonic()
     finally:
-        code, output = stop(proc)
+        code, output = stop(proc, signalled=signalled)
     assert code == 0, output[-3000:]
     assert time.monotonic() - started < 30
     assert "Traceback" not in output, output[-3000:]
@@ -86,7 +88,7 @@ def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenA
         time.sleep(1.5)  # RQ ignores a repeat within a second
         proc.send_signal(signal.SIGTERM)  # cold: hand it back now
         started = time.monotonic()
-        code, output = stop(proc)
+        code, output = stop(proc, signalled=True)
         took = time.monotonic() - started
     finally:
         fake.stop_hangs()
@@ -108,6 +110,7 @@ def test_sigterm_lets_the_maintenance_job_finish(clients: Clients, fake: FakeOpe
     fake.add(Reply(content="{}", delay_s=3.0), Reply(content="{}", delay_s=3.0))
     proc = start_worker("maintenance", _llm_env(clients, fake))
     replies: list[object] = []
+    signalled = False
     waiting = redis.Redis.from_url(str(clients.settings.redis_url), socket_timeout=90)
     try:
         client = DistillClient(waiting, deadline_ms=60_000)
@@ -115,9 +118,10 @@ def test_sigterm_lets_the_maintenance_job_finish(clients: Clients, fake: FakeOpe
         asking.start()
         assert wait_for(lambda: fake.requests, 90), "the job never reached the LLM"
         proc.send_signal(signal.SIGTERM)
+        signalled = True
         asking.join(timeout=60)
     finally:
-        code, output = stop(proc)
+        code, output = stop(proc, signalled=signalled)
         waiting.close()
     assert code == 0, output[-3000:]
     assert "Traceback" not in output, output[-3000:]

@@ -112,6 +112,7 @@ def test_sigterm_loses_no_popped_request(clients: Clients) -> None:
         )
         for i in range(200)
     ]
+    signalled = False
     try:
         assert wait_for(lambda: read_heartbeats(conn), 90)
         key = clients.settings.recall_requests_key
@@ -119,8 +120,9 @@ def test_sigterm_loses_no_popped_request(clients: Clients) -> None:
             conn.rpush(key, request.model_dump_json())
             if request.request_id == "r20":
                 proc.send_signal(signal.SIGTERM)  # mid-stream
+                signalled = True
     finally:
-        code, output = stop(proc)
+        code, output = stop(proc, signalled=signalled)
     assert code == 0, output[-3000:]
     left = conn.llen(clients.settings.recall_requests_key)
     answered = sum(conn.exists(str(r.reply_to)) for r in requests)

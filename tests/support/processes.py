@@ -46,12 +46,13 @@ def start_worker(kind: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
-def stop(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
-    """SIGTERM (if still running), wait; its exit code and output (SIGKILL after 30 s)."""
-    if proc.poll() is None:
+def stop(proc: subprocess.Popen[bytes], *, signalled: bool = False) -> tuple[int, str]:
+    """SIGTERM (unless ``signalled`` already: a second one means a cold shutdown), wait;
+    its exit code and output (SIGKILL after 60 s)."""
+    if proc.poll() is None and not signalled:
         proc.send_signal(signal.SIGTERM)
     try:
-        output = proc.communicate(timeout=30)[0]
+        output = proc.communicate(timeout=60)[0]
     except subprocess.TimeoutExpired:
         proc.kill()
         output = proc.communicate()[0]

@@ -59,9 +59,12 @@ RECALL_SOCKET_SLACK_S = 0.5
 """The recall connection's socket timeout is the deadline plus this."""
 
 
-def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridge:
+def build_bridge(
+    settings: Settings, *, deadline_ms: int | None = None, note_hints: bool = True
+) -> Bridge:
     """A bridge on the configured (or running embedded) Redis. Without one yet, publish and
-    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds."""
+    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds.
+    ``note_hints=False``: the folder hints of ``turngraph scopes`` are left alone."""
     consent = ConsentStore(settings.data_dir)
     endpoint = producer_consent_endpoint(settings)
 
@@ -95,7 +98,7 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
 
     return Bridge(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),
-        hints=ScopeHints(settings.data_dir),
+        hints=ScopeHints(settings.data_dir) if note_hints else None,
         consent=consent,
         endpoint=endpoint,
         publisher=None,

@@ -14,7 +14,7 @@ from schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
 from turngraph.doctor.checks import Check, fail, ok, warn
 from turngraph.settings import Settings
 from workers.ingest.dead_letters import dead_letter_key
-from workers.recall.replica import read_heartbeats
+from workers.recall.replica import read_heartbeats, stream_lag_s
 
 MIN_REDIS_MAJOR = 7
 """Redis 7+ (or Valkey 7+): Lua, streams with exclusive ranges, ACLs."""
@@ -176,6 +176,8 @@ def check_replicas(conn: redis.Redis, settings: Settings) -> list[Check]:
     checks = []
     for beat in beats:
         name = f"recall.{beat.replica}"[:40]
+        # compared with the stream's entries now, not only as the replica last measured it
+        lag_s = max(beat.lag_s, stream_lag_s(conn, settings.changes_stream, beat.position))
         if not beat.bootstrapped:
             checks.append(
                 fail(
@@ -184,16 +186,14 @@ def check_replicas(conn: redis.Redis, settings: Settings) -> list[Check]:
                     "check the graph server (see graph above); it catches up by itself",
                 )
             )
-        elif beat.lag_s > settings.recall_lag_degraded_s:
+        elif lag_s > settings.recall_lag_degraded_s:
             checks.append(
                 fail(
                     name,
-                    f"{beat.lag_s:.1f} s behind the change stream",
+                    f"{lag_s:.1f} s behind the change stream",
                     "the replica is overloaded: add replicas or check its CPU",
                 )
             )
         else:
-            checks.append(
-                ok(name, f"{beat.memories} memories, {beat.lag_s:.1f} s behind the stream")
-            )
+            checks.append(ok(name, f"{beat.memories} memories, {lag_s:.1f} s behind the stream"))
     return checks

@@ -15,6 +15,7 @@ applies what the stream brings; until the graph read is applied, answers say
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -146,7 +147,7 @@ class RecallWorker:
     def _load_graph(self, noted: str) -> None:
         """Background: read every memory from the graph, retrying while it is down, and
         hand them to the tail thread. Serving never waits for this."""
-        for attempt in range(1_000_000):
+        for attempt in itertools.count():
             if self._stop.is_set():
                 return
             try:
