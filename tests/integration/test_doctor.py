@@ -9,8 +9,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import redis
 
 from producers.consent import ConsentStore
 from producers.scope_hints import ScopeHints
@@ -21,6 +23,8 @@ from turngraph.app import build_recall_worker
 from turngraph.cli.endpoints import producer_consent_endpoint
 from turngraph.clients import Clients
 from turngraph.doctor.smoke import SMOKE_WORKSPACE
+from turngraph.embedded.process import ServerProcess
+from turngraph.embedded.redis_server import server_binary
 from workers.recall.replica import read_heartbeats
 from workers.recall.worker import RecallWorker
 
@@ -138,3 +142,33 @@ def test_embedding_endpoint_down(clients: Clients, replica: RecallWorker) -> Non
         TURNGRAPH_EMBEDDING_BASE_URL=f"http://{_closed()}/v1",
     )
     _one_failure(env, "embeddings", "openai", "TURNGRAPH_EMBEDDING_BASE_URL")
+
+
+def test_redis_without_password_or_persistence(clients: Clients, tmp_path: Path) -> None:
+    """A bare Redis (no password, no AOF, no RDB): both are named, each with its fix."""
+    port = free_port()
+    server = ServerProcess(
+        "bare-redis",
+        [str(server_binary()), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", str(tmp_path)],
+        tmp_path / "redis.log",
+    )  # fmt: skip
+    bare = redis.Redis(port=port, socket_timeout=1)
+    server.start(lambda: _pings(bare))
+    try:
+        code, out = doctor(worker_env(clients, TURNGRAPH_REDIS_URL=f"redis://127.0.0.1:{port}/0"))
+    finally:
+        bare.close()
+        server.stop()
+    failing = {line.split()[1]: line for line in out.splitlines() if line.startswith("FAIL")}
+    assert code == 1
+    assert "requirepass" in failing["redis.auth"], out
+    assert "appendonly yes" in failing["redis.persistence"], out
+    assert "redis.eviction" not in failing  # noeviction is Redis's default
+
+
+def _pings(conn: redis.Redis) -> bool:
+    try:
+        return bool(conn.ping())
+    except redis.RedisError:
+        return False
