@@ -10,7 +10,7 @@ Every name this module exports is in :data:`EXPORTED_METRICS`; ``ops/prometheus`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
@@ -24,7 +24,6 @@ from schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
 from workers.embeddings.endpoint import EndpointEmbedder
 from workers.embeddings.local import StaticEmbedder
 from workers.embeddings.protocol import Embedder
-from workers.extraction.stats import ExtractionStats
 from workers.ingest.dead_letters import dead_letter_key
 from workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
 from workers.recall.worker import RecallWorker
@@ -123,31 +122,40 @@ def _gauge(name: str, doc: str, queue: str, value: float) -> GaugeMetricFamily:
     return gauge
 
 
-class ExtractionCollector(Collector):
-    """The LLM extractor's calls and tokens (this process's)."""
+LLMSnapshot = Callable[[], "dict[str, int] | None"]
+"""This process's LLM counters of one purpose (``calls``, ``prompt_tokens``,
+``completion_tokens``), or None while there are none (no summarizer installed yet)."""
 
-    def __init__(self, stats: ExtractionStats) -> None:
-        self._stats = stats
+
+class LLMCollector(Collector):
+    """LLM calls and tokens of this process, per purpose (``extraction`` in ingest workers,
+    ``summary`` in maintenance workers); extraction's fallbacks to the offline rules."""
+
+    def __init__(self, **purposes: LLMSnapshot) -> None:
+        self._purposes = purposes
 
     def collect(self) -> Iterator[Metric]:
-        snap = self._stats.snapshot()
         calls = CounterMetricFamily(
             "turngraph_llm_calls", "LLM requests completed", labels=["purpose"]
         )
-        calls.add_metric(["extraction"], snap["calls"])
-        yield calls
         tokens = CounterMetricFamily(
             "turngraph_llm_tokens", "LLM tokens reported", labels=["purpose", "kind"]
         )
-        tokens.add_metric(["extraction", "prompt"], snap["prompt_tokens"])
-        tokens.add_metric(["extraction", "completion"], snap["completion_tokens"])
-        yield tokens
         fallback = CounterMetricFamily(
             "turngraph_llm_fallback_batches",
             "batches the offline rules extracted after an LLM failure",
         )
-        fallback.add_metric([], snap["fallback_batches"])
-        yield fallback
+        for purpose, read in sorted(self._purposes.items()):
+            snap = read() or {}
+            calls.add_metric([purpose], snap.get("calls", 0))
+            tokens.add_metric([purpose, "prompt"], snap.get("prompt_tokens", 0))
+            tokens.add_metric([purpose, "completion"], snap.get("completion_tokens", 0))
+            if purpose == "extraction":
+                fallback.add_metric([], snap.get("fallback_batches", 0))
+        yield calls
+        yield tokens
+        if "extraction" in self._purposes:
+            yield fallback
 
 
 class RecallCollector(Collector):

@@ -1,6 +1,7 @@
 """Every metric we export is scraped from real worker processes after real traffic: an
-ingest worker (LLM extraction through the local OpenAI-compatible server) and a recall
-replica (embeddings through the same server), each with its own ``/metrics`` endpoint."""
+ingest worker (LLM extraction through the local OpenAI-compatible server), a recall
+replica (embeddings through the same server) and a maintenance worker (an LLM summary),
+each with its own ``/metrics`` endpoint."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from producers.bounded_queue import BoundedQueue, is_ingested
+from producers.distill_client import DistillClient
 from producers.recall_client import RecallClient
 from schemas.keys import RQ_QUEUE_PREFIX
 from tests.support.fake_openai import FakeOpenAI, answer
@@ -63,7 +66,7 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
     conn.hset("rq:job:forged1", mapping={"status": "queued", "data": b""})  # dead-lettered
     conn.rpush(RQ_QUEUE_PREFIX + queue.name, "forged1")
     fake.add(*[answer({"turns": []}, prompt_tokens=300, completion_tokens=40) for _ in range(20)])
-    ingest_port, recall_port = free_port(), free_port()
+    ingest_port, recall_port, maintenance_port = free_port(), free_port(), free_port()
     base = {
         "TURNGRAPH_LLM_BASE_URL": fake.base_url,
         "TURNGRAPH_LLM_API_KEY": "test",
@@ -78,6 +81,10 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
     recall = start_worker(
         "recall", worker_env(clients, TURNGRAPH_METRICS_PORT=str(recall_port), **base)
     )
+    maintenance = start_worker(
+        "maintenance", worker_env(clients, TURNGRAPH_METRICS_PORT=str(maintenance_port), **base)
+    )
+    waiting = redis.Redis.from_url(str(clients.settings.redis_url), socket_timeout=90)
     try:
         assert wait_for(lambda: all(is_ingested(conn, e.event_id) for e in events), 120)
         bounded.enqueue_many(events[:3])  # already ingested: duplicates
@@ -87,13 +94,19 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
         for query in ("edit src/m3.py", "metrics check", "unknown words"):
             assert client.recall(query, session_id="s1", workspace="w1", user="u1").success
         client.recall("anything", session_id="s1", workspace="elsewhere", user="u1")
+        summary = DistillClient(waiting, deadline_ms=60_000).summarize("metrics", last_n=4)
+        assert summary.success, summary.user_message  # through the LLM summarizer
         ingest_samples, recall_samples = scrape(ingest_port), scrape(recall_port)
+        maintenance_samples = scrape(maintenance_port)
     finally:
-        outputs = [stop(ingest), stop(recall)]
+        outputs = [stop(ingest), stop(recall), stop(maintenance)]
+        waiting.close()
     assert all(code == 0 for code, _ in outputs), outputs
-    for samples in (ingest_samples, recall_samples):  # each process its own endpoint
+    every = (ingest_samples, recall_samples, maintenance_samples)
+    for samples in every:  # each process its own endpoint
         assert value(samples, "process_resident_memory_bytes") > 0
-    scraped = set(ingest_samples) | set(recall_samples)
+        assert value(samples, "turngraph_queue_enqueued_total") == TURNS  # from Redis: same
+    scraped = set().union(*every)
     missing = []
     for name, kind in EXPORTED_METRICS.items():
         wanted = (
@@ -115,7 +128,9 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
     assert value(ingest_samples, "turngraph_ingest_batch_size_sum") >= TURNS
     assert value(ingest_samples, "turngraph_ingest_batch_seconds_count") >= 1
     assert value(ingest_samples, "turngraph_ingest_latency_seconds_count") >= 1
-    assert value(ingest_samples, "turngraph_llm_calls_total") >= 1
+    assert value(ingest_samples, "turngraph_llm_calls_total", purpose="extraction") >= 1
+    assert value(maintenance_samples, "turngraph_llm_calls_total", purpose="summary") >= 1
+    assert value(maintenance_samples, "turngraph_llm_tokens_total", kind="prompt") >= 300
     assert value(ingest_samples, "turngraph_llm_tokens_total", kind="prompt") >= 300
     assert value(ingest_samples, "turngraph_llm_tokens_total", kind="completion") >= 40
     assert value(recall_samples, "turngraph_recall_answers_total") == 4

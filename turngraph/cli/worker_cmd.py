@@ -17,6 +17,7 @@ import structlog
 from rq import SimpleWorker
 from rq.exceptions import StopRequested
 
+from schemas.errors import ConfigurationError
 from turngraph.app import (
     build_distill_gateway,
     build_embedder,
@@ -30,8 +31,8 @@ from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
 from turngraph.logs import configure_logging
 from turngraph.metrics import (
-    ExtractionCollector,
     IngestHistograms,
+    LLMCollector,
     QueueCollector,
     RecallCollector,
     new_registry,
@@ -41,6 +42,7 @@ from turngraph.metrics import (
 from turngraph.settings import Settings
 from workers.extraction.stats import ExtractionStats
 from workers.ingest.batching import BatchingIngestWorker
+from workers.maintenance import context as maintenance_context
 
 log = structlog.get_logger(__name__)
 
@@ -115,7 +117,7 @@ def run_worker(args: argparse.Namespace) -> int:
             return 0
         if args.kind == "ingest":
             stats = ExtractionStats()
-            registry.register(ExtractionCollector(stats))
+            registry.register(LLMCollector(extraction=stats.snapshot))
             histograms = IngestHistograms(registry)
             pipeline = build_pipeline(clients, stats=stats)  # one per process, kept across restarts
 
@@ -132,6 +134,7 @@ def run_worker(args: argparse.Namespace) -> int:
         def build() -> SimpleWorker:
             return build_maintenance_worker(clients)
 
+        registry.register(LLMCollector(summary=summary_snapshot))
         server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
         # On-demand requests from clients (summarize, recap …) become jobs here.
         gateway = build_distill_gateway(clients)
@@ -154,6 +157,15 @@ def run_worker(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
+
+
+def summary_snapshot() -> dict[str, int] | None:
+    """The maintenance worker's LLM summarizer counters (None: offline summaries only)."""
+    try:
+        summarizer = maintenance_context.current().summarizer
+    except ConfigurationError:  # not installed yet (the RQ worker is being built)
+        return None
+    return summarizer.stats.snapshot() if summarizer is not None else None
 
 
 CLIENTS_LEAVE_TIMEOUT_S = 15.0
