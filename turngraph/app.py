@@ -231,6 +231,7 @@ def build_recall_worker(
         embedder=embedder if embedder is not None else build_embedder(clients.settings),
         lag_degraded_s=clients.settings.recall_lag_degraded_s,
         latency_observer=latency_observer,
+        graph_probe=clients.graph.verify_connectivity,
         redis_client=clients.redis,
         store=build_graph_store(clients),
         requests_key=clients.settings.recall_requests_key,

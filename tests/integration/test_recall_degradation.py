@@ -1,7 +1,8 @@
 """Honest degradation of the recall replica, with real servers and a real worker process:
 started while the graph is down it serves at once (``graph_unavailable``), learns from the
-change stream meanwhile, catches up when the graph returns; a replica behind the stream
-says ``change_stream_lag``; SIGTERM loses no popped request."""
+change stream meanwhile, catches up when the graph returns, and says so again when the
+graph goes down later; a replica behind the stream says ``change_stream_lag``; SIGTERM
+loses no popped request."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from workers.recall.replica import (
     heartbeat_key,
     read_heartbeats,
 )
+from workers.recall.worker import GRAPH_PROBE_EVERY_S, GRAPH_STALE_S
 
 pytestmark = pytest.mark.integration
 
@@ -66,6 +68,18 @@ def test_a_replica_started_while_the_graph_is_down_serves_at_once_and_catches_up
         assert up.success and GRAPH_UNAVAILABLE not in up.degraded
         assert up.results and up.results[0].source_event_ids == [old.event_id]
         assert client.recall("invoice exporter parquet", **SCOPE).results
+
+        gate.close()  # the graph goes down again: answers from the index, flagged
+        assert wait_for(
+            lambda: GRAPH_UNAVAILABLE in client.recall("webhooks backoff", **SCOPE).degraded,
+            GRAPH_STALE_S + GRAPH_PROBE_EVERY_S + 20,
+        ), "a graph outage after the bootstrap was not reported"
+        assert client.recall("webhooks backoff", **SCOPE).results  # still serving
+        gate.open()
+        assert wait_for(
+            lambda: not client.recall("webhooks backoff", **SCOPE).degraded,
+            GRAPH_PROBE_EVERY_S + 20,
+        ), "the flag stayed after the graph returned"
     finally:
         code, output = stop(proc)
         gate.close()

@@ -26,7 +26,8 @@ HEARTBEAT_TTL_S = 10
 
 GRAPH_UNAVAILABLE = "graph_unavailable"
 """``degraded`` flag: the graph bootstrap is not done (the graph is down or still being
-read); answers come from what the change stream brought since the replica started."""
+read; answers come from what the change stream brought since the replica started), or
+the graph stopped answering (nothing new is stored; answers come from the index)."""
 
 CHANGE_STREAM_LAG = "change_stream_lag"
 """``degraded`` flag: the replica is further behind the change stream than its threshold."""
@@ -38,6 +39,8 @@ class ReplicaHeartbeat:
 
     replica: str
     bootstrapped: bool
+    graph_reachable: bool
+    """False when the graph has not answered the replica's probe for a while."""
     position: str
     """The last change-stream entry id applied (``0-0``: none)."""
     lag_s: float
@@ -72,6 +75,7 @@ def read_heartbeats(conn: redis.Redis) -> list[ReplicaHeartbeat]:
                 ReplicaHeartbeat(
                     replica=str(data["replica"]),
                     bootstrapped=bool(data["bootstrapped"]),
+                    graph_reachable=bool(data.get("graph_reachable", True)),
                     position=str(data["position"]),
                     lag_s=float(data["lag_s"]),
                     memories=int(data["memories"]),

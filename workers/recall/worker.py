@@ -7,9 +7,10 @@ fresh. N replicas may pop from the same request list; each keeps its own index.
 Honest degradation: :meth:`RecallWorker.run` serves at once. The graph is read in a
 background thread (retried with back-off while the graph is down) while the tail already
 applies what the stream brings; until the graph read is applied, answers say
-``graph_unavailable``. A replica further behind the stream than ``lag_degraded_s`` says
-``change_stream_lag``. A third thread publishes the replica's heartbeat
-(``workers/recall/replica.py``).
+``graph_unavailable``, and again whenever the graph stops answering the probe (nothing
+new is stored then; answers come from what the replica has). A replica further behind
+the stream than ``lag_degraded_s`` says ``change_stream_lag``. Other threads publish the
+replica's heartbeat (``workers/recall/replica.py``) and probe the graph.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ BOOTSTRAP_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
 LatencyObserver = Callable[[float], None]
 """Told the seconds each answered request took (the metrics histogram)."""
 
+GraphProbe = Callable[[], object]
+"""Raises when the graph server does not answer (the shell passes the driver's check)."""
+
+GRAPH_PROBE_EVERY_S = 5.0
+"""How often a serving replica checks that the graph answers."""
+
+GRAPH_STALE_S = 15.0
+"""No successful graph probe for this long: answers say ``graph_unavailable``."""
+
 
 @dataclass
 class RecallCounters:
@@ -105,6 +115,7 @@ class RecallWorker:
         reply_prefix: str = RECALL_REPLY_PREFIX,
         lag_degraded_s: float = RECALL_LAG_DEGRADED_S,
         latency_observer: LatencyObserver | None = None,
+        graph_probe: GraphProbe | None = None,
         name: str | None = None,
     ) -> None:
         self._redis = redis_client
@@ -128,6 +139,9 @@ class RecallWorker:
         """The background graph read, handed to the tail thread (the one index writer)."""
         self._loaded_lock = threading.Lock()
         self._latency_observer = latency_observer
+        self._graph_probe = graph_probe
+        self._graph_ok_at = time.monotonic()
+        """When the graph last answered (the bootstrap or a probe)."""
 
     # -- start-up -----------------------------------------------------------------
     def bootstrap(self) -> int:
@@ -135,6 +149,7 @@ class RecallWorker:
         (synchronously; :meth:`run` does it in the background when not done yet)."""
         self._last_change_id = self._stream_end()
         loaded = self.index.add_many(all_memories(self._store))
+        self._graph_ok_at = time.monotonic()
         self.bootstrapped = True
         self.apply_pending_changes(block_ms=None)
         log.info("recall_index_ready", memories=loaded)
@@ -172,6 +187,7 @@ class RecallWorker:
         noted, memories = loaded
         count = self.index.add_many(memories)
         self._last_change_id = noted
+        self._graph_ok_at = time.monotonic()
         self.bootstrapped = True
         log.info("recall_index_ready", memories=count, background=True)
 
@@ -257,11 +273,30 @@ class RecallWorker:
     def degraded_reasons(self) -> list[str]:
         """What the replica itself lacks: the graph's memories, or freshness."""
         reasons = []
-        if not self.bootstrapped:
+        if not self.bootstrapped or not self.graph_reachable:
             reasons.append(GRAPH_UNAVAILABLE)
         if self.lag_s > self.lag_degraded_s:
             reasons.append(CHANGE_STREAM_LAG)
         return reasons
+
+    @property
+    def graph_reachable(self) -> bool:
+        """False when the graph has not answered a probe for ``GRAPH_STALE_S``."""
+        if self._graph_probe is None:
+            return True
+        return time.monotonic() - self._graph_ok_at <= GRAPH_STALE_S
+
+    def _probe_graph(self) -> None:
+        assert self._graph_probe is not None
+        while not self._stop.wait(GRAPH_PROBE_EVERY_S):
+            if not self.bootstrapped:
+                continue  # the bootstrap thread is trying already
+            try:
+                self._graph_probe()
+            except Exception as exc:  # any failure means: not answering now
+                log.warning("recall_graph_probe_failed", error=type(exc).__name__)
+                continue
+            self._graph_ok_at = time.monotonic()
 
     def heartbeat(self) -> ReplicaHeartbeat:
         """Measure the lag and publish this replica's heartbeat; returns what it wrote."""
@@ -270,6 +305,7 @@ class RecallWorker:
         beat = ReplicaHeartbeat(
             replica=self.name,
             bootstrapped=self.bootstrapped,
+            graph_reachable=self.graph_reachable,
             position=position,
             lag_s=round(self.lag_s, 3),
             memories=len(self.index),
@@ -319,6 +355,10 @@ class RecallWorker:
         self._tail.start()
         beat = threading.Thread(target=self._beat, name="recall-heartbeat", daemon=True)
         beat.start()
+        if self._graph_probe is not None:
+            threading.Thread(
+                target=self._probe_graph, name="recall-graph-probe", daemon=True
+            ).start()
         log.info("recall_worker_serving", requests_key=self._requests_key, replica=self.name)
         try:
             while not self._stop.is_set():
