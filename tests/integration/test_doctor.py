@@ -4,7 +4,9 @@ workers running; each missing piece fails with exactly one clear line (and its f
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -23,8 +25,10 @@ from turngraph.app import build_recall_worker
 from turngraph.cli.endpoints import producer_consent_endpoint
 from turngraph.clients import Clients
 from turngraph.doctor.smoke import SMOKE_WORKSPACE
+from turngraph.embedded import ServiceEndpoints
 from turngraph.embedded.process import ServerProcess
 from turngraph.embedded.redis_server import server_binary
+from turngraph.embedded.services import STATE_FILE
 from workers.recall.replica import read_heartbeats
 from workers.recall.worker import RecallWorker
 
@@ -56,8 +60,22 @@ def replica(clients: Clients) -> Iterator[RecallWorker]:
     thread.join(timeout=15)
 
 
-def test_doctor_smoke_passes_with_real_workers(clients: Clients) -> None:
-    env = worker_env(clients)
+def embedded_defaults_env(clients: Clients, embedded: ServiceEndpoints) -> dict[str, str]:
+    """No URLs at all: every process finds the running embedded services through
+    ``services.json`` in the data folder, as after ``turngraph services``."""
+    data_dir = clients.settings.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    state = {**dataclasses.asdict(embedded), "owner_pid": os.getpid()}
+    (data_dir / STATE_FILE).write_text(json.dumps(state))
+    (data_dir / STATE_FILE).chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")}
+    return {**env, "TURNGRAPH_DATA_DIR": str(data_dir), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+
+
+def test_doctor_smoke_passes_with_real_workers(
+    clients: Clients, embedded: ServiceEndpoints
+) -> None:
+    env = embedded_defaults_env(clients, embedded)
     ingest = start_worker("ingest", env)
     recall = start_worker("recall", env)
     try:
