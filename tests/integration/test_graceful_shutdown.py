@@ -5,6 +5,7 @@ its job; both exit 0 and leave no claim behind. (Recall: test_recall_degradation
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
@@ -103,9 +104,12 @@ def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenA
 
 def test_sigterm_lets_the_maintenance_job_finish(clients: Clients, fake: FakeOpenAI) -> None:
     events = decision_events(session="s_term", workspace="w_term", user="u_term")
-    build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
+    quiet = dataclasses.replace(  # no follow-up jobs: the worker runs only the one we ask
+        clients, settings=clients.settings.model_copy(update={"distill_enabled": False})
+    )
+    build_pipeline(quiet, extractor=OfflineExtractor()).ingest(events)
     conn = clients.redis
-    conn.delete(RQ_QUEUE_PREFIX + clients.settings.maintenance_queue)  # ingest's follow-ups
+    assert conn.llen(RQ_QUEUE_PREFIX + clients.settings.maintenance_queue) == 0
     # Two unreadable slow answers: the job takes ~6 s, then uses the offline summary.
     fake.add(Reply(content="{}", delay_s=3.0), Reply(content="{}", delay_s=3.0))
     proc = start_worker("maintenance", _llm_env(clients, fake))
