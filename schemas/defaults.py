@@ -84,3 +84,7 @@ ROLLING_SUMMARY_WORDS = 200
 
 DISTILL_REPLY_TTL_S = 60
 """How long a reply to an on-demand request waits for a client that gave up."""
+
+RECALL_LAG_DEGRADED_S = 5.0
+"""A recall replica further behind the change stream than this flags its answers
+``change_stream_lag``."""

@@ -75,3 +75,7 @@ recap, full summary); each becomes a job on the maintenance queue."""
 
 DISTILL_REPLY_PREFIX = "turngraph:distill:reply:"
 """Prefix of the per-request reply keys those jobs answer on."""
+
+RECALL_REPLICA_PREFIX = "turngraph:recall:replica:"
+"""A recall replica's heartbeat (JSON: change-stream position, lag, index size; expires
+on its own when the replica dies). ``turngraph doctor`` reads them."""

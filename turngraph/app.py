@@ -23,14 +23,14 @@ from workers.graph.bolt_store import BoltGraphStore
 from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
 from workers.ingest.admission import Admission
-from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
+from workers.ingest.batching import BatchingIngestWorker, BatchObserver, requeue_expired_claims
 from workers.ingest.pipeline import IngestPipeline
 from workers.maintenance import context as maintenance_context
 from workers.maintenance.context import Distiller, DistillOptions
 from workers.maintenance.gateway import DistillGateway
 from workers.maintenance.jobs import schedule_reextract, schedule_sweep
 from workers.maintenance.triggers import FollowUps
-from workers.recall.worker import RecallWorker
+from workers.recall.worker import LatencyObserver, RecallWorker
 from workers.stoppable import StoppableWorker
 from workers.trusted_jobs import MaintenanceJob, TrustedJob
 
@@ -94,10 +94,13 @@ def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> Bol
     )
 
 
-def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> IngestPipeline:
+def build_pipeline(
+    clients: Clients, extractor: Extractor | None = None, stats: ExtractionStats | None = None
+) -> IngestPipeline:
     """Schema set up (idempotent), writer and extractor wired; one per process.
 
-    The extractor is the LLM one when an endpoint is configured, else the offline rules.
+    The extractor is the LLM one when an endpoint is configured (counting into ``stats``),
+    else the offline rules.
     """
     ontology = load_ontology(clients.settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
@@ -111,7 +114,8 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
-        extractor=extractor or build_extractor(settings, clients.llm, ontology=ontology),
+        extractor=extractor
+        or build_extractor(settings, clients.llm, ontology=ontology, stats=stats),
         changes_stream=settings.changes_stream,
         followups=(
             FollowUps(clients.redis, distill_options(settings))
@@ -190,10 +194,13 @@ def ingest_queue(clients: Clients) -> Queue:
 
 
 def build_ingest_worker(
-    clients: Clients, pipeline: IngestPipeline | None = None
+    clients: Clients,
+    pipeline: IngestPipeline | None = None,
+    batch_observer: BatchObserver | None = None,
 ) -> BatchingIngestWorker:
     """No fork per job (warm graph connections); consecutive turns batched per transaction
-    through ``pipeline`` (built from ``clients`` when not given)."""
+    through ``pipeline`` (built from ``clients`` when not given); ``batch_observer`` is
+    told of every batch (the metrics)."""
     queue = ingest_queue(clients)
     requeue_expired_claims(clients.redis, queue)
     return BatchingIngestWorker(
@@ -203,6 +210,7 @@ def build_ingest_worker(
         serializer=JSONSerializer,
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
         worker_ttl=INGEST_WORKER_TTL_S,
+        batch_observer=batch_observer,
     )
 
 
@@ -267,9 +275,19 @@ def build_distill_gateway(clients: Clients) -> DistillGateway:
     return DistillGateway(clients.redis, maintenance_queue(clients), DISTILL_REQUESTS)
 
 
-def build_recall_worker(clients: Clients) -> RecallWorker:
+def build_recall_worker(
+    clients: Clients,
+    *,
+    embedder: Embedder | None = None,
+    latency_observer: LatencyObserver | None = None,
+) -> RecallWorker:
+    """The recall replica (the configured embedder unless one is given). Nothing here
+    contacts the graph: :meth:`RecallWorker.run` reads it in the background."""
     return RecallWorker(
-        embedder=build_embedder(clients.settings),
+        embedder=embedder if embedder is not None else build_embedder(clients.settings),
+        lag_degraded_s=clients.settings.recall_lag_degraded_s,
+        latency_observer=latency_observer,
+        graph_probe=clients.graph.verify_connectivity,
         redis_client=clients.redis,
         store=build_graph_store(clients),
         requests_key=clients.settings.recall_requests_key,

@@ -92,6 +92,14 @@ class Settings(BaseSettings):
     in for (``llm_reextract_pending`` in ``turngraph queue status``)."""
 
     recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
+    recall_lag_degraded_s: float = Field(default=defaults.RECALL_LAG_DEGRADED_S, gt=0)
+    """A recall replica this far behind the change stream flags ``change_stream_lag``."""
+
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    """Prometheus endpoint of this process (``/metrics``); unset: none. Each process needs
+    its own port (one per worker; 0 picks a free one and logs it)."""
+    metrics_host: str = "127.0.0.1"
+    """Address the metrics endpoint listens on (``0.0.0.0`` in a container)."""
 
     embedding_provider: Literal["local", "openai", "none"] = "local"
     """Recall's semantic signal: the shipped in-process model, an OpenAI-compatible
@@ -125,11 +133,12 @@ class Settings(BaseSettings):
         """True when the project itself must provide Redis and the graph server."""
         return self.redis_url is None and self.graph_uri is None
 
-    @field_validator("llm_temperature", "llm_max_output_tokens", mode="before")
+    @field_validator("llm_temperature", "llm_max_output_tokens", "metrics_port", mode="before")
     @classmethod
     def _none_when_empty(cls, value: object) -> object:
-        """``TURNGRAPH_LLM_TEMPERATURE=`` (or ``none``) sends no value at all."""
-        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+        """``TURNGRAPH_LLM_TEMPERATURE=`` (or ``none``) sends no value at all;
+        ``TURNGRAPH_METRICS_PORT=off`` serves no metrics."""
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off"):
             return None
         return value
 

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "turngraph.cli.graph_cmd",
     "turngraph.cli.scopes_cmd",
     "turngraph.cli.distill_cmd",
+    "turngraph.cli.doctor_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

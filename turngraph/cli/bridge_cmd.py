@@ -79,9 +79,12 @@ DISTILL_SOCKET_TIMEOUT_S = MAX_DISTILL_DEADLINE_MS / 1000 + 1.0
 """The distill connection waits at most the longest deadline a request may ask for."""
 
 
-def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridge:
+def build_bridge(
+    settings: Settings, *, deadline_ms: int | None = None, note_hints: bool = True
+) -> Bridge:
     """A bridge on the configured (or running embedded) Redis. Without one yet, publish and
-    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds."""
+    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds.
+    ``note_hints=False``: the folder hints of ``turngraph scopes`` are left alone."""
     consent = ConsentStore(settings.data_dir)
     endpoint = producer_consent_endpoint(settings)
 
@@ -135,7 +138,7 @@ def build_bridge(settings: Settings, *, deadline_ms: int | None = None) -> Bridg
 
     return Bridge(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),
-        hints=ScopeHints(settings.data_dir),
+        hints=ScopeHints(settings.data_dir) if note_hints else None,
         consent=consent,
         endpoint=endpoint,
         publisher=None,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -15,10 +17,11 @@ import redis
 import structlog
 from rq.exceptions import StopRequested
 
-from schemas.errors import PermanentError, TransientError
+from schemas.errors import ConfigurationError, PermanentError, TransientError
 from turngraph.app import (
     build_admission,
     build_distill_gateway,
+    build_embedder,
     build_ingest_worker,
     build_maintenance_worker,
     build_pipeline,
@@ -29,10 +32,21 @@ from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals, wait_for_stop
 from turngraph.logs import configure_logging
+from turngraph.metrics import (
+    IngestHistograms,
+    LLMCollector,
+    QueueCollector,
+    RecallCollector,
+    new_registry,
+    recall_histogram,
+    serve_metrics,
+)
 from turngraph.settings import Settings
+from workers.extraction.stats import ExtractionStats
 from workers.graph.errors import convert
 from workers.ingest.batching import BatchingIngestWorker
 from workers.ingest.pipeline import IngestPipeline
+from workers.maintenance import context as maintenance_context
 from workers.stoppable import StoppableWorker
 
 log = structlog.get_logger(__name__)
@@ -100,6 +114,9 @@ def wait_for_redis(conn: redis.Redis) -> None:
 
 
 def run_worker(args: argparse.Namespace) -> int:
+    """One worker process until SIGTERM: ingest and maintenance finish the batch or job
+    they hold (a second signal hands an ingest batch back at once), recall finishes the
+    request it is answering; then metrics, gateway and clients are closed."""
     settings = Settings()
     configure_logging(settings)
     stop_on_signals()  # while setting up; RQ's work() installs its own for SIGTERM/SIGINT
@@ -107,21 +124,34 @@ def run_worker(args: argparse.Namespace) -> int:
         clients = build_clients(settings)
     except StopSignal:
         return 0
+    registry = new_registry()
+    queue_bound = settings.max_queue_length
+    registry.register(QueueCollector(clients.redis, settings.ingest_queue, queue_bound))
+    server = None
+    cold = False
     try:
         if args.kind == "recall":
-            recall = build_recall_worker(clients)
-            recall.bootstrap()
+            embedder = build_embedder(settings)
+            recall = build_recall_worker(
+                clients, embedder=embedder, latency_observer=recall_histogram(registry).observe
+            )
+            registry.register(RecallCollector(recall, embedder))
+            server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
             for stop_signal in STOP_SIGNALS:  # the loop ends within one pop timeout
                 signal.signal(stop_signal, lambda *_: recall.stop())
-            recall.run()
+            recall.run()  # serves at once; the graph is read in the background
             return 0
         if args.kind == "ingest":
+            stats = ExtractionStats()
+            registry.register(LLMCollector(extraction=stats.snapshot))
+            histograms = IngestHistograms(registry)
             # one per process, kept across restarts
-            pipeline = wait_for_graph(lambda: build_pipeline(clients))
+            pipeline = wait_for_graph(lambda: build_pipeline(clients, stats=stats))
 
             def build() -> StoppableWorker:
-                return build_ingest_worker(clients, pipeline)
+                return build_ingest_worker(clients, pipeline, batch_observer=histograms)
 
+            server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
             # Tenants' inbox entries become ingest jobs here (workers/ingest/admission.py).
             admission = build_admission(clients)
             if args.burst:
@@ -131,25 +161,49 @@ def run_worker(args: argparse.Namespace) -> int:
                 threading.Thread(target=admission.run, name="admission", daemon=True).start()
             try:
                 return supervise(build, clients, burst=args.burst)
+            except SystemExit:  # RQ's cold shutdown: the batch was handed back
+                cold = True
+                return 0
             finally:
                 admission.stop()
-        else:
 
-            def build() -> StoppableWorker:
-                return build_maintenance_worker(clients)
+        def build() -> StoppableWorker:
+            return build_maintenance_worker(clients)
 
-            # On-demand requests from clients (summarize, recap …) become jobs here.
-            gateway = build_distill_gateway(clients)
-            if not args.burst:
-                threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
-            try:
-                return supervise(build, clients, burst=args.burst)
-            finally:
-                gateway.stop()
+        registry.register(LLMCollector(summary=summary_snapshot))
+        server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
+        # On-demand requests from clients (summarize, recap …) become jobs here.
+        gateway = build_distill_gateway(clients)
+        if not args.burst:
+            threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
+        try:
+            return supervise(build, clients, burst=args.burst)
+        except SystemExit:  # RQ's cold shutdown: the job is abandoned (RQ reruns it)
+            cold = True
+            return 0
+        finally:
+            gateway.stop()
     except StopSignal:  # stopped before the work loop took over the signals
         return 0
     finally:
+        if server is not None:
+            server.shutdown()
         clients.close()
+        log.info("worker_stopped", kind=args.kind, cold=cold)
+        if cold:
+            # LLM calls still running in pool threads would be awaited at exit: not now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+
+def summary_snapshot() -> dict[str, int] | None:
+    """The maintenance worker's LLM summarizer counters (None: offline summaries only)."""
+    try:
+        summarizer = maintenance_context.current().summarizer
+    except ConfigurationError:  # not installed yet (the RQ worker is being built)
+        return None
+    return summarizer.stats.snapshot() if summarizer is not None else None
 
 
 CLIENTS_LEAVE_TIMEOUT_S = 15.0

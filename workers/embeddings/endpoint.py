@@ -31,6 +31,8 @@ class EndpointCounters:
     rate_limited: int = 0
     """429 answers seen, retried or not."""
     failures: int = 0
+    prompt_tokens: int = 0
+    """Tokens the endpoint reported using (``usage.prompt_tokens``)."""
 
 
 class EndpointEmbedder:
@@ -100,6 +102,10 @@ class EndpointEmbedder:
             with self._lock:
                 self.counters.failures += 1
             raise _convert(err) from err
+        usage = getattr(answer, "usage", None)
+        if usage is not None and isinstance(getattr(usage, "prompt_tokens", None), int):
+            with self._lock:
+                self.counters.prompt_tokens += usage.prompt_tokens
         data = sorted(answer.data, key=lambda item: item.index)
         if len(data) != len(texts):
             raise EmbeddingUnavailableError("the endpoint answered a different number of vectors")

@@ -72,6 +72,10 @@ class StaticEmbedder:
         self._model = _load(folder.resolve())
         self._name = f"model2vec:{folder.name}"
         self._dimension = int(self._model.dim)
+        self.calls = 0
+        """Calls to :meth:`embed` (for metrics)."""
+        self.texts = 0
+        """Texts embedded (for metrics)."""
 
     @property
     def model(self) -> str:
@@ -82,6 +86,8 @@ class StaticEmbedder:
         return self._dimension
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        self.texts += len(texts)
         if len(texts) == 1:
             return self._embed_one(texts[0])
         if not texts:

@@ -21,14 +21,20 @@ the whole batch back (RQ retries the dequeued job with back-off).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import FrameType
 from typing import Any
 
+import redis
 import structlog
 from rq.job import Job
 from rq.queue import Queue
+from rq.utils import now
 
 from producers.bounded_queue import INGEST_FUNCTION
 from schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
@@ -55,6 +61,10 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_MAX_BATCH = 100
 """Turns per graph transaction, counting the dequeued job."""
+
+BatchObserver = Callable[[int, float, float | None], None]
+"""Told of every batch: its jobs, the seconds it took, and how long its dequeued job
+had waited in the queue (``None`` when unknown); the metrics histograms."""
 
 
 class UnknownJobError(PermanentError):
@@ -105,6 +115,7 @@ class BatchingIngestWorker(StoppableWorker):
     job_class = IngestJob
     in_flight: tuple[str, ...] = ()
     """Ids of the batch being ingested (the dequeued job first); empty between batches."""
+    _batch_jobs = 0
 
     def __init__(
         self,
@@ -112,6 +123,7 @@ class BatchingIngestWorker(StoppableWorker):
         *,
         pipeline: IngestPipeline,
         max_batch: int = DEFAULT_MAX_BATCH,
+        batch_observer: BatchObserver | None = None,
         **kwargs: Any,
     ) -> None:
         # RQ logs a job's description at dequeue, before any check: a forged one could
@@ -120,7 +132,31 @@ class BatchingIngestWorker(StoppableWorker):
         super().__init__(list(queues), job_class=IngestJob, **kwargs)
         self.pipeline = pipeline
         self.max_batch = max_batch
+        self.batch_observer = batch_observer
         self._outcome: _Outcome | None = None
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        """Cold shutdown (a second SIGTERM or SIGINT, a second or more after the first).
+
+        Mid-batch, the batch goes back to the queue's head at once (writes are idempotent)
+        and the process leaves: RQ would otherwise raise ``SystemExit`` into the job, count
+        it as a failed job and wait for the LLM calls still running. Idle, RQ exits."""
+        asked = self._shutdown_requested_date
+        repeated = asked is not None and now() - asked < timedelta(seconds=1)
+        if repeated or not self.in_flight:  # RQ ignores a repeat within a second
+            super().request_force_stop(signum, frame)
+            return
+        handed_back = 0
+        with contextlib.suppress(redis.RedisError):
+            dequeued = self.in_flight[0]
+            handed_back = self.requeue_in_flight()
+            for queue in self.queues:
+                claims.forget_started(self.connection, queue, dequeued)
+            self.register_death()
+        if self.scheduler:
+            self.stop_scheduler()
+        log.warning("ingest_cold_shutdown", jobs_handed_back=handed_back)
+        os._exit(0)
 
     def run_maintenance_tasks(self) -> None:
         """RQ's registry cleaning, plus requeueing claims of dead workers."""
@@ -184,12 +220,23 @@ class BatchingIngestWorker(StoppableWorker):
 
     # -- one batch ------------------------------------------------------------------
     def execute_job(self, job: Job, queue: Queue) -> Any:
+        started = time.perf_counter()
+        waited_s = None
+        if job.enqueued_at is not None:  # RQ keeps naive UTC datetimes
+            enqueued = job.enqueued_at.replace(tzinfo=job.enqueued_at.tzinfo or UTC)
+            waited_s = max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
+        self._execute_batch(job, queue)
+        if self.batch_observer is not None:
+            self.batch_observer(self._batch_jobs, time.perf_counter() - started, waited_s)
+
+    def _execute_batch(self, job: Job, queue: Queue) -> None:
         conn = self.connection
         self.in_flight = (job.id,)
         claims.hold(conn, queue, job.id, self.name)
         requeue_expired_claims(conn, queue)
         claimed = claims.claim(conn, queue, self.max_batch - 1, self.name)
         self.in_flight = (job.id, *claimed)
+        self._batch_jobs = len(self.in_flight)
         extras, refused = self._read_claimed(claimed)
         self._outcome = None
         if isinstance(job, IngestJob):

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 import structlog
@@ -166,6 +167,15 @@ for id, _ in pairs(in_limbo) do
 end
 return {removed, requeued, unpack(no_hash)}
 """
+
+
+def forget_started(conn: redis.Redis, queue: Queue, job_id: str) -> int:
+    """Remove ``job_id`` from RQ's started registry (its members may carry an execution
+    id after a colon), so RQ does not run it again as abandoned; returns how many."""
+    key = queue.started_job_registry.key
+    members: Any = conn.zrange(key, 0, -1)
+    stale = [m for m in members if m.decode() == job_id or m.decode().startswith(job_id + ":")]
+    return int(conn.zrem(key, *stale)) if stale else 0
 
 
 def _rq_now() -> str:

@@ -3,18 +3,30 @@
 No fork and no RQ job per request: one process holds the index and warm connections.
 A second thread tails the change stream the ingest workers write, so the index stays
 fresh. N replicas may pop from the same request list; each keeps its own index.
+
+Honest degradation: :meth:`RecallWorker.run` serves at once. The graph is read in a
+background thread (retried with back-off while the graph is down) while the tail already
+applies what the stream brings; until the graph read is applied, answers say
+``graph_unavailable``, and again whenever the graph stops answering the probe (nothing
+new is stored then; answers come from what the replica has). A replica further behind
+the stream than ``lag_degraded_s`` says ``change_stream_lag``. Other threads publish the
+replica's heartbeat (``workers/recall/replica.py``) and probe the graph.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
+import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -22,6 +34,7 @@ import structlog
 from pydantic import ValidationError
 
 from schemas.changes import decode_change
+from schemas.defaults import RECALL_LAG_DEGRADED_S
 from schemas.errors import InvalidPayloadError
 from schemas.keys import RECALL_READY_PREFIX, RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
@@ -39,6 +52,16 @@ from schemas.validation import invalid_fields
 from workers.embeddings.protocol import Embedder
 from workers.recall.bootstrap import MemorySource, all_memories
 from workers.recall.index import MemoryIndex
+from workers.recall.memory import Memory
+from workers.recall.replica import (
+    CHANGE_STREAM_LAG,
+    GRAPH_UNAVAILABLE,
+    HEARTBEAT_EVERY_S,
+    ReplicaHeartbeat,
+    heartbeat_key,
+    publish_heartbeat,
+    stream_lag_s,
+)
 from workers.recall.search import render_memory_block, search
 
 log = structlog.get_logger(__name__)
@@ -65,6 +88,21 @@ TENANTS_REFRESH_S = 5.0
 SCOPE_FIELDS = ("session_id", "workspace", "user")
 """The scope keys of a request; a tenant's are qualified with the tenant before search."""
 
+BOOTSTRAP_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
+"""Waits between attempts to read the graph while it is down (then the last, repeated)."""
+
+LatencyObserver = Callable[[float], None]
+"""Told the seconds each answered request took (the metrics histogram)."""
+
+GraphProbe = Callable[[], object]
+"""Raises when the graph server does not answer (the shell passes the driver's check)."""
+
+GRAPH_PROBE_EVERY_S = 5.0
+"""How often a serving replica checks that the graph answers."""
+
+GRAPH_STALE_S = 15.0
+"""No successful graph probe for this long: answers say ``graph_unavailable``."""
+
 
 @dataclass
 class RecallCounters:
@@ -75,6 +113,9 @@ class RecallCounters:
     refused_scope: int = 0
     changes_applied: int = 0
     bad_changes: int = 0
+    bootstrap_failures: int = 0
+    degraded: Counter[str] = field(default_factory=Counter)
+    """Answers flagged ``degraded``, per reason."""
 
 
 def ready_key(host: str, pid: int) -> str:
@@ -97,6 +138,10 @@ class RecallWorker:
         reply_ttl_s: int,
         embedder: Embedder | None = None,
         reply_prefix: str = RECALL_REPLY_PREFIX,
+        lag_degraded_s: float = RECALL_LAG_DEGRADED_S,
+        latency_observer: LatencyObserver | None = None,
+        graph_probe: GraphProbe | None = None,
+        name: str | None = None,
     ) -> None:
         self._redis = redis_client
         self._store = store
@@ -113,16 +158,67 @@ class RecallWorker:
         self._tail: threading.Thread | None = None
         self.ready_key = ready_key(socket.gethostname(), os.getpid())
         self._ready_refreshed = 0.0
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.lag_degraded_s = lag_degraded_s
+        self.lag_s = 0.0
+        """Age of the oldest change-stream entry not applied yet (heartbeat thread)."""
+        self.bootstrapped = False
+        """True once the graph's memories are in the index."""
+        self._loaded: tuple[str, list[Memory]] | None = None
+        """The background graph read, handed to the tail thread (the one index writer)."""
+        self._loaded_lock = threading.Lock()
+        self._latency_observer = latency_observer
+        self._graph_probe = graph_probe
+        self._graph_ok_at = time.monotonic()
+        """When the graph last answered (the bootstrap or a probe)."""
 
     # -- start-up -----------------------------------------------------------------
     def bootstrap(self) -> int:
-        """Load the graph, then catch up from the change stream position noted first."""
-        last: Any = self._redis.xrevrange(self._changes_stream, count=1)
-        self._last_change_id = last[0][0].decode() if last else "0-0"
+        """Load the graph, then catch up from the change stream position noted first
+        (synchronously; :meth:`run` does it in the background when not done yet)."""
+        self._last_change_id = self._stream_end()
         loaded = self.index.add_many(all_memories(self._store))
+        self._graph_ok_at = time.monotonic()
+        self.bootstrapped = True
         self.apply_pending_changes(block_ms=None)
         log.info("recall_index_ready", memories=loaded)
         return loaded
+
+    def _stream_end(self) -> str:
+        last: Any = self._redis.xrevrange(self._changes_stream, count=1)
+        return last[0][0].decode() if last else "0-0"
+
+    def _load_graph(self, noted: str) -> None:
+        """Background: read every memory from the graph, retrying while it is down, and
+        hand them to the tail thread. Serving never waits for this."""
+        for attempt in itertools.count():
+            if self._stop.is_set():
+                return
+            try:
+                memories = list(all_memories(self._store))
+            except Exception as exc:  # the graph down or restarting: try again later
+                self.counters.bootstrap_failures += 1
+                delay = BOOTSTRAP_BACKOFF_S[min(attempt, len(BOOTSTRAP_BACKOFF_S) - 1)]
+                log.warning("recall_graph_unavailable", error=type(exc).__name__, retry_s=delay)
+                self._stop.wait(delay)
+                continue
+            with self._loaded_lock:
+                self._loaded = (noted, memories)
+            return
+
+    def _apply_loaded(self) -> None:
+        """Tail thread: index the graph's memories, then replay the stream from the
+        position noted before the graph was read (later changes win again)."""
+        with self._loaded_lock:
+            loaded, self._loaded = self._loaded, None
+        if loaded is None:
+            return
+        noted, memories = loaded
+        count = self.index.add_many(memories)
+        self._last_change_id = noted
+        self._graph_ok_at = time.monotonic()
+        self.bootstrapped = True
+        log.info("recall_index_ready", memories=count, background=True)
 
     def apply_pending_changes(self, block_ms: int | None) -> int:
         """Apply what the stream holds after the last applied entry; returns how many."""
@@ -145,7 +241,11 @@ class RecallWorker:
     def _tail_changes(self) -> None:
         while not self._stop.is_set():
             try:
-                self.apply_pending_changes(block_ms=TAIL_BLOCK_MS)
+                self._apply_loaded()
+                # Short blocks until the graph read is applied, so it is applied promptly.
+                self.apply_pending_changes(
+                    block_ms=TAIL_BLOCK_MS if self.bootstrapped else TAIL_BLOCK_MS // 10
+                )
             except redis.RedisError as exc:
                 log.warning("recall_change_tail_error", error=type(exc).__name__)
                 self._stop.wait(0.5)
@@ -207,14 +307,19 @@ class RecallWorker:
                     if getattr(request, name)
                 }
             )
+        started = time.perf_counter()
         response = search(self.index, request)
         if tenant is not None:
             for result in response.results:
                 result.source_event_ids = [unqualify(tenant, e) for e in result.source_event_ids]
         response.memory_block = render_memory_block(response.results)
+        response.degraded += self.degraded_reasons()
         if request.reply_to:
             self._reply(request.reply_to, response)
         self.counters.answered += 1
+        self.counters.degraded.update(response.degraded)
+        if self._latency_observer is not None:
+            self._latency_observer(time.perf_counter() - started)
         return response
 
     def _refuse_scope(
@@ -245,6 +350,58 @@ class RecallWorker:
             re.fullmatch(REPLY_ID_PATTERN, reply_to[len(prefix) :]) is not None
         )
 
+    def degraded_reasons(self) -> list[str]:
+        """What the replica itself lacks: the graph's memories, or freshness."""
+        reasons = []
+        if not self.bootstrapped or not self.graph_reachable:
+            reasons.append(GRAPH_UNAVAILABLE)
+        if self.lag_s > self.lag_degraded_s:
+            reasons.append(CHANGE_STREAM_LAG)
+        return reasons
+
+    @property
+    def graph_reachable(self) -> bool:
+        """False when the graph has not answered a probe for ``GRAPH_STALE_S``."""
+        if self._graph_probe is None:
+            return True
+        return time.monotonic() - self._graph_ok_at <= GRAPH_STALE_S
+
+    def _probe_graph(self) -> None:
+        assert self._graph_probe is not None
+        while not self._stop.wait(GRAPH_PROBE_EVERY_S):
+            if not self.bootstrapped:
+                continue  # the bootstrap thread is trying already
+            try:
+                self._graph_probe()
+            except Exception as exc:  # any failure means: not answering now
+                log.warning("recall_graph_probe_failed", error=type(exc).__name__)
+                continue
+            self._graph_ok_at = time.monotonic()
+
+    def heartbeat(self) -> ReplicaHeartbeat:
+        """Measure the lag and publish this replica's heartbeat; returns what it wrote."""
+        position = self._last_change_id
+        self.lag_s = stream_lag_s(self._redis, self._changes_stream, position)
+        beat = ReplicaHeartbeat(
+            replica=self.name,
+            bootstrapped=self.bootstrapped,
+            graph_reachable=self.graph_reachable,
+            position=position,
+            lag_s=round(self.lag_s, 3),
+            memories=len(self.index),
+            at=time.time(),
+        )
+        publish_heartbeat(self._redis, beat)
+        return beat
+
+    def _beat(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.heartbeat()
+            except redis.RedisError as exc:
+                log.warning("recall_heartbeat_error", error=type(exc).__name__)
+            self._stop.wait(HEARTBEAT_EVERY_S)
+
     def _reply(self, reply_to: str, response: RecallResponse) -> None:
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.rpush(reply_to, response.model_dump_json())
@@ -274,10 +431,26 @@ class RecallWorker:
         return True
 
     def run(self) -> None:
-        """Serve until :meth:`stop`; the change tail runs beside it."""
+        """Serve until :meth:`stop`, at once: the graph read (when :meth:`bootstrap` has not
+        run), the change tail and the heartbeat run beside it. A request being answered
+        when :meth:`stop` is called is answered; then the heartbeat key is removed."""
+        if not self.bootstrapped:
+            noted = self._noted_stream_end()
+            if noted is None:
+                return  # stopped while Redis was away
+            self._last_change_id = noted
+            threading.Thread(
+                target=self._load_graph, args=(noted,), name="recall-bootstrap", daemon=True
+            ).start()
         self._tail = threading.Thread(target=self._tail_changes, name="recall-tail", daemon=True)
         self._tail.start()
-        log.info("recall_worker_serving", requests_key=self._requests_key)
+        beat = threading.Thread(target=self._beat, name="recall-heartbeat", daemon=True)
+        beat.start()
+        if self._graph_probe is not None:
+            threading.Thread(
+                target=self._probe_graph, name="recall-graph-probe", daemon=True
+            ).start()
+        log.info("recall_worker_serving", requests_key=self._requests_key, replica=self.name)
         try:
             while not self._stop.is_set():
                 try:
@@ -291,6 +464,20 @@ class RecallWorker:
             with contextlib.suppress(redis.RedisError):
                 self._redis.delete(self.ready_key)
             self._tail.join(timeout=TAIL_BLOCK_MS / 1000 + 5)
+            beat.join(timeout=HEARTBEAT_EVERY_S + 5)
+            with contextlib.suppress(redis.RedisError):  # else the key expires on its own
+                self._redis.delete(heartbeat_key(self.name))
+            log.info("recall_worker_stopped", replica=self.name)
+
+    def _noted_stream_end(self) -> str | None:
+        """The change stream's last entry id, waiting for Redis; ``None`` if stopped."""
+        while not self._stop.is_set():
+            try:
+                return self._stream_end()
+            except redis.RedisError as exc:
+                log.warning("recall_redis_error", error=type(exc).__name__)
+                self._stop.wait(0.5)
+        return None
 
     def _announce_ready(self) -> None:
         """Readiness others can wait for (no sleep-and-hope): the index is loaded and

@@ -1,0 +1,133 @@
+"""Graceful SIGTERM of the RQ worker processes, real processes on real servers, with a
+slow LLM (the local OpenAI-compatible test server) holding a batch or job in flight:
+ingest finishes its batch (a second signal hands it back at once), maintenance finishes
+its job; both exit 0 and leave no claim behind. (Recall: test_recall_degradation.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from producers.bounded_queue import BoundedQueue, is_ingested
+from producers.distill_client import DistillClient
+from schemas.keys import RQ_QUEUE_PREFIX
+from tests.support.distill import decision_events
+from tests.support.fake_openai import FakeOpenAI, Reply, slow
+from tests.support.turns import turn
+from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
+from turngraph.app import build_pipeline, ingest_queue
+from turngraph.clients import Clients
+from workers.extraction.offline import OfflineExtractor
+from workers.ingest.claims import claim_key
+
+pytestmark = pytest.mark.integration
+
+TURNS = 30
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def _llm_env(clients: Clients, fake: FakeOpenAI) -> dict[str, str]:
+    return worker_env(
+        clients,
+        TURNGRAPH_LLM_BASE_URL=fake.base_url,
+        TURNGRAPH_LLM_API_KEY="test",
+        TURNGRAPH_LLM_MODEL="test-model",
+        TURNGRAPH_LLM_MAX_RETRIES="0",
+        TURNGRAPH_DISTILL_ENABLED="false",
+    )
+
+
+def _enqueue(clients: Clients) -> list[str]:
+    events = [turn(f"shutdown check {i}: src/s{i}.py", i, session="shutdown") for i in range(TURNS)]
+    queue = ingest_queue(clients)
+    BoundedQueue(clients.redis, name=queue.name, max_length=1000).enqueue_many(events)
+    return [e.event_id for e in events]
+
+
+def test_sigterm_lets_the_ingest_batch_finish(clients: Clients, fake: FakeOpenAI) -> None:
+    fake.add(*[slow({"turns": []}, delay_s=3.0) for _ in range(8)])
+    ids = _enqueue(clients)
+    conn, queue = clients.redis, ingest_queue(clients)
+    proc = start_worker("ingest", _llm_env(clients, fake))
+    signalled = False
+    try:
+        assert wait_for(lambda: fake.requests, 90), "the batch never reached the LLM"
+        assert conn.zcard(claim_key(queue)) > 0  # a batch is in flight
+        proc.send_signal(signal.SIGTERM)
+        signalled = True
+        started = time.monotonic()
+    finally:
+        code, output = stop(proc, signalled=signalled)
+    assert code == 0, output[-3000:]
+    assert time.monotonic() - started < 30
+    assert "Traceback" not in output, output[-3000:]
+    ingested = [i for i in ids if is_ingested(conn, i)]
+    assert ingested, "the batch in flight was not finished"
+    assert len(ingested) + queue.count == TURNS  # the rest is still queued, nothing lost
+    assert conn.zcard(claim_key(queue)) == 0
+
+
+def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenAI) -> None:
+    fake.add(*[slow({"turns": []}, delay_s=20.0) for _ in range(8)])
+    ids = _enqueue(clients)
+    conn, queue = clients.redis, ingest_queue(clients)
+    proc = start_worker("ingest", _llm_env(clients, fake))
+    try:
+        assert wait_for(lambda: fake.requests, 90), "the batch never reached the LLM"
+        proc.send_signal(signal.SIGTERM)  # warm: would wait for the batch
+        time.sleep(1.5)  # RQ ignores a repeat within a second
+        proc.send_signal(signal.SIGTERM)  # cold: hand it back now
+        started = time.monotonic()
+        code, output = stop(proc, signalled=True)
+        took = time.monotonic() - started
+    finally:
+        fake.stop_hangs()
+    assert took < 10, output[-3000:]  # did not wait for the 20 s LLM answer
+    assert not any(is_ingested(conn, i) for i in ids)
+    assert conn.zcard(claim_key(queue)) == 0
+    assert queue.count == TURNS, output[-3000:]  # every job back on the queue, at once
+    assert len(set(queue.job_ids)) == TURNS  # each once
+    assert conn.zcard(queue.started_job_registry.key) == 0  # RQ will not rerun it
+    assert code == 0, output[-3000:]
+
+
+def test_sigterm_lets_the_maintenance_job_finish(clients: Clients, fake: FakeOpenAI) -> None:
+    events = decision_events(session="s_term", workspace="w_term", user="u_term")
+    quiet = dataclasses.replace(  # no follow-up jobs: the worker runs only the one we ask
+        clients, settings=clients.settings.model_copy(update={"distill_enabled": False})
+    )
+    build_pipeline(quiet, extractor=OfflineExtractor()).ingest(events)
+    conn = clients.redis
+    assert conn.llen(RQ_QUEUE_PREFIX + clients.settings.maintenance_queue) == 0
+    # Two unreadable slow answers: the job takes ~6 s, then uses the offline summary.
+    fake.add(Reply(content="{}", delay_s=3.0), Reply(content="{}", delay_s=3.0))
+    proc = start_worker("maintenance", _llm_env(clients, fake))
+    replies: list[object] = []
+    signalled = False
+    waiting = redis.Redis.from_url(str(clients.settings.redis_url), socket_timeout=90)
+    try:
+        client = DistillClient(waiting, deadline_ms=60_000)
+        asking = threading.Thread(target=lambda: replies.append(client.summarize("s_term", 4)))
+        asking.start()
+        assert wait_for(lambda: fake.requests, 90), "the job never reached the LLM"
+        proc.send_signal(signal.SIGTERM)
+        signalled = True
+        asking.join(timeout=60)
+    finally:
+        code, output = stop(proc, signalled=signalled)
+        waiting.close()
+    assert code == 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert replies and getattr(replies[0], "success", False), (replies, output[-3000:])
+    assert len(fake.requests) == 2  # the job ran to its end after the signal

@@ -1,0 +1,34 @@
+"""How doctor lines read, and the metrics port setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from turngraph.doctor.checks import Status, fail, failed, ok, skip, warn
+from turngraph.settings import Settings
+
+
+def test_a_failing_line_names_the_piece_and_the_fix() -> None:
+    line = fail("redis.eviction", "maxmemory-policy is allkeys-lru", "set noeviction").line()
+    assert line.startswith("FAIL  redis.eviction")
+    assert line.endswith("maxmemory-policy is allkeys-lru (fix: set noeviction)")
+    assert "fix" not in ok("queue", "0 of 10 queued").line()
+    assert "(fix: purge)" in warn("queue.dead_letters", "2 jobs", "purge").line()
+    assert skip("smoke", "not run").as_dict() == {
+        "name": "smoke",
+        "status": "skip",
+        "detail": "not run",
+        "fix": "",
+    }
+
+
+def test_only_failures_fail() -> None:
+    assert not failed([ok("a", "x"), warn("b", "y", "z"), skip("c", "w")])
+    assert failed([ok("a", "x"), fail("b", "y", "z")])
+    assert [s.value for s in Status] == ["ok", "warn", "fail", "skip"]
+
+
+@pytest.mark.parametrize(("raw", "port"), [("off", None), ("", None), ("9464", 9464), ("0", 0)])
+def test_metrics_port_setting(raw: str, port: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNGRAPH_METRICS_PORT", raw)
+    assert Settings(_env_file=None).metrics_port == port

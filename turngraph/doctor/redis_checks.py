@@ -1,0 +1,199 @@
+"""Redis as turngraph needs it, and what lives in it: the queue, dead letters, claims, the
+ingest workers and the recall replicas' heartbeats."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+from rq import Worker
+
+from producers.bounded_queue import read_stats
+from schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
+from turngraph.doctor.checks import Check, fail, ok, warn
+from turngraph.settings import Settings
+from workers.ingest.dead_letters import dead_letter_key
+from workers.recall.replica import read_heartbeats, stream_lag_s
+
+MIN_REDIS_MAJOR = 7
+"""Redis 7+ (or Valkey 7+): Lua, streams with exclusive ranges, ACLs."""
+
+QUEUE_FULL_WARN = 0.8
+"""A queue this full (of its bound) is worth a warning: producers will soon drop."""
+
+STUCK_CLAIM_GRACE_S = 30.0
+"""Claims expired this long ago and still not given back: no live ingest worker."""
+
+START_REDIS = "start it (`turngraph up` or `turngraph services`) or set TURNGRAPH_REDIS_URL"
+
+
+def connect(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=1.0)
+
+
+def check_server(conn: redis.Redis, where: str) -> tuple[list[Check], bool]:
+    """Version, eviction policy, persistence, auth; and whether Redis answered at all."""
+    try:
+        info: Any = conn.info()
+    except redis.AuthenticationError:
+        return [fail("redis", f"{where} refused our password", "check TURNGRAPH_REDIS_URL")], False
+    except redis.RedisError as exc:
+        return [
+            fail("redis", f"not reachable at {where} ({type(exc).__name__})", START_REDIS)
+        ], False
+    checks = [_version(info)]
+    policy = str(info.get("maxmemory_policy", "unknown"))
+    if policy == "noeviction":
+        checks.append(ok("redis.eviction", "maxmemory-policy noeviction"))
+    else:
+        checks.append(
+            fail(
+                "redis.eviction",
+                f"maxmemory-policy is {policy}: Redis may evict queued turns",
+                "set `maxmemory-policy noeviction` in redis.conf (CONFIG SET maxmemory-policy "
+                "noeviction)",
+            )
+        )
+    checks.append(_persistence(conn, info))
+    checks.append(_auth(conn))
+    return checks, True
+
+
+def _version(info: dict[str, Any]) -> Check:
+    engine = "Valkey" if "valkey_version" in info else "Redis"
+    version = str(info.get("valkey_version") or info.get("redis_version") or "0")
+    # Valkey reports redis_version 7.2.4 for compatibility; its own version is newer.
+    major = int(str(info.get("redis_version", "0")).split(".")[0] or 0)
+    if major < MIN_REDIS_MAJOR:
+        return fail(
+            "redis.version", f"{engine} {version}: turngraph needs 7+", "upgrade to Redis 7+"
+        )
+    return ok("redis.version", f"{engine} {version}")
+
+
+def _persistence(conn: redis.Redis, info: dict[str, Any]) -> Check:
+    if int(info.get("aof_enabled", 0)) == 1:
+        return ok("redis.persistence", "append-only file on")
+    fix = "set `appendonly yes` (appendfsync everysec)"
+    try:
+        save: Any = conn.config_get("save")
+    except redis.RedisError:
+        return warn("redis.persistence", "AOF off (RDB settings not readable)", fix)
+    if str(save.get("save", "")).strip():
+        return warn(
+            "redis.persistence", "RDB snapshots only: a crash loses turns queued since", fix
+        )
+    return fail("redis.persistence", "neither AOF nor RDB: a restart loses the queue", fix)
+
+
+def _auth(conn: redis.Redis) -> Check:
+    """A client without credentials must be refused."""
+    kwargs = conn.connection_pool.connection_kwargs
+    anonymous = redis.Redis(
+        host=kwargs.get("host", "127.0.0.1"),
+        port=int(kwargs.get("port", 6379)),
+        socket_timeout=2.0,
+        socket_connect_timeout=1.0,
+    )
+    try:
+        anonymous.ping()
+    except redis.AuthenticationError:
+        return ok("redis.auth", "clients without the password are refused")
+    except redis.ResponseError as exc:
+        if "NOAUTH" in str(exc) or "NOPERM" in str(exc):
+            return ok("redis.auth", "clients without the password are refused")
+        return fail("redis.auth", f"unexpected answer to a client without password ({exc})", "")
+    except redis.RedisError as exc:
+        return warn("redis.auth", f"could not try ({type(exc).__name__})", "check the network")
+    finally:
+        anonymous.close()
+    return fail(
+        "redis.auth",
+        "Redis accepts clients without a password: anyone who reaches it owns the queue",
+        "set `requirepass` (or ACL users) and put the password in TURNGRAPH_REDIS_URL",
+    )
+
+
+def check_queue(conn: redis.Redis, settings: Settings) -> list[Check]:
+    name = settings.ingest_queue
+    stats = read_stats(conn, name)
+    bound = settings.max_queue_length
+    checks: list[Check] = []
+    detail = f"{stats.length} of {bound} queued, {stats.dropped} dropped, {stats.duplicates} dup"
+    if stats.length >= bound * QUEUE_FULL_WARN:
+        checks.append(
+            warn(
+                "queue",
+                detail + ": nearly full",
+                "add ingest workers (`turngraph worker ingest`) or raise MAX_QUEUE_LENGTH",
+            )
+        )
+    else:
+        checks.append(ok("queue", detail))
+    letters = int(conn.hlen(dead_letter_key(name)))
+    if letters:
+        checks.append(
+            warn(
+                "queue.dead_letters",
+                f"{letters} dead-lettered jobs",
+                "`turngraph jobs failed`, then `turngraph jobs requeue --all` or `purge`",
+            )
+        )
+    else:
+        checks.append(ok("queue.dead_letters", "none"))
+    pending = int(conn.zcard(REEXTRACT_PENDING))
+    checks.append(ok("queue.reextract", f"{pending} turns wait for an LLM re-extraction"))
+    checks.append(_claims(conn, name, stats.length))
+    return checks
+
+
+def _claims(conn: redis.Redis, queue: str, queued: int) -> Check:
+    stuck = int(
+        conn.zcount(CLAIMS_TEMPLATE.format(queue=queue), "-inf", time.time() - STUCK_CLAIM_GRACE_S)
+    )
+    workers = [w for w in Worker.all(connection=conn) if queue in w.queue_names()]
+    start = "start one: `turngraph worker ingest`"
+    if stuck:
+        return fail("ingest.workers", f"{stuck} claimed jobs expired and not given back", start)
+    if not workers and queued:
+        return fail("ingest.workers", f"no ingest worker, {queued} turns waiting", start)
+    if not workers:
+        return warn("ingest.workers", "no ingest worker: nothing published will be stored", start)
+    return ok("ingest.workers", f"{len(workers)} running")
+
+
+def check_replicas(conn: redis.Redis, settings: Settings) -> list[Check]:
+    beats = read_heartbeats(conn)
+    if not beats:
+        return [
+            fail(
+                "recall.replicas",
+                "no recall replica is running: every recall fails",
+                "start one: `turngraph worker recall`",
+            )
+        ]
+    checks = []
+    for beat in beats:
+        name = f"recall.{beat.replica}"[:40]
+        # compared with the stream's entries now, not only as the replica last measured it
+        lag_s = max(beat.lag_s, stream_lag_s(conn, settings.changes_stream, beat.position))
+        if not beat.bootstrapped:
+            checks.append(
+                fail(
+                    name,
+                    "has not read the graph yet (answers say graph_unavailable)",
+                    "check the graph server (see graph above); it catches up by itself",
+                )
+            )
+        elif lag_s > settings.recall_lag_degraded_s:
+            checks.append(
+                fail(
+                    name,
+                    f"{lag_s:.1f} s behind the change stream",
+                    "the replica is overloaded: add replicas or check its CPU",
+                )
+            )
+        else:
+            checks.append(ok(name, f"{beat.memories} memories, {lag_s:.1f} s behind the stream"))
+    return checks

@@ -1,0 +1,135 @@
+"""The graph server (reachable, version, schema) and the LLM and embedding endpoints (a real
+request each, with a short timeout)."""
+
+from __future__ import annotations
+
+import re
+
+import neo4j
+import neo4j.exceptions
+
+from schemas.ontology import ONTOLOGY
+from turngraph.app import build_embedder, load_ontology
+from turngraph.doctor.checks import Check, fail, ok
+from turngraph.settings import Settings
+from workers.graph.schema import schema_statements
+
+TIMEOUT_S = 5.0
+"""Per request: the doctor must answer quickly whatever is down."""
+
+_CONSTRAINT_NAME = re.compile(r"CREATE CONSTRAINT (\w+) ")
+
+START_GRAPH = "start it (`turngraph up` or `turngraph services`) or set TURNGRAPH_GRAPH_URI"
+
+
+def check_graph(settings: Settings) -> list[Check]:
+    """Connect with short timeouts and no retries (never the driver's 30 s retry loop)."""
+    uri = str(settings.graph_uri)
+    driver = neo4j.GraphDatabase.driver(
+        uri,
+        auth=(settings.graph_user, settings.graph_password.get_secret_value()),
+        connection_timeout=TIMEOUT_S,
+        connection_acquisition_timeout=TIMEOUT_S,
+        max_transaction_retry_time=0,
+        notifications_min_severity="OFF",
+    )
+    try:
+        try:
+            driver.verify_connectivity()
+            agent = driver.get_server_info().agent
+        except neo4j.exceptions.AuthError:
+            return [
+                fail(
+                    "graph",
+                    f"{uri} refused our credentials",
+                    "check TURNGRAPH_GRAPH_USER and _PASSWORD",
+                )
+            ]
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError, OSError) as exc:
+            return [fail("graph", f"not reachable at {uri} ({type(exc).__name__})", START_GRAPH)]
+        checks = [ok("graph", f"{agent} at {uri}")]
+        checks.append(_schema(driver, settings))
+        return checks
+    finally:
+        driver.close()
+
+
+def _schema(driver: neo4j.Driver, settings: Settings) -> Check:
+    try:
+        labels = load_ontology(settings).labels()
+    except Exception:  # a broken ontology file is reported by the workers; check ours
+        labels = ONTOLOGY.labels()
+    expected = {m.group(1) for s in schema_statements(labels) if (m := _CONSTRAINT_NAME.match(s))}
+    try:
+        records, _, _ = driver.execute_query(
+            "SHOW CONSTRAINTS YIELD name RETURN name",
+            database_=settings.graph_database,
+            routing_=neo4j.RoutingControl.READ,
+        )
+    except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+        return fail("graph.schema", f"constraints not readable ({type(exc).__name__})", "")
+    missing = sorted(expected - {str(r["name"]) for r in records})
+    if missing:
+        return fail(
+            "graph.schema",
+            f"{len(missing)} of {len(expected)} unique constraints missing ({missing[0]} …)",
+            "start an ingest worker once (it creates the schema), or check its log",
+        )
+    return ok("graph.schema", f"{len(expected)} unique constraints present")
+
+
+def check_llm(settings: Settings) -> Check:
+    if not settings.llm_configured:
+        return ok("llm", "not configured: the offline rules extract")
+    import openai
+
+    client = openai.OpenAI(
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none",
+        timeout=TIMEOUT_S,
+        max_retries=0,
+    )
+    where = f"{settings.llm_base_url or 'api.openai.com'} model {settings.llm_model}"
+    try:
+        client.chat.completions.create(
+            model=settings.llm_model,
+            messages=[{"role": "user", "content": "Answer with one word: ok"}],
+            extra_body={settings.llm_max_tokens_parameter: 1},
+        )
+    except openai.OpenAIError as exc:
+        return fail(
+            "llm",
+            f"{where} did not answer ({_describe(exc)}); batches fall back to the offline rules",
+            "start the server or fix TURNGRAPH_LLM_BASE_URL / _MODEL / _API_KEY",
+        )
+    finally:
+        client.close()
+    return ok("llm", f"{where} answered")
+
+
+def check_embeddings(settings: Settings) -> Check:
+    provider = settings.embedding_provider
+    if provider == "none":
+        return ok("embeddings", "off: recall is lexical and graph only")
+    fix = (
+        "start the server or fix TURNGRAPH_EMBEDDING_BASE_URL / _MODEL / _API_KEY"
+        if provider == "openai"
+        else "check TURNGRAPH_EMBEDDING_MODEL_PATH"
+    )
+    short = settings.model_copy(
+        update={"embedding_timeout_s": min(settings.embedding_timeout_s, TIMEOUT_S)}
+    )
+    short = short.model_copy(update={"embedding_max_retries": 0})
+    try:
+        embedder = build_embedder(short)
+        if embedder is None:
+            return ok("embeddings", "off")
+        vectors = embedder.embed(["turngraph doctor"])
+    except Exception as exc:  # any embedder failure is this check's finding
+        return fail("embeddings", f"{provider} embedder failed ({_describe(exc)})", fix)
+    return ok("embeddings", f"{embedder.model}, {vectors.shape[1]} dimensions")
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__} {status}" if status else type(exc).__name__

@@ -1,0 +1,102 @@
+"""A recall replica's health, seen from outside: its heartbeat key and its change-stream lag.
+
+Each replica writes ``turngraph:recall:replica:<name>`` every ``HEARTBEAT_EVERY_S``
+(JSON: whether the graph bootstrap is done, the last change-stream entry applied, the lag,
+the index size) with a short expiry, so a dead replica's key vanishes on its own.
+``turngraph doctor`` and the metrics read them; the replica itself uses the lag to flag
+its answers ``change_stream_lag``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import redis
+
+from schemas.keys import RECALL_REPLICA_PREFIX
+
+HEARTBEAT_EVERY_S = 1.0
+"""How often a replica refreshes its heartbeat and measures its lag."""
+
+HEARTBEAT_TTL_S = 10
+"""A heartbeat key not refreshed for this long expires: the replica is gone."""
+
+GRAPH_UNAVAILABLE = "graph_unavailable"
+"""``degraded`` flag: the graph bootstrap is not done (the graph is down or still being
+read; answers come from what the change stream brought since the replica started), or
+the graph stopped answering (nothing new is stored; answers come from the index)."""
+
+CHANGE_STREAM_LAG = "change_stream_lag"
+"""``degraded`` flag: the replica is further behind the change stream than its threshold."""
+
+
+@dataclass(frozen=True)
+class ReplicaHeartbeat:
+    """One replica's last published state."""
+
+    replica: str
+    bootstrapped: bool
+    graph_reachable: bool
+    """False when the graph has not answered the replica's probe for a while."""
+    position: str
+    """The last change-stream entry id applied (``0-0``: none)."""
+    lag_s: float
+    """Age of the oldest entry not applied yet; 0 when caught up."""
+    memories: int
+    at: float
+    """Unix time of the heartbeat."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+
+def heartbeat_key(replica: str) -> str:
+    return RECALL_REPLICA_PREFIX + replica
+
+
+def publish_heartbeat(conn: redis.Redis, beat: ReplicaHeartbeat) -> None:
+    conn.set(heartbeat_key(beat.replica), beat.to_json(), ex=HEARTBEAT_TTL_S)
+
+
+def read_heartbeats(conn: redis.Redis) -> list[ReplicaHeartbeat]:
+    """Every live replica's heartbeat (unreadable ones are skipped)."""
+    beats: list[ReplicaHeartbeat] = []
+    keys = sorted(conn.scan_iter(match=RECALL_REPLICA_PREFIX + "*", count=100))
+    values: list[Any] = list(conn.mget(keys)) if keys else []
+    for value in values:
+        if value is None:
+            continue
+        try:
+            data = json.loads(value)
+            beats.append(
+                ReplicaHeartbeat(
+                    replica=str(data["replica"]),
+                    bootstrapped=bool(data["bootstrapped"]),
+                    graph_reachable=bool(data.get("graph_reachable", True)),
+                    position=str(data["position"]),
+                    lag_s=float(data["lag_s"]),
+                    memories=int(data["memories"]),
+                    at=float(data["at"]),
+                )
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+    return beats
+
+
+def entry_time_s(entry_id: str) -> float:
+    """When a stream entry was added (its id's milliseconds part)."""
+    return int(entry_id.partition("-")[0]) / 1000
+
+
+def stream_lag_s(conn: redis.Redis, stream: str, position: str, now: float | None = None) -> float:
+    """How old the first entry after ``position`` is (0 when none is left to apply)."""
+    following: Any = conn.xrange(stream, min="(" + position, max="+", count=1)
+    if not following:
+        return 0.0
+    first_id = following[0][0]
+    first_id = first_id.decode() if isinstance(first_id, bytes) else str(first_id)
+    return max(0.0, (time.time() if now is None else now) - entry_time_s(first_id))
