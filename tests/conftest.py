@@ -14,7 +14,7 @@ import neo4j
 import pytest
 import redis
 
-from tests.support.leftovers import kill_all, tag_this_run, tagged_processes
+from tests.support.leftovers import MARKER, kill_all, tag_this_run, tagged_processes
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import LogFormat, Settings
@@ -53,7 +53,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run_id = session.config.stash.get(_RUN_ID, None)
     if run_id is None:
         return
-    ours = {os.getpid()}
+    ours = {os.getpid(), *_helpers_that_end_with_us()}
     folders = (session.config.stash[_RUN_FOLDER], _SANDBOX.resolve())
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     leftovers = tagged_processes(run_id, exclude=ours, folders=folders)
@@ -69,6 +69,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if reporter is not None:
         reporter.write_line(message, red=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _helpers_that_end_with_us() -> set[int]:
+    """Our own children that exit when this process does (multiprocessing's resource
+    tracker waits for its pipe to close): not leftovers."""
+    helpers = set()
+    for child in tagged_processes(os.environ.get(MARKER, ""), exclude=set()).items():
+        pid, cmd = child
+        if "multiprocessing.resource_tracker" in cmd and _parent(pid) == os.getpid():
+            helpers.add(pid)
+    return helpers
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 _RUN_ID = pytest.StashKey[str]()
