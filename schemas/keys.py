@@ -36,10 +36,6 @@ RECALL_REQUESTS = "turngraph:recall:requests"
 RECALL_REPLY_PREFIX = "turngraph:recall:reply:"
 """Prefix of the per-request reply keys the recall worker answers on."""
 
-RECALL_READY_PREFIX = "turngraph:recall:ready:"
-"""``<prefix><host>:<pid>``: set (with a short TTL, refreshed) by a recall worker while it
-serves, its index loaded; what ``turngraph up`` waits for before the demo asks."""
-
 CHANGES_STREAM = "turngraph:changes"
 """Redis stream on which ingest workers announce what they wrote (recall stays fresh)."""
 

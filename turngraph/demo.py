@@ -86,13 +86,13 @@ def wait_until_ingested(conn: redis.Redis, events: list[TurnEvent], timeout_s: f
     return True
 
 
-def wait_for_key(
-    conn: redis.Redis, key: str, timeout_s: float, still_starting: Callable[[], bool]
+def wait_for(
+    ready: Callable[[], bool], timeout_s: float, still_starting: Callable[[], bool]
 ) -> bool:
-    """Poll until ``key`` exists (a worker's readiness), the deadline passes, or
-    ``still_starting`` says the process that would set it is gone."""
+    """Poll until ``ready()`` (a worker's readiness), the deadline passes, or
+    ``still_starting`` says the process that would become ready is gone."""
     deadline = time.monotonic() + timeout_s
-    while not conn.exists(key):
+    while not ready():
         if time.monotonic() > deadline or not still_starting():
             return False
         raise_if_stopping()

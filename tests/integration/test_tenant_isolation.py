@@ -16,6 +16,7 @@ import redis
 from producers.publisher import Publisher
 from producers.recall_client import RecallClient
 from schemas.errors import ConfigurationError
+from schemas.keys import RECALL_REPLICA_PREFIX
 from schemas.recall import ErrorCode
 from schemas.scopes import Scope
 from schemas.tenants import recall_reply_prefix, recall_requests_key
@@ -120,8 +121,12 @@ def test_results_carry_event_ids_as_the_tenant_named_them(
 
 
 def _snapshot(conn: redis.Redis) -> dict[str, tuple[bytes, int]]:
+    """Every key with its type (and length, for lists), but the replica's own heartbeat,
+    which it rewrites every second whatever it is asked."""
     out = {}
     for key in conn.scan_iter(count=1_000):
+        if key.decode().startswith(RECALL_REPLICA_PREFIX):
+            continue
         kind = conn.type(key)
         out[key.decode()] = (kind, conn.llen(key) if kind == b"list" else 0)
     return out

@@ -28,7 +28,7 @@ from turngraph.lifecycle import (
 )
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
-from workers.recall.worker import ready_key
+from workers.recall.replica import process_is_serving
 
 log = structlog.get_logger(__name__)
 
@@ -96,9 +96,13 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
             print(f"the demo turns were not ingested within {DEMO_TIMEOUT_S:.0f}s")
             return False
         # Already-ingested turns (a second run) are ready at once; the recall worker of
-        # this run may still be loading its index: wait for its own readiness key.
-        key = ready_key(socket.gethostname(), recall_worker.pid)
-        if not demo.wait_for_key(conn, key, DEMO_TIMEOUT_S, lambda: recall_worker.poll() is None):
+        # this run may still be starting: wait for its own replica's heartbeat.
+        host, pid = socket.gethostname(), recall_worker.pid
+        if not demo.wait_for(
+            lambda: process_is_serving(conn, host, pid),
+            DEMO_TIMEOUT_S,
+            lambda: recall_worker.poll() is None,
+        ):
             print(f"the recall worker was not ready within {DEMO_TIMEOUT_S:.0f}s")
             return False
         client = RecallClient(conn, requests_key=settings.recall_requests_key, deadline_ms=2_000)

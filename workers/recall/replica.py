@@ -57,6 +57,18 @@ def heartbeat_key(replica: str) -> str:
     return RECALL_REPLICA_PREFIX + replica
 
 
+def replica_name(host: str, pid: int, suffix: str) -> str:
+    """A replica's name: its host and process first, so its starter can find it."""
+    return f"{host}-{pid}-{suffix}"
+
+
+def process_is_serving(conn: redis.Redis, host: str, pid: int) -> bool:
+    """True once the recall replica in process ``pid`` on ``host`` serves: its heartbeat
+    is written when it starts popping requests, and removed when it stops."""
+    pattern = heartbeat_key(replica_name(host, pid, "*"))
+    return next(iter(conn.scan_iter(match=pattern, count=1_000)), None) is not None
+
+
 def publish_heartbeat(conn: redis.Redis, beat: ReplicaHeartbeat) -> None:
     conn.set(heartbeat_key(beat.replica), beat.to_json(), ex=HEARTBEAT_TTL_S)
 

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from schemas.changes import decode_change
 from schemas.defaults import RECALL_LAG_DEGRADED_S
 from schemas.errors import InvalidPayloadError
-from schemas.keys import RECALL_READY_PREFIX, RECALL_REPLY_PREFIX
+from schemas.keys import RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.tenants import (
     TENANTS_KEY,
@@ -60,6 +60,7 @@ from workers.recall.replica import (
     ReplicaHeartbeat,
     heartbeat_key,
     publish_heartbeat,
+    replica_name,
     stream_lag_s,
 )
 from workers.recall.search import render_memory_block, search
@@ -75,9 +76,6 @@ TAIL_BLOCK_MS = 1_000
 TAIL_BATCH = 1_000
 """Change entries applied per XREAD."""
 
-
-READY_TTL_S = 10
-"""Lifetime of the readiness key; refreshed every ``POP_TIMEOUT_S`` while serving."""
 
 REPLY_ID_PATTERN = r"[A-Za-z0-9_-]{1,128}"
 """What may follow the reply prefix: a reply key names one request, nothing else."""
@@ -118,11 +116,6 @@ class RecallCounters:
     """Answers flagged ``degraded``, per reason."""
 
 
-def ready_key(host: str, pid: int) -> str:
-    """The key a recall worker on ``host`` with process id ``pid`` sets while it serves."""
-    return f"{RECALL_READY_PREFIX}{host}:{pid}"
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -156,9 +149,7 @@ class RecallWorker:
         self._stop = threading.Event()
         self._last_change_id = "0-0"
         self._tail: threading.Thread | None = None
-        self.ready_key = ready_key(socket.gethostname(), os.getpid())
-        self._ready_refreshed = 0.0
-        self.name = name or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.name = name or replica_name(socket.gethostname(), os.getpid(), secrets.token_hex(3))
         self.lag_degraded_s = lag_degraded_s
         self.lag_s = 0.0
         """Age of the oldest change-stream entry not applied yet (heartbeat thread)."""
@@ -454,15 +445,12 @@ class RecallWorker:
         try:
             while not self._stop.is_set():
                 try:
-                    self._announce_ready()
                     self.serve_once()
                 except redis.RedisError as exc:
                     log.warning("recall_redis_error", error=type(exc).__name__)
                     self._stop.wait(0.5)
         finally:
             self._stop.set()
-            with contextlib.suppress(redis.RedisError):
-                self._redis.delete(self.ready_key)
             self._tail.join(timeout=TAIL_BLOCK_MS / 1000 + 5)
             beat.join(timeout=HEARTBEAT_EVERY_S + 5)
             with contextlib.suppress(redis.RedisError):  # else the key expires on its own
@@ -478,14 +466,6 @@ class RecallWorker:
                 log.warning("recall_redis_error", error=type(exc).__name__)
                 self._stop.wait(0.5)
         return None
-
-    def _announce_ready(self) -> None:
-        """Readiness others can wait for (no sleep-and-hope): the index is loaded and
-        requests are being popped. Refreshed well within its TTL."""
-        now = time.monotonic()
-        if now - self._ready_refreshed >= POP_TIMEOUT_S:
-            self._redis.set(self.ready_key, _now_ms(), ex=READY_TTL_S)
-            self._ready_refreshed = now
 
     def stop(self) -> None:
         self._stop.set()
