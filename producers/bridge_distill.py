@@ -18,7 +18,7 @@ import structlog
 from pydantic import BaseModel
 
 from producers.consent import ConsentStore
-from producers.redaction import PLACEHOLDER, contains_secret
+from producers.redaction import looks_secret
 from producers.scopes import ScopeHasher
 from schemas.bridge_common import BridgeErrorCode, Clamped, ErrorReply
 from schemas.bridge_distill import (
@@ -40,8 +40,6 @@ from schemas.recall import ConversationTurn
 from schemas.recap import RollingContext
 
 log = structlog.get_logger(__name__)
-
-_REDACTED_MARK = PLACEHOLDER.split("{", 1)[0]  # "[REDACTED:"
 
 
 class DistillBackend(Protocol):
@@ -68,12 +66,6 @@ class DistillBackend(Protocol):
     def read_rolling_context(self, session_id: str) -> RollingContext | None:
         """The rolling context; raises ``redis.RedisError`` when Redis is away."""
         ...
-
-
-def looks_secret(text: str) -> bool:
-    """The redaction rules find a secret in ``text``, or it carries a redaction marker
-    (the same rule the maintenance worker applies before it promotes)."""
-    return _REDACTED_MARK in text or contains_secret(text)
 
 
 def secret_refusal() -> ErrorReply:

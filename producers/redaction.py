@@ -316,6 +316,12 @@ def contains_secret(text: str) -> bool:
     return redact(text) != text
 
 
+def looks_secret(text: str) -> bool:
+    """A secret is in ``text``, or was redacted out of it (it carries a placeholder): what
+    must never be promoted into a longer-lived memory."""
+    return PLACEHOLDER.split("{", 1)[0] in text or contains_secret(text)
+
+
 TRUNCATED_MARKER = " [TRUNCATED]"
 """Ends a field that redaction would have pushed past its length limit (placeholders can
 be longer than the secrets they replace): the turn stays valid, and is counted."""

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from producers.bridge_distill import looks_secret, secret_refusal
+from producers.bridge_distill import secret_refusal
+from producers.redaction import looks_secret
 from turngraph.mcp_server import REMEMBER_FLUSH_S, MemoryTools, server_version, tool_result
 
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]

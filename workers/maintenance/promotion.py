@@ -20,7 +20,7 @@ import unicodedata
 
 import structlog
 
-from producers.redaction import PLACEHOLDER, contains_secret
+from producers.redaction import looks_secret
 from schemas.changes import MemoryKind, MemoryRecord
 from schemas.errors import PermanentError
 from schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind, render_memory
@@ -45,8 +45,6 @@ DIRECTIVE_KINDS: dict[str, PromotionKind] = {
 """The directive's entity type (``workers.extraction.directives``) and the kind it
 promotes as."""
 
-_REDACTED_MARK = PLACEHOLDER.split("{", 1)[0]  # "[REDACTED:"
-
 
 class SecretContentError(PermanentError):
     """Refused: the content looks like a secret. The message never quotes it."""
@@ -54,11 +52,6 @@ class SecretContentError(PermanentError):
 
 class PromotionScopeError(PermanentError):
     """The scope asked for lacks its key (a workspace memory needs the workspace)."""
-
-
-def looks_secret(text: str) -> bool:
-    """The redaction rules find a secret, or one was already redacted out of it."""
-    return _REDACTED_MARK in text or contains_secret(text)
 
 
 def memory_uid(scope: str, scope_key: str, kind: str, text: str) -> str:
