@@ -33,7 +33,7 @@ from tests.support.processes import (
 )
 from turngraph.embedded.graph_server import GraphServer
 from turngraph.embedded.services import STATE_FILE, read_endpoints
-from workers.recall.replica import process_is_serving
+from workers.recall.replica import process_is_ready
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -298,9 +298,7 @@ def test_long_running_commands_stop_on_signals_in_the_background(
     try:
         if command == "worker recall":
             host, pid = socket.gethostname(), process.pid
-            wait_until(
-                lambda: process_is_serving(conn, host, pid), STARTUP_TIMEOUT_S, "recall serving"
-            )
+            wait_until(lambda: process_is_ready(conn, host, pid), STARTUP_TIMEOUT_S, "recall ready")
         elif command.startswith("worker"):
             wait_until(
                 lambda: _rq_worker_registered(conn, process.pid),
@@ -317,7 +315,7 @@ def test_long_running_commands_stop_on_signals_in_the_background(
         errors = (tmp_path / "err.log").read_text()
         assert "Traceback" not in errors, errors[-2000:]
         if command == "worker recall":
-            assert not process_is_serving(conn, host, pid)  # its heartbeat removed
+            assert not process_is_ready(conn, host, pid)  # its heartbeat removed
     finally:
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)

@@ -28,7 +28,7 @@ from turngraph.lifecycle import (
 )
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
-from workers.recall.replica import process_is_serving
+from workers.recall.replica import process_is_ready
 
 log = structlog.get_logger(__name__)
 
@@ -96,10 +96,11 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
             print(f"the demo turns were not ingested within {DEMO_TIMEOUT_S:.0f}s")
             return False
         # Already-ingested turns (a second run) are ready at once; the recall worker of
-        # this run may still be starting: wait for its own replica's heartbeat.
+        # this run may still be reading the graph: wait until its own replica's heartbeat says
+        # the memories are loaded.
         host, pid = socket.gethostname(), recall_worker.pid
         if not demo.wait_for(
-            lambda: process_is_serving(conn, host, pid),
+            lambda: process_is_ready(conn, host, pid),
             DEMO_TIMEOUT_S,
             lambda: recall_worker.poll() is None,
         ):

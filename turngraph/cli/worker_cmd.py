@@ -74,6 +74,9 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
         except redis.RedisError as exc:  # from start-up, or RQ's teardown, Redis away
             log.warning("rq_worker_lost_redis", error=type(exc).__name__)
+        finally:
+            if worker is not None:
+                stop_command_listener(worker)
         if worker is not None and worker.stop_requested:
             return 0  # a stop was asked for
         if burst:
@@ -85,6 +88,15 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
         if isinstance(worker, BatchingIngestWorker):
             with contextlib.suppress(redis.RedisError):
                 worker.requeue_in_flight()
+
+
+def stop_command_listener(worker: StoppableWorker) -> None:
+    """RQ's command listener (a pubsub thread) outlives a work loop a signal interrupted
+    before RQ's own teardown; stopped here, before the connection is closed under it."""
+    thread = worker.pubsub_thread
+    if thread is not None and thread.is_alive():
+        with contextlib.suppress(redis.RedisError, ValueError, OSError):
+            worker.unsubscribe()
 
 
 def wait_for_graph(build: Callable[[], IngestPipeline]) -> IngestPipeline:

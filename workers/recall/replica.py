@@ -62,11 +62,16 @@ def replica_name(host: str, pid: int, suffix: str) -> str:
     return f"{host}-{pid}-{suffix}"
 
 
-def process_is_serving(conn: redis.Redis, host: str, pid: int) -> bool:
-    """True once the recall replica in process ``pid`` on ``host`` serves: its heartbeat
-    is written when it starts popping requests, and removed when it stops."""
+def process_is_ready(conn: redis.Redis, host: str, pid: int) -> bool:
+    """True once the recall replica in process ``pid`` on ``host`` serves with the graph's
+    memories loaded: its heartbeat (written while it pops requests, removed when it stops)
+    says ``bootstrapped``."""
     pattern = heartbeat_key(replica_name(host, pid, "*"))
-    return next(iter(conn.scan_iter(match=pattern, count=1_000)), None) is not None
+    for key in conn.scan_iter(match=pattern, count=1_000):
+        value: Any = conn.get(key)
+        if value is not None and json.loads(value).get("bootstrapped") is True:
+            return True
+    return False
 
 
 def publish_heartbeat(conn: redis.Redis, beat: ReplicaHeartbeat) -> None:
