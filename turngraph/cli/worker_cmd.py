@@ -90,6 +90,22 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
                 worker.requeue_in_flight()
 
 
+HELPER_JOIN_S = 5.0
+"""How long a stopping worker waits for its helper thread (admission, gateway): each
+notices a stop within its one-second pop, and must be out before the connections close."""
+
+
+def start_helper(run: Callable[[], None], name: str) -> threading.Thread:
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def join_helper(thread: threading.Thread | None) -> None:
+    if thread is not None:
+        thread.join(timeout=HELPER_JOIN_S)
+
+
 def stop_command_listener(worker: StoppableWorker) -> None:
     """RQ's command listener (a pubsub thread) outlives a work loop a signal interrupted
     before RQ's own teardown; stopped here, before the connection is closed under it."""
@@ -166,11 +182,12 @@ def run_worker(args: argparse.Namespace) -> int:
             server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
             # Tenants' inbox entries become ingest jobs here (workers/ingest/admission.py).
             admission = build_admission(clients)
+            helper: threading.Thread | None = None
             if args.burst:
                 while admission.admit_all():
                     pass
             else:
-                threading.Thread(target=admission.run, name="admission", daemon=True).start()
+                helper = start_helper(admission.run, "admission")
             try:
                 return supervise(build, clients, burst=args.burst)
             except SystemExit:  # RQ's cold shutdown: the batch was handed back
@@ -178,6 +195,7 @@ def run_worker(args: argparse.Namespace) -> int:
                 return 0
             finally:
                 admission.stop()
+                join_helper(helper)
 
         def build() -> StoppableWorker:
             return build_maintenance_worker(clients)
@@ -186,8 +204,9 @@ def run_worker(args: argparse.Namespace) -> int:
         server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
         # On-demand requests from clients (summarize, recap …) become jobs here.
         gateway = build_distill_gateway(clients)
+        helper = None
         if not args.burst:
-            threading.Thread(target=gateway.run, name="distill-gateway", daemon=True).start()
+            helper = start_helper(gateway.run, "distill-gateway")
         try:
             return supervise(build, clients, burst=args.burst)
         except SystemExit:  # RQ's cold shutdown: the job is abandoned (RQ reruns it)
@@ -195,6 +214,7 @@ def run_worker(args: argparse.Namespace) -> int:
             return 0
         finally:
             gateway.stop()
+            join_helper(helper)
     except StopSignal:  # stopped before the work loop took over the signals
         return 0
     finally:
