@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import threadpool_limits
 
 EXACT_SEARCH_MAX_ROWS = 500_000
 """Above this many rows in one partition exact search costs more than a few ms per query
@@ -27,6 +28,17 @@ INITIAL_ROWS = 256
 COMPACT_DEAD_RATIO = 0.25
 
 Vector = npt.NDArray[np.float32]
+
+BLAS_THREADS = 1
+"""Threads the BLAS library may use in this process. A query's matrix-vector product is
+~0.4 ms on one core at 10k rows; with the default (one thread per core) the threads'
+hand-offs made it 2.6 ms on an idle 2-core machine and ~11 ms per query in a replica
+under load (docs/recall.md). Recall replicas scale by process, not by BLAS threads."""
+
+
+def limit_blas_threads() -> None:
+    """Pin the process's BLAS to :data:`BLAS_THREADS` (idempotent; process-wide)."""
+    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
 
 
 @dataclass(slots=True)
@@ -81,6 +93,7 @@ class VectorIndex:
     """Unit vectors of the indexed memories, per partition, keyed by the index's ids."""
 
     def __init__(self, dimension: int) -> None:
+        limit_blas_threads()
         self.dimension = dimension
         self._blocks: dict[tuple[str, str], _Block] = {}
         self._partition_of: dict[int, tuple[str, str]] = {}
