@@ -1,10 +1,11 @@
-"""Per-partition vector search for the semantic signal: exact, one matrix-vector product.
+"""Per-partition vector search for the semantic signal: exact below a size, HNSW above.
 
 Each partition (workspace or user) holds its memories' unit vectors as rows of one
 float32 matrix; a query's cosine similarities are ``matrix @ query``, and the best rows
-come from ``argpartition``. Exact search is cheap at the sizes a partition reaches here
-(docs/recall.md: ~0.1 ms per 10k rows of 256 dimensions), so there is no ANN structure;
-:data:`EXACT_SEARCH_MAX_ROWS` records where one would start to pay.
+come from ``argpartition``. From :data:`~workers.recall.ann.ANN_MIN_ROWS` rows on, a
+partition also keeps an HNSW graph (``ann``) that answers the nearest-rows query
+instead (measured: docs/recall.md); the matrix still gives the exact cosine of any other
+candidate (one gather and one product).
 
 One writer (the index, under its lock); readers take the matrix reference and the row
 count once, so growing (copy into a larger matrix, then swap) never shows them a
@@ -19,9 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-EXACT_SEARCH_MAX_ROWS = 500_000
-"""Above this many rows in one partition exact search costs more than a few ms per query
-and an ANN index (hnswlib, usearch) would be worth its build time; not reached here."""
+from workers.recall import ann as ann_module
+from workers.recall.ann import AnnGraph
 
 INITIAL_ROWS = 256
 
@@ -49,6 +49,8 @@ class _Block:
     size: int = 0
     dead: int = 0
     row_of: dict[int, int] = field(default_factory=dict)
+    ann: AnnGraph | None = None
+    ann_min_rows: int = ann_module.ANN_MIN_ROWS
 
     def __post_init__(self) -> None:
         self.matrix = np.zeros((INITIAL_ROWS, self.dimension), dtype=np.float32)
@@ -66,6 +68,18 @@ class _Block:
         self.ids[self.size] = internal
         self.row_of[internal] = self.size
         self.size += 1
+        if self.ann is not None:
+            self.ann.add(
+                self.ids[self.size - 1 : self.size], self.matrix[self.size - 1 : self.size]
+            )
+        elif self.size - self.dead >= self.ann_min_rows:
+            self.ann = self._build_ann()
+
+    def _build_ann(self) -> AnnGraph:
+        live = np.flatnonzero(self.ids[: self.size] >= 0)
+        graph = AnnGraph(self.dimension, capacity=2 * len(live))
+        graph.add(self.ids[live], self.matrix[live])
+        return graph
 
     def remove(self, internal: int) -> bool:
         row = self.row_of.pop(internal, None)
@@ -74,6 +88,8 @@ class _Block:
         self.ids[row] = -1
         self.matrix[row] = 0.0
         self.dead += 1
+        if self.ann is not None:
+            self.ann.remove(internal)
         if self.dead > COMPACT_DEAD_RATIO * max(self.size - self.dead, 1):
             self._compact()
         return True
@@ -87,14 +103,17 @@ class _Block:
         ids[: len(live)] = self.ids[live]
         self.row_of = {int(internal): row for row, internal in enumerate(ids[: len(live)])}
         self.matrix, self.ids, self.size, self.dead = matrix, ids, len(live), 0
+        if self.ann is not None:  # rebuilt aside without the deleted rows, then swapped
+            self.ann = self._build_ann() if len(live) >= self.ann_min_rows else None
 
 
 class VectorIndex:
     """Unit vectors of the indexed memories, per partition, keyed by the index's ids."""
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, ann_min_rows: int | None = None) -> None:
         limit_blas_threads()
         self.dimension = dimension
+        self.ann_min_rows = ann_module.ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
         self._blocks: dict[tuple[str, str], _Block] = {}
         self._partition_of: dict[int, tuple[str, str]] = {}
 
@@ -106,7 +125,7 @@ class VectorIndex:
             raise ValueError("vector of the wrong dimension")
         block = self._blocks.get(partition)
         if block is None:
-            block = self._blocks[partition] = _Block(self.dimension)
+            block = self._blocks[partition] = _Block(self.dimension, ann_min_rows=self.ann_min_rows)
         block.append(internal, vector)
         self._partition_of[internal] = partition
 
@@ -122,6 +141,11 @@ class VectorIndex:
         block = self._blocks.get(partition)
         if block is None:
             return []
+        ann = block.ann
+        if ann is not None:
+            found = ann.search(query, limit)
+            if found is not None:
+                return found
         matrix, ids, size = block.matrix, block.ids, block.size
         if size == 0:
             return []
