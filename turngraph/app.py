@@ -20,7 +20,9 @@ from workers.extraction.stats import ExtractionStats
 from workers.graph.bolt_store import BoltGraphStore
 from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
+from workers.graph.vectors import GraphVectors
 from workers.ingest.batching import BatchingIngestWorker, requeue_expired_claims
+from workers.ingest.embeddings import MemoryEmbedder
 from workers.ingest.pipeline import IngestPipeline
 from workers.maintenance import context as maintenance_context
 from workers.maintenance.context import Distiller, DistillOptions
@@ -102,6 +104,7 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         clients.graph_database,
     )
     settings = clients.settings
+    embedder = build_embedder(settings)
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
@@ -110,6 +113,11 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         followups=(
             FollowUps(clients.redis, distill_options(settings))
             if settings.distill_enabled
+            else None
+        ),
+        embeddings=(
+            MemoryEmbedder(embedder, GraphVectors(clients.graph, clients.graph_database))
+            if embedder is not None
             else None
         ),
     )
@@ -214,6 +222,7 @@ def build_distill_gateway(clients: Clients) -> DistillGateway:
 def build_recall_worker(clients: Clients) -> RecallWorker:
     return RecallWorker(
         embedder=build_embedder(clients.settings),
+        vectors=GraphVectors(clients.graph, clients.graph_database),
         redis_client=clients.redis,
         store=build_graph_store(clients),
         requests_key=clients.settings.recall_requests_key,

@@ -32,9 +32,6 @@ SESSION_OVERFETCH = 8
 EMBED_BATCH = 512
 """Memories embedded per call at bootstrap."""
 
-EMBED_PREVIOUS_TURN = True
-"""Embed a turn after the previous turn of its session (measured: docs/recall.md)."""
-
 QUERY_BUDGET_SHARE = 0.5
 """Share of the request's remaining deadline the query embedding may take."""
 
@@ -45,6 +42,11 @@ QUERY_BUDGET_MAX_S = 0.25
 @dataclass
 class SemanticCounters:
     embedded: int = 0
+    """Memories this replica embedded itself."""
+    received: int = 0
+    """Vectors taken as the ingest workers made them (graph at bootstrap, or stream)."""
+    foreign: int = 0
+    """Vectors ignored: another model, or another dimension (then embedded here)."""
     failed: int = 0
     """Memories indexed without a vector (the embedder failed); lexical still finds them."""
 
@@ -87,6 +89,20 @@ class SemanticSignal:
             self.vectors = VectorIndex(int(vector.shape[0]))
         if vector.shape[0] == self.vectors.dimension:
             self.vectors.add(partition, internal, vector)
+
+    def usable(self, model: str, vector: Sequence[float]) -> Vector | None:
+        """A sent vector as this signal's own, or ``None`` (another model or dimension,
+        or not finite: counted, and the memory is embedded here instead)."""
+        row = np.asarray(vector, dtype=np.float32)
+        dimension = self.embedder.dimension or row.shape[-1]  # an endpoint's is learnt
+        if model != self.model or row.shape != (dimension,):
+            self.counters.foreign += 1
+            return None
+        norm = float(np.linalg.norm(row))
+        if not np.isfinite(norm) or norm == 0.0:
+            self.counters.foreign += 1
+            return None
+        return row / norm
 
     def remove(self, internal: int) -> None:
         if self.vectors is not None:

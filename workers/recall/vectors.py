@@ -123,6 +123,8 @@ class VectorIndex:
     def add(self, partition: tuple[str, str], internal: int, vector: Vector) -> None:
         if vector.shape != (self.dimension,):
             raise ValueError("vector of the wrong dimension")
+        if internal in self._partition_of:
+            self.remove(internal)  # a new vector for the same memory replaces the old
         block = self._blocks.get(partition)
         if block is None:
             block = self._blocks[partition] = _Block(self.dimension, ann_min_rows=self.ann_min_rows)

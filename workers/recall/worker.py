@@ -24,7 +24,7 @@ from schemas.keys import RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
 from schemas.validation import invalid_fields
 from workers.embeddings.protocol import Embedder
-from workers.recall.bootstrap import MemorySource, all_memories
+from workers.recall.bootstrap import MemorySource, VectorSource, all_memories, stored_vectors
 from workers.recall.index import MemoryIndex
 from workers.recall.search import render_memory_block, search
 
@@ -68,10 +68,12 @@ class RecallWorker:
         changes_stream: str,
         reply_ttl_s: int,
         embedder: Embedder | None = None,
+        vectors: VectorSource | None = None,
         reply_prefix: str = RECALL_REPLY_PREFIX,
     ) -> None:
         self._redis = redis_client
         self._store = store
+        self._vectors = vectors
         self._reply_key = re.compile(re.escape(reply_prefix) + REPLY_ID_PATTERN)
         self._requests_key = requests_key
         self._changes_stream = changes_stream
@@ -87,7 +89,14 @@ class RecallWorker:
         """Load the graph, then catch up from the change stream position noted first."""
         last: Any = self._redis.xrevrange(self._changes_stream, count=1)
         self._last_change_id = last[0][0].decode() if last else "0-0"
-        loaded = self.index.add_many(all_memories(self._store))
+        semantic = self.index.semantic
+        stored = (
+            stored_vectors(self._vectors, semantic.model)
+            if semantic is not None and self._vectors is not None
+            else None
+        )
+        loaded = self.index.add_many(all_memories(self._store), stored)
+        del stored
         self.apply_pending_changes(block_ms=None)
         log.info("recall_index_ready", memories=loaded)
         return loaded
