@@ -96,15 +96,20 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     The extractor is the LLM one when an endpoint is configured, else the offline rules.
     """
     ontology = load_ontology(clients.settings)
-    ensure_schema(clients.graph, clients.graph_database, ontology.labels())
-    # Full-text indexes for people searching in Neo4j Browser; skipped on other engines.
-    apply_neo4j_only(
-        clients.graph,
-        neo4j_only_statements(ontology.labels(), ontology.relationship_types()),
-        clients.graph_database,
-    )
     settings = clients.settings
     embedder = build_embedder(settings)
+    ensure_schema(clients.graph, clients.graph_database, ontology.labels())
+    # Full-text and vector indexes for people searching in Neo4j Browser; skipped on
+    # other engines.
+    apply_neo4j_only(
+        clients.graph,
+        neo4j_only_statements(
+            ontology.labels(),
+            ontology.relationship_types(),
+            embedding_dimension=embedder.dimension if embedder is not None else None,
+        ),
+        clients.graph_database,
+    )
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
