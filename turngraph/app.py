@@ -101,7 +101,7 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
     # Full-text and vector indexes for people searching in Neo4j Browser; skipped on
     # other engines.
-    apply_neo4j_only(
+    on_neo4j = apply_neo4j_only(
         clients.graph,
         neo4j_only_statements(
             ontology.labels(),
@@ -121,7 +121,10 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
             else None
         ),
         embeddings=(
-            MemoryEmbedder(embedder, GraphVectors(clients.graph, clients.graph_database))
+            MemoryEmbedder(
+                embedder,
+                GraphVectors(clients.graph, clients.graph_database, lists=bool(on_neo4j)),
+            )
             if embedder is not None
             else None
         ),

@@ -18,7 +18,7 @@ from turngraph.app import build_embedder, build_recall_worker
 from turngraph.clients import Clients
 from workers.embeddings.endpoint import EndpointEmbedder
 from workers.embeddings.local import StaticEmbedder
-from workers.graph.vectors import GraphVectors
+from workers.graph.vectors import GraphVectors, unpack
 from workers.ingest.embeddings import MemoryEmbedder
 from workers.ingest.rebuild import rebuild_embeddings
 from workers.recall.worker import RecallWorker
@@ -29,10 +29,14 @@ pytestmark = pytest.mark.integration
 def _stored(clients: Clients) -> dict[str, tuple[str, int, int]]:
     records, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) RETURN e.event_id AS id, e.embedding_model AS model, "
-        "e.embedding_dim AS dim, size(e.embedding) AS n",
+        "e.embedding_dim AS dim, e.embedding_f32 AS packed",
         database_=clients.graph_database,
     )
-    return {r["id"]: (r["model"], r["dim"], r["n"]) for r in records}
+    found = {}
+    for r in records:
+        vector = unpack(r["packed"])
+        found[r["id"]] = (r["model"], r["dim"], 0 if vector is None else len(vector))
+    return found
 
 
 def _upserts(clients: Clients) -> list[MemoryUpsert]:

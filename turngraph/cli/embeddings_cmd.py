@@ -10,6 +10,7 @@ from turngraph.app import build_embedder
 from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
+from workers.graph.neo4j_only import server_is_neo4j
 from workers.graph.vectors import GraphVectors
 from workers.ingest.embeddings import MemoryEmbedder
 from workers.ingest.rebuild import rebuild_embeddings
@@ -23,7 +24,8 @@ def run_rebuild(args: argparse.Namespace) -> int:
         print("no embedding model configured (TURNGRAPH_EMBEDDING_PROVIDER=none)")
         return 2
     with _clients(settings) as clients:
-        vectors = GraphVectors(clients.graph, clients.graph_database)
+        on_neo4j = server_is_neo4j(clients.graph, clients.graph_database)
+        vectors = GraphVectors(clients.graph, clients.graph_database, lists=on_neo4j)
         report = rebuild_embeddings(
             vectors.stale(embedder.model),
             MemoryEmbedder(embedder, vectors),

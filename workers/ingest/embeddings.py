@@ -33,7 +33,7 @@ class VectorStore(Protocol):
 
     def save(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
 
-    def previous_texts(self, event_ids: Sequence[str]) -> dict[str, str]: ...
+    def previous_texts(self, turns: Sequence[tuple[str, str, int]]) -> dict[str, str]: ...
 
 
 @dataclass
@@ -86,14 +86,14 @@ class MemoryEmbedder:
             if m.kind is MemoryKind.EPISODE and m.turn_index is not None
         }
         previous: dict[str, str] = {}
-        missing: list[str] = []
+        missing: list[tuple[str, str, int]] = []
         for m in memories:
-            if m.kind is not MemoryKind.EPISODE or not m.turn_index:
+            if m.kind is not MemoryKind.EPISODE or not m.turn_index or not m.session_id:
                 continue
             before = by_turn.get((m.session_id, m.turn_index - 1))
             if before is not None:
                 previous[m.id] = before
             else:
-                missing.append(m.id)
+                missing.append((m.id, m.session_id, m.turn_index))
         previous.update(self.store.previous_texts(missing))
         return [embedding_text(own[m.id], previous.get(m.id)) for m in memories]

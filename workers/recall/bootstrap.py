@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-import numpy as np
-
 from schemas.changes import MemoryRecord
 from workers.recall.memory import Memory
 from workers.recall.vectors import Vector
@@ -31,10 +29,9 @@ def all_memories(source: MemorySource) -> Iterator[Memory]:
 class VectorSource(Protocol):
     """Where the ingest workers stored vectors (``workers.graph.vectors.GraphVectors``)."""
 
-    def stored(self, model: str) -> Iterable[tuple[str, list[float]]]: ...
+    def stored(self, model: str) -> Iterable[tuple[str, Vector]]: ...
 
 
 def stored_vectors(source: VectorSource, model: str) -> dict[str, Vector]:
-    """Every stored vector of ``model``, by memory id (float32 as it is read, so the
-    lists of floats the driver returns never pile up)."""
-    return {key: np.asarray(vector, dtype=np.float32) for key, vector in source.stored(model)}
+    """Every stored vector of ``model``, by memory id."""
+    return dict(source.stored(model))
