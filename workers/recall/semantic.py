@@ -1,10 +1,10 @@
 """The semantic signal of a recall replica: memory vectors, query vectors, candidates.
 
-Interim design (docs/recall.md): each replica embeds the memories it indexes from their
-text (``speaker: text``), at bootstrap in batches and per change-stream entry after
-that; vectors are not stored in the graph yet. With the in-process static model this
-costs ~0.1 ms per memory; with an endpoint, the bootstrap makes one request per batch.
-A memory whose embedding failed stays searchable lexically (counted).
+The ingest workers embed every memory once and send its vector on the change stream;
+turn vectors are also stored in the graph and read at bootstrap (docs/recall.md). A
+replica embeds only what arrives without a vector of its own model (at bootstrap in
+batches, then per change-stream entry), from the same text (``workers/embeddings/
+texts.py``). A memory whose embedding failed stays searchable lexically (counted).
 """
 
 from __future__ import annotations
