@@ -71,6 +71,24 @@ def test_large_partitions_search_an_hnsw_graph_that_skips_removed_rows() -> None
     assert found[0][0] == 899 and len(vectors) == len(live) - 400
 
 
+def test_a_bulk_load_searches_exactly_then_builds_the_graph_once() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(500, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    vectors = VectorIndex(8, ann_min_rows=300)
+    partition = ("workspace", "w")
+    vectors.begin_bulk()
+    for n, row in enumerate(rows):
+        vectors.add(partition, n, row)
+    assert vectors._blocks[partition].ann is None  # exact meanwhile
+    assert vectors.search(partition, rows[42], 1)[0][0] == 42
+    vectors.end_bulk()
+    assert vectors._blocks[partition].ann is not None
+    assert vectors.search(partition, rows[42], 1)[0][0] == 42
+    vectors.add(partition, 500, rows[0])  # then maintained row by row again
+    assert {n for n, _ in vectors.search(partition, rows[0], 2)} == {0, 500}
+
+
 def test_a_paraphrase_without_shared_words_is_found(local: StaticEmbedder) -> None:
     index = MemoryIndex(local)
     index.add(memory("ski", "I adore skiing down snowy mountains every January"))

@@ -134,20 +134,29 @@ class MemoryIndex:
                 fresh.append(internal)
             count += 1
         if self.semantic is not None:
-            stored = vectors or {}
-            missing: list[int] = []
-            with self._lock:
-                for internal in fresh:
-                    doc = self._docs.get(internal)
-                    vector = stored.get(doc.memory.id) if doc is not None else None
-                    if doc is None or vector is None:
-                        missing.append(internal)
-                    else:
-                        self.semantic.store(doc.partition, internal, vector)
-                        self.semantic.counters.received += 1
-            for start in range(0, len(missing), EMBED_BATCH):
-                self._embed(missing[start : start + EMBED_BATCH])
+            self.semantic.begin_bulk()
+            try:
+                self._take_or_embed(fresh, vectors or {})
+            finally:
+                with self._lock:
+                    self.semantic.end_bulk()
         return count
+
+    def _take_or_embed(self, fresh: list[int], stored: Mapping[str, Vector]) -> None:
+        """Store the stored vectors of ``fresh`` memories; embed the others in batches."""
+        assert self.semantic is not None
+        missing: list[int] = []
+        with self._lock:
+            for internal in fresh:
+                doc = self._docs.get(internal)
+                vector = stored.get(doc.memory.id) if doc is not None else None
+                if doc is None or vector is None:
+                    missing.append(internal)
+                else:
+                    self.semantic.store(doc.partition, internal, vector)
+                    self.semantic.counters.received += 1
+        for start in range(0, len(missing), EMBED_BATCH):
+            self._embed(missing[start : start + EMBED_BATCH])
 
     def _add_lexical(self, memory: Memory) -> int | None:
         """The new internal id, or ``None`` when only status/topic/timestamps changed."""

@@ -59,6 +59,7 @@ class SemanticSignal:
         self.queries: QueryEmbedder = query_embedder(embedder)
         self.vectors: VectorIndex | None = None
         self.counters = SemanticCounters()
+        self._bulk = False
 
     @property
     def model(self) -> str:
@@ -87,6 +88,8 @@ class SemanticSignal:
             return
         if self.vectors is None:
             self.vectors = VectorIndex(int(vector.shape[0]))
+            if self._bulk:
+                self.vectors.begin_bulk()
         if vector.shape[0] == self.vectors.dimension:
             self.vectors.add(partition, internal, vector)
 
@@ -103,6 +106,17 @@ class SemanticSignal:
             self.counters.foreign += 1
             return None
         return row / norm
+
+    def begin_bulk(self) -> None:
+        """A bootstrap is loading many vectors: HNSW graphs are built once, at the end."""
+        self._bulk = True
+        if self.vectors is not None:
+            self.vectors.begin_bulk()
+
+    def end_bulk(self) -> None:
+        self._bulk = False
+        if self.vectors is not None:
+            self.vectors.end_bulk()
 
     def remove(self, internal: int) -> None:
         if self.vectors is not None:
