@@ -5,12 +5,14 @@ After the graph write, each recallable memory the batch made or touched is embed
 batch or from the graph: ``workers/embeddings/texts.py``), turn vectors are stored on
 their ``Episode`` nodes with the model's name and dimension, and every vector travels on
 the change stream's ``embedding`` field. An embedder failure never fails the batch: the
-memories go out without a vector (the replicas embed them) and the failure is counted.
+memories go out without a vector (the replicas embed them) and the failure is counted;
+for a cool-down after it, batches do not wait for the embedder at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,6 +25,9 @@ from workers.embeddings.protocol import Embedder
 from workers.embeddings.texts import embedding_text, speaker_text
 
 log = structlog.get_logger(__name__)
+
+FAILURE_COOLDOWN_S = 30.0
+"""How long the ingest workers leave a failed embedder alone (the replicas embed)."""
 
 VECTOR_DECIMALS = 6
 """Digits kept per component: the graph and the stream then carry the same numbers."""
@@ -41,31 +46,48 @@ class IngestEmbeddingCounters:
     embedded: int = 0
     failed: int = 0
     """Memories published without a vector because the embedder failed."""
+    skipped: int = 0
+    """Memories published without a vector during the cool-down after a failure."""
 
 
 class MemoryEmbedder:
-    """Embeds a batch's memories and stores the turns' vectors."""
+    """Embeds a batch's memories and stores the turns' vectors.
 
-    def __init__(self, embedder: Embedder, store: VectorStore) -> None:
+    After a failure the embedder is left alone for ``cooldown_s``: batches meanwhile go
+    out without vectors at once (counted ``skipped``) instead of each waiting for a
+    failing endpoint's timeout and retries.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: VectorStore,
+        *,
+        cooldown_s: float = FAILURE_COOLDOWN_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.embedder = embedder
         self.store = store
         self.counters = IngestEmbeddingCounters()
+        self._cooldown_s = cooldown_s
+        self._clock = clock
+        self._resume_at = 0.0
 
     def embed(self, memories: Sequence[MemoryRecord]) -> dict[str, Embedding]:
-        """``memory id -> Embedding`` for each memory (empty when the embedder failed)."""
+        """``memory id -> Embedding`` for each memory (empty when the embedder failed
+        or is cooling down after a failure)."""
         if not memories:
+            return {}
+        if self._clock() < self._resume_at:
+            self.counters.skipped += len(memories)
             return {}
         texts = self.texts(memories)
         try:
             rows = self.embedder.embed(texts)
         except TurngraphError as exc:
-            self.counters.failed += len(memories)
-            log.warning("ingest_embedding_failed", memories=len(memories), error=type(exc).__name__)
-            return {}
+            return self._failed(len(memories), type(exc).__name__)
         if rows.shape[0] != len(memories) or not np.isfinite(rows).all():
-            self.counters.failed += len(memories)
-            log.warning("ingest_embedding_failed", memories=len(memories), error="bad_vectors")
-            return {}
+            return self._failed(len(memories), "bad_vectors")
         vectors = {
             memory.id: tuple(round(float(x), VECTOR_DECIMALS) for x in row)
             for memory, row in zip(memories, rows, strict=True)
@@ -76,6 +98,12 @@ class MemoryEmbedder:
         )
         self.counters.embedded += len(memories)
         return {key: Embedding(model=model, vector=vector) for key, vector in vectors.items()}
+
+    def _failed(self, count: int, error: str) -> dict[str, Embedding]:
+        self.counters.failed += count
+        self._resume_at = self._clock() + self._cooldown_s
+        log.warning("ingest_embedding_failed", memories=count, error=error)
+        return {}
 
     def texts(self, memories: Sequence[MemoryRecord]) -> list[str]:
         """Each memory's embedding text; previous turns from the batch, else the graph."""

@@ -39,9 +39,9 @@ def rebuild_embeddings(
     """Embed, store and announce each page of stale memories (``GraphVectors.stale``)."""
     report = RebuildReport()
     for memories in pages:
-        failed = embedder.counters.failed
+        failed = embedder.counters.failed + embedder.counters.skipped
         vectors = embedder.embed(memories)
-        if embedder.counters.failed > failed:
+        if embedder.counters.failed + embedder.counters.skipped > failed:
             raise EmbeddingUnavailableError("the embedder failed; run the rebuild again later")
         with redis_client.pipeline(transaction=False) as pipe:
             for memory in memories:
