@@ -32,6 +32,9 @@ from workers.graph.errors import graph_errors
 from workers.graph.recallable import EPISODES_BY_ID, episode_memory
 from workers.graph.retry import run_write
 
+VECTOR_PROPERTIES = frozenset({"embedding", "embedding_f32"})
+"""The vector itself (not for people to read: views leave it out)."""
+
 PAGE_SIZE = 2_000
 """Vectors (or turns to embed) read per round trip."""
 
