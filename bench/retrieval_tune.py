@@ -7,7 +7,8 @@ here; ``bench.retrieval`` (the real pipeline) reports dev and test.
 
 Options: ``--lexical`` (no embedder), ``--model DIR`` (another model2vec folder),
 ``--weights semantic=0.5,chain=0.5``, ``--rrf`` (rank fusion), ``--floor F`` (recency
-floor), ``--quick`` (real dates only).
+floor), ``--quick`` (real dates only), ``--ann-min-rows N`` (HNSW from N rows per
+partition instead of exact search, to measure its effect on ranking).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from workers.embeddings.local import StaticEmbedder
 from workers.embeddings.protocol import Embedder
 from workers.extraction.offline import OfflineExtractor
 from workers.graph.memory_store import InMemoryGraphStore
-from workers.recall import scoring
+from workers.recall import ann, scoring
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import Memory
 from workers.recall.search import search
@@ -89,6 +90,8 @@ def main() -> int:
             pairs = dict(pair.split("=") for pair in value.split(","))
             weights = {key: float(weight) for key, weight in pairs.items()}
             scoring.SIGNAL_WEIGHTS = {**scoring.SIGNAL_WEIGHTS, **weights}
+    if "--ann-min-rows" in sys.argv:
+        ann.ANN_MIN_ROWS = int(sys.argv[sys.argv.index("--ann-min-rows") + 1])
     if "--rrf" in sys.argv:
         scoring.FUSION_SCORE_SHARE = 0.0
     now = datetime.now(UTC)

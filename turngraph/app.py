@@ -22,8 +22,10 @@ from workers.extraction.stats import ExtractionStats
 from workers.graph.bolt_store import BoltGraphStore
 from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from workers.graph.schema import ensure_schema
+from workers.graph.vectors import GraphVectors
 from workers.ingest.admission import Admission
 from workers.ingest.batching import BatchingIngestWorker, BatchObserver, requeue_expired_claims
+from workers.ingest.embeddings import MemoryEmbedder
 from workers.ingest.pipeline import IngestPipeline
 from workers.maintenance import context as maintenance_context
 from workers.maintenance.context import Distiller, DistillOptions
@@ -103,14 +105,20 @@ def build_pipeline(
     else the offline rules.
     """
     ontology = load_ontology(clients.settings)
+    settings = clients.settings
+    embedder = build_embedder(settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
-    # Full-text indexes for people searching in Neo4j Browser; skipped on other engines.
-    apply_neo4j_only(
+    # Full-text and vector indexes for people searching in Neo4j Browser; skipped on
+    # other engines.
+    on_neo4j = apply_neo4j_only(
         clients.graph,
-        neo4j_only_statements(ontology.labels(), ontology.relationship_types()),
+        neo4j_only_statements(
+            ontology.labels(),
+            ontology.relationship_types(),
+            embedding_dimension=embedder.dimension if embedder is not None else None,
+        ),
         clients.graph_database,
     )
-    settings = clients.settings
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
@@ -120,6 +128,14 @@ def build_pipeline(
         followups=(
             FollowUps(clients.redis, distill_options(settings))
             if settings.distill_enabled
+            else None
+        ),
+        embeddings=(
+            MemoryEmbedder(
+                embedder,
+                GraphVectors(clients.graph, clients.graph_database, lists=bool(on_neo4j)),
+            )
+            if embedder is not None
             else None
         ),
     )
@@ -288,6 +304,7 @@ def build_recall_worker(
         lag_degraded_s=clients.settings.recall_lag_degraded_s,
         latency_observer=latency_observer,
         graph_probe=clients.graph.verify_connectivity,
+        vectors=GraphVectors(clients.graph, clients.graph_database),
         redis_client=clients.redis,
         store=build_graph_store(clients),
         requests_key=clients.settings.recall_requests_key,

@@ -43,7 +43,9 @@ MODEL_TYPES = {*ONTOLOGY.relationship_types(), *(s.type for s in STRUCTURAL_RELA
 
 STATEMENTS = [
     CypherText(f"statement:{s.name}", s.cypher)
-    for s in neo4j_only_statements(ONTOLOGY.labels(), ONTOLOGY.relationship_types())
+    for s in neo4j_only_statements(
+        ONTOLOGY.labels(), ONTOLOGY.relationship_types(), embedding_dimension=256
+    )
 ]
 QUERIES = [
     CypherText(f"query:{q.name}", q.text, q.parameters, q.console_commands)
@@ -55,6 +57,7 @@ PORTABLE_MODULES = (
     "workers.graph.forget",
     "turngraph.inspection.export",
     "workers.recall.bootstrap",
+    "workers.graph.vectors",
 )
 """Modules whose upper-case string constants are Cypher the project sends."""
 TEMPLATE_SAMPLE = {

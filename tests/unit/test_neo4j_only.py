@@ -71,3 +71,17 @@ def test_identifiers_are_quoted_only_when_needed() -> None:
     assert fulltext_node_index("t", ["B", "A", "B"], ["name"]) == (
         "CREATE FULLTEXT INDEX t IF NOT EXISTS FOR (n:A|B) ON EACH [n.name]"
     )
+
+
+def test_a_vector_index_over_stored_turn_vectors_when_the_dimension_is_known() -> None:
+    without = neo4j_only_statements(["File"], ["SUPERSEDES"])
+    assert not [s for s in without if "VECTOR" in s.cypher]
+    [vector] = [
+        s for s in neo4j_only_statements(["File"], ["SUPERSEDES"], 384) if "VECTOR" in s.cypher
+    ]
+    assert vector.name == "episode_embedding_384"
+    assert vector.cypher == (
+        "CREATE VECTOR INDEX episode_embedding_384 IF NOT EXISTS FOR (n:Episode) ON "
+        "(n.embedding) OPTIONS {indexConfig: {`vector.dimensions`: 384, "
+        "`vector.similarity_function`: 'cosine'}}"
+    )

@@ -40,6 +40,55 @@ def test_exact_vector_search_matches_brute_force_through_removals() -> None:
     assert vectors.search(("workspace", "other"), query, 10) == []
 
 
+def test_large_partitions_search_an_hnsw_graph_that_skips_removed_rows() -> None:
+    rng = np.random.default_rng(11)
+    rows = rng.normal(size=(900, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    vectors = VectorIndex(8, ann_min_rows=300)
+    partition = ("workspace", "w")
+    for n, row in enumerate(rows[:400]):
+        vectors.add(partition, n, row)
+    assert vectors._blocks[partition].ann is not None  # built on crossing the threshold
+    for n, row in enumerate(rows[400:], start=400):
+        vectors.add(partition, n, row)  # then grown row by row (resized past 600)
+    removed = set(range(0, 900, 5))
+    for n in removed:
+        assert vectors.remove(n)
+    live = [n for n in range(900) if n not in removed]
+    hits = 0
+    for probe in (1, 7, 451, 899):
+        query = rows[probe]
+        exact = sorted(live, key=lambda n: -float(rows[n] @ query))[:20]
+        found = vectors.search(partition, query, 20)
+        assert found[0] == (probe, pytest.approx(1.0, abs=1e-5))
+        assert not removed.intersection(n for n, _ in found)
+        assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+        hits += len(set(exact).intersection(n for n, _ in found))
+    assert hits >= 0.9 * 4 * 20  # approximate, but close to exact at this size
+    for n in list(live)[:400]:  # compaction rebuilds the graph without the dead rows
+        vectors.remove(n)
+    found = vectors.search(partition, rows[899], 5)
+    assert found[0][0] == 899 and len(vectors) == len(live) - 400
+
+
+def test_a_bulk_load_searches_exactly_then_builds_the_graph_once() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(500, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    vectors = VectorIndex(8, ann_min_rows=300)
+    partition = ("workspace", "w")
+    vectors.begin_bulk()
+    for n, row in enumerate(rows):
+        vectors.add(partition, n, row)
+    assert vectors._blocks[partition].ann is None  # exact meanwhile
+    assert vectors.search(partition, rows[42], 1)[0][0] == 42
+    vectors.end_bulk()
+    assert vectors._blocks[partition].ann is not None
+    assert vectors.search(partition, rows[42], 1)[0][0] == 42
+    vectors.add(partition, 500, rows[0])  # then maintained row by row again
+    assert {n for n, _ in vectors.search(partition, rows[0], 2)} == {0, 500}
+
+
 def test_a_paraphrase_without_shared_words_is_found(local: StaticEmbedder) -> None:
     index = MemoryIndex(local)
     index.add(memory("ski", "I adore skiing down snowy mountains every January"))

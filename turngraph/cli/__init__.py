@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "turngraph.cli.scopes_cmd",
     "turngraph.cli.distill_cmd",
     "turngraph.cli.doctor_cmd",
+    "turngraph.cli.embeddings_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

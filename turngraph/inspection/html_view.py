@@ -26,6 +26,7 @@ from turngraph.inspection.browser_style import OntologyLike, node_styles
 from turngraph.inspection.view_page import render_shell
 from turngraph.inspection.viz_assets import split_page, write_assets
 from workers.graph.subgraph import Subgraph, read_scope
+from workers.graph.vectors import VECTOR_PROPERTIES
 
 MAX_NODES = 2_000
 """Larger scopes are cut (episodes first, newest kept): a browser tab stays responsive."""
@@ -150,7 +151,9 @@ def render_html(
     for node in subgraph.nodes:
         style = next((styles[label] for label in node.labels if label in styles), None)
         label = node.labels[0] if node.labels else "node"
-        properties = {k: _plain(v) for k, v in node.properties.items()}
+        properties = {
+            k: _plain(v) for k, v in node.properties.items() if k not in VECTOR_PROPERTIES
+        }
         properties["labels"] = ":".join(node.labels)
         color = style.color if style else "#A5ABB6"
         shown = style.label if style else label

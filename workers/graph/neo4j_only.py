@@ -2,10 +2,10 @@
 
 Everything else the project sends runs on Neo4j 5 *and* the embedded engine (ArcadeDB
 over Bolt). The statements here exist for people querying in Neo4j Browser (full-text
-search over turns, entity names and facts); recall never depends on them (SPEC §7: the
-same ranking on every backend). The embedded engine rejects them, so they are applied
-only when the server really is Neo4j, and a test validates each with Neo4j's own
-Cypher parser (``tests/integration/test_neo4j_only_lint.py``).
+search over turns, entity names and facts, nearest turns by stored vector); recall never
+depends on them (SPEC §7: the same ranking on every backend). The embedded engine
+rejects them, so they are applied only when the server really is Neo4j, and a test
+validates each with Neo4j's own Cypher parser (``tests/integration/test_neo4j_only_lint.py``).
 """
 
 from __future__ import annotations
@@ -68,10 +68,26 @@ def fulltext_relationship_index(name: str, types: Iterable[str], properties: Seq
     )
 
 
+def vector_node_index(name: str, label: str, prop: str, dimension: int) -> str:
+    """``CREATE VECTOR INDEX … IF NOT EXISTS`` (cosine) over one label's vector property."""
+    if dimension < 1:
+        raise ValueError("a vector index needs a positive dimension")
+    return (
+        f"CREATE VECTOR INDEX {quote_identifier(name)} IF NOT EXISTS "
+        f"FOR (n:{quote_identifier(label)}) ON (n.{quote_identifier(prop)}) "
+        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dimension)}, "
+        f"`vector.similarity_function`: 'cosine'}}}}"
+    )
+
+
 def neo4j_only_statements(
-    entity_labels: Iterable[str], fact_types: Iterable[str]
+    entity_labels: Iterable[str],
+    fact_types: Iterable[str],
+    embedding_dimension: int | None = None,
 ) -> tuple[Neo4jOnlyStatement, ...]:
-    """Every Neo4j-only statement, for the ontology's entity labels and fact types."""
+    """Every Neo4j-only statement, for the ontology's entity labels and fact types, and a
+    vector index over the turns' stored embeddings when their dimension is known (named
+    by it, so a model of another dimension gets its own index)."""
     entity_labels = tuple(entity_labels)
     fact_types = tuple(fact_types)
     statements = [
@@ -103,6 +119,16 @@ def neo4j_only_statements(
                 "fact_statements",
                 fulltext_relationship_index("fact_statements", fact_types, ["statement"]),
                 "search facts by the sentence that stated them",
+            )
+        )
+    if embedding_dimension:
+        name = f"episode_embedding_{int(embedding_dimension)}"
+        statements.append(
+            Neo4jOnlyStatement(
+                name,
+                vector_node_index(name, "Episode", "embedding", embedding_dimension),
+                "nearest turns to a vector in Browser: "
+                f"CALL db.index.vector.queryNodes('{name}', 10, $vector)",
             )
         )
     return tuple(statements)

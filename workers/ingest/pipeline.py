@@ -22,6 +22,7 @@ from schemas.validation import invalid_fields
 from workers.extraction.models import Extraction, Extractor
 from workers.graph.store import GraphStore
 from workers.ingest.changes import changes_for
+from workers.ingest.embeddings import MemoryEmbedder
 from workers.tombstones import split_forgotten
 
 log = structlog.get_logger(__name__)
@@ -70,13 +71,16 @@ class IngestPipeline:
         extractor: Extractor,
         changes_stream: str,
         followups: Callable[[Sequence[tuple[TurnEvent, Extraction]]], int] | None = None,
+        embeddings: MemoryEmbedder | None = None,
     ) -> None:
-        """``followups`` is told of every written batch (the maintenance jobs it asks for)."""
+        """``followups`` is told of every written batch (the maintenance jobs it asks for);
+        ``embeddings`` embeds what a batch made (else the recall replicas embed it)."""
         self._redis = redis_client
         self._store = store
         self._extractor = extractor
         self._changes_stream = changes_stream
         self._followups = followups
+        self.embeddings = embeddings
 
     def ingest_payloads(self, payloads: Iterable[Any]) -> IngestResult:
         return self.ingest([parse_payload(payload) for payload in payloads])
@@ -103,11 +107,12 @@ class IngestPipeline:
         extractions = self._extractor.extract(clean)
         batch = list(zip(clean, extractions, strict=True))
         report = self._store.write(batch)
+        vectors = self.embeddings.embed(report.memories) if self.embeddings else {}
         dropped = report.dropped + sum(extraction.dropped for extraction in extractions)
         now = time.time()
         try:
             with self._redis.pipeline(transaction=False) as pipe:
-                for change in changes_for(report):
+                for change in changes_for(report, vectors):
                     pipe.xadd(
                         self._changes_stream,
                         cast(Any, encode_change(change)),

@@ -7,11 +7,12 @@ restart holds what a replica fed by the stream holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from schemas.changes import MemoryRecord
 from workers.recall.memory import Memory
+from workers.recall.vectors import Vector
 
 
 class MemorySource(Protocol):
@@ -23,3 +24,14 @@ class MemorySource(Protocol):
 def all_memories(source: MemorySource) -> Iterator[Memory]:
     for record in source.recallable_memories():
         yield Memory.from_record(record)
+
+
+class VectorSource(Protocol):
+    """Where the ingest workers stored vectors (``workers.graph.vectors.GraphVectors``)."""
+
+    def stored(self, model: str) -> Iterable[tuple[str, Vector]]: ...
+
+
+def stored_vectors(source: VectorSource, model: str) -> dict[str, Vector]:
+    """Every stored vector of ``model``, by memory id."""
+    return dict(source.stored(model))

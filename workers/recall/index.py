@@ -29,6 +29,7 @@ from typing import cast
 
 from schemas.changes import ChangeEntry, MemoryRemoval, MemoryUpsert, ScopeForgotten, StatusChange
 from workers.embeddings.protocol import Embedder
+from workers.embeddings.texts import embedding_text
 from workers.recall.memory import Memory, MemoryScope
 from workers.recall.postings import (
     Partition,
@@ -38,8 +39,9 @@ from workers.recall.postings import (
     idf,
     partition_of,
 )
-from workers.recall.semantic import EMBED_BATCH, EMBED_PREVIOUS_TURN, SemanticSignal
+from workers.recall.semantic import EMBED_BATCH, SemanticSignal
 from workers.recall.text import tokenize
+from workers.recall.vectors import Vector
 
 __all__ = ["Hit", "MemoryIndex", "PartitionKey", "idf", "partition_of"]
 
@@ -90,7 +92,10 @@ class MemoryIndex:
     def apply(self, change: ChangeEntry) -> None:
         """Apply one validated change-stream entry."""
         if isinstance(change, MemoryUpsert):
-            self.add(Memory.from_record(change.memory))
+            vector = None
+            if self.semantic is not None and change.embedding is not None:
+                vector = self.semantic.usable(change.embedding.model, change.embedding.vector)
+            self.add(Memory.from_record(change.memory), vector)
         elif isinstance(change, MemoryRemoval):
             self.remove(change.memory_id)
         elif isinstance(change, StatusChange):
@@ -98,15 +103,29 @@ class MemoryIndex:
         elif isinstance(change, ScopeForgotten):
             self.forget(cast(MemoryScope, change.scope.value), change.scope_key)
 
-    def add(self, memory: Memory) -> None:
-        """Insert or replace ``memory`` (same id: re-indexed only if its text changed)."""
+    def add(self, memory: Memory, vector: Vector | None = None) -> None:
+        """Insert or replace ``memory`` (same id: re-indexed only if its text changed).
+        ``vector`` is its embedding by this index's model when the writer sent one (it
+        replaces the one held); without it, a new or changed memory is embedded here."""
         internal = self._add_lexical(memory)
-        if internal is not None and self.semantic is not None:
+        if self.semantic is None:
+            return
+        if vector is not None:
+            with self._lock:
+                key = self._ids.get(memory.id)
+                doc = self._docs.get(key) if key is not None else None
+                if key is not None and doc is not None:
+                    self.semantic.store(doc.partition, key, vector)
+                    self.semantic.counters.received += 1
+        elif internal is not None:
             self._embed([internal])
 
-    def add_many(self, memories: Iterable[Memory]) -> int:
-        """Bootstrap: index everything, then embed in batches (a turn's neighbours are
-        then known, whatever order the memories came in); returns how many."""
+    def add_many(
+        self, memories: Iterable[Memory], vectors: Mapping[str, Vector] | None = None
+    ) -> int:
+        """Bootstrap: index everything, take the stored ``vectors`` (by memory id, this
+        index's model), then embed the rest in batches (a turn's neighbours are then
+        known, whatever order the memories came in); returns how many."""
         count = 0
         fresh: list[int] = []
         for memory in memories:
@@ -115,9 +134,29 @@ class MemoryIndex:
                 fresh.append(internal)
             count += 1
         if self.semantic is not None:
-            for start in range(0, len(fresh), EMBED_BATCH):
-                self._embed(fresh[start : start + EMBED_BATCH])
+            self.semantic.begin_bulk()
+            try:
+                self._take_or_embed(fresh, vectors or {})
+            finally:
+                with self._lock:
+                    self.semantic.end_bulk()
         return count
+
+    def _take_or_embed(self, fresh: list[int], stored: Mapping[str, Vector]) -> None:
+        """Store the stored vectors of ``fresh`` memories; embed the others in batches."""
+        assert self.semantic is not None
+        missing: list[int] = []
+        with self._lock:
+            for internal in fresh:
+                doc = self._docs.get(internal)
+                vector = stored.get(doc.memory.id) if doc is not None else None
+                if doc is None or vector is None:
+                    missing.append(internal)
+                else:
+                    self.semantic.store(doc.partition, internal, vector)
+                    self.semantic.counters.received += 1
+        for start in range(0, len(missing), EMBED_BATCH):
+            self._embed(missing[start : start + EMBED_BATCH])
 
     def _add_lexical(self, memory: Memory) -> int | None:
         """The new internal id, or ``None`` when only status/topic/timestamps changed."""
@@ -151,13 +190,13 @@ class MemoryIndex:
         if doc is None:
             return ""
         memory = doc.memory
-        text = memory.searchable_text
-        if EMBED_PREVIOUS_TURN and memory.session_id is not None and memory.turn_index:
+        before = None
+        if memory.session_id is not None and memory.turn_index:
             previous = self._turns.get((memory.session_id, memory.turn_index - 1))
             before = self._docs.get(previous) if previous is not None else None
-            if before is not None:
-                return f"{before.memory.searchable_text}\n{text}"
-        return text
+        return embedding_text(
+            memory.searchable_text, before.memory.searchable_text if before else None
+        )
 
     def set_status(self, memory_id: str, status: str) -> bool:
         """Supersede (or restore) a memory without re-indexing it."""

@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from schemas.changes import MemoryKind, MemoryRecord
 from schemas.errors import InvalidPayloadError
 from schemas.scopes import Scope
+from workers.embeddings.texts import speaker_text
 from workers.recall.text import entity_key
 
 __all__ = ["Memory", "MemoryKind", "MemoryScope", "normalise_entities"]
@@ -69,8 +70,7 @@ class Memory:
     @property
     def searchable_text(self) -> str:
         """What the index analyses: the speaker's name (when known) and the text."""
-        speaker = self.extra.get("speaker", "")
-        return f"{speaker}: {self.text}" if speaker else self.text
+        return speaker_text(self.text, self.extra.get("speaker"))
 
     def with_status(self, status: str) -> Memory:
         return replace(self, status=status)

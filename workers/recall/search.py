@@ -177,6 +177,8 @@ def _score(
     order = [scope.value for scope in scopes]
     pool_size = request.max_results * PACK_POOL
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + CONTEXT_BOOST_MAX)
+    if not plan.context_terms:
+        ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
     for key in sorted(fused, key=fused.__getitem__, reverse=True):

@@ -1,10 +1,10 @@
 """The semantic signal of a recall replica: memory vectors, query vectors, candidates.
 
-Interim design (docs/recall.md): each replica embeds the memories it indexes from their
-text (``speaker: text``), at bootstrap in batches and per change-stream entry after
-that; vectors are not stored in the graph yet. With the in-process static model this
-costs ~0.1 ms per memory; with an endpoint, the bootstrap makes one request per batch.
-A memory whose embedding failed stays searchable lexically (counted).
+The ingest workers embed every memory once and send its vector on the change stream;
+turn vectors are also stored in the graph and read at bootstrap (docs/recall.md). A
+replica embeds only what arrives without a vector of its own model (at bootstrap in
+batches, then per change-stream entry), from the same text (``workers/embeddings/
+texts.py``). A memory whose embedding failed stays searchable lexically (counted).
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ SESSION_OVERFETCH = 8
 EMBED_BATCH = 512
 """Memories embedded per call at bootstrap."""
 
-EMBED_PREVIOUS_TURN = True
-"""Embed a turn after the previous turn of its session (measured: docs/recall.md)."""
-
 QUERY_BUDGET_SHARE = 0.5
 """Share of the request's remaining deadline the query embedding may take."""
 
@@ -45,6 +42,11 @@ QUERY_BUDGET_MAX_S = 0.25
 @dataclass
 class SemanticCounters:
     embedded: int = 0
+    """Memories this replica embedded itself."""
+    received: int = 0
+    """Vectors taken as the ingest workers made them (graph at bootstrap, or stream)."""
+    foreign: int = 0
+    """Vectors ignored: another model, or another dimension (then embedded here)."""
     failed: int = 0
     """Memories indexed without a vector (the embedder failed); lexical still finds them."""
 
@@ -57,6 +59,7 @@ class SemanticSignal:
         self.queries: QueryEmbedder = query_embedder(embedder)
         self.vectors: VectorIndex | None = None
         self.counters = SemanticCounters()
+        self._bulk = False
 
     @property
     def model(self) -> str:
@@ -85,8 +88,35 @@ class SemanticSignal:
             return
         if self.vectors is None:
             self.vectors = VectorIndex(int(vector.shape[0]))
+            if self._bulk:
+                self.vectors.begin_bulk()
         if vector.shape[0] == self.vectors.dimension:
             self.vectors.add(partition, internal, vector)
+
+    def usable(self, model: str, vector: Sequence[float]) -> Vector | None:
+        """A sent vector as this signal's own, or ``None`` (another model or dimension,
+        or not finite: counted, and the memory is embedded here instead)."""
+        row = np.asarray(vector, dtype=np.float32)
+        dimension = self.embedder.dimension or row.shape[-1]  # an endpoint's is learnt
+        if model != self.model or row.shape != (dimension,):
+            self.counters.foreign += 1
+            return None
+        norm = float(np.linalg.norm(row))
+        if not np.isfinite(norm) or norm == 0.0:
+            self.counters.foreign += 1
+            return None
+        return row / norm
+
+    def begin_bulk(self) -> None:
+        """A bootstrap is loading many vectors: HNSW graphs are built once, at the end."""
+        self._bulk = True
+        if self.vectors is not None:
+            self.vectors.begin_bulk()
+
+    def end_bulk(self) -> None:
+        self._bulk = False
+        if self.vectors is not None:
+            self.vectors.end_bulk()
 
     def remove(self, internal: int) -> None:
         if self.vectors is not None:

@@ -50,7 +50,7 @@ from schemas.tenants import (
 )
 from schemas.validation import invalid_fields
 from workers.embeddings.protocol import Embedder
-from workers.recall.bootstrap import MemorySource, all_memories
+from workers.recall.bootstrap import MemorySource, VectorSource, all_memories, stored_vectors
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import Memory
 from workers.recall.replica import (
@@ -64,6 +64,7 @@ from workers.recall.replica import (
     stream_lag_s,
 )
 from workers.recall.search import render_memory_block, search
+from workers.recall.vectors import Vector
 
 log = structlog.get_logger(__name__)
 
@@ -130,6 +131,7 @@ class RecallWorker:
         changes_stream: str,
         reply_ttl_s: int,
         embedder: Embedder | None = None,
+        vectors: VectorSource | None = None,
         reply_prefix: str = RECALL_REPLY_PREFIX,
         lag_degraded_s: float = RECALL_LAG_DEGRADED_S,
         latency_observer: LatencyObserver | None = None,
@@ -138,6 +140,7 @@ class RecallWorker:
     ) -> None:
         self._redis = redis_client
         self._store = store
+        self._vectors = vectors
         self._reply_key = re.compile(re.escape(reply_prefix) + REPLY_ID_PATTERN)
         self._requests_key = requests_key
         self._tenant_requests: list[str] = []
@@ -155,7 +158,7 @@ class RecallWorker:
         """Age of the oldest change-stream entry not applied yet (heartbeat thread)."""
         self.bootstrapped = False
         """True once the graph's memories are in the index."""
-        self._loaded: tuple[str, list[Memory]] | None = None
+        self._loaded: tuple[str, list[Memory], dict[str, Vector] | None] | None = None
         """The background graph read, handed to the tail thread (the one index writer)."""
         self._loaded_lock = threading.Lock()
         self._latency_observer = latency_observer
@@ -168,7 +171,7 @@ class RecallWorker:
         """Load the graph, then catch up from the change stream position noted first
         (synchronously; :meth:`run` does it in the background when not done yet)."""
         self._last_change_id = self._stream_end()
-        loaded = self.index.add_many(all_memories(self._store))
+        loaded = self.index.add_many(all_memories(self._store), self._stored_vectors())
         self._graph_ok_at = time.monotonic()
         self.bootstrapped = True
         self.apply_pending_changes(block_ms=None)
@@ -179,6 +182,13 @@ class RecallWorker:
         last: Any = self._redis.xrevrange(self._changes_stream, count=1)
         return last[0][0].decode() if last else "0-0"
 
+    def _stored_vectors(self) -> dict[str, Vector] | None:
+        """The vectors the ingest workers stored for this replica's model, if any."""
+        semantic = self.index.semantic
+        if semantic is None or self._vectors is None:
+            return None
+        return stored_vectors(self._vectors, semantic.model)
+
     def _load_graph(self, noted: str) -> None:
         """Background: read every memory from the graph, retrying while it is down, and
         hand them to the tail thread. Serving never waits for this."""
@@ -187,6 +197,7 @@ class RecallWorker:
                 return
             try:
                 memories = list(all_memories(self._store))
+                stored = self._stored_vectors()
             except Exception as exc:  # the graph down or restarting: try again later
                 self.counters.bootstrap_failures += 1
                 delay = BOOTSTRAP_BACKOFF_S[min(attempt, len(BOOTSTRAP_BACKOFF_S) - 1)]
@@ -194,7 +205,7 @@ class RecallWorker:
                 self._stop.wait(delay)
                 continue
             with self._loaded_lock:
-                self._loaded = (noted, memories)
+                self._loaded = (noted, memories, stored)
             return
 
     def _apply_loaded(self) -> None:
@@ -204,8 +215,8 @@ class RecallWorker:
             loaded, self._loaded = self._loaded, None
         if loaded is None:
             return
-        noted, memories = loaded
-        count = self.index.add_many(memories)
+        noted, memories, stored = loaded
+        count = self.index.add_many(memories, stored)
         self._last_change_id = noted
         self._graph_ok_at = time.monotonic()
         self.bootstrapped = True

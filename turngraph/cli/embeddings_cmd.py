@@ -1,0 +1,45 @@
+"""``turngraph embeddings rebuild``: embed the stored turns whose vector is missing or
+was made by another model, with the configured one (after a model change), without
+stopping anything: see ``workers/ingest/rebuild.py``."""
+
+from __future__ import annotations
+
+import argparse
+
+from turngraph.app import build_embedder
+from turngraph.cli.graph_cmd import _clients
+from turngraph.logs import configure_logging
+from turngraph.settings import Settings
+from workers.graph.neo4j_only import server_is_neo4j
+from workers.graph.vectors import GraphVectors
+from workers.ingest.embeddings import MemoryEmbedder
+from workers.ingest.rebuild import rebuild_embeddings
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    settings = Settings()
+    configure_logging(settings)  # to stderr: stdout carries only the output
+    embedder = build_embedder(settings)
+    if embedder is None:
+        print("no embedding model configured (TURNGRAPH_EMBEDDING_PROVIDER=none)")
+        return 2
+    with _clients(settings) as clients:
+        on_neo4j = server_is_neo4j(clients.graph, clients.graph_database)
+        vectors = GraphVectors(clients.graph, clients.graph_database, lists=on_neo4j)
+        report = rebuild_embeddings(
+            vectors.stale(embedder.model),
+            MemoryEmbedder(embedder, vectors),
+            clients.redis,
+            settings.changes_stream,
+        )
+    print(f"{report.embedded} turn(s) embedded with {embedder.model}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    embeddings = subparsers.add_parser("embeddings", help="stored memory vectors")
+    actions = embeddings.add_subparsers(dest="action", required=True)
+    rebuild = actions.add_parser(
+        "rebuild", help="embed turns whose vector is missing or of another model (no downtime)"
+    )
+    rebuild.set_defaults(handler=run_rebuild)

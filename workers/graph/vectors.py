@@ -1,0 +1,173 @@
+"""Memory vectors stored in the graph, beside the turns they were made from.
+
+The ingest workers embed each turn once and store its vector on the ``Episode`` node:
+``embedding_f32`` (the float32 components, little-endian, base64: one string, cheap to
+send and to read over Bolt, where a list of floats costs a packstream value per
+component), ``embedding_model`` (the model that made it) and ``embedding_dim`` (its
+length). A recall replica bootstraps those of its own model instead of embedding every
+turn again, and ``turngraph embeddings rebuild`` fills in the turns whose vector is
+missing or of another model. Plain Cypher that Neo4j 5 and the embedded ArcadeDB both
+run. On Neo4j the vector is also kept as a list (``embedding``) for the vector index
+among the Neo4j-only statements (``neo4j_only.py``), for people searching in Browser:
+recall never queries the graph for vectors at search time.
+
+Only turns are stored here: decisions, directives and distilled memories are few, and a
+replica embeds them itself (they travel on the change stream with their vector).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator, Mapping, Sequence
+
+import neo4j
+import numpy as np
+import numpy.typing as npt
+
+from schemas.changes import MemoryRecord
+from workers.embeddings.texts import speaker_text
+from workers.graph.batch_plan import turn_key
+from workers.graph.errors import graph_errors
+from workers.graph.recallable import EPISODES_BY_ID, episode_memory
+from workers.graph.retry import run_write
+
+VECTOR_PROPERTIES = frozenset({"embedding", "embedding_f32"})
+"""The vector itself (not for people to read: views leave it out)."""
+
+PAGE_SIZE = 2_000
+"""Vectors (or turns to embed) read per round trip."""
+
+SAVE_VECTORS = """
+UNWIND $rows AS r
+MATCH (e:Episode {event_id: r.id})
+SET e.embedding_f32 = r.packed, e.embedding_model = $model, e.embedding_dim = r.dim
+"""
+
+SAVE_VECTOR_LISTS = """
+UNWIND $rows AS r
+MATCH (e:Episode {event_id: r.id})
+SET e.embedding = r.vector
+"""
+"""Neo4j only (where the vector index reads the list); the packed form is what recall reads."""
+
+PREVIOUS_TURNS = """
+UNWIND $rows AS r
+MATCH (p:Episode {turn_key: r.key})
+RETURN r.id AS id, p.content AS content, p.speaker AS speaker
+"""
+"""By the previous turn's indexed ``turn_key`` (a ``NEXT`` pattern from the turn was
+planned as a scan on the embedded engine: 1.5 s for 50 turns)."""
+
+VECTORS_PAGE = """
+MATCH (e:Episode) WHERE e.event_id > $after AND e.embedding_model = $model
+WITH e ORDER BY e.event_id LIMIT $limit
+RETURN e.event_id AS event_id, e.embedding_f32 AS packed
+"""
+
+STALE_PAGE = """
+MATCH (e:Episode) WHERE e.event_id > $after
+WITH e ORDER BY e.event_id LIMIT $limit
+WHERE e.embedding_model IS NULL OR e.embedding_model <> $model
+RETURN e.event_id AS event_id
+"""
+"""One page of turns (in ``event_id`` order after ``$after``) whose vector is missing or
+of another model; ``last`` tells where the next page starts (a page may be empty)."""
+
+PAGE_END = """
+MATCH (e:Episode) WHERE e.event_id > $after
+WITH e ORDER BY e.event_id LIMIT $limit
+RETURN max(e.event_id) AS last, count(e) AS n
+"""
+
+
+class GraphVectors:
+    """Read and write turn vectors over one Bolt driver (the caller's)."""
+
+    def __init__(self, driver: neo4j.Driver, database: str | None, *, lists: bool = False) -> None:
+        """``lists``: also store the vector as a list of floats (on Neo4j, for its index)."""
+        self.driver = driver
+        self.database = database
+        self.lists = lists
+
+    def save(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Store each turn's vector (by ``event_id``) with the model that made it."""
+        if not vectors:
+            return
+        rows = [
+            {"id": key, "packed": pack(value), "dim": len(value)} for key, value in vectors.items()
+        ]
+        lists = [{"id": key, "vector": [float(x) for x in value]} for key, value in vectors.items()]
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            tx.run(SAVE_VECTORS, rows=rows, model=model).consume()
+            if self.lists:
+                tx.run(SAVE_VECTOR_LISTS, rows=lists).consume()
+
+        run_write(self.driver, self.database, work, action="store turn vectors")
+
+    def previous_texts(self, turns: Sequence[tuple[str, str, int]]) -> dict[str, str]:
+        """The previous turn of each ``(event_id, session_id, turn_index)``, as
+        :func:`speaker_text` (where there is one), by ``event_id``."""
+        if not turns:
+            return {}
+        rows = [{"id": key, "key": turn_key(session, index - 1)} for key, session, index in turns]
+        records = self._read(PREVIOUS_TURNS, "read previous turns", rows=rows)
+        return {r["id"]: speaker_text(r["content"], r["speaker"]) for r in records}
+
+    def stored(self, model: str) -> Iterator[tuple[str, npt.NDArray[np.float32]]]:
+        """Every stored turn vector made by ``model``: ``(event_id, vector)``."""
+        after = ""
+        while True:
+            records = self._read(
+                VECTORS_PAGE, "read turn vectors", after=after, limit=PAGE_SIZE, model=model
+            )
+            for record in records:
+                vector = unpack(record["packed"])
+                if vector is not None:
+                    yield record["event_id"], vector
+            if len(records) < PAGE_SIZE:
+                return
+            after = records[-1]["event_id"]
+
+    def stale(self, model: str) -> Iterator[list[MemoryRecord]]:
+        """Pages of turns whose vector is missing or was made by another model."""
+        after = ""
+        while True:
+            [end] = self._read(PAGE_END, "page turns", after=after, limit=PAGE_SIZE)
+            if not end["n"]:
+                return
+            ids = [
+                r["event_id"]
+                for r in self._read(
+                    STALE_PAGE, "find stale vectors", after=after, limit=PAGE_SIZE, model=model
+                )
+            ]
+            if ids:
+                yield [episode_memory(r) for r in self._read(EPISODES_BY_ID, "read turns", ids=ids)]
+            after = end["last"]
+
+    def _read(self, query: str, action: str, **params: object) -> list[neo4j.Record]:
+        with graph_errors(action):
+            records, _, _ = self.driver.execute_query(
+                query, params, database_=self.database, routing_=neo4j.RoutingControl.READ
+            )
+        return records
+
+
+def pack(vector: Sequence[float]) -> str:
+    """The stored form: float32 little-endian components, base64."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def unpack(packed: object) -> npt.NDArray[np.float32] | None:
+    """A stored vector back, or ``None`` when the property is missing or malformed."""
+    if not isinstance(packed, str) or not packed:
+        return None
+    try:
+        raw = base64.b64decode(packed, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if not raw or len(raw) % 4:
+        return None
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
