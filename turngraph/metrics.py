@@ -195,6 +195,16 @@ class RecallCollector(Collector):
         yield from _embedding_metrics(self._embedder)
 
 
+class EmbeddingCollector(Collector):
+    """An ingest worker's embedding calls (it embeds every memory of a batch once)."""
+
+    def __init__(self, embedder: Embedder | None) -> None:
+        self._embedder = embedder
+
+    def collect(self) -> Iterator[Metric]:
+        yield from _embedding_metrics(self._embedder)
+
+
 def _embedding_metrics(embedder: Embedder | None) -> Iterator[Metric]:
     calls = texts = tokens = 0
     if isinstance(embedder, EndpointEmbedder):

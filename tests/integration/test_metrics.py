@@ -139,6 +139,9 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
     assert value(recall_samples, "turngraph_recall_index_memories") >= TURNS
     assert value(recall_samples, "turngraph_recall_bootstrapped") == 1
     assert value(recall_samples, "turngraph_recall_change_stream_lag_seconds") >= 0
+    # The ingest worker embeds every turn once; the replica embeds the queries it answers.
+    assert value(ingest_samples, "turngraph_embedding_calls_total") >= 1
+    assert value(ingest_samples, "turngraph_embedding_texts_total") >= TURNS
+    assert value(ingest_samples, "turngraph_embedding_tokens_total") >= TURNS
     assert value(recall_samples, "turngraph_embedding_calls_total") >= 1
-    assert value(recall_samples, "turngraph_embedding_texts_total") >= TURNS
-    assert value(recall_samples, "turngraph_embedding_tokens_total") >= TURNS
+    assert value(recall_samples, "turngraph_embedding_texts_total") >= 4

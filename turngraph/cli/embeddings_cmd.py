@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from schemas.errors import ConfigurationError
 from turngraph.app import build_embedder
 from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
@@ -21,8 +22,9 @@ def run_rebuild(args: argparse.Namespace) -> int:
     configure_logging(settings)  # to stderr: stdout carries only the output
     embedder = build_embedder(settings)
     if embedder is None:
-        print("no embedding model configured (TURNGRAPH_EMBEDDING_PROVIDER=none)")
-        return 2
+        raise ConfigurationError(
+            "no embedding model configured: set TURNGRAPH_EMBEDDING_PROVIDER to local or openai"
+        )
     with _clients(settings) as clients:
         on_neo4j = server_is_neo4j(clients.graph, clients.graph_database)
         vectors = GraphVectors(clients.graph, clients.graph_database, lists=on_neo4j)

@@ -33,6 +33,7 @@ from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals, wait_for_stop
 from turngraph.logs import configure_logging
 from turngraph.metrics import (
+    EmbeddingCollector,
     IngestHistograms,
     LLMCollector,
     QueueCollector,
@@ -175,6 +176,8 @@ def run_worker(args: argparse.Namespace) -> int:
             histograms = IngestHistograms(registry)
             # one per process, kept across restarts
             pipeline = wait_for_graph(lambda: build_pipeline(clients, stats=stats))
+            embeddings = pipeline.embeddings
+            registry.register(EmbeddingCollector(embeddings.embedder if embeddings else None))
 
             def build() -> StoppableWorker:
                 return build_ingest_worker(clients, pipeline, batch_observer=histograms)
