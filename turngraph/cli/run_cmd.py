@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import redis
 import structlog
@@ -95,12 +96,14 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
         if not demo.wait_until_ingested(conn, events, DEMO_TIMEOUT_S):
             print(f"the demo turns were not ingested within {DEMO_TIMEOUT_S:.0f}s")
             return False
-        # Already-ingested turns (a second run) are ready at once; the recall worker of
-        # this run may still be reading the graph: wait until its own replica's heartbeat says
-        # the memories are loaded.
+        # The recall worker of this run may still be reading the graph, or behind the
+        # change stream: wait until its own replica's heartbeat says the memories are
+        # loaded and the stream applied as far as it reached once the turns were ingested.
         host, pid = socket.gethostname(), recall_worker.pid
+        last: Any = conn.xrevrange(settings.changes_stream, count=1)
+        applied = last[0][0].decode() if last else "0-0"
         if not demo.wait_for(
-            lambda: process_is_ready(conn, host, pid),
+            lambda: process_is_ready(conn, host, pid, applied=applied),
             DEMO_TIMEOUT_S,
             lambda: recall_worker.poll() is None,
         ):

@@ -62,16 +62,24 @@ def replica_name(host: str, pid: int, suffix: str) -> str:
     return f"{host}-{pid}-{suffix}"
 
 
-def process_is_ready(conn: redis.Redis, host: str, pid: int) -> bool:
+def process_is_ready(conn: redis.Redis, host: str, pid: int, *, applied: str = "0-0") -> bool:
     """True once the recall replica in process ``pid`` on ``host`` serves with the graph's
-    memories loaded: its heartbeat (written while it pops requests, removed when it stops)
-    says ``bootstrapped``."""
+    memories loaded (its heartbeat, written while it pops requests and removed when it
+    stops, says ``bootstrapped``) and has applied the change stream up to ``applied``."""
     pattern = heartbeat_key(replica_name(host, pid, "*"))
     for key in conn.scan_iter(match=pattern, count=1_000):
         value: Any = conn.get(key)
-        if value is not None and json.loads(value).get("bootstrapped") is True:
+        if value is None:
+            continue
+        beat = json.loads(value)
+        if beat.get("bootstrapped") is True and _stream_id(beat["position"]) >= _stream_id(applied):
             return True
     return False
+
+
+def _stream_id(entry_id: str) -> tuple[int, int]:
+    millis, _, sequence = entry_id.partition("-")
+    return int(millis), int(sequence or 0)
 
 
 def publish_heartbeat(conn: redis.Redis, beat: ReplicaHeartbeat) -> None:
