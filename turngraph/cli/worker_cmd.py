@@ -30,7 +30,13 @@ from turngraph.app import (
 from turngraph.clients import Clients, build_clients
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
-from turngraph.lifecycle import STOP_SIGNALS, StopSignal, stop_on_signals, wait_for_stop
+from turngraph.lifecycle import (
+    STOP_SIGNALS,
+    StopSignal,
+    raise_if_stopping,
+    stop_on_signals,
+    wait_for_stop,
+)
 from turngraph.logs import configure_logging
 from turngraph.metrics import (
     EmbeddingCollector,
@@ -71,6 +77,10 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
         worker: StoppableWorker | None = None
         try:
             worker = build()
+            # A stop signal whose exception Python swallowed (it can land in a finaliser or
+            # in logging's lock release) is still recorded: RQ is about to install its own
+            # handlers, and would never hear of it.
+            raise_if_stopping()
             # The scheduler runs retries with back-off (see producers/enqueue.lua).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
         except redis.RedisError as exc:  # from start-up, or RQ's teardown, Redis away
@@ -168,6 +178,7 @@ def run_worker(args: argparse.Namespace) -> int:
             server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
             for stop_signal in STOP_SIGNALS:  # the loop ends within one pop timeout
                 signal.signal(stop_signal, lambda *_: recall.stop())
+            raise_if_stopping()  # a stop that arrived before these handlers, then was lost
             recall.run()  # serves at once; the graph is read in the background
             return 0
         if args.kind == "ingest":
