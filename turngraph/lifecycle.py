@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import structlog
 
@@ -93,6 +94,26 @@ def stop_on_signals() -> None:
 
     for stop_signal in STOP_SIGNALS:
         signal.signal(stop_signal, handle)
+    _quiet_lost_stops()
+
+
+def _quiet_lost_stops() -> None:
+    """A :class:`StopSignal` raised where Python cannot propagate it (an at-fork hook such
+    as logging's lock release, a finaliser) reaches ``sys.unraisablehook``, which would
+    print a traceback: the stop is recorded all the same (:data:`_STOP`), so it becomes
+    one log event instead. Anything else goes to the hook that was there before."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_turngraph_quiet_stops", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, StopSignal):
+            log.info("stop_signal_deferred", where=type(unraisable.object).__name__)
+            return
+        previous(unraisable)
+
+    hook._turngraph_quiet_stops = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def raise_if_stopping() -> None:

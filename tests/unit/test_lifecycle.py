@@ -86,3 +86,23 @@ def test_a_lost_stop_signal_is_kept() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "stopping"
     assert "stop_in_progress" in done.stdout + done.stderr  # (unconfigured structlog)
+
+
+def test_a_stop_python_cannot_raise_is_quiet_and_other_errors_are_not() -> None:
+    """A StopSignal landing in a finaliser or an at-fork hook prints no traceback (the stop
+    is recorded anyway); any other unraisable error still does."""
+    script = (
+        "from turngraph.lifecycle import StopSignal, stop_on_signals\n"
+        "stop_on_signals()\n"
+        "class Stop:\n"
+        "    def __del__(self): raise StopSignal('SIGTERM')\n"
+        "class Broken:\n"
+        "    def __del__(self): raise ValueError('still shown')\n"
+        "s = Stop(); del s\n"
+        "b = Broken(); del b\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert "StopSignal" not in done.stderr
+    assert "ValueError: still shown" in done.stderr
