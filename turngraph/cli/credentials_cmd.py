@@ -17,6 +17,7 @@ import redis
 
 from schemas.tenants import InvalidTenantError
 from turngraph.cli.endpoints import producer_redis_url
+from turngraph.cli.failures import report_failure
 from turngraph.credentials import issue, issued_tenants, revoke, write_private
 from turngraph.settings import Settings
 
@@ -36,18 +37,8 @@ def _connect() -> tuple[redis.Redis | None, str | None]:
     return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=1.0), url
 
 
-def _fail(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
-    reply = {"success": False, "error_code": code, "user_message": message}
-    reply["remediation"] = remediation
-    if getattr(args, "json", False):
-        print(json.dumps(reply))
-    else:
-        print(f"error: {message}", file=sys.stderr)
-    return 1
-
-
 def _unavailable(args: argparse.Namespace) -> int:
-    return _fail(
+    return report_failure(
         args,
         "BACKEND_UNAVAILABLE",
         "no operator Redis: TURNGRAPH_REDIS_URL is unset and no embedded services run "
@@ -62,13 +53,15 @@ def run_issue(args: argparse.Namespace) -> int:
         return _unavailable(args)
     out: Path | None = args.out
     if out is not None and out.exists():
-        return _fail(args, "INVALID_REQUEST", f"{out} exists", "name a new file")
+        return report_failure(args, "INVALID_REQUEST", f"{out} exists", "name a new file")
     try:
         issued = issue(conn, args.tenant)
     except InvalidTenantError as exc:
-        return _fail(args, "INVALID_REQUEST", str(exc), "e.g. `turngraph credentials issue acme`")
+        return report_failure(
+            args, "INVALID_REQUEST", str(exc), "e.g. `turngraph credentials issue acme`"
+        )
     except redis.RedisError as exc:
-        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
     env = issued.env_lines(args.producer_url or url)
@@ -90,13 +83,13 @@ def run_revoke(args: argparse.Namespace) -> int:
     try:
         existed, persisted = revoke(conn, args.tenant)
     except InvalidTenantError as exc:
-        return _fail(args, "INVALID_REQUEST", str(exc), "name an issued tenant")
+        return report_failure(args, "INVALID_REQUEST", str(exc), "name an issued tenant")
     except redis.RedisError as exc:
-        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
     if not existed:
-        return _fail(args, "NOT_FOUND", f"no credential for {args.tenant}", "see `list`")
+        return report_failure(args, "NOT_FOUND", f"no credential for {args.tenant}", "see `list`")
     if persisted == "not_persisted":
         print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
     print(f"revoked tenant-{args.tenant}; its clients were disconnected")
@@ -110,7 +103,7 @@ def run_list(args: argparse.Namespace) -> int:
     try:
         tenants = issued_tenants(conn)
     except redis.RedisError as exc:
-        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
     if args.json:

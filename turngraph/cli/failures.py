@@ -6,6 +6,10 @@ statement's parameters, and a statement's parameters can hold chat text.
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+
 from schemas.errors import TurngraphError
 
 START_HINT = (
@@ -43,3 +47,19 @@ def describe_failure(exc: BaseException) -> str:
         f"internal error: {type(exc).__name__}; "
         "rerun with TURNGRAPH_TRACEBACK=1 for details and report it"
     )
+
+
+def report_failure(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
+    """A command's typed failure: the bridge's error reply on stdout with ``--json``, else
+    one line on stderr; exit status 1."""
+    reply = {
+        "success": False,
+        "error_code": code,
+        "user_message": message,
+        "remediation": remediation,
+    }
+    if getattr(args, "json", False):
+        print(json.dumps(reply))
+    else:
+        print(f"error: {message} ({remediation})", file=sys.stderr)
+    return 1

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 
 import redis
 
 from turngraph.cli.endpoints import producer_redis_url
+from turngraph.cli.failures import report_failure
 from turngraph.settings import Settings
 from workers.ingest import dead_letters
 from workers.ingest.envelope import EnvelopeError
@@ -29,22 +29,8 @@ def _connect(args: argparse.Namespace) -> tuple[redis.Redis | None, str]:
     )
 
 
-def _fail(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
-    reply = {
-        "success": False,
-        "error_code": code,
-        "user_message": message,
-        "remediation": remediation,
-    }
-    if getattr(args, "json", False):
-        print(json.dumps(reply))
-    else:
-        print(f"error: {message} ({remediation})", file=sys.stderr)
-    return 1
-
-
 def _no_redis(args: argparse.Namespace) -> int:
-    return _fail(
+    return report_failure(
         args,
         "BACKEND_UNAVAILABLE",
         "no Redis configured and no embedded services running",
@@ -59,7 +45,7 @@ def run_failed(args: argparse.Namespace) -> int:
     try:
         jobs = dead_letters.failed_jobs(conn, queue)
     except redis.RedisError as exc:
-        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
     if args.json:
@@ -91,7 +77,7 @@ def run_requeue(args: argparse.Namespace) -> int:
             except EnvelopeError as exc:
                 refused.append({"job_id": job_id, "field": exc.field, "reason": exc.reason})
     except redis.RedisError as exc:
-        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
     if args.json:
@@ -112,7 +98,7 @@ def run_purge(args: argparse.Namespace) -> int:
     try:
         purged = dead_letters.purge(conn, queue)
     except redis.RedisError as exc:
-        return _fail(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
+        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
     print(json.dumps({"success": True, "purged": purged}) if args.json else f"purged {purged}")

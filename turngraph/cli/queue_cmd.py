@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import cast
 
 import redis
@@ -13,6 +12,7 @@ from producers.bounded_queue import read_stats
 from producers.tenant_inbox import read_inbox_stats
 from schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.cli.endpoints import producer_redis_url
+from turngraph.cli.failures import report_failure
 from turngraph.settings import Settings
 
 
@@ -50,17 +50,12 @@ def run_queue_status(args: argparse.Namespace) -> int:
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:
-    reply = {
-        "success": False,
-        "error_code": "BACKEND_UNAVAILABLE",
-        "user_message": message,
-        "remediation": "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
-    }
-    if args.json:
-        print(json.dumps(reply))
-    else:
-        print(f"error: {message}", file=sys.stderr)
-    return 1
+    return report_failure(
+        args,
+        "BACKEND_UNAVAILABLE",
+        message,
+        "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
