@@ -85,7 +85,15 @@ def stop_on_signals() -> None:
     :func:`raise_if_stopping` and the serving wait is :func:`wait_for_stop`.
     """
 
+    installer = os.getpid()
+
     def handle(signum: int, _frame: FrameType | None) -> None:
+        if os.getpid() != installer:
+            # A forked child (RQ's scheduler) before it set its own handlers: it ends the
+            # way it would have by default, without unwinding the parent's code.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         if _STOP.is_set():
             _already_stopping(signum)
             return
