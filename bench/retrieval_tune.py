@@ -5,10 +5,11 @@ store and its recallable-memory mapper, the same code the ingest worker runs), s
 change to ranking can be checked in seconds. Only the development questions are scored
 here; ``bench.retrieval`` (the real pipeline) reports dev and test.
 
-Options: ``--lexical`` (no embedder), ``--model DIR`` (another model2vec folder),
-``--weights semantic=0.5,chain=0.5``, ``--rrf`` (rank fusion), ``--floor F`` (recency
-floor), ``--quick`` (real dates only), ``--ann-min-rows N`` (HNSW from N rows per
-partition instead of exact search, to measure its effect on ranking).
+Options: ``--lexical`` (no embedder), ``--model DIR`` (one model folder instead of the
+shipped pair), ``--pair C,S`` (the pair's weights), ``--weights semantic=0.5,chain=0.5``,
+``--no-prev`` (embed turns without the previous one), ``--rrf`` (rank fusion), ``--floor
+F`` (recency floor), ``--quick`` (real dates only), ``--ann-min-rows N`` (HNSW from N rows
+per partition instead of exact search, to measure its effect on ranking).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
 from schemas.recall import ConversationTurn, RecallRequest
 from schemas.turn_event import TurnEvent
-from workers.embeddings.local import StaticEmbedder
+from workers.embeddings import factory, texts
+from workers.embeddings.factory import default_local_embedder, local_embedder
 from workers.embeddings.protocol import Embedder
 from workers.extraction.offline import OfflineExtractor
 from workers.graph.memory_store import InMemoryGraphStore
@@ -82,9 +84,13 @@ def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
 def main() -> int:
     if "--floor" in sys.argv:  # sweep: python -m bench.retrieval_tune --floor 0.5
         scoring.RECENCY_FLOOR = float(sys.argv[sys.argv.index("--floor") + 1])
-    embedder: Embedder | None = None if "--lexical" in sys.argv else StaticEmbedder()
+    embedder: Embedder | None = None if "--lexical" in sys.argv else default_local_embedder()
+    if "--pair" in sys.argv:  # --pair 1.0,0.5: contextual and static weights of the pair
+        pair = sys.argv[sys.argv.index("--pair") + 1].split(",")
+        factory.CONTEXTUAL_WEIGHT, factory.STATIC_WEIGHT = (float(w) for w in pair)
+        embedder = default_local_embedder()
     if "--model" in sys.argv:  # another model2vec folder
-        embedder = StaticEmbedder(Path(sys.argv[sys.argv.index("--model") + 1]))
+        embedder = local_embedder(Path(sys.argv[sys.argv.index("--model") + 1]))
     for name, value in zip(sys.argv, sys.argv[1:], strict=False):
         if name == "--weights":  # sweep: --weights semantic=1.5,chain=0.5
             pairs = dict(pair.split("=") for pair in value.split(","))
@@ -92,6 +98,8 @@ def main() -> int:
             scoring.SIGNAL_WEIGHTS = {**scoring.SIGNAL_WEIGHTS, **weights}
     if "--ann-min-rows" in sys.argv:
         ann.ANN_MIN_ROWS = int(sys.argv[sys.argv.index("--ann-min-rows") + 1])
+    if "--no-prev" in sys.argv:  # embed each turn alone, without the previous one
+        texts.EMBED_PREVIOUS_TURN = False
     if "--rrf" in sys.argv:
         scoring.FUSION_SCORE_SHARE = 0.0
     now = datetime.now(UTC)

@@ -13,13 +13,13 @@ from tests.support.turns import turn
 from turngraph.app import build_embedder, build_graph_store, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.settings import Settings
-from workers.embeddings.local import StaticEmbedder
+from workers.embeddings.composite import CompositeEmbedder
 from workers.graph.vectors import GraphVectors
 from workers.recall.worker import RecallWorker
 
 
 def test_the_default_settings_give_the_local_model_and_none_gives_lexical_only() -> None:
-    assert isinstance(build_embedder(Settings(_env_file=None)), StaticEmbedder)
+    assert isinstance(build_embedder(Settings(_env_file=None)), CompositeEmbedder)
     assert build_embedder(Settings(_env_file=None, embedding_provider="none")) is None
 
 

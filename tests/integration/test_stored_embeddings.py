@@ -17,7 +17,8 @@ from tests.support.fake_openai import FakeOpenAI
 from turngraph.app import build_embedder, build_recall_worker
 from turngraph.clients import Clients
 from workers.embeddings.endpoint import EndpointEmbedder
-from workers.embeddings.local import StaticEmbedder
+from workers.embeddings.factory import default_local_embedder
+from workers.embeddings.texts import embedding_text
 from workers.graph.vectors import GraphVectors, unpack
 from workers.ingest.embeddings import MemoryEmbedder
 from workers.ingest.rebuild import rebuild_embeddings
@@ -46,7 +47,7 @@ def _upserts(clients: Clients) -> list[MemoryUpsert]:
 
 
 def test_ingest_embeds_once_and_replicas_take_the_vectors(clients: Clients) -> None:
-    local = StaticEmbedder()
+    local = default_local_embedder()
     fed = build_recall_worker(clients)
     assert fed.bootstrap() == 0
     ingest(clients, CONVERSATION)
@@ -59,10 +60,13 @@ def test_ingest_embeds_once_and_replicas_take_the_vectors(clients: Clients) -> N
     assert upserts and all(u.embedding is not None for u in upserts)
     assert {u.embedding.model for u in upserts if u.embedding} == {local.model}
     # The stream carries what the graph stores, and it is the shared embedding text:
-    # the second turn of s1 is embedded after the first.
+    # the second turn of s1 is embedded after the first (the static part sees both, the
+    # contextual part the turn alone).
     second = next(u for u in upserts if u.memory.id == CONVERSATION[1].event_id)
     assert second.embedding is not None
-    expected = local.embed([f"{CONVERSATION[0].content}\n{CONVERSATION[1].content}"])[0]
+    text = embedding_text(CONVERSATION[1].content, CONVERSATION[0].content)
+    expected = local.embed([text])[0]
+    assert not np.allclose(local.embed([str(text)])[0], expected, atol=1e-3)
     assert np.allclose(second.embedding.vector, expected, atol=1e-5)
 
     while fed.apply_pending_changes(block_ms=None):

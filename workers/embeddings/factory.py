@@ -5,9 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from workers.embeddings.composite import CompositeEmbedder
 from workers.embeddings.deadline import QueryEmbedder
 from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder
 from workers.embeddings.protocol import Embedder
+from workers.embeddings.transformer import (
+    DEFAULT_CONTEXTUAL_DIR,
+    TransformerEmbedder,
+    is_transformer_folder,
+)
 
 Provider = Literal["local", "openai", "none"]
 
@@ -24,12 +30,12 @@ def build_embedder(
     timeout_s: float = 10.0,
     max_retries: int = 2,
 ) -> Embedder | None:
-    """``local``: the in-process static model (the shipped one unless ``model_path``);
+    """``local``: the in-process models (the shipped pair unless ``model_path``);
     ``openai``: any OpenAI-compatible endpoint; ``none``: lexical and graph only."""
     if provider == "none":
         return None
     if provider == "local":
-        return StaticEmbedder(model_path or DEFAULT_MODEL_DIR)
+        return local_embedder(model_path) if model_path else default_local_embedder()
     # Imported here: the openai package costs about a second of start-up CPU, which every
     # worker process would pay on a deployment that never calls an endpoint.
     from workers.embeddings.endpoint import EndpointEmbedder
@@ -45,6 +51,33 @@ def build_embedder(
     )
 
 
+CONTEXTUAL_WEIGHT = 1.0
+STATIC_WEIGHT = 1.0
+"""The shipped pair's weights in the joined vector (measured: docs/recall.md)."""
+
+
+def default_local_embedder() -> Embedder:
+    """The shipped pair: all-MiniLM-L6-v2 (ONNX, int8) on each memory alone, joined with
+    its static distillation on the memory after its previous turn."""
+    return CompositeEmbedder(
+        TransformerEmbedder(DEFAULT_CONTEXTUAL_DIR),
+        StaticEmbedder(DEFAULT_MODEL_DIR),
+        contextual_weight=CONTEXTUAL_WEIGHT,
+        static_weight=STATIC_WEIGHT,
+    )
+
+
+def local_embedder(folder: Path) -> Embedder:
+    """The in-process model in ``folder``: an ONNX sentence-transformer when it holds a
+    ``model.onnx``, otherwise a model2vec static model."""
+    if is_transformer_folder(folder):
+        return TransformerEmbedder(folder)
+    return StaticEmbedder(folder)
+
+
 def query_embedder(embedder: Embedder) -> QueryEmbedder:
     """In-process models embed inline; endpoints on a thread, inside the budget."""
-    return QueryEmbedder(embedder, inline=isinstance(embedder, StaticEmbedder))
+    return QueryEmbedder(
+        embedder,
+        inline=isinstance(embedder, StaticEmbedder | TransformerEmbedder | CompositeEmbedder),
+    )

@@ -4,6 +4,10 @@
 there is one: a reply such as "Yes, every winter!" means little alone (measured:
 docs/recall.md). The ingest workers embed this text once and store the vector; a recall
 replica that has to embed a memory itself builds the same text, so both vectors agree.
+
+The text is an :class:`EmbeddingText`: the joined string every provider embeds, which
+also keeps its two parts, because a model may do better on the memory alone (the
+contextual model does: docs/recall.md) while another wants the previous turn too.
 """
 
 from __future__ import annotations
@@ -12,13 +16,30 @@ EMBED_PREVIOUS_TURN = True
 """Embed a turn after the previous turn of its session (measured: docs/recall.md)."""
 
 
+class EmbeddingText(str):
+    """``previous + "\\n" + own`` as a string, with ``own`` and ``previous`` kept."""
+
+    own: str
+    previous: str | None
+
+    def __new__(cls, own: str, previous: str | None = None) -> EmbeddingText:
+        joined = f"{previous}\n{own}" if previous else own
+        text = super().__new__(cls, joined)
+        text.own = own
+        text.previous = previous
+        return text
+
+
+def own_part(text: str) -> str:
+    """The memory's own text (a plain string, such as a query, is all its own)."""
+    return text.own if isinstance(text, EmbeddingText) else text
+
+
 def speaker_text(text: str, speaker: str | None) -> str:
     """What the index analyses and the vector starts from: ``speaker: text``."""
     return f"{speaker}: {text}" if speaker else text
 
 
-def embedding_text(own: str, previous: str | None) -> str:
+def embedding_text(own: str, previous: str | None) -> EmbeddingText:
     """``own`` (a :func:`speaker_text`) after the previous turn's, when there is one."""
-    if EMBED_PREVIOUS_TURN and previous:
-        return f"{previous}\n{own}"
-    return own
+    return EmbeddingText(own, previous if EMBED_PREVIOUS_TURN else None)

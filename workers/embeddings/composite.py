@@ -1,0 +1,65 @@
+"""Two in-process models as one vector space: the contextual model on the memory alone,
+the static model on the memory after its previous turn, concatenated with weights.
+
+For unit rows ``a`` and ``b`` and weights ``wa``, ``wb``, the row
+``[sqrt(wa)·a, sqrt(wb)·b] / sqrt(wa + wb)`` is a unit row whose dot product with
+another such row is ``(wa·cos_a + wb·cos_b) / (wa + wb)``: a weighted fusion of the two
+models' cosines that every consumer of vectors (storage, change stream, exact search,
+HNSW) handles as one ordinary vector. Measured against fusing the two separately
+(docs/recall.md): the same ranking, one vector per memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from workers.embeddings.protocol import Embedder, Vectors
+from workers.embeddings.texts import own_part
+
+
+class CompositeEmbedder:
+    """:class:`~workers.embeddings.protocol.Embedder` joining a contextual model (fed each
+    memory's own text) and a static model (fed the text with its previous turn)."""
+
+    def __init__(
+        self,
+        contextual: Embedder,
+        static: Embedder,
+        *,
+        contextual_weight: float = 1.0,
+        static_weight: float = 1.0,
+    ) -> None:
+        self.contextual = contextual
+        self.static = static
+        total = contextual_weight + static_weight
+        self._scale_contextual = math.sqrt(contextual_weight / total)
+        self._scale_static = math.sqrt(static_weight / total)
+        self._name = (
+            f"composite:{contextual.model}*{contextual_weight:g}+{static.model}*{static_weight:g}"
+        )
+
+    @property
+    def model(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self.contextual.dimension + self.static.dimension
+
+    @property
+    def calls(self) -> int:
+        return int(getattr(self.contextual, "calls", 0))
+
+    @property
+    def texts(self) -> int:
+        return int(getattr(self.contextual, "texts", 0))
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        contextual = self.contextual.embed([own_part(text) for text in texts])
+        static = self.static.embed(texts)
+        return np.hstack([contextual * self._scale_contextual, static * self._scale_static]).astype(
+            np.float32, copy=False
+        )

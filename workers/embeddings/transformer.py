@@ -1,0 +1,109 @@
+"""The in-process contextual embedder: a sentence-transformer exported to ONNX.
+
+A folder holds ``model.onnx`` (inputs ``input_ids`` and ``attention_mask``, output the
+last hidden state), the model's ``tokenizer.json`` and ``SHA256SUMS``. A text's vector
+is the attention-masked mean of its tokens' hidden states, L2-normalised: the pooling
+sentence-transformers' all-MiniLM-L6-v2 was trained with. The runtime is onnxruntime on
+the CPU, one intra-op thread (replicas and workers scale by process; threads competing
+for 2 cores made every query slower, as they did for BLAS: docs/recall.md).
+
+We run the session ourselves rather than through fastembed: fastembed's loader pulls
+huggingface_hub and an image stack in, and the part we need (tokenize, run, pool) is
+the forty lines below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workers.embeddings.errors import EmbeddingModelError
+from workers.embeddings.local import verify_checksums
+from workers.embeddings.protocol import Vectors, normalise_rows
+
+DEFAULT_CONTEXTUAL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-onnx"
+"""The shipped contextual model (all-MiniLM-L6-v2, 384 dimensions, int8 weights, 23 MB)."""
+
+REQUIRED_FILES = ("model.onnx", "tokenizer.json")
+
+MAX_TOKENS = 256
+"""Longer texts are truncated: all-MiniLM-L6-v2 was trained on at most 256 word pieces."""
+
+
+def is_transformer_folder(folder: Path) -> bool:
+    return (Path(folder) / "model.onnx").is_file()
+
+
+@lru_cache(maxsize=4)
+def _load(folder: Path) -> tuple[Any, Any]:
+    """Tokenizer and session, loaded (and checked) once per process."""
+    verify_checksums(folder)
+    import onnxruntime  # imported here: a lexical-only or static-model worker skips it
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = onnxruntime.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime raises its own untyped errors on a bad file
+        raise EmbeddingModelError(f"cannot load the model in {folder}") from exc
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer, session
+
+
+class TransformerEmbedder:
+    """:class:`~workers.embeddings.protocol.Embedder` over an ONNX sentence-transformer.
+
+    Each text runs alone: the int8 model quantises activations per run, so in a batch a
+    text's vector would depend on its batch-mates (cosine 0.98 to its own vector,
+    measured), and ingest and a replica must agree on a memory's vector. Batching bought
+    nothing here anyway (3.0 ms per text alone, 2.7-3.1 ms in batches of 8-32, one core).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        folder = Path(folder)
+        missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+        if missing:
+            raise EmbeddingModelError(
+                f"not an ONNX model folder ({', '.join(missing)} missing): {folder}"
+            )
+        self._tokenizer, self._session = _load(folder.resolve())
+        self._name = f"onnx:{folder.name}"
+        self._dimension = int(self._session.get_outputs()[0].shape[-1])
+        self.calls = 0
+        """Calls to :meth:`embed` (for metrics)."""
+        self.texts = 0
+        """Texts embedded (for metrics)."""
+
+    @property
+    def model(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        self.texts += len(texts)
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
+            out[row] = self._pooled(encoding.ids)
+        return normalise_rows(out)
+
+    def _pooled(self, ids: list[int]) -> Vectors:
+        """The mean of one text's token states (no padding: the text runs alone)."""
+        input_ids = np.asarray([ids], dtype=np.int64)
+        mask = np.ones_like(input_ids)
+        (hidden,) = self._session.run(None, {"input_ids": input_ids, "attention_mask": mask})
+        return np.asarray(hidden[0].mean(axis=0), dtype=np.float32)
