@@ -4,7 +4,7 @@ Starts the embedded services, enqueues N realistic turns through the bounded que
 `turngraph worker ingest --burst` processes and times them until every turn is marked
 ingested. Prints a table and ends with ``RESULT ingest …``.
 
-    python -m bench.ingest [--turns 3000]
+    python -m bench.ingest [--turns 3000] [--embedding local|static|none]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 import neo4j
 import redis
 
+from bench.embedding_options import EMBEDDINGS
 from bench.report import result_line, table
 from producers.bounded_queue import BoundedQueue, is_ingested
 from schemas.turn_event import ClientInfo, TurnEvent
@@ -79,14 +80,23 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run_workers(
-    endpoints: ServiceEndpoints, workers: int, turns: list[TurnEvent], graph_pid: int
+    endpoints: ServiceEndpoints,
+    workers: int,
+    turns: list[TurnEvent],
+    graph_pid: int,
+    embedding: str = "local",
 ) -> tuple[float, float, float]:
     """(seconds until the last turn is marked ingested, workers' CPU s, graph server CPU s)."""
     conn = redis.Redis.from_url(endpoints.redis_url)
     reset(endpoints, conn)
     queue = BoundedQueue(conn, max_length=len(turns) + 1)
     queue.enqueue_many(turns)
-    env = {**os.environ, **endpoints.as_env(), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        **endpoints.as_env(),
+        **EMBEDDINGS[embedding],
+        "TURNGRAPH_LOG_LEVEL": "WARNING",
+    }
     graph_cpu = cpu_seconds(graph_pid)
     started = time.perf_counter()
     procs = [
@@ -112,6 +122,7 @@ def run_workers(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--embedding", choices=tuple(EMBEDDINGS), default="local")
     args = parser.parse_args(argv)
     turns = make_turns(args.turns)
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         with services as endpoints:
             graph_pid = services.graph.pid
             assert graph_pid is not None
-            run_workers(endpoints, 1, turns[: min(200, len(turns))], graph_pid)  # warm the JIT
-            one, one_cpu, one_graph = run_workers(endpoints, 1, turns, graph_pid)
-            two, two_cpu, two_graph = run_workers(endpoints, 2, turns, graph_pid)
+            warm = turns[: min(200, len(turns))]
+            run_workers(endpoints, 1, warm, graph_pid, args.embedding)  # warm the JIT
+            one, one_cpu, one_graph = run_workers(endpoints, 1, turns, graph_pid, args.embedding)
+            two, two_cpu, two_graph = run_workers(endpoints, 2, turns, graph_pid, args.embedding)
     rate_one, rate_two = len(turns) / one, len(turns) / two
-    print(f"cores: {os.cpu_count()}")
+    print(f"cores: {os.cpu_count()}; embedding: {args.embedding}")
     rows = [
         [1, len(turns), one, rate_one, one_cpu, one_graph, (one_cpu + one_graph) / one],
         [2, len(turns), two, rate_two, two_cpu, two_graph, (two_cpu + two_graph) / two],
@@ -134,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         result_line(
             "ingest",
             turns=len(turns),
+            embedding=args.embedding,
             one_worker_turns_per_s=round(rate_one, 1),
             two_workers_turns_per_s=round(rate_two, 1),
             scaling_ratio=round(rate_two / rate_one, 2),

@@ -15,7 +15,7 @@ loaded, and their first words are the queries. Beyond the first pass over the te
 memory joins two random turns, so no two memories are the same text.
 
     python -m bench.recall_latency [--memories 50000] [--clients 8] [--seconds 10]
-        [--embedding local|none]
+        [--embedding local|static|none]
 """
 
 from __future__ import annotations
@@ -25,18 +25,21 @@ import logging
 import multiprocessing as mp
 import os
 import random
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import redis
 import structlog
 
+from bench.embedding_options import EMBEDDINGS
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT
 from bench.retrieval_data import load as load_own
@@ -47,12 +50,16 @@ from turngraph.app import build_pipeline
 from turngraph.clients import build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import Settings
+from workers.recall.replica import process_is_ready
 
 WORKSPACES = 5
 SESSIONS = 50
 HELD_BACK = 500
 """Turns never loaded; their first QUERY_WORDS words are the queries."""
 QUERY_WORDS = 12
+
+DEGRADED: Counter[str] = Counter()
+"""``degraded`` reasons of the recall answers (a lexical answer is not the measured path)."""
 
 
 def corpus(count: int, seed: int = 7) -> tuple[list[TurnEvent], list[str]]:
@@ -83,8 +90,15 @@ def corpus(count: int, seed: int = 7) -> tuple[list[TurnEvent], list[str]]:
     return turns, queries
 
 
-def settings_for(endpoints: ServiceEndpoints) -> Settings:
-    return with_endpoints(Settings(_env_file=None, log_level="WARNING"), endpoints)
+def settings_for(endpoints: ServiceEndpoints, embedding: str = "local") -> Settings:
+    env = EMBEDDINGS[embedding]
+    settings = Settings(
+        _env_file=None,
+        log_level="WARNING",
+        embedding_provider=env["TURNGRAPH_EMBEDDING_PROVIDER"],
+        embedding_model_path=env.get("TURNGRAPH_EMBEDDING_MODEL_PATH"),
+    )
+    return with_endpoints(settings, endpoints)
 
 
 def load_graph(settings: Settings, turns: list[TurnEvent]) -> float:
@@ -108,6 +122,7 @@ def _client_loop(
 ) -> None:
     latencies: list[float] = []
     failures = 0
+    degraded: Counter[str] = Counter()
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
 
@@ -135,6 +150,7 @@ def _client_loop(
                     user="bench-u",
                 )
                 bad += not response.success
+                degraded.update(response.degraded)
             mine.append((time.perf_counter() - started) * 1000)
         with lock:
             latencies.extend(mine)
@@ -145,7 +161,7 @@ def _client_loop(
         worker.start()
     for worker in workers:
         worker.join()
-    out.put((latencies, failures))
+    out.put((latencies, failures, degraded))
 
 
 def drive(
@@ -170,9 +186,10 @@ def drive(
     latencies: list[float] = []
     failures = 0
     for _ in procs:
-        part, bad = out.get()
+        part, bad, degraded = out.get()
         latencies.extend(part)
         failures += bad
+        DEGRADED.update(degraded)
     for proc in procs:
         proc.join()
     return latencies, failures
@@ -185,14 +202,17 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def wait_until_ready(conn: redis.Redis, timeout_s: float) -> None:
-    """A recall replica is ready once it answers a request."""
-    client = RecallClient(conn, deadline_ms=1_000)
+def wait_until_ready(conn: redis.Redis, pids: list[int], timeout_s: float) -> None:
+    """Every replica has read the graph (its heartbeat says ``bootstrapped``). Answering a
+    request is not enough: a replica serves at once and answers ``graph_unavailable``
+    (lexical over what it has so far) while it bootstraps."""
+    host = socket.gethostname()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if client.recall("ready?").success:
+        if all(process_is_ready(conn, host, pid) for pid in pids):
             return
-    raise SystemExit("recall worker did not become ready")
+        time.sleep(0.2)
+    raise SystemExit("the recall replicas did not finish bootstrapping")
 
 
 def time_to_recall(settings: Settings, samples: int) -> list[float]:
@@ -233,19 +253,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--ttr-samples", type=int, default=20)
-    parser.add_argument("--embedding", choices=("local", "none"), default="local")
+    parser.add_argument("--embedding", choices=tuple(EMBEDDINGS), default="local")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     turns, queries = corpus(args.memories)
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
-        settings = settings_for(endpoints)
+        settings = settings_for(endpoints, args.embedding)
         load_s = load_graph(settings, turns)
         env = {
             **os.environ,
             **endpoints.as_env(),
             "TURNGRAPH_LOG_LEVEL": "WARNING",
-            "TURNGRAPH_EMBEDDING_PROVIDER": args.embedding,
+            **EMBEDDINGS[args.embedding],
         }
         command = [sys.executable, "-m", "turngraph.cli", "worker"]
         started = time.perf_counter()
@@ -254,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         conn = redis.Redis.from_url(endpoints.redis_url)
         url = endpoints.redis_url
         try:
-            wait_until_ready(conn, 600)
+            wait_until_ready(conn, [proc.pid for proc in replicas], 1_800)
             ready_s = time.perf_counter() - started
             memory = [rss_mb(proc.pid) for proc in replicas]
             ping, _ = drive(url, args.clients, args.seconds / 2, "ping", queries)
@@ -291,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{[round(m) for m in memory]}; {len(queries)} queries from held-back turns"
     )
     print(table(["measure (ms)", "n", "p50", "p95", "p99", "per_s"], rows))
+    print(f"degraded answers: {dict(DEGRADED) or 'none'}")
     print(
         result_line(
             "recall_latency",
@@ -306,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             ping_p50_ms=round(percentile(ping, 50), 2),
             ping_p99_ms=round(percentile(ping, 99), 2),
             failures=failures + closed_failures,
+            degraded=sum(DEGRADED.values()),
             replica_rss_mb=round(max(memory)),
             time_to_recall_p95_ms=round(percentile(ttr, 95), 1),
         )

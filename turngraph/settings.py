@@ -105,7 +105,8 @@ class Settings(BaseSettings):
     """Recall's semantic signal: the shipped in-process model, an OpenAI-compatible
     endpoint, or none (lexical and graph only)."""
     embedding_model_path: Path | None = None
-    """A model2vec folder to use instead of the shipped model (``local``)."""
+    """One model folder instead of the shipped pair (``local``): an ONNX sentence-transformer
+    (``model.onnx``, ``tokenizer.json``) or a model2vec folder."""
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"

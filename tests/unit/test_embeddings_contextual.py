@@ -13,7 +13,7 @@ from workers.embeddings.composite import CompositeEmbedder
 from workers.embeddings.errors import EmbeddingModelError
 from workers.embeddings.factory import default_local_embedder, local_embedder
 from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder, verify_checksums
-from workers.embeddings.texts import embedding_text
+from workers.embeddings.texts import embedding_text, own_part
 from workers.embeddings.transformer import DEFAULT_CONTEXTUAL_DIR, TransformerEmbedder
 
 
@@ -95,3 +95,10 @@ def test_the_default_local_embedder_is_the_shipped_pair() -> None:
     assert isinstance(embedder, CompositeEmbedder)
     assert embedder.dimension == 384 + 256
     assert embedder.embed(["hello"]).shape == (1, 640)
+
+
+def test_an_embedding_text_is_the_joined_string_and_keeps_its_parts() -> None:
+    text = embedding_text("Bob: yes!", "Anna: skiing?")
+    assert text == "Anna: skiing?\nBob: yes!" and isinstance(text, str)
+    assert (own_part(text), own_part("a plain query")) == ("Bob: yes!", "a plain query")
+    assert embedding_text("Bob: yes!", None) == "Bob: yes!"

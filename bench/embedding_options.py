@@ -1,0 +1,15 @@
+"""The ``--embedding`` choice the benches share, as the settings each one sets."""
+
+from __future__ import annotations
+
+from workers.embeddings.local import DEFAULT_MODEL_DIR
+
+EMBEDDINGS: dict[str, dict[str, str]] = {
+    "local": {"TURNGRAPH_EMBEDDING_PROVIDER": "local"},  # the shipped pair (the default)
+    "static": {  # the static model alone: the fast setting (docs/recall.md)
+        "TURNGRAPH_EMBEDDING_PROVIDER": "local",
+        "TURNGRAPH_EMBEDDING_MODEL_PATH": str(DEFAULT_MODEL_DIR),
+    },
+    "none": {"TURNGRAPH_EMBEDDING_PROVIDER": "none"},
+}
+"""``--embedding`` choices: the environment a worker process gets for each."""
