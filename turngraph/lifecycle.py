@@ -124,6 +124,11 @@ def _quiet_lost_stops() -> None:
     sys.unraisablehook = hook
 
 
+def stop_was_requested() -> bool:
+    """Whether a stop signal arrived (raised, or swallowed where Python could not raise it)."""
+    return _STOP.is_set()
+
+
 def raise_if_stopping() -> None:
     """For start-up loops: raise :class:`StopSignal` if a stop was asked for."""
     if _STOP.is_set():

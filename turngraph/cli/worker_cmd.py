@@ -35,6 +35,7 @@ from turngraph.lifecycle import (
     StopSignal,
     raise_if_stopping,
     stop_on_signals,
+    stop_was_requested,
     wait_for_stop,
 )
 from turngraph.logs import configure_logging
@@ -79,8 +80,10 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             worker = build()
             # A stop signal whose exception Python swallowed (it can land in a finaliser or
             # in logging's lock release) is still recorded: RQ is about to install its own
-            # handlers, and would never hear of it.
+            # handlers, and would never hear of it. One that arrives inside work() before
+            # RQ's handlers is handed to RQ once they are in (StoppableWorker.pending_stop).
             raise_if_stopping()
+            worker.pending_stop = stop_was_requested
             # The scheduler runs retries with back-off (see producers/enqueue.lua).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
         except redis.RedisError as exc:  # from start-up, or RQ's teardown, Redis away
