@@ -19,6 +19,7 @@ from producers.publisher import Publisher
 from producers.redaction import redact_and_fit
 from schemas.keys import RQ_QUEUE_PREFIX
 from schemas.turn_event import TurnEvent
+from tests.support.embedding import with_static_model
 from tests.support.hostile import EVENT, RAW_JOB, collect, raw_job, recombine, unique
 from tests.support.pipelines import fake_graph_pipeline, ingest_worker, memory_store
 from turngraph.app import build_ingest_worker
@@ -77,7 +78,7 @@ def test_hostile_events_through_the_publisher(
         stats = publisher.stats()
     assert rejected + len(valid) == N and len(valid) > N // 4 and rejected > N // 4
     assert (stats.failed, stats.enqueued, stats.duplicates) == (0, len(valid), 0)
-    build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    build_ingest_worker(with_static_model(clients)).work(burst=True, with_scheduler=False)
     _no_crash(caplog)
     records, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) RETURN e.event_id AS id, e.content AS content, "

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from producers.bounded_queue import BoundedQueue, is_ingested
+from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.app import ingest_queue
 from turngraph.clients import Clients
@@ -33,6 +34,7 @@ def _env(clients: Clients) -> dict[str, str]:
         "TURNGRAPH_GRAPH_DATABASE": str(s.graph_database or ""),
         "TURNGRAPH_DATA_DIR": str(s.data_dir),
         "TURNGRAPH_LOG_LEVEL": "WARNING",
+        **STATIC_MODEL_ENV,
     }
 
 

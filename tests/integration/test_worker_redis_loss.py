@@ -19,6 +19,7 @@ from rq.queue import Queue
 from producers.bounded_queue import BoundedQueue, is_ingested
 from schemas.defaults import INGEST_QUEUE
 from schemas.keys import RQ_QUEUE_PREFIX
+from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.embedded import RedisServer
@@ -43,6 +44,7 @@ def _worker(
         **embedded.as_env(),
         "TURNGRAPH_REDIS_URL": server.url,
         "TURNGRAPH_LOG_LEVEL": "WARNING",
+        **STATIC_MODEL_ENV,
     }
     with log.open("wb") if log else contextlib.nullcontext() as out:
         return subprocess.Popen(

@@ -12,6 +12,7 @@ from pathlib import Path
 import redis
 
 from producers.bounded_queue import BoundedQueue, is_ingested
+from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.embedded import RedisServer
@@ -40,6 +41,7 @@ def test_ingest_worker_survives_a_redis_restart(
         **embedded.as_env(),
         "TURNGRAPH_REDIS_URL": server.url,
         "TURNGRAPH_LOG_LEVEL": "WARNING",
+        **STATIC_MODEL_ENV,
     }
     worker = subprocess.Popen(
         [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
