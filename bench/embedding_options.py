@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from workers.embeddings.local import DEFAULT_MODEL_DIR
 
 EMBEDDINGS: dict[str, dict[str, str]] = {
@@ -13,3 +15,11 @@ EMBEDDINGS: dict[str, dict[str, str]] = {
     "none": {"TURNGRAPH_EMBEDDING_PROVIDER": "none"},
 }
 """``--embedding`` choices: the environment a worker process gets for each."""
+
+
+def settings_fields(choice: str) -> dict[str, Any]:
+    """The same choice as :class:`~turngraph.settings.Settings` fields, for a process that
+    builds its settings in code (``TURNGRAPH_EMBEDDING_PROVIDER`` -> ``embedding_provider``)."""
+    return {
+        key.removeprefix("TURNGRAPH_").lower(): value for key, value in EMBEDDINGS[choice].items()
+    }

@@ -39,7 +39,7 @@ from pathlib import Path
 import redis
 import structlog
 
-from bench.embedding_options import EMBEDDINGS
+from bench.embedding_options import EMBEDDINGS, settings_fields
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT
 from bench.retrieval_data import load as load_own
@@ -57,9 +57,6 @@ SESSIONS = 50
 HELD_BACK = 500
 """Turns never loaded; their first QUERY_WORDS words are the queries."""
 QUERY_WORDS = 12
-
-DEGRADED: Counter[str] = Counter()
-"""``degraded`` reasons of the recall answers (a lexical answer is not the measured path)."""
 
 
 def corpus(count: int, seed: int = 7) -> tuple[list[TurnEvent], list[str]]:
@@ -91,13 +88,7 @@ def corpus(count: int, seed: int = 7) -> tuple[list[TurnEvent], list[str]]:
 
 
 def settings_for(endpoints: ServiceEndpoints, embedding: str = "local") -> Settings:
-    env = EMBEDDINGS[embedding]
-    settings = Settings(
-        _env_file=None,
-        log_level="WARNING",
-        embedding_provider=env["TURNGRAPH_EMBEDDING_PROVIDER"],
-        embedding_model_path=env.get("TURNGRAPH_EMBEDDING_MODEL_PATH"),
-    )
+    settings = Settings(_env_file=None, log_level="WARNING", **settings_fields(embedding))
     return with_endpoints(settings, endpoints)
 
 
@@ -171,7 +162,9 @@ def drive(
     mode: str,
     queries: list[str],
     interval_s: float = 0.0,
-) -> tuple[list[float], int]:
+) -> tuple[list[float], int, Counter[str]]:
+    """Latencies, failed answers, and the ``degraded`` reasons of the answers (a degraded
+    answer did not take the path being measured)."""
     processes = max(1, min(2, clients // 4))
     out: mp.Queue = mp.Queue()
     procs = [
@@ -185,14 +178,15 @@ def drive(
         proc.start()
     latencies: list[float] = []
     failures = 0
+    degraded: Counter[str] = Counter()
     for _ in procs:
-        part, bad, degraded = out.get()
+        part, bad, reasons = out.get()
         latencies.extend(part)
         failures += bad
-        DEGRADED.update(degraded)
+        degraded.update(reasons)
     for proc in procs:
         proc.join()
-    return latencies, failures
+    return latencies, failures, degraded
 
 
 def rss_mb(pid: int) -> float:
@@ -277,11 +271,16 @@ def main(argv: list[str] | None = None) -> int:
             wait_until_ready(conn, [proc.pid for proc in replicas], 1_800)
             ready_s = time.perf_counter() - started
             memory = [rss_mb(proc.pid) for proc in replicas]
-            ping, _ = drive(url, args.clients, args.seconds / 2, "ping", queries)
-            closed, closed_failures = drive(url, args.clients, args.seconds, "recall", queries)
+            ping, _, _ = drive(url, args.clients, args.seconds / 2, "ping", queries)
+            closed, closed_failures, degraded = drive(
+                url, args.clients, args.seconds, "recall", queries
+            )
             saturation = len(closed) / args.seconds
             interval = args.clients / (saturation / 2)  # per client, half the saturation
-            lat, failures = drive(url, args.clients, args.seconds, "recall", queries, interval)
+            lat, failures, open_degraded = drive(
+                url, args.clients, args.seconds, "recall", queries, interval
+            )
+            degraded += open_degraded
             ttr = time_to_recall(settings, args.ttr_samples)
         finally:
             for proc in [*replicas, ingest]:
@@ -311,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{[round(m) for m in memory]}; {len(queries)} queries from held-back turns"
     )
     print(table(["measure (ms)", "n", "p50", "p95", "p99", "per_s"], rows))
-    print(f"degraded answers: {dict(DEGRADED) or 'none'}")
+    print(f"degraded answers: {dict(degraded) or 'none'}")
     print(
         result_line(
             "recall_latency",
@@ -327,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             ping_p50_ms=round(percentile(ping, 50), 2),
             ping_p99_ms=round(percentile(ping, 99), 2),
             failures=failures + closed_failures,
-            degraded=sum(DEGRADED.values()),
+            degraded=sum(degraded.values()),
             replica_rss_mb=round(max(memory)),
             time_to_recall_p95_ms=round(percentile(ttr, 95), 1),
         )

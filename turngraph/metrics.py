@@ -21,11 +21,9 @@ from prometheus_client.registry import Collector
 
 from producers.bounded_queue import read_stats
 from schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
-from workers.embeddings.composite import CompositeEmbedder
 from workers.embeddings.endpoint import EndpointEmbedder
-from workers.embeddings.local import StaticEmbedder
+from workers.embeddings.in_process import InProcessEmbedder
 from workers.embeddings.protocol import Embedder
-from workers.embeddings.transformer import TransformerEmbedder
 from workers.ingest.dead_letters import dead_letter_key
 from workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
 from workers.recall.worker import RecallWorker
@@ -212,7 +210,7 @@ def _embedding_metrics(embedder: Embedder | None) -> Iterator[Metric]:
     if isinstance(embedder, EndpointEmbedder):
         counters = embedder.counters
         calls, texts, tokens = counters.requests, counters.texts, counters.prompt_tokens
-    elif isinstance(embedder, StaticEmbedder | TransformerEmbedder | CompositeEmbedder):
+    elif isinstance(embedder, InProcessEmbedder):
         calls, texts = embedder.calls, embedder.texts
     model = embedder.model if embedder is not None else "none"
     for name, value, doc in (

@@ -16,11 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workers.embeddings.in_process import InProcessEmbedder
 from workers.embeddings.protocol import Embedder, Vectors
 from workers.embeddings.texts import own_part
 
 
-class CompositeEmbedder:
+class CompositeEmbedder(InProcessEmbedder):
     """:class:`~workers.embeddings.protocol.Embedder` joining a contextual model (fed each
     memory's own text) and a static model (fed the text with its previous turn)."""
 
@@ -37,27 +38,13 @@ class CompositeEmbedder:
         total = contextual_weight + static_weight
         self._scale_contextual = math.sqrt(contextual_weight / total)
         self._scale_static = math.sqrt(static_weight / total)
-        self._name = (
+        name = (
             f"composite:{contextual.model}*{contextual_weight:g}+{static.model}*{static_weight:g}"
         )
-
-    @property
-    def model(self) -> str:
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        return self.contextual.dimension + self.static.dimension
-
-    @property
-    def calls(self) -> int:
-        return int(getattr(self.contextual, "calls", 0))
-
-    @property
-    def texts(self) -> int:
-        return int(getattr(self.contextual, "texts", 0))
+        super().__init__(name, contextual.dimension + static.dimension)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        self._count(texts)
         contextual = self.contextual.embed([own_part(text) for text in texts])
         static = self.static.embed(texts)
         return np.hstack([contextual * self._scale_contextual, static * self._scale_static]).astype(

@@ -7,6 +7,7 @@ from typing import Literal
 
 from workers.embeddings.composite import CompositeEmbedder
 from workers.embeddings.deadline import QueryEmbedder
+from workers.embeddings.in_process import InProcessEmbedder
 from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder
 from workers.embeddings.protocol import Embedder
 from workers.embeddings.transformer import (
@@ -77,7 +78,4 @@ def local_embedder(folder: Path) -> Embedder:
 
 def query_embedder(embedder: Embedder) -> QueryEmbedder:
     """In-process models embed inline; endpoints on a thread, inside the budget."""
-    return QueryEmbedder(
-        embedder,
-        inline=isinstance(embedder, StaticEmbedder | TransformerEmbedder | CompositeEmbedder),
-    )
+    return QueryEmbedder(embedder, inline=isinstance(embedder, InProcessEmbedder))

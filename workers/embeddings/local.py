@@ -10,7 +10,6 @@ ever fetched from a hub here.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -19,31 +18,13 @@ from typing import Any
 import numpy as np
 
 from workers.embeddings.errors import EmbeddingModelError
+from workers.embeddings.in_process import InProcessEmbedder, require_files, verify_checksums
 from workers.embeddings.protocol import Vectors, normalise_rows
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-static"
 """The shipped static model (256 dimensions, int8 weights, ~8 MB)."""
 
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-def verify_checksums(folder: Path) -> int:
-    """Check every file listed in ``SHA256SUMS`` (when the folder has one); returns how many."""
-    sums = folder / "SHA256SUMS"
-    if not sums.is_file():
-        return 0
-    checked = 0
-    for line in sums.read_text().splitlines():
-        if not line.strip():
-            continue
-        digest, name = line.split(maxsplit=1)
-        path = folder / name.strip().lstrip("*")
-        if not path.is_file():
-            raise EmbeddingModelError(f"model file missing: {path.name}")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            raise EmbeddingModelError(f"model file does not match its checksum: {path.name}")
-        checked += 1
-    return checked
 
 
 @lru_cache(maxsize=4)
@@ -59,35 +40,17 @@ def _load(folder: Path) -> Any:
         raise EmbeddingModelError(f"cannot load the model in {folder}") from exc
 
 
-class StaticEmbedder:
+class StaticEmbedder(InProcessEmbedder):
     """:class:`~workers.embeddings.protocol.Embedder` over a model2vec folder."""
 
     def __init__(self, folder: Path = DEFAULT_MODEL_DIR) -> None:
         folder = Path(folder)
-        missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
-        if missing:
-            raise EmbeddingModelError(
-                f"not a model2vec model folder ({', '.join(missing)} missing): {folder}"
-            )
+        require_files(folder, REQUIRED_FILES, "a model2vec model")
         self._model = _load(folder.resolve())
-        self._name = f"model2vec:{folder.name}"
-        self._dimension = int(self._model.dim)
-        self.calls = 0
-        """Calls to :meth:`embed` (for metrics)."""
-        self.texts = 0
-        """Texts embedded (for metrics)."""
-
-    @property
-    def model(self) -> str:
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
+        super().__init__(f"model2vec:{folder.name}", int(self._model.dim))
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        self.texts += len(texts)
+        self._count(texts)
         if len(texts) == 1:
             return self._embed_one(texts[0])
         if not texts:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from workers.embeddings.errors import EmbeddingModelError
-from workers.embeddings.local import verify_checksums
+from workers.embeddings.in_process import InProcessEmbedder, require_files, verify_checksums
 from workers.embeddings.protocol import Vectors, normalise_rows
 
 DEFAULT_CONTEXTUAL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-onnx"
@@ -61,7 +61,7 @@ def _load(folder: Path) -> tuple[Any, Any]:
     return tokenizer, session
 
 
-class TransformerEmbedder:
+class TransformerEmbedder(InProcessEmbedder):
     """:class:`~workers.embeddings.protocol.Embedder` over an ONNX sentence-transformer.
 
     Each text runs alone: the int8 model quantises activations per run, so in a batch a
@@ -72,31 +72,13 @@ class TransformerEmbedder:
 
     def __init__(self, folder: Path) -> None:
         folder = Path(folder)
-        missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
-        if missing:
-            raise EmbeddingModelError(
-                f"not an ONNX model folder ({', '.join(missing)} missing): {folder}"
-            )
+        require_files(folder, REQUIRED_FILES, "an ONNX model")
         self._tokenizer, self._session = _load(folder.resolve())
-        self._name = f"onnx:{folder.name}"
-        self._dimension = int(self._session.get_outputs()[0].shape[-1])
-        self.calls = 0
-        """Calls to :meth:`embed` (for metrics)."""
-        self.texts = 0
-        """Texts embedded (for metrics)."""
-
-    @property
-    def model(self) -> str:
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        return self._dimension
+        super().__init__(f"onnx:{folder.name}", int(self._session.get_outputs()[0].shape[-1]))
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        self.texts += len(texts)
-        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        self._count(texts)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
             out[row] = self._pooled(encoding.ids)
         return normalise_rows(out)
