@@ -23,6 +23,7 @@ import neo4j
 import redis
 
 from bench.embedding_options import EMBEDDINGS
+from bench.proc import cpu_seconds
 from bench.report import result_line, table
 from producers.bounded_queue import BoundedQueue, is_ingested
 from schemas.turn_event import ClientInfo, TurnEvent
@@ -70,13 +71,6 @@ def reset(endpoints: ServiceEndpoints, conn: redis.Redis) -> None:
         endpoints.graph_uri, auth=(endpoints.graph_user, endpoints.graph_password)
     ) as driver:
         driver.execute_query("MATCH (n) DETACH DELETE n", database_=endpoints.graph_database)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process (and its waited-for children) has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def run_workers(

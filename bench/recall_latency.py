@@ -35,11 +35,13 @@ import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import redis
 import structlog
 
 from bench.embedding_options import EMBEDDINGS, settings_fields
+from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT
 from bench.retrieval_data import load as load_own
@@ -148,11 +150,22 @@ def _client_loop(
             failures += bad
 
     workers = [threading.Thread(target=run, args=(os.getpid() * 100 + i,)) for i in range(threads)]
+    cpu_started = time.process_time()
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
-    out.put((latencies, failures, degraded))
+    out.put((latencies, failures, degraded, time.process_time() - cpu_started))
+
+
+class Drive(NamedTuple):
+    latencies: list[float]
+    failures: int
+    degraded: Counter[str]
+    """The ``degraded`` reasons of the answers (a degraded answer did not take the path
+    being measured)."""
+    client_cpu_s: float
+    """CPU time the load generator itself used (it shares the machine's cores)."""
 
 
 def drive(
@@ -162,9 +175,8 @@ def drive(
     mode: str,
     queries: list[str],
     interval_s: float = 0.0,
-) -> tuple[list[float], int, Counter[str]]:
-    """Latencies, failed answers, and the ``degraded`` reasons of the answers (a degraded
-    answer did not take the path being measured)."""
+) -> Drive:
+    """Run the clients for ``seconds``: a closed loop, or an open one at ``interval_s``."""
     processes = max(1, min(2, clients // 4))
     out: mp.Queue = mp.Queue()
     procs = [
@@ -176,24 +188,17 @@ def drive(
     ]
     for proc in procs:
         proc.start()
-    latencies: list[float] = []
-    failures = 0
-    degraded: Counter[str] = Counter()
+    total = Drive([], 0, Counter(), 0.0)
     for _ in procs:
-        part, bad, reasons = out.get()
-        latencies.extend(part)
-        failures += bad
-        degraded.update(reasons)
+        part, bad, reasons, cpu_s = out.get()
+        total.latencies.extend(part)
+        total.degraded.update(reasons)
+        total = total._replace(
+            failures=total.failures + bad, client_cpu_s=total.client_cpu_s + cpu_s
+        )
     for proc in procs:
         proc.join()
-    return latencies, failures, degraded
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return total
 
 
 def wait_until_ready(conn: redis.Redis, pids: list[int], timeout_s: float) -> None:
@@ -271,16 +276,20 @@ def main(argv: list[str] | None = None) -> int:
             wait_until_ready(conn, [proc.pid for proc in replicas], 1_800)
             ready_s = time.perf_counter() - started
             memory = [rss_mb(proc.pid) for proc in replicas]
-            ping, _, _ = drive(url, args.clients, args.seconds / 2, "ping", queries)
-            closed, closed_failures, degraded = drive(
-                url, args.clients, args.seconds, "recall", queries
-            )
+            ping = drive(url, args.clients, args.seconds / 2, "ping", queries).latencies
+            replicas_cpu = [cpu_seconds(proc.pid) for proc in replicas]
+            busy = machine_busy_seconds()
+            closed_run = drive(url, args.clients, args.seconds, "recall", queries)
+            busy = machine_busy_seconds() - busy
+            replicas_cpu = [
+                cpu_seconds(p.pid) - c for p, c in zip(replicas, replicas_cpu, strict=True)
+            ]
+            closed, closed_failures = closed_run.latencies, closed_run.failures
             saturation = len(closed) / args.seconds
             interval = args.clients / (saturation / 2)  # per client, half the saturation
-            lat, failures, open_degraded = drive(
-                url, args.clients, args.seconds, "recall", queries, interval
-            )
-            degraded += open_degraded
+            open_run = drive(url, args.clients, args.seconds, "recall", queries, interval)
+            lat, failures = open_run.latencies, open_run.failures
+            degraded = closed_run.degraded + open_run.degraded
             ttr = time_to_recall(settings, args.ttr_samples)
         finally:
             for proc in [*replicas, ingest]:
@@ -311,6 +320,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table(["measure (ms)", "n", "p50", "p95", "p99", "per_s"], rows))
     print(f"degraded answers: {dict(degraded) or 'none'}")
+    per_request = 1000 / max(1, len(closed))
+    cpu_rows = [
+        ["recall replicas", sum(replicas_cpu) * per_request],
+        ["load generator (clients)", closed_run.client_cpu_s * per_request],
+        ["rest (Redis, ingest worker, graph server, other load)",
+         (busy - sum(replicas_cpu) - closed_run.client_cpu_s) * per_request],
+        ["machine, all cores", busy * per_request],
+    ]  # fmt: skip
+    print(f"CPU per request in the closed loop ({os.cpu_count()} cores):")
+    print(table(["where", "cpu_ms_per_request"], cpu_rows))
     print(
         result_line(
             "recall_latency",
@@ -328,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
             failures=failures + closed_failures,
             degraded=sum(degraded.values()),
             replica_rss_mb=round(max(memory)),
+            replica_cpu_ms_per_request=round(sum(replicas_cpu) * per_request, 3),
+            client_cpu_ms_per_request=round(closed_run.client_cpu_s * per_request, 3),
             time_to_recall_p95_ms=round(percentile(ttr, 95), 1),
         )
     )
