@@ -94,6 +94,9 @@ class ScoreBreakdown(BaseModel):
     lexical_score: float = 0.0
     graph_score: float = 0.0
     context_boost: float = 1.0
+    speaker_multiplier: float = Field(
+        default=1.0, description="Above 1 when the query names the person who said it."
+    )
     scope_multiplier: float = 1.0
 
 

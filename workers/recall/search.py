@@ -27,12 +27,15 @@ from workers.recall.followups import (
 from workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
 from workers.recall.memory import Memory, MemoryKind
 from workers.recall.scoring import (
+    SPEAKER_MULTIPLIER,
     STATUS_MULTIPLIERS,
     Scored,
     fuse,
     is_visible,
     normalise,
     pack,
+    query_names,
+    speaker_multiplier,
     status_multiplier,
     time_multiplier,
 )
@@ -153,6 +156,7 @@ class _Factors:
     recency: float
     status: float
     boost: float
+    speaker: float
     scope_prior: float
     final: float
     decision_record: bool
@@ -179,6 +183,8 @@ def _score(
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + CONTEXT_BOOST_MAX)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
+    named = query_names(intent.query)
+    ceiling *= SPEAKER_MULTIPLIER
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
     for key in sorted(fused, key=fused.__getitem__, reverse=True):
@@ -197,12 +203,16 @@ def _score(
         if plan.context_terms:
             shared = len(plan.context_entities.intersection(memory.entities))
             boost = context_boost(shared, context_scores.get(key, 0.0))
+        speaker = speaker_multiplier(memory.extra.get("speaker"), named)
         prior = SCOPE_DECAY ** order.index(label)
         decision = memory.kind is MemoryKind.DECISION_RECORD or memory.status == "DecisionRecord"
-        final = semantic * recency * status * boost * prior
+        final = semantic * recency * status * boost * speaker * prior
         found.append(
-            _Factors(key, memory, label, semantic, recency, status, boost, prior, final, decision)
-        )
+            _Factors(
+                key, memory, label, semantic, recency, status, boost, speaker, prior, final,
+                decision,
+            )
+        )  # fmt: skip
         if len(pool_finals) < pool_size:
             heapq.heappush(pool_finals, final)
         elif final > pool_finals[0]:
@@ -372,6 +382,7 @@ def _result(
         lexical_score=round(lexical.get(item.key, 0.0), 6),
         graph_score=round(graph.get(item.key, 0.0), 6),
         context_boost=round(factors.boost, 6),
+        speaker_multiplier=factors.speaker,
         scope_multiplier=round(factors.scope_prior, 6),
     )
     return RecallResult(

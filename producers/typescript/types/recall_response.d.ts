@@ -26,6 +26,10 @@ export type LexicalScore = number;
 export type RecencyMultiplier = number;
 export type ScopeMultiplier = number;
 export type SemanticScore = number;
+/**
+ * Above 1 when the query names the person who said it.
+ */
+export type SpeakerMultiplier = number;
 export type StatusMultiplier = number;
 export type SourceCreatedAt = string | null;
 /**
@@ -78,5 +82,6 @@ export interface ScoreBreakdown {
   recency_multiplier: RecencyMultiplier;
   scope_multiplier?: ScopeMultiplier;
   semantic_score: SemanticScore;
+  speaker_multiplier?: SpeakerMultiplier;
   status_multiplier: StatusMultiplier;
 }
