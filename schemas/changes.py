@@ -19,7 +19,9 @@ entries of a version it does not know.
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -31,6 +33,8 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    field_serializer,
+    field_validator,
     model_validator,
 )
 
@@ -38,8 +42,16 @@ from schemas.errors import InvalidPayloadError
 from schemas.scopes import Scope
 from schemas.validation import invalid_fields
 
-CHANGE_SCHEMA_VERSION: Literal[1] = 1
-"""Bumped on any incompatible change of the change-stream entries."""
+CHANGE_SCHEMA_VERSION: Literal[2] = 2
+"""Bumped on any incompatible change of the change-stream entries. Version 2 sends an
+embedding's vector packed (:class:`Embedding`); version 1 sent it as a JSON list of
+numbers, and readers still accept it (:data:`READABLE_VERSIONS`)."""
+
+READABLE_VERSIONS = (1, 2)
+"""Entry versions a reader applies: upgrade the recall replicas before the writers."""
+
+MAX_DIMENSION = 8_192
+"""Longest vector an entry may carry."""
 
 CHANGE_FIELD = "change"
 """The one stream field of an entry; its value is the entry's JSON."""
@@ -105,18 +117,51 @@ class MemoryRecord(BaseModel):
 
 
 class Embedding(BaseModel):
-    """A memory's vector and the model that made it (dimensions are the vector's length)."""
+    """A memory's vector and the model that made it (dimensions are the vector's length).
+
+    On the wire (version 2) ``vector`` is packed: the base64 of its components as
+    little-endian IEEE 754 float32, 4 bytes each. A 640-d vector is then 3.4 KB of JSON
+    instead of ~7.7 KB of decimal numbers, and exact: the replicas keep float32 rows. A
+    JSON list of numbers (version 1) is still read.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1, max_length=256)
-    vector: tuple[float, ...] = Field(min_length=1)
+    vector: tuple[float, ...] = Field(min_length=1, max_length=MAX_DIMENSION)
+
+    @field_validator("vector", mode="before")
+    @classmethod
+    def _unpack(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value  # a list of numbers (version 1, or built in Python)
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise ValueError("vector is neither numbers nor base64") from None
+        if not raw or len(raw) % 4 or len(raw) > 4 * MAX_DIMENSION:
+            raise ValueError("packed vector is not a whole number of float32 components")
+        return struct.unpack(f"<{len(raw) // 4}f", raw)
+
+    @field_validator("vector")
+    @classmethod
+    def _as_float32(cls, vector: tuple[float, ...]) -> tuple[float, ...]:
+        """Components as float32 holds them, however they came: what is sent is what
+        a reader gets."""
+        try:
+            return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
+        except OverflowError:
+            raise ValueError("vector component out of float32 range") from None
+
+    @field_serializer("vector", when_used="json")
+    def _pack(self, vector: tuple[float, ...]) -> str:
+        return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
 
 
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = CHANGE_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = CHANGE_SCHEMA_VERSION
 
 
 class MemoryUpsert(_Entry):
@@ -175,7 +220,7 @@ def decode_change(fields: Mapping[Any, Any]) -> ChangeEntry:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise InvalidPayloadError("change entry is not JSON") from None
-    if isinstance(data, dict) and data.get("schema_version") != CHANGE_SCHEMA_VERSION:
+    if isinstance(data, dict) and data.get("schema_version") not in READABLE_VERSIONS:
         raise InvalidPayloadError("change entry of an unknown schema_version")
     try:
         return _ENTRY.validate_python(data)

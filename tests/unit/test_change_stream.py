@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -11,6 +13,9 @@ from hypothesis import strategies as st
 
 from schemas.changes import (
     CHANGE_FIELD,
+    CHANGE_SCHEMA_VERSION,
+    MAX_DIMENSION,
+    READABLE_VERSIONS,
     ChangeEntry,
     Embedding,
     MemoryKind,
@@ -65,7 +70,7 @@ def record(**fields: object) -> MemoryRecord:
 def test_every_entry_round_trips_as_redis_returns_it(entry: ChangeEntry) -> None:
     fields = encode_change(entry)
     assert set(fields) == {CHANGE_FIELD}
-    assert json.loads(fields[CHANGE_FIELD])["schema_version"] == 1
+    assert json.loads(fields[CHANGE_FIELD])["schema_version"] == CHANGE_SCHEMA_VERSION == 2
     raw = {k.encode(): v.encode() for k, v in fields.items()}
     assert decode_change(raw) == entry
 
@@ -77,7 +82,7 @@ def test_every_entry_round_trips_as_redis_returns_it(entry: ChangeEntry) -> None
         {"op": "upsert", "memory": "{}"},
         {CHANGE_FIELD: "not json"},
         {CHANGE_FIELD: json.dumps({"schema_version": 1, "op": "explode"})},
-        {CHANGE_FIELD: json.dumps({"schema_version": 2, "op": "remove", "memory_id": "m"})},
+        {CHANGE_FIELD: json.dumps({"schema_version": 3, "op": "remove", "memory_id": "m"})},
         {CHANGE_FIELD: json.dumps({"op": "remove", "memory_id": "m"})},
         {CHANGE_FIELD: json.dumps({"schema_version": 1, "op": "upsert", "memory": {"id": "m"}})},
         {CHANGE_FIELD: json.dumps({"schema_version": 1, "op": "forget", "scope": "galaxy"})},
@@ -125,4 +130,42 @@ def test_untrusted_entries_parse_or_fail_typed(body: dict[str, object]) -> None:
         entry = decode_change({CHANGE_FIELD: json.dumps(body)})
     except InvalidPayloadError:
         return
-    assert entry.schema_version == 1
+    assert entry.schema_version in READABLE_VERSIONS
+
+
+def _upsert_json(vector: object, version: int = 2) -> dict[str, str]:
+    memory = record().model_dump(mode="json")
+    body = {"schema_version": version, "op": "upsert", "memory": memory}
+    return {CHANGE_FIELD: json.dumps(body | {"embedding": {"model": "m", "vector": vector}})}
+
+
+def test_a_vector_travels_packed_exactly_and_a_version_1_list_is_still_read() -> None:
+    rng = random.Random(5)
+    vector = tuple(rng.uniform(-1, 1) for _ in range(640))
+    entry = MemoryUpsert(memory=record(), embedding=Embedding(model="m", vector=vector))
+    fields = encode_change(entry)
+    decoded = decode_change(fields)
+    assert isinstance(decoded, MemoryUpsert) and decoded.embedding is not None
+    assert decoded == entry  # float32 components, as sent
+    assert decoded.embedding.vector == pytest.approx(vector, abs=1e-7)
+    as_list = decode_change(_upsert_json(list(vector), version=1))
+    assert isinstance(as_list, MemoryUpsert) and as_list.embedding == decoded.embedding
+    listed = len(_upsert_json(list(vector))[CHANGE_FIELD])
+    assert len(fields[CHANGE_FIELD]) < 0.5 * listed
+
+
+@pytest.mark.parametrize(
+    "vector",
+    [
+        "not base64!",
+        base64.b64encode(b"abc").decode(),  # not a whole float32
+        "",
+        base64.b64encode(bytes(4 * (MAX_DIMENSION + 1))).decode(),
+        [1e39],  # beyond float32
+        [],
+    ],
+)
+def test_a_malformed_vector_is_a_typed_error(vector: object) -> None:
+    with pytest.raises(InvalidPayloadError) as caught:
+        decode_change(_upsert_json(vector))
+    assert "embedding.vector" in str(caught.value)
