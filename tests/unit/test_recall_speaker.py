@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from tests.support.recall import NOW, memory, request
-from workers.recall import scoring
+from workers.embeddings.local import StaticEmbedder
+from workers.embeddings.protocol import Vectors
+from workers.recall import speakers
 from workers.recall.index import MemoryIndex
-from workers.recall.scoring import SPEAKER_MULTIPLIER, query_names, speaker_multiplier
 from workers.recall.search import search
+from workers.recall.speakers import (
+    SPEAKER_MULTIPLIER,
+    query_names,
+    speaker_multiplier,
+    without_names,
+)
 
 
 def _chat() -> MemoryIndex:
@@ -46,7 +55,7 @@ def test_the_named_persons_own_turn_outranks_a_stronger_lexical_match_by_someone
     product = score.semantic_score * score.recency_multiplier * score.status_multiplier
     product *= score.context_boost * score.speaker_multiplier * score.scope_multiplier
     assert score.final_score == pytest.approx(product, rel=1e-4, abs=1e-5)
-    monkeypatch.setattr(scoring, "SPEAKER_MULTIPLIER", 1.0)  # without it, Sam's turn leads
+    monkeypatch.setattr(speakers, "SPEAKER_MULTIPLIER", 1.0)  # without it, Sam's turn leads
     assert search(index, request(query), NOW).results[0].source_event_ids == ["e_sam"]
 
 
@@ -58,3 +67,38 @@ def test_a_name_matches_as_written_and_by_any_of_its_words() -> None:
     assert speaker_multiplier(None, query_names("Dana")) == 1.0
     assert speaker_multiplier("", query_names("Dana")) == 1.0
     assert speaker_multiplier("J", query_names("J said what")) == 1.0  # one letter is no name
+
+
+class RecordingEmbedder(StaticEmbedder):
+    """The shipped static model, keeping the texts it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.asked += [str(t) for t in texts]
+        return super().embed(texts)
+
+
+def test_the_query_vector_leaves_out_the_names_of_the_partitions_speakers() -> None:
+    embedder = RecordingEmbedder()
+    index = MemoryIndex(embedder)
+    index.add(memory("dana", "I moved to Austin in March", extra={"speaker": "Dana Lee"}))
+    index.add(memory("sam", "Dana, how was the move?", extra={"speaker": "Sam"}))
+    embedder.asked.clear()
+    search(index, request("When did Dana move to Austin? Ask Kim's friend"), NOW)
+    assert embedder.asked == ["When did move to Austin? Ask Kim's friend"]  # Kim speaks not
+    index.remove("dana")
+    embedder.asked.clear()
+    search(index, request("When did Dana move to Austin?"), NOW)
+    assert embedder.asked == ["When did Dana move to Austin?"]  # no live memory of Dana's
+
+
+def test_names_come_out_of_a_query_with_their_possessive() -> None:
+    names = {"Dana", "Sam"}
+    assert without_names("What are Dana's pets?", names) == "What are pets?"
+    assert without_names("Dana\u2019s and Sam's plans", names) == "and plans"
+    assert without_names("Danae and Sampson", names) == "Danae and Sampson"  # whole words
+    assert without_names("Dana?", names) == "Dana?"  # nothing else left: the query stays
+    assert without_names("hello", set()) == "hello"

@@ -40,6 +40,7 @@ from workers.recall.postings import (
     partition_of,
 )
 from workers.recall.semantic import EMBED_BATCH, SemanticSignal
+from workers.recall.speakers import name_words
 from workers.recall.text import tokenize
 from workers.recall.vectors import Vector
 
@@ -259,6 +260,7 @@ class MemoryIndex:
                 ents = part.entities[key] = array("i")
             ents.append(internal)
         part.live_postings += len(counts)
+        part.speakers.update(name_words(memory.extra.get("speaker")))
         self._docs[internal] = _Doc(memory, pkey, length, len(counts))
         self._ids[memory.id] = internal
         for member_key in _member_keys(memory):
@@ -288,6 +290,8 @@ class MemoryIndex:
             return
         part.n_docs -= 1
         part.total_len -= doc.length
+        part.speakers.subtract(name_words(memory.extra.get("speaker")))
+        part.speakers += Counter()  # drop names no live memory has any more
         part.live_postings -= doc.n_terms
         part.dead_postings += doc.n_terms
         if part.dead_postings > COMPACT_DEAD_RATIO * max(part.live_postings, 1):
@@ -326,6 +330,11 @@ class MemoryIndex:
             return 0, 0
         postings = part.postings.get(term)
         return (len(postings.ids) if postings else 0), part.n_docs
+
+    def speaker_names(self, pkey: PartitionKey, words: Iterable[str]) -> list[str]:
+        """Which of ``words`` name a speaker of the partition's memories."""
+        part = self._parts.get(pkey)
+        return [w for w in words if part is not None and part.speakers.get(w, 0) > 0]
 
     def known_entities(self, pkey: PartitionKey, candidates: Iterable[str]) -> list[str]:
         """Which of ``candidates`` (entity keys) name an entity of this partition."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -59,6 +60,8 @@ class Partition:
     weights_avgdl: float = 0.0
     live_postings: int = 0
     dead_postings: int = 0
+    speakers: Counter[str] = field(default_factory=Counter)
+    """Live memories per word of their speakers' names (``speakers.name_words``)."""
 
     @property
     def avgdl(self) -> float:

@@ -6,7 +6,7 @@ signals (lexical, graph, episode chain, and semantic vectors when the index has 
 embedder), ``recency_multiplier`` is the time factor: relevance first, so the decay is
 floored (:data:`RECENCY_FLOOR`) and only reorders near-equals; time named in the query
 replaces it (:func:`time_multiplier`); ``speaker_multiplier`` lifts what a person the
-query names said (:func:`speaker_multiplier`).
+query names said (``speakers.py``).
 """
 
 from __future__ import annotations
@@ -76,30 +76,6 @@ def time_multiplier(
         return 1.0 if intent.contains(reference) else OUTSIDE_WINDOW
     floor = LATEST_FLOOR if intent.mode is TimeMode.LATEST else RECENCY_FLOOR
     return floor + (1.0 - floor) * recency_multiplier(reference, now, half_life_days)
-
-
-SPEAKER_MULTIPLIER = 1.6
-"""Multiplier of a memory spoken by a person the query names ("when did Dana move?"):
-a question about someone is most often answered by what they said themselves, and a
-speaker's name is in half the turns of a two-person chat, so lexical matching alone
-barely lifts them. Chosen on the development sets (docs/recall.md): 1.15-2.0 all helped,
-R@10 +0.8 points at real dates from 1.6 on."""
-
-_NAME_WORDS = re.compile(r"\w+")
-
-
-def query_names(query: str) -> frozenset[str]:
-    """The words of a query as written, to match speakers' names against."""
-    return frozenset(_NAME_WORDS.findall(query))
-
-
-def speaker_multiplier(speaker: str | None, named: frozenset[str]) -> float:
-    """:data:`SPEAKER_MULTIPLIER` when a word of the speaker's name appears in the query
-    exactly as written (so "Will" is a name and "will" is not), else 1.0."""
-    if not speaker:
-        return 1.0
-    words = _NAME_WORDS.findall(speaker)
-    return SPEAKER_MULTIPLIER if any(w in named for w in words if len(w) > 1) else 1.0
 
 
 def status_multiplier(status: str) -> float:

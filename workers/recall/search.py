@@ -27,19 +27,22 @@ from workers.recall.followups import (
 from workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
 from workers.recall.memory import Memory, MemoryKind
 from workers.recall.scoring import (
-    SPEAKER_MULTIPLIER,
     STATUS_MULTIPLIERS,
     Scored,
     fuse,
     is_visible,
     normalise,
     pack,
-    query_names,
-    speaker_multiplier,
     status_multiplier,
     time_multiplier,
 )
 from workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
+from workers.recall.speakers import (
+    SPEAKER_MULTIPLIER,
+    query_names,
+    speaker_multiplier,
+    without_names,
+)
 from workers.recall.text import estimate_tokens
 from workers.recall.timeq import TimeIntent, parse_time
 from workers.recall.vectors import Vector
@@ -107,10 +110,14 @@ def search(
         known_entities=lambda grams: _known(index, targets, grams),
     )
     signals = _candidates(index, targets, plan)
+    named = query_names(intent.query)
     degraded: list[str] = []
     semantic = index.semantic
     if semantic is not None and semantic.ready():
-        vector, reason = semantic.queries.embed(intent.query, _query_budget_s(request, started))
+        names = {n for t in targets for n in index.speaker_names(t.partition, named)}
+        vector, reason = semantic.queries.embed(
+            without_names(intent.query, names), _query_budget_s(request, started)
+        )
         if vector is not None:
             signals["semantic"] = _semantic(index, semantic, targets, vector, signals)
         elif reason is not None:
@@ -118,7 +125,7 @@ def search(
     fused = fuse(signals)
     context_scores = _context_scores(index, targets, plan, fused)
 
-    factors = _score(index, request, now, intent, scopes, plan, fused, context_scores)
+    factors = _score(index, request, now, intent, scopes, plan, fused, context_scores, named)
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     pool = [
         Scored(
@@ -171,6 +178,7 @@ def _score(
     plan: QueryPlan,
     fused: Mapping[int, float],
     context_scores: Mapping[int, float],
+    named: frozenset[str],
 ) -> list[_Factors]:
     """``final = semantic x recency x status x context boost x scope prior``, per candidate;
     superseded memories are dropped unless asked for, and so is anything outside the scopes.
@@ -183,7 +191,6 @@ def _score(
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + CONTEXT_BOOST_MAX)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
-    named = query_names(intent.query)
     ceiling *= SPEAKER_MULTIPLIER
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
