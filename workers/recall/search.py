@@ -111,10 +111,10 @@ def search(
     )
     signals = _candidates(index, targets, plan)
     named = query_names(intent.query)
+    names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     degraded: list[str] = []
     semantic = index.semantic
     if semantic is not None and semantic.ready():
-        names = {n for t in targets for n in index.speaker_names(t.partition, named)}
         vector, reason = semantic.queries.embed(
             without_names(intent.query, names), _query_budget_s(request, started)
         )
@@ -125,7 +125,7 @@ def search(
     fused = fuse(signals)
     context_scores = _context_scores(index, targets, plan, fused)
 
-    factors = _score(index, request, now, intent, scopes, plan, fused, context_scores, named)
+    factors = _score(index, request, now, intent, scopes, plan, fused, context_scores, names)
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     pool = [
         Scored(
@@ -178,9 +178,10 @@ def _score(
     plan: QueryPlan,
     fused: Mapping[int, float],
     context_scores: Mapping[int, float],
-    named: frozenset[str],
+    speakers_named: frozenset[str],
 ) -> list[_Factors]:
-    """``final = semantic x recency x status x context boost x scope prior``, per candidate;
+    """``final = semantic x recency x status x context boost x speaker x scope prior``, per
+    candidate (``speakers_named``: words of the searched speakers' names in the query);
     superseded memories are dropped unless asked for, and so is anything outside the scopes.
 
     Candidates are visited by falling ``semantic``; once even the largest possible
@@ -191,7 +192,8 @@ def _score(
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + CONTEXT_BOOST_MAX)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
-    ceiling *= SPEAKER_MULTIPLIER
+    if speakers_named:
+        ceiling *= SPEAKER_MULTIPLIER  # no lift when the query names no speaker
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
     for key in sorted(fused, key=fused.__getitem__, reverse=True):
@@ -210,7 +212,7 @@ def _score(
         if plan.context_terms:
             shared = len(plan.context_entities.intersection(memory.entities))
             boost = context_boost(shared, context_scores.get(key, 0.0))
-        speaker = speaker_multiplier(memory.extra.get("speaker"), named)
+        speaker = speaker_multiplier(memory.extra.get("speaker"), speakers_named)
         prior = SCOPE_DECAY ** order.index(label)
         decision = memory.kind is MemoryKind.DECISION_RECORD or memory.status == "DecisionRecord"
         final = semantic * recency * status * boost * speaker * prior
