@@ -5,7 +5,7 @@ import threading
 from schemas.changes import ScopeForgotten
 from schemas.scopes import Scope
 from tests.support.recall import memory
-from workers.recall import index as index_module
+from workers.recall import bm25
 from workers.recall.index import MemoryIndex
 from workers.recall.text import tokenize
 
@@ -97,7 +97,7 @@ def test_compaction_after_many_removals_keeps_answers_right() -> None:
 
 
 def test_common_terms_beyond_the_budget_still_rescore(monkeypatch) -> None:
-    monkeypatch.setattr(index_module, "POSTINGS_BUDGET", 20)
+    monkeypatch.setattr(bm25, "POSTINGS_BUDGET", 20)
     index = MemoryIndex()
     # Same length and inserted first: without rescoring it would tie and win the tie.
     index.add(memory("rare_only", "zebra giraffe lion tiger"))

@@ -10,8 +10,9 @@ from schemas.recall import ConversationTurn, RecallRequest, ScopeName
 from tests.support.recall import NOW, memory, request
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import MemoryKind
+from workers.recall.memory_block import render_memory_block
 from workers.recall.scoring import RECENCY_FLOOR
-from workers.recall.search import render_memory_block, search
+from workers.recall.search import search
 
 
 def _texts(index: MemoryIndex, req: RecallRequest) -> list[str]:

@@ -17,19 +17,18 @@ copy array slices, which the GIL makes atomic, and skip ids that vanished meanwh
 
 from __future__ import annotations
 
-import heapq
 import threading
 from array import array
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import cast
 
 from schemas.changes import ChangeEntry, MemoryRemoval, MemoryUpsert, ScopeForgotten, StatusChange
 from workers.embeddings.protocol import Embedder
 from workers.embeddings.texts import embedding_text
+from workers.recall import bm25, entity_signal
+from workers.recall.bm25 import Hit
 from workers.recall.memory import Memory, MemoryScope
 from workers.recall.postings import (
     Partition,
@@ -46,15 +45,6 @@ from workers.recall.vectors import Vector
 
 __all__ = ["Hit", "MemoryIndex", "PartitionKey", "idf", "partition_of"]
 
-POSTINGS_BUDGET = 3_000
-"""Postings one query may walk to generate lexical candidates (newest first)."""
-
-RESCORE_CANDIDATES = 100
-"""Candidates that terms too common to walk still rescore (by binary search)."""
-
-ENTITY_POSTINGS_CAP = 400
-"""Newest memories taken per entity for the graph signal."""
-
 SESSION_SCAN_CAP = 2_000
 """Newest memories of a session scored when a query is restricted to that session."""
 
@@ -63,8 +53,6 @@ COMPACT_DEAD_RATIO = 0.25
 
 AVGDL_DRIFT = 0.2
 """Recompute a partition's term weights once its mean length moved this much."""
-
-Hit = tuple[int, float]
 
 
 @dataclass(slots=True)
@@ -351,41 +339,15 @@ class MemoryIndex:
         limit: int,
         session_id: str | None = None,
     ) -> list[Hit]:
-        """BM25 over one partition, ``query`` mapping term -> weight; best first."""
+        """BM25 over one partition, ``query`` mapping term -> weight; best first
+        (``bm25.walk``; a session's newest ``SESSION_SCAN_CAP`` memories when restricted)."""
         part = self._parts.get(pkey)
         if part is None or not query:
             return []
         if session_id is not None:
             members = self._members.get(("session", session_id), array("i"))
-            return self._score_members(part, query, members[-SESSION_SCAN_CAP:], limit)
-        found = [
-            (len(p.ids), term, p) for term in query if (p := part.postings.get(term)) is not None
-        ]
-        found.sort(key=itemgetter(0))
-        acc: dict[int, float] = {}
-        budget = POSTINGS_BUDGET
-        late: list[tuple[float, Postings]] = []
-        for df, term, postings in found:
-            weight = idf(part.n_docs, df) * query[term]
-            if df > budget and acc:
-                late.append((weight, postings))
-                continue
-            start = max(0, df - budget)
-            budget -= df - start
-            get = acc.get
-            for internal, w in zip(postings.ids[start:], postings.weights[start:], strict=True):
-                acc[internal] = get(internal, 0.0) + weight * w
-        if late:
-            acc = dict(heapq.nlargest(RESCORE_CANDIDATES, acc.items(), key=itemgetter(1)))
-            for weight, postings in late:
-                ids, weights, n = postings.ids, postings.weights, len(postings.ids)
-                for internal in acc:
-                    i = bisect_left(ids, internal)
-                    if i < n and ids[i] == internal:
-                        acc[internal] += weight * weights[i]
-        best = heapq.nlargest(limit + 8, acc.items(), key=itemgetter(1))
-        docs = self._docs
-        return [hit for hit in best if hit[0] in docs][:limit]
+            return bm25.score_members(part, query, members[-SESSION_SCAN_CAP:], self._docs, limit)
+        return bm25.walk(part, query, self._docs, limit)
 
     def term_scores(
         self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]
@@ -394,36 +356,7 @@ class MemoryIndex:
         part = self._parts.get(pkey)
         if part is None:
             return {}
-        return dict(self._score_members(part, query, list(internals), None))
-
-    def _score_members(
-        self,
-        part: Partition,
-        query: Mapping[str, float],
-        members: Iterable[int],
-        limit: int | None,
-    ) -> list[Hit]:
-        terms = []
-        for term, q in query.items():
-            postings = part.postings.get(term)
-            if postings is not None:
-                terms.append((idf(part.n_docs, len(postings.ids)) * q, postings))
-        acc: dict[int, float] = {}
-        docs = self._docs
-        for internal in members:
-            if internal not in docs:
-                continue
-            score = 0.0
-            for weight, postings in terms:
-                ids = postings.ids
-                i = bisect_left(ids, internal)
-                if i < len(ids) and ids[i] == internal:
-                    score += weight * postings.weights[i]
-            if score > 0.0:
-                acc[internal] = score
-        if limit is None:
-            return list(acc.items())
-        return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
+        return dict(bm25.score_members(part, query, list(internals), self._docs, None))
 
     def entity_hits(
         self,
@@ -433,37 +366,20 @@ class MemoryIndex:
         limit: int,
         session_id: str | None = None,
     ) -> list[Hit]:
-        """Memories mentioning the given entity keys (weighted, rarer entities count more)."""
+        """Memories mentioning the given entity keys (``entity_signal.entity_hits``)."""
         part = self._parts.get(pkey)
         if part is None or not entities:
             return []
-        acc: dict[int, float] = {}
-        docs = self._docs
-        for key, weight in entities.items():
-            ents = part.entities.get(key)
-            if not ents:
-                continue
-            w = weight * idf(part.n_docs, len(ents))
-            for internal in ents[-ENTITY_POSTINGS_CAP:]:
-                doc = docs.get(internal)
-                if doc is None or (session_id and doc.memory.session_id != session_id):
-                    continue
-                acc[internal] = acc.get(internal, 0.0) + w
-        return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
+        return entity_signal.entity_hits(
+            part, entities, self.memory, limit=limit, session_id=session_id
+        )
 
     def entity_neighbours(self, pkey: PartitionKey, keys: Iterable[str], limit: int) -> list[str]:
-        """Entities co-mentioned with ``keys`` in their newest memories, most frequent first."""
+        """Entities co-mentioned with ``keys`` (``entity_signal.entity_neighbours``)."""
         part = self._parts.get(pkey)
         if part is None:
             return []
-        seeds = set(keys)
-        counts: Counter[str] = Counter()
-        for key in seeds:
-            for internal in part.entities.get(key, array("i"))[-50:]:
-                doc = self._docs.get(internal)
-                if doc is not None:
-                    counts.update(e for e in doc.memory.entities if e not in seeds)
-        return [key for key, _ in counts.most_common(limit)]
+        return entity_signal.entity_neighbours(part, keys, self.memory, limit)
 
     def turn_neighbours(self, internal: int) -> list[int]:
         """The previous and next turn of an episode in its session (the episode chain)."""

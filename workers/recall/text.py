@@ -116,3 +116,17 @@ def entity_ngrams(text: str, max_len: int = MAX_ENTITY_NGRAM) -> set[str]:
 def estimate_tokens(text: str) -> int:
     """Rough LLM token count: about 4 characters or 0.75 words per token, whichever is more."""
     return max(1, math.ceil(len(text) / 4), math.ceil(len(text.split()) * 4 / 3))
+
+
+def truncate_to_tokens(text: str, budget_tokens: int) -> str:
+    """Cut at a word boundary so that ``estimate_tokens`` stays within the budget."""
+    max_words = max(1, budget_tokens * 3 // 4 - 1)
+    max_chars = max(1, budget_tokens * 4 - 8)
+    kept: list[str] = []
+    used = 0
+    for word in text.split()[:max_words]:
+        if used + len(word) + 1 > max_chars:
+            break
+        kept.append(word)
+        used += len(word) + 1
+    return " ".join(kept) + " …"

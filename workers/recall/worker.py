@@ -19,7 +19,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import secrets
 import socket
 import threading
@@ -38,21 +37,13 @@ from schemas.defaults import RECALL_LAG_DEGRADED_S
 from schemas.errors import InvalidPayloadError
 from schemas.keys import RECALL_REPLY_PREFIX
 from schemas.recall import ErrorCode, RecallRequest, RecallResponse
-from schemas.tenants import (
-    TENANTS_KEY,
-    check_tenant,
-    is_qualified,
-    qualify,
-    recall_reply_prefix,
-    recall_requests_key,
-    tenant_of_key,
-    unqualify,
-)
+from schemas.tenants import tenant_of_key
 from schemas.validation import invalid_fields
 from workers.embeddings.protocol import Embedder
 from workers.recall.bootstrap import MemorySource, VectorSource, all_memories, stored_vectors
 from workers.recall.index import MemoryIndex
 from workers.recall.memory import Memory
+from workers.recall.memory_block import render_memory_block
 from workers.recall.replica import (
     CHANGE_STREAM_LAG,
     GRAPH_UNAVAILABLE,
@@ -63,7 +54,14 @@ from workers.recall.replica import (
     replica_name,
     stream_lag_s,
 )
-from workers.recall.search import render_memory_block, search
+from workers.recall.search import search
+from workers.recall.tenancy import (
+    ReplyKeys,
+    foreign_scope_fields,
+    qualified,
+    tenant_request_keys,
+    unqualify_results,
+)
 from workers.recall.vectors import Vector
 
 log = structlog.get_logger(__name__)
@@ -78,14 +76,8 @@ TAIL_BATCH = 1_000
 """Change entries applied per XREAD."""
 
 
-REPLY_ID_PATTERN = r"[A-Za-z0-9_-]{1,128}"
-"""What may follow the reply prefix: a reply key names one request, nothing else."""
-
 TENANTS_REFRESH_S = 5.0
 """How often the worker looks for tenants added since (their request lists are popped)."""
-
-SCOPE_FIELDS = ("session_id", "workspace", "user")
-"""The scope keys of a request; a tenant's are qualified with the tenant before search."""
 
 BOOTSTRAP_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
 """Waits between attempts to read the graph while it is down (then the last, repeated)."""
@@ -141,7 +133,7 @@ class RecallWorker:
         self._redis = redis_client
         self._store = store
         self._vectors = vectors
-        self._reply_key = re.compile(re.escape(reply_prefix) + REPLY_ID_PATTERN)
+        self._reply_keys = ReplyKeys(reply_prefix)
         self._requests_key = requests_key
         self._tenant_requests: list[str] = []
         self._tenants_read_at = float("-inf")
@@ -299,21 +291,14 @@ class RecallWorker:
             log.info("recall_request_late", request_id=request.request_id)
             return None
         if tenant is not None:
-            foreign = [name for name in SCOPE_FIELDS if is_qualified(getattr(request, name) or "")]
+            foreign = foreign_scope_fields(request)
             if foreign:
                 return self._refuse_scope(request, tenant, foreign)
-            request = request.model_copy(
-                update={
-                    name: qualify(tenant, getattr(request, name))
-                    for name in SCOPE_FIELDS
-                    if getattr(request, name)
-                }
-            )
+            request = qualified(request, tenant)
         started = time.perf_counter()
         response = search(self.index, request)
         if tenant is not None:
-            for result in response.results:
-                result.source_event_ids = [unqualify(tenant, e) for e in result.source_event_ids]
+            unqualify_results(response.results, tenant)
         response.memory_block = render_memory_block(response.results)
         response.degraded += self.degraded_reasons()
         if request.reply_to:
@@ -341,16 +326,8 @@ class RecallWorker:
         return response
 
     def replies_allowed_to(self, reply_to: object, tenant: str | None = None) -> bool:
-        """True for a key the worker may answer on: the reply prefix (the tenant's, for a
-        tenant's request) plus a request id."""
-        if not isinstance(reply_to, str):
-            return False
-        if tenant is None:
-            return self._reply_key.fullmatch(reply_to) is not None
-        prefix = recall_reply_prefix(tenant)
-        return reply_to.startswith(prefix) and (
-            re.fullmatch(REPLY_ID_PATTERN, reply_to[len(prefix) :]) is not None
-        )
+        """True for a key the worker may answer on (``tenancy.ReplyKeys``)."""
+        return self._reply_keys.allowed(reply_to, tenant)
 
     def degraded_reasons(self) -> list[str]:
         """What the replica itself lacks: the graph's memories, or freshness."""
@@ -414,14 +391,8 @@ class RecallWorker:
         """The operator's request list, then every tenant's (re-read now and then)."""
         now = time.monotonic()
         if now - self._tenants_read_at >= TENANTS_REFRESH_S:
-            names: Any = self._redis.smembers(TENANTS_KEY)
-            keys = []
-            for name in sorted(n.decode() for n in names):
-                try:
-                    keys.append(recall_requests_key(check_tenant(name)))
-                except ValueError:
-                    continue
-            self._tenant_requests, self._tenants_read_at = keys, now
+            self._tenant_requests = tenant_request_keys(self._redis)
+            self._tenants_read_at = now
         return [self._requests_key, *self._tenant_requests]
 
     def serve_once(self, timeout_s: float = POP_TIMEOUT_S) -> bool:

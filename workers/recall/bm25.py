@@ -1,0 +1,89 @@
+"""BM25 over one partition's postings (see ``index``): the bounded walk that finds lexical
+candidates, and the binary-search scoring of given memories.
+
+``alive`` is the index's live-id mapping: removed ids linger in the postings until the
+partition is compacted, and are skipped here.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Container, Iterable, Mapping
+from operator import itemgetter
+
+from workers.recall.postings import Partition, Postings, idf
+
+POSTINGS_BUDGET = 3_000
+"""Postings one query may walk to generate lexical candidates (newest first)."""
+
+RESCORE_CANDIDATES = 100
+"""Candidates that terms too common to walk still rescore (by binary search)."""
+
+Hit = tuple[int, float]
+
+
+def walk(
+    part: Partition, query: Mapping[str, float], alive: Container[int], limit: int
+) -> list[Hit]:
+    """The ``limit`` best memories for ``query`` (term -> weight), best first.
+
+    Terms are walked rarest first, newest postings first, within ``POSTINGS_BUDGET``;
+    terms too common for what is left only rescore the best candidates found so far.
+    """
+    found = [(len(p.ids), term, p) for term in query if (p := part.postings.get(term)) is not None]
+    found.sort(key=itemgetter(0))
+    acc: dict[int, float] = {}
+    budget = POSTINGS_BUDGET
+    late: list[tuple[float, Postings]] = []
+    for df, term, postings in found:
+        weight = idf(part.n_docs, df) * query[term]
+        if df > budget and acc:
+            late.append((weight, postings))
+            continue
+        start = max(0, df - budget)
+        budget -= df - start
+        get = acc.get
+        for internal, w in zip(postings.ids[start:], postings.weights[start:], strict=True):
+            acc[internal] = get(internal, 0.0) + weight * w
+    if late:
+        acc = dict(heapq.nlargest(RESCORE_CANDIDATES, acc.items(), key=itemgetter(1)))
+        for weight, postings in late:
+            ids, weights, n = postings.ids, postings.weights, len(postings.ids)
+            for internal in acc:
+                i = bisect_left(ids, internal)
+                if i < n and ids[i] == internal:
+                    acc[internal] += weight * weights[i]
+    best = heapq.nlargest(limit + 8, acc.items(), key=itemgetter(1))
+    return [hit for hit in best if hit[0] in alive][:limit]
+
+
+def score_members(
+    part: Partition,
+    query: Mapping[str, float],
+    members: Iterable[int],
+    alive: Container[int],
+    limit: int | None,
+) -> list[Hit]:
+    """BM25 of ``query`` for the given memories only (no postings walk); the ``limit``
+    best first, or every memory that matched (in ``members`` order) when ``None``."""
+    terms = []
+    for term, q in query.items():
+        postings = part.postings.get(term)
+        if postings is not None:
+            terms.append((idf(part.n_docs, len(postings.ids)) * q, postings))
+    acc: dict[int, float] = {}
+    for internal in members:
+        if internal not in alive:
+            continue
+        score = 0.0
+        for weight, postings in terms:
+            ids = postings.ids
+            i = bisect_left(ids, internal)
+            if i < len(ids) and ids[i] == internal:
+                score += weight * postings.weights[i]
+        if score > 0.0:
+            acc[internal] = score
+    if limit is None:
+        return list(acc.items())
+    return heapq.nlargest(limit, acc.items(), key=itemgetter(1))

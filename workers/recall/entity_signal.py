@@ -1,0 +1,63 @@
+"""The graph signal over one partition's entity postings (see ``index``): memories that
+mention the query's entities, and the entities co-mentioned with them (one hop).
+
+``memory_of`` returns a live memory by internal id, or ``None`` for a removed one (removed
+ids linger in the entity postings until the partition is compacted).
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
+
+from workers.recall.memory import Memory
+from workers.recall.postings import Partition, idf
+
+ENTITY_POSTINGS_CAP = 400
+"""Newest memories taken per entity for the graph signal."""
+
+NEIGHBOUR_SAMPLE = 50
+"""Newest memories of an entity read to find the entities co-mentioned with it."""
+
+Hit = tuple[int, float]
+MemoryOf = Callable[[int], Memory | None]
+
+
+def entity_hits(
+    part: Partition,
+    entities: Mapping[str, float],
+    memory_of: MemoryOf,
+    *,
+    limit: int,
+    session_id: str | None = None,
+) -> list[Hit]:
+    """Memories mentioning the given entity keys (weighted, rarer entities count more)."""
+    acc: dict[int, float] = {}
+    for key, weight in entities.items():
+        ents = part.entities.get(key)
+        if not ents:
+            continue
+        w = weight * idf(part.n_docs, len(ents))
+        for internal in ents[-ENTITY_POSTINGS_CAP:]:
+            memory = memory_of(internal)
+            if memory is None or (session_id and memory.session_id != session_id):
+                continue
+            acc[internal] = acc.get(internal, 0.0) + w
+    return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
+
+
+def entity_neighbours(
+    part: Partition, keys: Iterable[str], memory_of: MemoryOf, limit: int
+) -> list[str]:
+    """Entities co-mentioned with ``keys`` in their newest memories, most frequent first."""
+    seeds = set(keys)
+    counts: Counter[str] = Counter()
+    for key in seeds:
+        for internal in part.entities.get(key, array("i"))[-NEIGHBOUR_SAMPLE:]:
+            memory = memory_of(internal)
+            if memory is not None:
+                counts.update(e for e in memory.entities if e not in seeds)
+    return [key for key, _ in counts.most_common(limit)]
