@@ -6,11 +6,20 @@ stop request (SIGTERM, Ctrl-C) from a loop that ended because Redis went away.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
 from rq import SimpleWorker
+
+SCHEDULER_RESEND_S = 1.0
+"""How long a stopping worker waits for its scheduler process before signalling again."""
+
+SCHEDULER_KILL_S = 10.0
+"""After this long the scheduler process is killed (its locks expire on their own)."""
 
 
 def _never() -> bool:
@@ -39,3 +48,27 @@ class StoppableWorker(SimpleWorker):
         if self.pending_stop() and not self.stop_requested:
             self.request_stop(signal.SIGTERM, None)  # idle: raises RQ's StopRequested
         super().check_for_suspension(burst)
+
+    def stop_scheduler(self) -> None:
+        """Stop the scheduler process RQ forked, however the signal fares.
+
+        RQ sends it one SIGTERM and joins it without a timeout. A signal that reaches
+        the child before CPython's after-fork handling is dropped (pending signals are
+        cleared there, so that they are not handled in both processes), and the worker
+        then waits forever (seen under load when a stop comes right after start-up).
+        Here the SIGTERM is sent again every ``SCHEDULER_RESEND_S`` and the child is
+        killed after ``SCHEDULER_KILL_S``; a scheduler holds nothing that a kill loses.
+        """
+        process = self.scheduler._process if self.scheduler is not None else None
+        if process is None or not process.pid or process.exitcode is not None:
+            return
+        deadline = time.monotonic() + SCHEDULER_KILL_S
+        while process.exitcode is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGTERM)
+            process.join(SCHEDULER_RESEND_S)
+        if process.exitcode is None:
+            self.log.warning("Worker %s: scheduler did not stop, killing it", self.name)
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGKILL)
+            process.join()

@@ -192,7 +192,10 @@ def test_distill_tools_through_the_sdk_client(
     hits = [
         r for r in out["recall"].structured_content["results"] if r.get("memory_id") == memory["id"]
     ]
-    assert hits and hits[0]["source_event_ids"] == memory["source_event_ids"]
+    answer = out["recall"].structured_content
+    seen = [(r.get("memory_id"), r["kind"], r["text"][:60]) for r in answer.get("results", [])]
+    assert hits, f"promoted {memory['id']} not recalled: {seen}, degraded {answer.get('degraded')}"
+    assert hits[0]["source_event_ids"] == memory["source_event_ids"]
 
 
 def test_forget_asks_the_user_first(served: tuple[dict[str, str], Path, Clients]) -> None:
