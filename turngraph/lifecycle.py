@@ -88,11 +88,7 @@ def stop_on_signals() -> None:
     installer = os.getpid()
 
     def handle(signum: int, _frame: FrameType | None) -> None:
-        if os.getpid() != installer:
-            # A forked child (RQ's scheduler) before it set its own handlers: it ends the
-            # way it would have by default, without unwinding the parent's code.
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
+        if _in_forked_child(installer, signum):
             return
         if _STOP.is_set():
             _already_stopping(signum)
@@ -103,6 +99,33 @@ def stop_on_signals() -> None:
     for stop_signal in STOP_SIGNALS:
         signal.signal(stop_signal, handle)
     _quiet_lost_stops()
+
+
+def defer_stops() -> None:
+    """From now on a SIGTERM or SIGINT is only recorded (:func:`stop_was_requested`), never
+    raised: for the moments before a library installs its own handlers and is told of
+    a recorded stop (RQ's ``work()`` registers the worker, subscribes and forks its
+    scheduler first; see ``workers/stoppable.py``). An exception raised in there can land
+    in the middle of a half-built object, such as a multiprocessing finaliser that then
+    prints a traceback when it is collected."""
+    installer = os.getpid()
+
+    def record(signum: int, _frame: FrameType | None) -> None:
+        if not _in_forked_child(installer, signum):
+            _STOP.set()  # nothing else here: a log line could re-enter a stderr write
+
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, record)
+
+
+def _in_forked_child(installer: int, signum: int) -> bool:
+    """In a forked child (RQ's scheduler) before it set its own handlers, a stop ends it
+    the way it would have by default, without unwinding the parent's code."""
+    if os.getpid() == installer:
+        return False
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return True
 
 
 def _quiet_lost_stops() -> None:
@@ -133,6 +156,13 @@ def raise_if_stopping() -> None:
     """For start-up loops: raise :class:`StopSignal` if a stop was asked for."""
     if _STOP.is_set():
         raise StopSignal("stop requested")
+
+
+def pause(seconds: float) -> None:
+    """Sleep up to ``seconds``; raise :class:`StopSignal` as soon as a stop is recorded
+    (also one that was only recorded, see :func:`defer_stops`)."""
+    _STOP.wait(seconds)
+    raise_if_stopping()
 
 
 def wait_for_stop() -> None:

@@ -106,3 +106,36 @@ def test_a_stop_python_cannot_raise_is_quiet_and_other_errors_are_not() -> None:
     )
     assert "StopSignal" not in done.stderr
     assert "ValueError: still shown" in done.stderr
+
+
+DEFERRED = textwrap.dedent(
+    """
+    import multiprocessing, os, signal, time
+    from turngraph import lifecycle
+    lifecycle.stop_on_signals()
+    lifecycle.defer_stops()  # as before RQ's work() installs its handlers
+    os.kill(os.getpid(), signal.SIGTERM)  # recorded, not raised
+    time.sleep(0.2)
+    print("recorded" if lifecycle.stop_was_requested() else "lost", flush=True)
+    # A forked child that has not set handlers of its own ends by default on a stop.
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+    child.start()
+    time.sleep(0.5)
+    os.kill(child.pid, signal.SIGTERM)
+    child.join(10)
+    print("child", child.exitcode, flush=True)
+    try:
+        lifecycle.pause(5)  # a recorded stop ends a pause at once
+    except lifecycle.StopSignal:
+        print("paused stop", flush=True)
+    """
+)
+
+
+def test_a_deferred_stop_is_recorded_and_not_raised() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", DEFERRED], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["recorded", f"child {-signal.SIGTERM}", "paused stop"]
+    assert "Traceback" not in done.stderr

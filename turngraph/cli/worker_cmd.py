@@ -33,6 +33,8 @@ from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import (
     STOP_SIGNALS,
     StopSignal,
+    defer_stops,
+    pause,
     raise_if_stopping,
     stop_on_signals,
     stop_was_requested,
@@ -80,10 +82,13 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             worker = build()
             # A stop signal whose exception Python swallowed (it can land in a finaliser or
             # in logging's lock release) is still recorded: RQ is about to install its own
-            # handlers, and would never hear of it. One that arrives inside work() before
-            # RQ's handlers is handed to RQ once they are in (StoppableWorker.pending_stop).
+            # handlers, and would never hear of it. From here until RQ's handlers are in,
+            # a stop is only recorded (raised inside RQ's start-up it could leave a
+            # half-built object behind), and handed to RQ at the first turn of its loop
+            # (StoppableWorker.pending_stop).
             raise_if_stopping()
             worker.pending_stop = stop_was_requested
+            defer_stops()
             # The scheduler runs retries with back-off (see producers/enqueue.lua).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
         except redis.RedisError as exc:  # from start-up, or RQ's teardown, Redis away
@@ -91,8 +96,8 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
         finally:
             if worker is not None:
                 stop_command_listener(worker)
-        if worker is not None and worker.stop_requested:
-            return 0  # a stop was asked for
+        if (worker is not None and worker.stop_requested) or stop_was_requested():
+            return 0  # a stop was asked for (or recorded before RQ's handlers were in)
         if burst:
             return 0 if worker is not None else 1
         try:
@@ -149,7 +154,7 @@ def wait_for_redis(conn: redis.Redis) -> None:
     for attempt in itertools.count():
         delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
         log.warning("rq_worker_waiting_for_redis", attempt=attempt + 1, delay_s=delay)
-        time.sleep(delay)
+        pause(delay)  # a stop only recorded (RQ's handlers never came in) ends the wait
         with contextlib.suppress(redis.RedisError):
             if conn.ping():
                 return
