@@ -46,7 +46,8 @@ INGEST_MAINTENANCE_INTERVAL_S = 10
 dead workers (``workers/ingest/claims.py``; RQ's default is 10 minutes)."""
 
 INGEST_WORKER_TTL_S = 25
-"""RQ's worker TTL; an idle worker wakes every ``TTL - 15`` s, so maintenance runs then."""
+"""RQ's worker TTL (its key outlives the last heartbeat by this plus 60 s); an idle worker
+wakes every ``STOP_CHECK_S`` (``workers/stoppable.py``), so maintenance runs on time."""
 
 
 def load_ontology(settings: Settings) -> Ontology:

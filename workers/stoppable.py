@@ -14,6 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from rq import SimpleWorker
+from rq.exceptions import StopRequested
+from rq.worker import WorkerStatus
+
+STOP_CHECK_S = 2
+"""An idle worker's longest wait on the queue: how soon a stop whose exception was lost
+is carried out (RQ's default is the worker TTL less 15 s, minutes)."""
 
 SCHEDULER_RESEND_S = 1.0
 """How long a stopping worker waits for its scheduler process before signalling again."""
@@ -27,27 +33,46 @@ def _never() -> bool:
 
 
 class StoppableWorker(SimpleWorker):
-    """A :class:`rq.SimpleWorker` whose ``stop_requested`` is set by RQ's stop signals.
+    """A :class:`rq.SimpleWorker` whose ``stop_requested`` is set by RQ's stop signals,
+    and that stops even when the exception a signal raised was lost.
 
     ``pending_stop`` tells whether a stop was asked for before RQ's handlers existed:
-    ``work()`` registers the worker and forks its scheduler before it installs them, and
-    a signal in that window can be swallowed (it lands in a fork hook). The supervisor
-    sets it to its own record of stop signals; it is checked where each turn of RQ's loop
-    begins (``check_for_suspension``), so the stop ends the loop through RQ's own path
-    and teardown.
+    ``work()`` registers the worker and forks its scheduler before it installs them (the
+    supervisor only records a stop meanwhile). RQ's own handler stops an idle worker by
+    raising ``StopRequested`` wherever the main thread is, and that can be a finaliser
+    (a connection pool's ``__del__``), where Python only prints it: the worker would then
+    block on the queue for good. So an idle worker wakes every ``STOP_CHECK_S`` and,
+    where each turn of RQ's loop begins and at every heartbeat while idle, a stop that
+    was asked for but not carried out is raised again, ending the loop through RQ's own
+    path and teardown.
     """
 
     stop_requested: bool = False
     pending_stop: Callable[[], bool] = staticmethod(_never)
+
+    @property
+    def dequeue_timeout(self) -> int:
+        return min(STOP_CHECK_S, super().dequeue_timeout)
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stop_requested = True
         super().request_stop(signum, frame)
 
     def check_for_suspension(self, burst: bool) -> None:
-        if self.pending_stop() and not self.stop_requested:
-            self.request_stop(signal.SIGTERM, None)  # idle: raises RQ's StopRequested
+        self._stop_if_asked()
         super().check_for_suspension(burst)
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        if pipeline is None and self.get_state() == WorkerStatus.IDLE:
+            self._stop_if_asked()  # between two waits on the queue
+        super().heartbeat(timeout, pipeline)
+
+    def _stop_if_asked(self) -> None:
+        """Idle, RQ's stop raises ``StopRequested``; busy, it lets the job finish."""
+        if self.stop_requested and self.get_state() != WorkerStatus.BUSY:
+            raise StopRequested()  # asked for, and its exception lost
+        if self.pending_stop() and not self.stop_requested:
+            self.request_stop(signal.SIGTERM, None)
 
     def stop_scheduler(self) -> None:
         """Stop the scheduler process RQ forked, however the signal fares.
