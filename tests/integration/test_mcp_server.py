@@ -158,13 +158,15 @@ def test_distill_tools_through_the_sdk_client(
                 "promote", {"text": f"Use the token {secret} for CI.", "kind": "procedure"}
             )
             out["queued_after_secret"] = clients.redis.llen(ingest_queue)
-            for _ in range(100):
+            promoted = (out["promote"].structured_content or {}).get("memory", {}).get("id")
+            for _ in range(100):  # the recall worker follows the change stream
                 found = await client.call_tool("recall", {"query": "what runs before merging?"})
                 out["recall"] = found
-                texts = [r["text"] for r in found.structured_content.get("results", [])]
-                if any("Lua enqueue script" in text for text in texts):
+                # By id: the session's summary and recap say "Lua enqueue script" too.
+                ids = [r.get("memory_id") for r in found.structured_content.get("results", [])]
+                if promoted in ids:
                     break
-                await anyio.sleep(0.2)  # the recall worker follows the change stream
+                await anyio.sleep(0.2)
         return out
 
     with maintenance_worker(env):
