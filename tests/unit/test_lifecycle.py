@@ -79,10 +79,15 @@ LOST_RAISE = textwrap.dedent(
 )
 
 
-def test_a_lost_stop_signal_is_kept() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", LOST_RAISE], capture_output=True, text=True, timeout=60
+def _run(script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` in a Python process of its own (signal handlers are per process)."""
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
+
+
+def test_a_lost_stop_signal_is_kept() -> None:
+    done = _run(LOST_RAISE)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "stopping"
     assert "stop_in_progress" in done.stdout + done.stderr  # (unconfigured structlog)
@@ -101,9 +106,7 @@ def test_a_stop_python_cannot_raise_is_quiet_and_other_errors_are_not() -> None:
         "s = Stop(); del s\n"
         "b = Broken(); del b\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
-    )
+    done = _run(script)
     assert "StopSignal" not in done.stderr
     assert "ValueError: still shown" in done.stderr
 
@@ -133,9 +136,7 @@ DEFERRED = textwrap.dedent(
 
 
 def test_a_deferred_stop_is_recorded_and_not_raised() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", DEFERRED], capture_output=True, text=True, timeout=60
-    )
+    done = _run(DEFERRED)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["recorded", f"child {-signal.SIGTERM}", "paused stop"]
     assert "Traceback" not in done.stderr

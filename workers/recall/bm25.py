@@ -12,15 +12,13 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable, Mapping
 from operator import itemgetter
 
-from workers.recall.postings import Partition, Postings, idf
+from workers.recall.postings import Hit, Partition, Postings, idf
 
 POSTINGS_BUDGET = 3_000
 """Postings one query may walk to generate lexical candidates (newest first)."""
 
 RESCORE_CANDIDATES = 100
 """Candidates that terms too common to walk still rescore (by binary search)."""
-
-Hit = tuple[int, float]
 
 
 def walk(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 
 from workers.recall.memory import Memory
-from workers.recall.postings import Partition, idf
+from workers.recall.postings import Hit, Partition, idf
 
 ENTITY_POSTINGS_CAP = 400
 """Newest memories taken per entity for the graph signal."""
@@ -22,7 +22,6 @@ ENTITY_POSTINGS_CAP = 400
 NEIGHBOUR_SAMPLE = 50
 """Newest memories of an entity read to find the entities co-mentioned with it."""
 
-Hit = tuple[int, float]
 MemoryOf = Callable[[int], Memory | None]
 
 

@@ -28,9 +28,9 @@ from schemas.changes import ChangeEntry, MemoryRemoval, MemoryUpsert, ScopeForgo
 from workers.embeddings.protocol import Embedder
 from workers.embeddings.texts import embedding_text
 from workers.recall import bm25, entity_signal
-from workers.recall.bm25 import Hit
 from workers.recall.memory import Memory, MemoryScope
 from workers.recall.postings import (
+    Hit,
     Partition,
     PartitionKey,
     Postings,

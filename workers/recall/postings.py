@@ -21,6 +21,9 @@ our own, lexical only)."""
 
 PartitionKey = tuple[str, str]
 
+Hit = tuple[int, float]
+"""An internal memory id and its score."""
+
 
 def partition_of(memory: Memory) -> PartitionKey:
     """User-level memories live in the user's partition; everything else in its workspace."""
