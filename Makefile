@@ -41,7 +41,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 typecheck: install
-	$(VENV)/bin/mypy schemas producers workers turngraph bench
+	$(VENV)/bin/mypy turngraph bench
 
 ## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
 test: lint typecheck
@@ -49,7 +49,7 @@ test: lint typecheck
 
 ## Re-export the JSON Schemas from the pydantic models and the TypeScript types from them.
 schemas: install
-	$(PY) -m schemas.export
+	$(PY) -m turngraph.schemas.export
 	npm run --silent types --prefix producers/typescript
 
 unit: install

@@ -37,13 +37,13 @@ import structlog
 
 from bench.chaos_check import backlog, graph_counts, job_hashes_left, markers, verdict
 from bench.report import result_line, table
-from producers.bounded_queue import read_stats
-from producers.publisher import Publisher
-from producers.publisher_stats import PublisherStats
-from schemas.defaults import INGEST_QUEUE
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.embedded.redis_server import RedisServer
+from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.publisher_stats import PublisherStats
+from turngraph.schemas.defaults import INGEST_QUEUE
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 DRAIN_LIMIT_S = 60.0
 """SPEC: drained within 60 s of the last fault."""

@@ -17,8 +17,13 @@ from typing import Any
 import neo4j
 import redis
 
-from producers.bounded_queue import ingested_key
-from schemas.keys import CLAIMS_TEMPLATE, DEAD_LETTERS_TEMPLATE, RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
+from turngraph.producers.bounded_queue import ingested_key
+from turngraph.schemas.keys import (
+    CLAIMS_TEMPLATE,
+    DEAD_LETTERS_TEMPLATE,
+    RQ_JOB_PREFIX,
+    RQ_QUEUE_PREFIX,
+)
 
 
 @dataclass(frozen=True)

@@ -36,19 +36,19 @@ from typing import Any
 
 from bench.distill_data import SUBJECTS
 from bench.report import result_line, table
-from schemas.summaries import ConversationSummary
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.app import build_distiller, build_pipeline
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
+from turngraph.schemas.summaries import ConversationSummary
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.settings import Settings
-from workers.extraction.offline import OfflineExtractor
-from workers.maintenance.context import Distiller
-from workers.maintenance.recaps import recap_session
-from workers.maintenance.summaries import summarize_session
-from workers.maintenance.text import sentences
-from workers.maintenance.triggers import summary_due
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.recaps import recap_session
+from turngraph.workers.maintenance.summaries import summarize_session
+from turngraph.workers.maintenance.text import sentences
+from turngraph.workers.maintenance.triggers import summary_due
 
 DATA = Path("tests/data/distill_conversations.jsonl")
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
@@ -257,8 +257,8 @@ def recap_run(clients: Clients, session_turns: int = RECAP_TURNS) -> tuple[float
     recap = recap_session(distiller, "bench-recap", 1_000, store=False)
     total = time.perf_counter() - started
     assert recap is not None
-    from workers.maintenance.recap import build_recap
-    from workers.maintenance.turns import read_turns
+    from turngraph.workers.maintenance.recap import build_recap
+    from turngraph.workers.maintenance.turns import read_turns
 
     stored = read_turns(distiller.driver, distiller.database, "bench-recap")
     started = time.perf_counter()

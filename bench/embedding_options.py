@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers.embeddings.local import DEFAULT_MODEL_DIR
+from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR
 
 EMBEDDINGS: dict[str, dict[str, str]] = {
     "local": {"TURNGRAPH_EMBEDDING_PROVIDER": "local"},  # the shipped pair (the default)

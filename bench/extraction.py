@@ -20,8 +20,8 @@ import sys
 import time
 
 from turngraph.settings import Settings
-from workers.extraction.offline import OfflineExtractor
-from workers.extraction.scoring import (
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.scoring import (
     EVERYDAY_PATH,
     EVERYDAY_TYPES,
     REFERENCE_TYPES,
@@ -121,7 +121,7 @@ def _misses(report: Report, half: str) -> None:
 def run_llm(verbose: bool) -> int:
     import openai
 
-    from workers.extraction.llm import LLMExtractor
+    from turngraph.workers.extraction.llm import LLMExtractor
 
     settings = Settings()
     if not settings.llm_configured:

@@ -25,9 +25,9 @@ import redis
 from bench.embedding_options import EMBEDDINGS
 from bench.proc import cpu_seconds
 from bench.report import result_line, table
-from producers.bounded_queue import BoundedQueue, is_ingested
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 TEMPLATES = (
     "The test in tests/test_{mod}.py fails on branch feat/{mod}-{n}; see issue #{n}.",

@@ -22,11 +22,11 @@ from typing import Any
 import redis
 
 from bench.report import result_line, table
-from producers.bounded_queue import QueueStats, read_stats
-from producers.publisher import Publisher
-from schemas.defaults import DropPolicy
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded import RedisServer
+from turngraph.producers.bounded_queue import QueueStats, read_stats
+from turngraph.producers.publisher import Publisher
+from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 SHARED_EVENTS = 20
 """Events every producer publishes with the same ids (cross-process duplicates)."""

@@ -34,11 +34,11 @@ from pathlib import Path
 import redis
 
 from bench.report import percentile, result_line, table
-from producers.publisher import Publisher
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.credentials import issue
 from turngraph.embedded import RedisServer
 from turngraph.embedded.redis_server import APPENDFSYNC
+from turngraph.producers.publisher import Publisher
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 BENCH_TENANT = "bench"
 """The tenant whose credential the tenant trials publish with (``turngraph credentials``)."""

@@ -25,11 +25,11 @@ from typing import Any
 
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
-from schemas.recall import ConversationTurn, RecallRequest
-from workers.graph.recallable import episode_memory, turn_row
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import Memory, MemoryKind
-from workers.recall.search import search
+from turngraph.schemas.recall import ConversationTurn, RecallRequest
+from turngraph.workers.graph.recallable import episode_memory, turn_row
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.memory import Memory, MemoryKind
+from turngraph.workers.recall.search import search
 
 SEED = 7
 _WORDS = re.compile(r"[A-Za-z][A-Za-z_.\-]+")

@@ -46,13 +46,13 @@ from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT
 from bench.retrieval_data import load as load_own
 from bench.retrieval_realtalk import load as load_realtalk
-from producers.recall_client import RecallClient
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.app import build_pipeline
 from turngraph.clients import build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.settings import Settings
-from workers.recall.replica import process_is_ready
+from turngraph.workers.recall.replica import process_is_ready
 
 WORKSPACES = 5
 SESSIONS = 50

@@ -24,13 +24,13 @@ from typing import Any
 from bench.recall_index import _rss_kib
 from bench.recall_latency import SESSIONS, WORKSPACES, corpus
 from bench.report import percentile, result_line, table
-from schemas.recall import RecallRequest
-from workers.embeddings.local import StaticEmbedder
-from workers.graph.recallable import episode_memory, turn_row
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import Memory
-from workers.recall.search import search
-from workers.recall.worker import RecallWorker
+from turngraph.schemas.recall import RecallRequest
+from turngraph.workers.embeddings.local import StaticEmbedder
+from turngraph.workers.graph.recallable import episode_memory, turn_row
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.search import search
+from turngraph.workers.recall.worker import RecallWorker
 
 ROUNDS = 3
 

@@ -45,15 +45,15 @@ from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
 from bench.retrieval_realtalk import RealTalk
 from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
-from producers.bounded_queue import is_ingested
-from producers.recall_client import RecallClient
-from schemas.recall import ConversationTurn
-from schemas.turn_event import TurnEvent
 from turngraph.app import build_ingest_worker, build_recall_worker
 from turngraph.clients import Clients, build_clients, build_publisher, with_endpoints
 from turngraph.embedded import EmbeddedServices
+from turngraph.producers.bounded_queue import is_ingested
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
-from workers.recall.worker import RecallWorker
+from turngraph.workers.recall.worker import RecallWorker
 
 BENCH_SESSION = "bench_question_session"
 

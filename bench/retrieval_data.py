@@ -20,7 +20,7 @@ from typing import Any
 from bench.retrieval_scenarios import SCENARIOS
 from bench.retrieval_slots import FILLERS, WORKSPACE_SLOTS
 from bench.retrieval_workspace_scenarios import WORKSPACE_SCENARIOS
-from schemas.turn_event import TurnEvent, stable_event_id
+from turngraph.schemas.turn_event import TurnEvent, stable_event_id
 
 DEFAULT_OUT = Path("tests/data/retrieval")
 SEED = 20261105

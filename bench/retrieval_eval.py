@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from schemas.turn_event import TurnEvent
-from workers.recall.text import tokenize
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.recall.text import tokenize
 
 CUTOFFS = (5, 10, 25, 50)
 """Recall@k reported for each k."""

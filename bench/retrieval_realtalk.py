@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.turn_event import TurnEvent
 
 SHARED_PATH = Path("shared") / "data" / "realtalk"
 """``../shared/data/realtalk`` beside the repository (the team's shared data folder)."""

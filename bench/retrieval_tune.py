@@ -21,23 +21,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import schemas.ontology as ontology
+import turngraph.schemas.ontology as ontology
 from bench.report import table
 from bench.retrieval_data import DEFAULT_OUT, load
 from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
 from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
-from schemas.recall import ConversationTurn, RecallRequest
-from schemas.turn_event import TurnEvent
-from workers.embeddings import factory, texts
-from workers.embeddings.factory import default_local_embedder, local_embedder
-from workers.embeddings.protocol import Embedder
-from workers.extraction.offline import OfflineExtractor
-from workers.graph.memory_store import InMemoryGraphStore
-from workers.recall import ann, scoring
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import Memory
-from workers.recall.search import search
+from turngraph.schemas.recall import ConversationTurn, RecallRequest
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.embeddings import factory, texts
+from turngraph.workers.embeddings.factory import default_local_embedder, local_embedder
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.graph.memory_store import InMemoryGraphStore
+from turngraph.workers.recall import ann, scoring
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.search import search
 
 BENCH_SESSION = "bench_question_session"
 

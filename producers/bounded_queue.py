@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import redis
 from redis.commands.core import Script
 
-from schemas.defaults import (
+from turngraph.schemas.defaults import (
     FAILURE_TTL_S,
     INGEST_QUEUE,
     INGESTED_TTL_S,
@@ -31,7 +31,7 @@ from schemas.defaults import (
     RESULT_TTL_S,
     DropPolicy,
 )
-from schemas.keys import (
+from turngraph.schemas.keys import (
     INGESTED_PREFIX,
     QUEUE_STATS_TEMPLATE,
     RQ_FAILED_PREFIX,
@@ -39,9 +39,9 @@ from schemas.keys import (
     RQ_QUEUE_PREFIX,
     RQ_QUEUES_KEY,
 )
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.turn_event import TurnEvent
 
-INGEST_FUNCTION = "workers.ingest.job.ingest_turn"
+INGEST_FUNCTION = "turngraph.workers.ingest.job.ingest_turn"
 """Dotted path of the job function; it gets one argument, the TurnEvent as a JSON dict."""
 
 COMPRESS_ABOVE_BYTES = 16 * 1024
@@ -189,7 +189,7 @@ def is_ingested(conn: redis.Redis, event_id: str) -> bool:
 
 
 def _load_script_source() -> str:
-    return files("producers").joinpath("enqueue.lua").read_text(encoding="utf-8")
+    return files("turngraph.producers").joinpath("enqueue.lua").read_text(encoding="utf-8")
 
 
 class BoundedQueue:

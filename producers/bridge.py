@@ -37,12 +37,12 @@ from typing import Any, BinaryIO, Protocol
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from producers.bridge_distill import DistillBackend, DistillOps
-from producers.consent import ConsentStore
-from producers.publisher import Publisher
-from producers.scope_hints import ScopeHints
-from producers.scopes import ScopeHasher
-from schemas.bridge import (
+from turngraph.producers.bridge_distill import DistillBackend, DistillOps
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.scope_hints import ScopeHints
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.bridge import (
     MAX_FLUSH_TIMEOUT_S,
     REQUEST_MODELS,
     BridgeErrorCode,
@@ -57,9 +57,9 @@ from schemas.bridge import (
     StatusReply,
     StatusRequest,
 )
-from schemas.recall import CLAMPED_RECALL_OPTIONS, RecallResponse, clamp_option
-from schemas.turn_event import TurnEvent
-from schemas.validation import invalid_fields
+from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, RecallResponse, clamp_option
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
 
@@ -229,13 +229,13 @@ class Bridge:
 
     def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
         """Answer JSON lines until end of input (see :func:`producers.bridge_io.serve`)."""
-        from producers.bridge_io import serve
+        from turngraph.producers.bridge_io import serve
 
         return serve(self, lines_in, lines_out)
 
     def handle_bytes(self, raw: bytes) -> dict[str, Any]:
         """One request line as bytes (see :func:`producers.bridge_io.handle_bytes`)."""
-        from producers.bridge_io import handle_bytes
+        from turngraph.producers.bridge_io import handle_bytes
 
         return handle_bytes(self, raw)
 

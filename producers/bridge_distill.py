@@ -17,11 +17,11 @@ import redis
 import structlog
 from pydantic import BaseModel
 
-from producers.consent import ConsentStore
-from producers.redaction import looks_secret
-from producers.scopes import ScopeHasher
-from schemas.bridge_common import BridgeErrorCode, Clamped, ErrorReply
-from schemas.bridge_distill import (
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.redaction import looks_secret
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.bridge_common import BridgeErrorCode, Clamped, ErrorReply
+from turngraph.schemas.bridge_distill import (
     MAX_DISTILL_DEADLINE_MS,
     MIN_DISTILL_DEADLINE_MS,
     ContextReply,
@@ -35,9 +35,9 @@ from schemas.bridge_distill import (
     SummaryReply,
     SummaryRequest,
 )
-from schemas.distill import DistillErrorCode, DistillResponse
-from schemas.recall import ConversationTurn
-from schemas.recap import RollingContext
+from turngraph.schemas.distill import DistillErrorCode, DistillResponse
+from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.recap import RollingContext
 
 log = structlog.get_logger(__name__)
 

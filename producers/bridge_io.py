@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from schemas.bridge import BridgeErrorCode, ErrorReply
+from turngraph.schemas.bridge import BridgeErrorCode, ErrorReply
 
 if TYPE_CHECKING:
-    from producers.bridge import Bridge
+    from turngraph.producers.bridge import Bridge
 
 MAX_LINE_BYTES = 4_000_000
 """A line read from stdin is cut (and refused) past this many bytes: memory stays bounded."""

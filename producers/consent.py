@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from producers.private_files import ensure_private_dir
+from turngraph.producers.private_files import ensure_private_dir
 
 CONSENT_FILE = "consent.json"
 """File under ``settings.data_dir`` recording the grants."""

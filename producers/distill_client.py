@@ -12,17 +12,17 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from schemas.distill import (
+from turngraph.schemas.distill import (
     DEFAULT_DISTILL_DEADLINE_MS,
     DistillErrorCode,
     DistillOp,
     DistillRequest,
     DistillResponse,
 )
-from schemas.keys import DISTILL_REPLY_PREFIX, DISTILL_REQUESTS, ROLLING_CONTEXT_PREFIX
-from schemas.memories import PromotionKind
-from schemas.recap import RollingContext
-from schemas.validation import invalid_fields
+from turngraph.schemas.keys import DISTILL_REPLY_PREFIX, DISTILL_REQUESTS, ROLLING_CONTEXT_PREFIX
+from turngraph.schemas.memories import PromotionKind
+from turngraph.schemas.recap import RollingContext
+from turngraph.schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
 

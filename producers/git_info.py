@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from schemas.turn_event import GitInfo
+from turngraph.schemas.turn_event import GitInfo
 
 GIT_TIMEOUT_S = 0.5
 """Each git call may take this long; a slow or missing git gives no metadata, not a wait."""

@@ -21,20 +21,20 @@ import structlog
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from producers.bounded_queue import (
+from turngraph.producers.bounded_queue import (
     INGEST_FUNCTION,
     BatchResult,
     BoundedQueue,
     Outcome,
     PreparedJob,
 )
-from producers.publisher_stats import PublisherStats
-from producers.redaction import redact_and_fit
-from producers.sender import SEND_ERRORS, ScriptSender
-from producers.tenant_inbox import TenantInbox
-from schemas import defaults
-from schemas.defaults import DropPolicy
-from schemas.turn_event import TurnEvent
+from turngraph.producers.publisher_stats import PublisherStats
+from turngraph.producers.redaction import redact_and_fit
+from turngraph.producers.sender import SEND_ERRORS, ScriptSender
+from turngraph.producers.tenant_inbox import TenantInbox
+from turngraph.schemas import defaults
+from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.turn_event import TurnEvent
 
 log = structlog.get_logger(__name__)
 

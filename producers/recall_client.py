@@ -10,8 +10,8 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
-from schemas.recall import (
+from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
+from turngraph.schemas.recall import (
     DEFAULT_DEADLINE_MS,
     ConversationTurn,
     ErrorCode,
@@ -19,8 +19,8 @@ from schemas.recall import (
     RecallResponse,
     ScopeName,
 )
-from schemas.tenants import recall_reply_prefix, recall_requests_key
-from schemas.validation import invalid_fields
+from turngraph.schemas.tenants import recall_reply_prefix, recall_requests_key
+from turngraph.schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
 

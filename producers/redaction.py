@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from schemas.turn_event import (
+from turngraph.schemas.turn_event import (
     MAX_CLIENT_NAME_CHARS,
     MAX_CLIENT_VERSION_CHARS,
     MAX_CONTENT_CHARS,

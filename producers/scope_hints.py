@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
-from producers.private_files import ensure_private_dir
+from turngraph.producers.private_files import ensure_private_dir
 
 HINTS_FILE = "scope-hints.json"
 """File under ``settings.data_dir`` with the hints."""

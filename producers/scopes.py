@@ -14,8 +14,8 @@ import os
 import secrets
 from pathlib import Path
 
-from producers.private_files import ensure_private_dir
-from schemas.scopes import Scope
+from turngraph.producers.private_files import ensure_private_dir
+from turngraph.schemas.scopes import Scope
 
 SALT_FILE = "scope.salt"
 """File under ``settings.data_dir`` holding the installation's salt (hex)."""

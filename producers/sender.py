@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import redis
 from redis.connection import AbstractConnection
 
-from producers.bounded_queue import BatchResult, PreparedJob
+from turngraph.producers.bounded_queue import BatchResult, PreparedJob
 
 SEND_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError)
 """What a send or receive may raise; the caller keeps the jobs and backs off."""

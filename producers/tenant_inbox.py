@@ -20,16 +20,16 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
-from producers.bounded_queue import BatchResult, BoundedQueue, PreparedJob, QueueStats
-from schemas.defaults import DropPolicy
-from schemas.tenants import check_tenant, inbox_key, inbox_stats_key, inbox_wake_key
-from schemas.turn_event import TurnEvent
+from turngraph.producers.bounded_queue import BatchResult, BoundedQueue, PreparedJob, QueueStats
+from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.tenants import check_tenant, inbox_key, inbox_stats_key, inbox_wake_key
+from turngraph.schemas.turn_event import TurnEvent
 
 _TO_JSON = TurnEvent.__pydantic_serializer__.to_json
 
 
 def _load_script_source() -> str:
-    return files("producers").joinpath("inbox.lua").read_text(encoding="utf-8")
+    return files("turngraph.producers").joinpath("inbox.lua").read_text(encoding="utf-8")
 
 
 class TenantInbox:

@@ -4,14 +4,14 @@ Producers in any language publish against the JSON Schema files exported from th
 models (see ``schemas/json/``); nothing here opens a connection or reads settings.
 """
 
-from schemas.recall import (
+from turngraph.schemas.recall import (
     RecallRequest,
     RecallResponse,
     RecallResult,
     ScopeName,
     ScoreBreakdown,
 )
-from schemas.turn_event import ClientInfo, GitInfo, Reference, Role, TurnEvent
+from turngraph.schemas.turn_event import ClientInfo, GitInfo, Reference, Role, TurnEvent
 
 __all__ = [
     "ClientInfo",

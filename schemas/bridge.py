@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, JsonValue
 
-from schemas.bridge_common import (
+from turngraph.schemas.bridge_common import (
     MAX_FLUSH_TIMEOUT_S,
     MAX_RAW_KEY_CHARS,
     REPLY_CONFIG,
@@ -29,7 +29,7 @@ from schemas.bridge_common import (
     RawKey,
     RequestId,
 )
-from schemas.bridge_distill import (
+from turngraph.schemas.bridge_distill import (
     DISTILL_REPLY_MODELS,
     ContextRequest,
     PromoteRequest,
@@ -37,14 +37,14 @@ from schemas.bridge_distill import (
     SummarizeRequest,
     SummaryRequest,
 )
-from schemas.recall import (
+from turngraph.schemas.recall import (
     CLAMPED_RECALL_OPTIONS,
     ConversationTurn,
     ErrorCode,
     RecallResponse,
     ScopeName,
 )
-from schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, GitInfo, Reference, Role
+from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, GitInfo, Reference, Role
 
 
 class BridgeTurn(BaseModel):

@@ -18,18 +18,18 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from schemas.bridge_common import (
+from turngraph.schemas.bridge_common import (
     REPLY_CONFIG,
     REQUEST_CONFIG,
     ClampedOptions,
     RawKey,
     RequestId,
 )
-from schemas.distill import DEFAULT_DISTILL_DEADLINE_MS
-from schemas.memories import MAX_MEMORY_CHARS, PromotedMemory
-from schemas.recall import ConversationTurn
-from schemas.recap import ContextTurn, SessionRecap
-from schemas.summaries import ConversationSummary, DecisionRecord
+from turngraph.schemas.distill import DEFAULT_DISTILL_DEADLINE_MS
+from turngraph.schemas.memories import MAX_MEMORY_CHARS, PromotedMemory
+from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.recap import ContextTurn, SessionRecap
+from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
 MIN_DISTILL_DEADLINE_MS = 100
 MAX_DISTILL_DEADLINE_MS = 120_000

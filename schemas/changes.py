@@ -38,9 +38,9 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.errors import InvalidPayloadError
-from schemas.scopes import Scope
-from schemas.validation import invalid_fields
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.validation import invalid_fields
 
 CHANGE_SCHEMA_VERSION: Literal[2] = 2
 """Bumped on any incompatible change of the change-stream entries. Version 2 sends an

@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.memories import PromotedMemory, PromotionKind
-from schemas.recap import SessionRecap
-from schemas.summaries import ConversationSummary, DecisionRecord
+from turngraph.schemas.memories import PromotedMemory, PromotionKind
+from turngraph.schemas.recap import SessionRecap
+from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
 DISTILL_SCHEMA_VERSION: Literal[1] = 1
 

@@ -1,7 +1,7 @@
 """Export the wire models as JSON Schema files, for producers not written in Python.
 
-python -m schemas.export          # rewrite schemas/json/*.schema.json
-python -m schemas.export --check  # exit 1 if a committed file is out of date
+python -m turngraph.schemas.export          # rewrite schemas/json/*.schema.json
+python -m turngraph.schemas.export --check  # exit 1 if a committed file is out of date
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, TypeAdapter
 
-from schemas.bridge import REPLY_MODELS, REQUEST_MODELS, BridgeRequest, ErrorReply
-from schemas.recall import RecallRequest, RecallResponse
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.bridge import REPLY_MODELS, REQUEST_MODELS, BridgeRequest, ErrorReply
+from turngraph.schemas.recall import RecallRequest, RecallResponse
+from turngraph.schemas.turn_event import TurnEvent
 
 SCHEMA_DIR = Path(__file__).with_name("json")
 """Where the exported files live (committed)."""
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_files()
         for path in stale:
-            print(f"out of date: {path} (run python -m schemas.export)")
+            print(f"out of date: {path} (run python -m turngraph.schemas.export)")
         return 1 if stale else 0
     for path in write_all():
         print(f"wrote {path}")

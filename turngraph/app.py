@@ -8,38 +8,42 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import BoundedQueue
-from schemas.keys import DISTILL_REQUESTS
-from schemas.ontology import ONTOLOGY, Ontology
-from schemas.ontology.turtle import ontology_from
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.schemas.keys import DISTILL_REQUESTS
+from turngraph.schemas.ontology import ONTOLOGY, Ontology
+from turngraph.schemas.ontology.turtle import ontology_from
 from turngraph.settings import Settings
-from workers.embeddings.factory import build_embedder as embedder_for
-from workers.embeddings.protocol import Embedder
-from workers.extraction.models import Extractor
-from workers.extraction.offline import OfflineExtractor
-from workers.extraction.stats import ExtractionStats
-from workers.graph.bolt_store import BoltGraphStore
-from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
-from workers.graph.schema import ensure_schema
-from workers.graph.vectors import GraphVectors
-from workers.ingest.admission import Admission
-from workers.ingest.batching import BatchingIngestWorker, BatchObserver, requeue_expired_claims
-from workers.ingest.embeddings import MemoryEmbedder
-from workers.ingest.pipeline import IngestPipeline
-from workers.maintenance import context as maintenance_context
-from workers.maintenance.context import Distiller, DistillOptions
-from workers.maintenance.gateway import DistillGateway
-from workers.maintenance.jobs import schedule_reextract, schedule_sweep
-from workers.maintenance.triggers import FollowUps
-from workers.recall.worker import LatencyObserver, RecallWorker
-from workers.stoppable import StoppableWorker
-from workers.trusted_jobs import MaintenanceJob, TrustedJob
+from turngraph.workers.embeddings.factory import build_embedder as embedder_for
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.extraction.models import Extractor
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.graph.bolt_store import BoltGraphStore
+from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
+from turngraph.workers.graph.schema import ensure_schema
+from turngraph.workers.graph.vectors import GraphVectors
+from turngraph.workers.ingest.admission import Admission
+from turngraph.workers.ingest.batching import (
+    BatchingIngestWorker,
+    BatchObserver,
+    requeue_expired_claims,
+)
+from turngraph.workers.ingest.embeddings import MemoryEmbedder
+from turngraph.workers.ingest.pipeline import IngestPipeline
+from turngraph.workers.maintenance import context as maintenance_context
+from turngraph.workers.maintenance.context import Distiller, DistillOptions
+from turngraph.workers.maintenance.gateway import DistillGateway
+from turngraph.workers.maintenance.jobs import schedule_reextract, schedule_sweep
+from turngraph.workers.maintenance.triggers import FollowUps
+from turngraph.workers.recall.worker import LatencyObserver, RecallWorker
+from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers.trusted_jobs import MaintenanceJob, TrustedJob
 
 if TYPE_CHECKING:
     import openai
 
-    from workers.maintenance.reextract import Reextractor
+    from turngraph.workers.maintenance.reextract import Reextractor
 
 INGEST_MAINTENANCE_INTERVAL_S = 10
 """How often an idle ingest worker cleans RQ's registries and gives back the claims of
@@ -69,7 +73,7 @@ def build_extractor(
     offline = OfflineExtractor(ontology)
     if llm_client is None:
         return offline
-    from workers.extraction.llm import LLMExtractor  # openai is only needed on this path
+    from turngraph.workers.extraction.llm import LLMExtractor  # openai is only needed on this path
 
     return LLMExtractor(
         llm_client,
@@ -161,7 +165,7 @@ def build_distiller(clients: Clients) -> Distiller:
     summarizer = None
     reextractor = None
     if clients.llm is not None:
-        from workers.maintenance.llm_summary import LLMSummarizer
+        from turngraph.workers.maintenance.llm_summary import LLMSummarizer
 
         summarizer = LLMSummarizer(clients.llm, model=clients.settings.llm_model)
         reextractor = build_reextractor(clients)
@@ -182,8 +186,8 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
     graph store ingest writes with. None without an LLM endpoint."""
     if clients.llm is None:
         return None
-    from workers.extraction.llm import LLMExtractor
-    from workers.maintenance.reextract import NoFallback, Reextractor
+    from turngraph.workers.extraction.llm import LLMExtractor
+    from turngraph.workers.maintenance.reextract import NoFallback, Reextractor
 
     settings = clients.settings
     ontology = load_ontology(settings)

@@ -9,9 +9,9 @@ import neo4j
 import redis
 from pydantic import SecretStr
 
-from producers.publisher import ConsentCheck, Publisher
-from schemas.errors import ConfigurationError
 from turngraph.embedded.services import ServiceEndpoints, wait_for_endpoints
+from turngraph.producers.publisher import ConsentCheck, Publisher
+from turngraph.schemas.errors import ConfigurationError
 from turngraph.settings import Settings
 
 if TYPE_CHECKING:

@@ -21,7 +21,13 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import redis
 
-from schemas.tenants import PRODUCER_COMMANDS, TENANTS_KEY, acl_user, check_tenant, tenant_prefix
+from turngraph.schemas.tenants import (
+    PRODUCER_COMMANDS,
+    TENANTS_KEY,
+    acl_user,
+    check_tenant,
+    tenant_prefix,
+)
 
 SECRET_BYTES = 32
 """Entropy of a generated tenant secret (``secrets.token_urlsafe``: 43 characters)."""

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
-from producers.bounded_queue import is_ingested
-from producers.recall_client import RecallClient
-from producers.scopes import ScopeHasher
-from schemas.recall import RecallResponse
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.lifecycle import raise_if_stopping
+from turngraph.producers.bounded_queue import is_ingested
+from turngraph.producers.recall_client import RecallClient
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.recall import RecallResponse
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 DEMO_SESSION = "demo-session-1"
 DEMO_WORKSPACE = "demo-workspace"

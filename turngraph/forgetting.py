@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from producers.scopes import ScopeHasher
-from schemas.errors import ConfigurationError
-from schemas.scopes import Scope
-from schemas.tenants import check_tenant, qualify
 from turngraph.app import build_graph_store
 from turngraph.clients import INTERACTIVE_GRAPH_RETRY_S, build_clients, resolve_endpoints
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.errors import ConfigurationError
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.tenants import check_tenant, qualify
 from turngraph.scope_keys import scope_id
 from turngraph.settings import Settings
 
@@ -31,7 +31,7 @@ def forget(
     which a tenant's producers do not hold (``settings.tenant`` set: refused). ``tenant``:
     ``key`` is the hashed id a tenant's producer shows (``turngraph scopes`` on its
     machine), forgotten in that tenant's scopes."""
-    from workers.graph.forget import forget_scope
+    from turngraph.workers.graph.forget import forget_scope
 
     if settings.tenant:
         raise ConfigurationError(

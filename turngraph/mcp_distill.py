@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from producers.bridge_distill import secret_refusal
-from producers.redaction import looks_secret
 from turngraph.mcp_server import REMEMBER_FLUSH_S, MemoryTools, server_version, tool_result
+from turngraph.producers.bridge_distill import secret_refusal
+from turngraph.producers.redaction import looks_secret
 
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
 """``server.tool(**options)``: registers the decorated function as a tool."""

@@ -37,9 +37,9 @@ from mcp.server.mcpserver import (
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from producers.bridge import Bridge
-from schemas.bridge import BridgeErrorCode
-from schemas.scopes import Scope
+from turngraph.producers.bridge import Bridge
+from turngraph.schemas.bridge import BridgeErrorCode
+from turngraph.schemas.scopes import Scope
 
 SERVER_NAME = "turngraph"
 """How the server introduces itself to MCP clients."""

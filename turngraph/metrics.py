@@ -19,14 +19,14 @@ from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, st
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from producers.bounded_queue import read_stats
-from schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
-from workers.embeddings.endpoint import EndpointEmbedder
-from workers.embeddings.in_process import InProcessEmbedder
-from workers.embeddings.protocol import Embedder
-from workers.ingest.dead_letters import dead_letter_key
-from workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
-from workers.recall.worker import RecallWorker
+from turngraph.producers.bounded_queue import read_stats
+from turngraph.schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
+from turngraph.workers.embeddings.endpoint import EndpointEmbedder
+from turngraph.workers.embeddings.in_process import InProcessEmbedder
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.ingest.dead_letters import dead_letter_key
+from turngraph.workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
+from turngraph.workers.recall.worker import RecallWorker
 
 log = structlog.get_logger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from producers.scopes import ID_HEX_CHARS, ScopeHasher
-from schemas.scopes import Scope
+from turngraph.producers.scopes import ID_HEX_CHARS, ScopeHasher
+from turngraph.schemas.scopes import Scope
 
 _PREFIXES = {Scope.SESSION: "s_", Scope.WORKSPACE: "w_", Scope.USER: "u_"}
 

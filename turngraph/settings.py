@@ -10,8 +10,8 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from schemas import defaults, keys
-from schemas.defaults import DropPolicy
+from turngraph.schemas import defaults, keys
+from turngraph.schemas.defaults import DropPolicy
 
 __all__ = ["DropPolicy", "LogFormat", "Settings", "default_data_dir"]
 

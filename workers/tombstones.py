@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import redis
 
-from schemas.keys import TOMBSTONE_PREFIX as TOMBSTONE_KEY_PREFIX
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.keys import TOMBSTONE_PREFIX as TOMBSTONE_KEY_PREFIX
+from turngraph.schemas.turn_event import TurnEvent
 
 """``turngraph:forgotten:<scope>:<key>`` exists while a forgotten scope stays closed."""
 

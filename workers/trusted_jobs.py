@@ -15,18 +15,18 @@ from typing import Any
 import structlog
 from rq.job import Job
 
-from schemas.errors import PermanentError
+from turngraph.schemas.errors import PermanentError
 
 log = structlog.get_logger(__name__)
 
-INGEST_TURN = "workers.ingest.job.ingest_turn"
+INGEST_TURN = "turngraph.workers.ingest.job.ingest_turn"
 """The ingest job: one TurnEvent (a JSON dict), plus the turns batched beside it."""
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_TURN})
 """Dotted names of every job function an ingest worker will run."""
 
 MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset(
-    f"workers.maintenance.jobs.{name}"
+    f"turngraph.workers.maintenance.jobs.{name}"
     for name in (
         "summarize_session_job",
         "compact_topic_job",

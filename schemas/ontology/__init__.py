@@ -3,13 +3,13 @@
 Generated from it: the extraction JSON Schema (:func:`response_format`), the prompt's
 type list, validation (``workers.extraction.validation``), Neo4j labels, relationship
 types and uniqueness keys (:func:`labels`, :func:`relationship_types`,
-:func:`uniqueness_keys`), and the Turtle export (``python -m schemas.ontology.export``).
+:func:`uniqueness_keys`), and the Turtle export (``python -m turngraph.schemas.ontology.export``).
 """
 
 from __future__ import annotations
 
-from schemas.ontology.catalog import DIRECTIVES, ONTOLOGY, ONTOLOGY_VERSION
-from schemas.ontology.errors import (
+from turngraph.schemas.ontology.catalog import DIRECTIVES, ONTOLOGY, ONTOLOGY_VERSION
+from turngraph.schemas.ontology.errors import (
     OntologyConflictError,
     OntologyError,
     OntologyFileEmptyError,
@@ -20,9 +20,14 @@ from schemas.ontology.errors import (
     OntologyNoTriplesError,
     OntologyParseError,
 )
-from schemas.ontology.json_schema import extraction_json_schema, response_format
-from schemas.ontology.model import ENTITY_KEY_PROPERTIES, EntityType, Ontology, RelationType
-from schemas.ontology.turtle import load_extension, ontology_from, to_turtle
+from turngraph.schemas.ontology.json_schema import extraction_json_schema, response_format
+from turngraph.schemas.ontology.model import (
+    ENTITY_KEY_PROPERTIES,
+    EntityType,
+    Ontology,
+    RelationType,
+)
+from turngraph.schemas.ontology.turtle import load_extension, ontology_from, to_turtle
 
 
 def labels() -> tuple[str, ...]:

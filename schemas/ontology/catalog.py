@@ -1,12 +1,13 @@
 """Our ontology, declared once: the entity and relation types of developer chat memory.
 
 Bump :data:`ONTOLOGY_VERSION` on any change that alters labels, relationship types,
-domains or ranges, then regenerate ``ontology.ttl`` with ``python -m schemas.ontology.export``.
+domains or ranges, then regenerate ``ontology.ttl`` with
+``python -m turngraph.schemas.ontology.export``.
 """
 
 from __future__ import annotations
 
-from schemas.ontology.model import EntityType, Ontology, RelationType
+from turngraph.schemas.ontology.model import EntityType, Ontology, RelationType
 
 ONTOLOGY_VERSION = 2
 """Bumped on any change of the types below; exported as the TTL's ``owl:versionInfo``."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.ontology.model import Ontology
+from turngraph.schemas.ontology.model import Ontology
 
 SCHEMA_NAME = "turngraph_extraction"
 """The ``json_schema.name`` sent to the LLM endpoint."""

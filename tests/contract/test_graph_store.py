@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-import schemas.ontology as ontology
-from producers.redaction import redact_event
-from schemas.scopes import Scope
-from schemas.turn_event import TurnEvent
+import turngraph.schemas.ontology as ontology
 from tests.support.conversation import CONVERSATION, VOLATILE
 from tests.support.turns import turn
-from workers.extraction.offline import OfflineExtractor
-from workers.graph.memory_store import InMemoryGraphStore
-from workers.graph.store import Batch, GraphStore
-from workers.graph.subgraph import Subgraph
+from turngraph.producers.redaction import redact_event
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.graph.memory_store import InMemoryGraphStore
+from turngraph.workers.graph.store import Batch, GraphStore
+from turngraph.workers.graph.subgraph import Subgraph
 
 LATE_DECISION = turn(
     "decision: retry uploads forever in src/upload.py", 7, session="s5", minutes=30
@@ -39,7 +39,7 @@ def memory_store() -> InMemoryGraphStore:
 
 def bolt_store(request: pytest.FixtureRequest) -> GraphStore:
     from turngraph.app import build_graph_store
-    from workers.graph.schema import ensure_schema
+    from turngraph.workers.graph.schema import ensure_schema
 
     clients = request.getfixturevalue("clients")
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.turn_event import TurnEvent
 
 SEEN_KEY = "test:seen"
 """List the probe job appends each executed event id to."""

@@ -8,17 +8,17 @@ import redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import BoundedQueue, is_ingested
-from schemas.errors import BackendUnavailableError
 from tests.support.pipelines import episodes, fake_graph_pipeline, ingest_worker, memory_store
 from tests.support.turns import turn
 from turngraph.app import build_ingest_worker, ingest_queue
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.settings import Settings
-from workers.graph.memory_store import InMemoryGraphStore
-from workers.graph.store import Batch, WriteReport
-from workers.ingest import dead_letters
-from workers.ingest.batching import claim_key, requeue_expired_claims
+from turngraph.workers.graph.memory_store import InMemoryGraphStore
+from turngraph.workers.graph.store import Batch, WriteReport
+from turngraph.workers.ingest import dead_letters
+from turngraph.workers.ingest.batching import claim_key, requeue_expired_claims
 
 
 def _statuses(conn: redis.Redis, ids: list[str]) -> set[str]:
@@ -62,7 +62,7 @@ def test_invalid_claimed_payload_fails_alone(redis_conn: redis.Redis, settings: 
     bounded = BoundedQueue(redis_conn, max_length=100)
     bounded.enqueue(good[0])
     queue.enqueue(
-        "workers.ingest.job.ingest_turn",
+        "turngraph.workers.ingest.job.ingest_turn",
         {"content": "no scope keys"},
         job_id="badpayload",
         description="ingest_turn(badpayload)",
@@ -82,7 +82,7 @@ def test_an_invalid_dequeued_payload_fails_for_good_and_its_batch_is_ingested(
 ) -> None:
     worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings))
     queue = worker.queues[0]
-    queue.enqueue("workers.ingest.job.ingest_turn", {"content": "x"}, job_id="bad")
+    queue.enqueue("turngraph.workers.ingest.job.ingest_turn", {"content": "x"}, job_id="bad")
     good = [turn(f"fix in src/m{i}.py", i) for i in range(3)]
     BoundedQueue(redis_conn, max_length=100).enqueue_many(good)
     worker.work(burst=True, with_scheduler=False)

@@ -11,16 +11,16 @@ from rq import Queue, Retry, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import (
+from tests.integration.probe_jobs import SEEN_KEY
+from tests.support.turn_factory import make_turn
+from turngraph.producers.bounded_queue import (
     BoundedQueue,
     Outcome,
     is_ingested,
     mark_ingested,
     read_stats,
 )
-from schemas.defaults import DropPolicy
-from tests.integration.probe_jobs import SEEN_KEY
-from tests.support.turn_factory import make_turn
+from turngraph.schemas.defaults import DropPolicy
 
 pytestmark = pytest.mark.integration
 

@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from producers.bridge import Bridge
-from producers.consent import ConsentStore, consent_endpoint
-from producers.scopes import ScopeHasher
 from tests.support.distill import decision_events
 from tests.support.maintenance import UNFINISHED, long_session, maintenance_worker, service_env
 from tests.support.turns import T0, turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.cli.bridge_cmd import build_bridge
 from turngraph.clients import Clients
-from workers.extraction.offline import OfflineExtractor
-from workers.recall.text import estimate_tokens
+from turngraph.producers.bridge import Bridge
+from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.recall.text import estimate_tokens
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import redis
 
-from producers.bounded_queue import read_stats
 from turngraph.cli import main as cli_main
+from turngraph.producers.bounded_queue import read_stats
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.timeout(300)

@@ -10,9 +10,9 @@ from typing import Any
 from tests.support.distill import decision_events, distiller_for
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients, build_clients
-from workers.maintenance.compaction import compact_due, compact_topic
-from workers.maintenance.context import Distiller
-from workers.maintenance.summaries import summarize_session
+from turngraph.workers.maintenance.compaction import compact_due, compact_topic
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.summaries import summarize_session
 
 FIXED_NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from producers.bounded_queue import BoundedQueue
-from schemas.recall import RecallRequest
 from tests.support import fake_openai
 from tests.support.distill import DECISION_TURNS, decision_events
 from turngraph.app import (
@@ -20,9 +18,11 @@ from turngraph.app import (
     build_recall_worker,
 )
 from turngraph.clients import Clients, build_clients
-from workers.extraction.offline import OfflineExtractor
-from workers.maintenance import context
-from workers.recall.search import search
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.schemas.recall import RecallRequest
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.maintenance import context
+from turngraph.workers.recall.search import search
 
 
 def _rows(clients: Clients, query: str, **params: Any) -> list[dict[str, Any]]:

@@ -13,16 +13,16 @@ from typing import TypeVar
 import pytest
 import structlog
 
-from producers.distill_client import DistillClient
-from schemas.keys import DISTILL_REQUESTS
 from tests.support.distill import decision_events
 from tests.support.turns import turn
 from turngraph.app import build_maintenance_worker, build_pipeline, maintenance_queue
 from turngraph.cli import main
 from turngraph.clients import Clients
-from workers.extraction.offline import OfflineExtractor
-from workers.maintenance import context
-from workers.maintenance.gateway import DistillGateway
+from turngraph.producers.distill_client import DistillClient
+from turngraph.schemas.keys import DISTILL_REQUESTS
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.maintenance import context
+from turngraph.workers.maintenance.gateway import DistillGateway
 
 T = TypeVar("T")
 

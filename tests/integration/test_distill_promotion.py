@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from schemas.memories import PromotionKind
 from tests.support.distill import distiller_for
 from tests.support.turns import turn
 from turngraph.app import build_maintenance_worker, build_pipeline
 from turngraph.clients import Clients
-from workers.extraction.offline import OfflineExtractor
-from workers.maintenance import context
-from workers.maintenance.promotion import SecretContentError, looks_secret, promote
+from turngraph.schemas.memories import PromotionKind
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.maintenance import context
+from turngraph.workers.maintenance.promotion import SecretContentError, looks_secret, promote
 
 CORPUS = [
     json.loads(line)

@@ -16,9 +16,6 @@ from pathlib import Path
 import pytest
 import redis
 
-from producers.consent import ConsentStore
-from producers.scope_hints import ScopeHints
-from producers.scopes import ScopeHasher
 from tests.support.tcp_gate import free_port
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
 from turngraph.app import build_recall_worker
@@ -29,8 +26,11 @@ from turngraph.embedded import ServiceEndpoints
 from turngraph.embedded.process import ServerProcess
 from turngraph.embedded.redis_server import server_binary
 from turngraph.embedded.services import STATE_FILE
-from workers.recall.replica import read_heartbeats
-from workers.recall.worker import RecallWorker
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.scope_hints import ScopeHints
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.workers.recall.replica import read_heartbeats
+from turngraph.workers.recall.worker import RecallWorker
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,7 @@ from xml.etree import ElementTree as ET
 import neo4j.time
 import pytest
 
-import schemas.ontology as ontology
-from schemas.errors import InvalidPayloadError
-from schemas.scopes import Scope
+import turngraph.schemas.ontology as ontology
 from tests.support.conversation import CONVERSATION, ingest
 from turngraph.clients import Clients
 from turngraph.inspection.export import (
@@ -25,7 +23,9 @@ from turngraph.inspection.export import (
     write_graphml,
     write_jsonl,
 )
-from workers.graph.subgraph import read_scope
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.subgraph import read_scope
 
 pytestmark = pytest.mark.integration
 

@@ -9,13 +9,13 @@ import time
 import pytest
 from rq.registry import StartedJobRegistry
 
-from schemas.changes import ScopeForgotten, decode_change
-from schemas.scopes import Scope
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
 from turngraph.app import build_graph_store
 from turngraph.clients import Clients
-from workers.graph.forget import decode_job_data, forget_scope, mentions_scope
-from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
+from turngraph.schemas.changes import ScopeForgotten, decode_change
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.forget import decode_job_data, forget_scope, mentions_scope
+from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +130,7 @@ def test_forget_is_idempotent_and_touches_no_other_scope(clients: Clients) -> No
 
 def test_only_arguments_of_the_scope_match() -> None:
     event = {"session_id": "s1", "workspace": "w1", "user": "u1"}
-    job = ["workers.ingest.job.ingest_turn", None, [event], {}]
+    job = ["turngraph.workers.ingest.job.ingest_turn", None, [event], {}]
     assert mentions_scope(job, "session_id", "s1")
     assert not mentions_scope(job, "session_id", "s10")
     assert mentions_scope(["f", None, [], {"scope": "workspace", "key": "w1"}], "workspace", "w1")

@@ -15,18 +15,18 @@ import pydantic
 import pytest
 import redis
 
-from producers.publisher import Publisher
-from producers.redaction import redact_and_fit
-from schemas.keys import RQ_QUEUE_PREFIX
-from schemas.turn_event import TurnEvent
 from tests.support.embedding import with_static_model
 from tests.support.hostile import EVENT, RAW_JOB, collect, raw_job, recombine, unique
 from tests.support.pipelines import fake_graph_pipeline, ingest_worker, memory_store
 from turngraph.app import build_ingest_worker
 from turngraph.clients import Clients
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.redaction import redact_and_fit
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
-from workers.ingest import dead_letters
-from workers.ingest.claims import CLAIMS_TEMPLATE
+from turngraph.workers.ingest import dead_letters
+from turngraph.workers.ingest.claims import CLAIMS_TEMPLATE
 
 pytestmark = pytest.mark.integration
 

@@ -14,17 +14,17 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from producers.bounded_queue import BoundedQueue, is_ingested
-from producers.distill_client import DistillClient
-from schemas.keys import RQ_QUEUE_PREFIX
 from tests.support.distill import decision_events
 from tests.support.fake_openai import FakeOpenAI, Reply, slow
 from tests.support.turns import turn
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
 from turngraph.app import build_pipeline, ingest_queue
 from turngraph.clients import Clients
-from workers.extraction.offline import OfflineExtractor
-from workers.ingest.claims import claim_key
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.producers.distill_client import DistillClient
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.ingest.claims import claim_key
 
 pytestmark = pytest.mark.integration
 

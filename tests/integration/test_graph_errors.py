@@ -8,13 +8,13 @@ import socket
 import neo4j
 import pytest
 
-from schemas.errors import BackendUnavailableError, PermanentError, TransientError
-from schemas.scopes import Scope
 from turngraph.clients import Clients
-from workers.graph.errors import GraphQueryError
-from workers.graph.retry import run_write
-from workers.graph.schema import ensure_schema
-from workers.graph.subgraph import read_scope
+from turngraph.schemas.errors import BackendUnavailableError, PermanentError, TransientError
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.errors import GraphQueryError
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.schema import ensure_schema
+from turngraph.workers.graph.subgraph import read_scope
 
 pytestmark = pytest.mark.integration
 

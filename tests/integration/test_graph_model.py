@@ -150,7 +150,7 @@ def test_decision_arriving_late_is_superseded_on_arrival(clients: Clients) -> No
 
 
 def test_turns_of_a_forgotten_scope_never_land(clients: Clients) -> None:
-    from workers.tombstones import mark_forgotten
+    from turngraph.workers.tombstones import mark_forgotten
 
     pipeline = build_pipeline(clients)
     mark_forgotten(clients.redis, "session", "s-gone")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from schemas.ontology import ONTOLOGY
-from schemas.scopes import Scope
 from tests.support.conversation import CONVERSATION, ingest
 from tests.support.headless_chromium import CHROMIUM, INSTALL_HINT, Browser, decode_png
 from turngraph.clients import Clients
 from turngraph.inspection.html_view import write_html_view
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.schemas.scopes import Scope
 
 pytestmark = [
     pytest.mark.integration,

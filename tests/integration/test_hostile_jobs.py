@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 import redis
 
-from producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, job_data
-from schemas.errors import BackendUnavailableError
-from schemas.keys import RQ_QUEUE_PREFIX
 from tests.support.pipelines import episodes, fake_graph_pipeline, ingest_worker, memory_store
 from tests.support.turns import turn
 from turngraph.app import build_ingest_worker, ingest_queue
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, job_data
+from turngraph.schemas.errors import BackendUnavailableError
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
 from turngraph.settings import Settings
-from workers.graph.memory_store import InMemoryGraphStore
-from workers.graph.store import Batch, WriteReport
-from workers.ingest import dead_letters
-from workers.ingest.claims import claim_key
+from turngraph.workers.graph.memory_store import InMemoryGraphStore
+from turngraph.workers.graph.store import Batch, WriteReport
+from turngraph.workers.ingest import dead_letters
+from turngraph.workers.ingest.claims import claim_key
 
 pytestmark = pytest.mark.integration
 

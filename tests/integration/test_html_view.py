@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from schemas.ontology import ONTOLOGY
-from schemas.scopes import Scope
 from tests.support import scope_graph
 from turngraph.clients import Clients
 from turngraph.inspection.html_view import breakable, caption, shorten, write_html_view
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.schemas.scopes import Scope
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from producers.bounded_queue import BoundedQueue
-from schemas.keys import RQ_QUEUE_PREFIX
 from tests.support.pipelines import fake_graph_pipeline, ingest_worker
 from tests.support.turns import turn
 from turngraph.cli import main
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -12,15 +12,15 @@ import pytest
 import structlog
 from pydantic import SecretStr
 
-from schemas.errors import ConfigurationError, TransientError
-from schemas.ontology import ONTOLOGY
-from schemas.turn_event import ClientInfo, Role, TurnEvent
 from tests.support.fake_openai import FakeOpenAI, answer, error, hang, malformed
 from turngraph.clients import Clients
+from turngraph.schemas.errors import ConfigurationError, TransientError
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.settings import Settings
-from workers.extraction.errors import LLMConfigurationError, LLMUnavailableError
-from workers.extraction.llm import LLMExtractor
-from workers.graph.writer import GraphWriter
+from turngraph.workers.extraction.errors import LLMConfigurationError, LLMUnavailableError
+from turngraph.workers.extraction.llm import LLMExtractor
+from turngraph.workers.graph.writer import GraphWriter
 
 RETRY_AFTER_S = 0.8
 """Longer than the openai client's own first backoff (at most 0.5 s): a retry this late
@@ -374,7 +374,7 @@ def test_configured_endpoint_drives_the_ingest_pipeline(
 
 
 def test_attached_references_are_sent_and_kept(fake: FakeOpenAI) -> None:
-    from schemas.turn_event import Reference
+    from turngraph.schemas.turn_event import Reference
 
     with_refs = TURNS[0].model_copy(
         update={

@@ -11,7 +11,6 @@ import pytest
 from pydantic import SecretStr
 from structlog.testing import capture_logs
 
-from schemas.keys import REEXTRACT_PENDING
 from tests.integration.test_llm_extractor import E1, E2, TURNS, extractor, summary
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -25,10 +24,11 @@ from tests.support.fake_openai import (
     slow,
 )
 from turngraph.clients import Clients
+from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.settings import Settings
-from workers.extraction.llm_calls import OutputMode
-from workers.extraction.offline import OfflineExtractor
-from workers.extraction.stats import ExtractionStats
+from turngraph.workers.extraction.llm_calls import OutputMode
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.stats import ExtractionStats
 
 OFFLINE = OfflineExtractor()
 

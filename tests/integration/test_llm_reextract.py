@@ -11,16 +11,16 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from schemas.changes import MemoryUpsert, decode_change
-from schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from tests.integration.test_llm_extractor import E1, E2, TURNS, ent
 from tests.support.fake_openai import FakeOpenAI, answer, error
 from turngraph.app import build_distiller, build_pipeline
 from turngraph.cli.queue_cmd import run_queue_status
 from turngraph.clients import Clients, build_clients
+from turngraph.schemas.changes import MemoryUpsert, decode_change
+from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.settings import Settings
-from workers.maintenance import context, jobs
-from workers.trusted_jobs import MAINTENANCE_FUNCTIONS
+from turngraph.workers.maintenance import context, jobs
+from turngraph.workers.trusted_jobs import MAINTENANCE_FUNCTIONS
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +74,7 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert "workers.maintenance.jobs.reextract_job" in MAINTENANCE_FUNCTIONS
+    assert "turngraph.workers.maintenance.jobs.reextract_job" in MAINTENANCE_FUNCTIONS
     fake.add(error(500))  # ingest: the LLM fails, the offline rules stand in
     result = build_pipeline(with_llm).ingest(TURNS)
     assert (result.turns, result.reextract) == (2, 2)

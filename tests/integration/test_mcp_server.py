@@ -21,14 +21,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp import types as mcp_types
 
-from producers.consent import ConsentStore, consent_endpoint
-from producers.scopes import ScopeHasher
 from tests.support.distill import decision_events
 from tests.support.maintenance import maintenance_worker
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
-from workers.extraction.offline import OfflineExtractor
+from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.workers.extraction.offline import OfflineExtractor
 
 pytestmark = pytest.mark.integration
 

@@ -12,10 +12,6 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from producers.bounded_queue import BoundedQueue, is_ingested
-from producers.distill_client import DistillClient
-from producers.recall_client import RecallClient
-from schemas.keys import RQ_QUEUE_PREFIX
 from tests.support.fake_openai import FakeOpenAI, answer
 from tests.support.tcp_gate import free_port
 from tests.support.turns import turn
@@ -23,7 +19,11 @@ from tests.support.worker_processes import start_worker, stop, wait_for, worker_
 from turngraph.app import ingest_queue
 from turngraph.clients import Clients
 from turngraph.metrics import EXPORTED_METRICS
-from workers.recall.replica import read_heartbeats
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.producers.distill_client import DistillClient
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.workers.recall.replica import read_heartbeats
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from schemas.ontology import ONTOLOGY
 from tests.support.cypher_lint import (
     INSTALL_COMMAND,
     REPO_ROOT,
@@ -27,8 +26,9 @@ from tests.support.cypher_lint import (
     saved_queries,
 )
 from turngraph.inspection.browser_style import STRUCTURAL_NODES, STRUCTURAL_RELATIONSHIPS
-from workers.graph.neo4j_only import neo4j_only_statements
-from workers.graph.schema import schema_statements
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.workers.graph.neo4j_only import neo4j_only_statements
+from turngraph.workers.graph.schema import schema_statements
 
 SAVED_QUERIES = REPO_ROOT / "ops" / "neo4j" / "saved-queries.cypher"
 
@@ -52,12 +52,12 @@ QUERIES = [
     for q in saved_queries(SAVED_QUERIES.read_text())
 ]
 PORTABLE_MODULES = (
-    "workers.graph.statements",
-    "workers.graph.subgraph",
-    "workers.graph.forget",
+    "turngraph.workers.graph.statements",
+    "turngraph.workers.graph.subgraph",
+    "turngraph.workers.graph.forget",
     "turngraph.inspection.export",
-    "workers.recall.bootstrap",
-    "workers.graph.vectors",
+    "turngraph.workers.recall.bootstrap",
+    "turngraph.workers.graph.vectors",
 )
 """Modules whose upper-case string constants are Cypher the project sends."""
 TEMPLATE_SAMPLE = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import neo4j
 import pytest
 
-from schemas.ontology import ONTOLOGY
 from turngraph.clients import Clients
-from workers.graph.neo4j_only import (
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.workers.graph.neo4j_only import (
     Neo4jOnlyStatement,
     apply_neo4j_only,
     neo4j_only_statements,

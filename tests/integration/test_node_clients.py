@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from producers.consent import ConsentStore, consent_endpoint
-from producers.scopes import ScopeHasher
 from tests.support.maintenance import maintenance_worker, service_env
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
+from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.scopes import ScopeHasher
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from bench.overload import SHARED_EVENTS, overload_event, run_overload
-from producers.bounded_queue import mark_ingested
-from schemas.defaults import DropPolicy
 from turngraph.app import build_ingest_worker
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import mark_ingested
+from turngraph.schemas.defaults import DropPolicy
 
 pytestmark = pytest.mark.integration
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 import redis
 
-from producers.bounded_queue import is_ingested
-from schemas.changes import MemoryUpsert, StatusChange, decode_change
-from schemas.errors import BackendUnavailableError, InvalidPayloadError
 from tests.support.conversation import CONVERSATION
 from tests.support.pipelines import episodes, fake_graph_pipeline, memory_store
 from tests.support.turns import turn
+from turngraph.producers.bounded_queue import is_ingested
+from turngraph.schemas.changes import MemoryUpsert, StatusChange, decode_change
+from turngraph.schemas.errors import BackendUnavailableError, InvalidPayloadError
 from turngraph.settings import Settings
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import Memory
-from workers.tombstones import mark_forgotten
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.memory import Memory
+from turngraph.workers.tombstones import mark_forgotten
 
 
 def _stream(conn: redis.Redis, settings: Settings) -> list[object]:

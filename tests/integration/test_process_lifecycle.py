@@ -19,7 +19,6 @@ import pytest
 import redis
 from rq import Worker
 
-from schemas.errors import EmbeddedServiceError
 from tests.support.processes import (
     STARTUP_TIMEOUT_S,
     cli_env,
@@ -33,7 +32,8 @@ from tests.support.processes import (
 )
 from turngraph.embedded.graph_server import GraphServer
 from turngraph.embedded.services import STATE_FILE, read_endpoints
-from workers.recall.replica import process_is_ready
+from turngraph.schemas.errors import EmbeddedServiceError
+from turngraph.workers.recall.replica import process_is_ready
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import redis
 
-from producers.publisher import Publisher
-from producers.recall_client import RecallClient
-from schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.embedded.services import read_endpoints
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_S = 90.0

@@ -11,12 +11,12 @@ import redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import read_stats
-from producers.publisher import Publisher
-from schemas.turn_event import MAX_CONTENT_CHARS, TurnEvent
 from tests.support.turn_factory import make_turn
 from turngraph.clients import build_publisher
 from turngraph.embedded import RedisServer
+from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.publisher import Publisher
+from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, TurnEvent
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration

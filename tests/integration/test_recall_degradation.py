@@ -13,20 +13,20 @@ from urllib.parse import urlparse
 
 import pytest
 
-from producers.recall_client import RecallClient
-from schemas.recall import RecallRequest
 from tests.support.tcp_gate import TcpGate
 from tests.support.turns import turn
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
-from workers.recall.replica import (
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.recall import RecallRequest
+from turngraph.workers.recall.replica import (
     CHANGE_STREAM_LAG,
     GRAPH_UNAVAILABLE,
     heartbeat_key,
     read_heartbeats,
 )
-from workers.recall.worker import GRAPH_PROBE_EVERY_S, GRAPH_STALE_S
+from turngraph.workers.recall.worker import GRAPH_PROBE_EVERY_S, GRAPH_STALE_S
 
 pytestmark = pytest.mark.integration
 

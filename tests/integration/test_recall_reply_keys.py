@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from producers.bounded_queue import BoundedQueue
-from schemas.keys import CHANGES_STREAM
 from tests.support.turns import turn
 from turngraph.app import build_recall_worker
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.schemas.keys import CHANGES_STREAM
 
 pytestmark = pytest.mark.integration
 

@@ -6,16 +6,16 @@ import threading
 import time
 from dataclasses import replace
 
-from producers.recall_client import RecallClient
-from schemas.recall import RecallResponse
 from tests.support.fake_openai import FakeOpenAI, hang
 from tests.support.turns import turn
 from turngraph.app import build_embedder, build_graph_store, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.recall import RecallResponse
 from turngraph.settings import Settings
-from workers.embeddings.composite import CompositeEmbedder
-from workers.graph.vectors import GraphVectors
-from workers.recall.worker import RecallWorker
+from turngraph.workers.embeddings.composite import CompositeEmbedder
+from turngraph.workers.graph.vectors import GraphVectors
+from turngraph.workers.recall.worker import RecallWorker
 
 
 def test_the_default_settings_give_the_local_model_and_none_gives_lexical_only() -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from producers.recall_client import RecallClient
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
-from workers.recall.worker import RecallWorker
+from turngraph.producers.recall_client import RecallClient
+from turngraph.workers.recall.worker import RecallWorker
 
 
 def _serve(workers: list[RecallWorker]) -> list[threading.Thread]:

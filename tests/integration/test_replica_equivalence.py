@@ -7,14 +7,14 @@ import dataclasses
 
 import pytest
 
-from schemas.scopes import Scope
-from schemas.turn_event import TurnEvent
 from tests.support.conversation import CONVERSATION, ingest
 from tests.support.turns import turn
 from turngraph.app import build_graph_store, build_recall_worker
 from turngraph.clients import Clients
-from workers.graph.forget import forget_scope
-from workers.recall.memory import Memory, MemoryKind
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.graph.forget import forget_scope
+from turngraph.workers.recall.memory import Memory, MemoryKind
 
 pytestmark = pytest.mark.integration
 

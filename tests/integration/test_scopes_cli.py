@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from producers.bridge import Bridge
-from producers.consent import ConsentStore
-from producers.publisher import Publisher
-from producers.scope_hints import HINTS_FILE, ScopeHints
-from producers.scopes import ScopeHasher
 from turngraph.app import build_pipeline
 from turngraph.cli import main
 from turngraph.clients import Clients
+from turngraph.producers.bridge import Bridge
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.scope_hints import HINTS_FILE, ScopeHints
+from turngraph.producers.scopes import ScopeHasher
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ import pytest
 import redis
 from structlog.testing import capture_logs
 
-from producers.bridge import Bridge
-from producers.consent import ConsentStore
-from producers.scopes import ScopeHasher
 from turngraph.clients import build_publisher
+from turngraph.producers.bridge import Bridge
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -7,12 +7,12 @@ import threading
 
 import redis
 
-from producers.bounded_queue import BoundedQueue, Outcome
-from producers.recall_client import RecallClient
-from schemas.recall import RecallRequest
 from tests.support.turns import turn
 from turngraph.app import build_ingest_worker, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import BoundedQueue, Outcome
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.recall import RecallRequest
 
 
 def _queue(clients: Clients) -> BoundedQueue:

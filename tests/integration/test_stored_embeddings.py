@@ -11,18 +11,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from schemas.changes import MemoryUpsert, decode_change
 from tests.support.conversation import CONVERSATION, ingest
 from tests.support.fake_openai import FakeOpenAI
 from turngraph.app import build_embedder, build_recall_worker
 from turngraph.clients import Clients
-from workers.embeddings.endpoint import EndpointEmbedder
-from workers.embeddings.factory import default_local_embedder
-from workers.embeddings.texts import embedding_text
-from workers.graph.vectors import GraphVectors, unpack
-from workers.ingest.embeddings import MemoryEmbedder
-from workers.ingest.rebuild import rebuild_embeddings
-from workers.recall.worker import RecallWorker
+from turngraph.schemas.changes import MemoryUpsert, decode_change
+from turngraph.workers.embeddings.endpoint import EndpointEmbedder
+from turngraph.workers.embeddings.factory import default_local_embedder
+from turngraph.workers.embeddings.texts import embedding_text
+from turngraph.workers.graph.vectors import GraphVectors, unpack
+from turngraph.workers.ingest.embeddings import MemoryEmbedder
+from turngraph.workers.ingest.rebuild import rebuild_embeddings
+from turngraph.workers.recall.worker import RecallWorker
 
 pytestmark = pytest.mark.integration
 

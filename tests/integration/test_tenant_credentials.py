@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from producers.bounded_queue import BoundedQueue
-from producers.tenant_inbox import TenantInbox, read_inbox_stats
-from schemas.keys import CHANGES_STREAM, RECALL_REPLY_PREFIX, RECALL_REQUESTS
-from schemas.tenants import TENANTS_KEY, acl_user, inbox_key, recall_reply_prefix
 from tests.support.turns import turn
 from turngraph.credentials import issue, issued_tenants, revoke
 from turngraph.embedded import RedisServer
 from turngraph.embedded.redis_server import ACL_FILE
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.producers.tenant_inbox import TenantInbox, read_inbox_stats
+from turngraph.schemas.keys import CHANGES_STREAM, RECALL_REPLY_PREFIX, RECALL_REQUESTS
+from turngraph.schemas.tenants import TENANTS_KEY, acl_user, inbox_key, recall_reply_prefix
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration

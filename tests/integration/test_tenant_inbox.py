@@ -17,15 +17,15 @@ import redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, read_stats
-from producers.publisher import Publisher
-from producers.tenant_inbox import TenantInbox, read_inbox_stats
-from schemas.defaults import DropPolicy
-from schemas.tenants import inbox_key, qualify
 from tests.support.turns import turn
 from turngraph.credentials import issue
+from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, read_stats
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.tenant_inbox import TenantInbox, read_inbox_stats
+from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.tenants import inbox_key, qualify
 from turngraph.settings import Settings
-from workers.ingest.admission import ADMISSION_LIST_TEMPLATE, Admission
+from turngraph.workers.ingest.admission import ADMISSION_LIST_TEMPLATE, Admission
 
 pytestmark = pytest.mark.integration
 

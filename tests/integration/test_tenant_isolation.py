@@ -13,19 +13,19 @@ from dataclasses import dataclass
 import pytest
 import redis
 
-from producers.publisher import Publisher
-from producers.recall_client import RecallClient
-from schemas.errors import ConfigurationError
-from schemas.keys import RECALL_REPLICA_PREFIX
-from schemas.recall import ErrorCode
-from schemas.scopes import Scope
-from schemas.tenants import recall_reply_prefix, recall_requests_key
 from tests.support.turns import turn
 from turngraph.app import build_admission, build_ingest_worker, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.credentials import issue
 from turngraph.forgetting import forget
-from workers.recall.worker import RecallWorker
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.errors import ConfigurationError
+from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
+from turngraph.schemas.recall import ErrorCode
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.tenants import recall_reply_prefix, recall_requests_key
+from turngraph.workers.recall.worker import RecallWorker
 
 pytestmark = pytest.mark.integration
 

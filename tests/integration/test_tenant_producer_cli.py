@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from schemas.tenants import inbox_key
 from turngraph.app import build_admission, build_ingest_worker
 from turngraph.clients import Clients
 from turngraph.credentials import issue
+from turngraph.schemas.tenants import inbox_key
 
 pytestmark = pytest.mark.integration
 

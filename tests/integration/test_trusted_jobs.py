@@ -9,8 +9,6 @@ import pytest
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
-from schemas.keys import RQ_JOB_PREFIX
 from tests.support.turns import turn
 from turngraph.app import (
     build_ingest_worker,
@@ -18,8 +16,10 @@ from turngraph.app import (
     ingest_queue,
 )
 from turngraph.clients import Clients
-from workers.ingest import dead_letters
-from workers.trusted_jobs import ALLOWED_FUNCTIONS, INGEST_TURN
+from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
+from turngraph.schemas.keys import RQ_JOB_PREFIX
+from turngraph.workers.ingest import dead_letters
+from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS, INGEST_TURN
 
 pytestmark = pytest.mark.integration
 

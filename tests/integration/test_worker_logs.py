@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.bounded_queue import BoundedQueue
-from schemas.keys import RQ_JOB_PREFIX
 from tests.support.turns import turn
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.schemas.keys import RQ_JOB_PREFIX
 
 pytestmark = pytest.mark.integration
 

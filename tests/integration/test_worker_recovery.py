@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from producers.bounded_queue import BoundedQueue, is_ingested
 from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.app import ingest_queue
 from turngraph.clients import Clients
-from workers.ingest.claims import CLAIM_TTL_S, claim_key, owners_key
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.workers.ingest.claims import CLAIM_TTL_S, claim_key, owners_key
 
 pytestmark = pytest.mark.integration
 

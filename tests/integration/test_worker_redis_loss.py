@@ -16,15 +16,15 @@ import pytest
 import redis
 from rq.queue import Queue
 
-from producers.bounded_queue import BoundedQueue, is_ingested
-from schemas.defaults import INGEST_QUEUE
-from schemas.keys import RQ_QUEUE_PREFIX
 from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.embedded import RedisServer
 from turngraph.embedded.services import ServiceEndpoints
-from workers.ingest import claims
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.schemas.defaults import INGEST_QUEUE
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.workers.ingest import claims
 
 pytestmark = pytest.mark.integration
 

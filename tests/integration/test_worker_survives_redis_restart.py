@@ -11,12 +11,12 @@ from pathlib import Path
 
 import redis
 
-from producers.bounded_queue import BoundedQueue, is_ingested
 from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.embedded import RedisServer
 from turngraph.embedded.services import ServiceEndpoints
+from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 
 
 def _wait_ingested(conn: redis.Redis, event_ids: list[str], timeout_s: float) -> bool:

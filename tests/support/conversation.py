@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from schemas.turn_event import TurnEvent
 from tests.support.turns import turn
 from turngraph.app import build_ingest_worker
 from turngraph.clients import Clients
+from turngraph.schemas.turn_event import TurnEvent
 
 CONVERSATION: list[TurnEvent] = [
     turn("decision: retry uploads with exponential backoff in src/upload.py", 0, session="s1"),
@@ -39,7 +39,7 @@ VOLATILE = frozenset({"ingested_at", "first_seen", "last_seen", "valid_at", "cre
 def ingest(clients: Clients, events: Iterable[TurnEvent], *, distill: bool = False) -> None:
     """Through the bounded queue and a burst RQ worker, as in production; with ``distill``
     the maintenance jobs it triggered run too, and every topic is compacted."""
-    from producers.bounded_queue import BoundedQueue
+    from turngraph.producers.bounded_queue import BoundedQueue
 
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
     for event in events:
@@ -51,9 +51,9 @@ def ingest(clients: Clients, events: Iterable[TurnEvent], *, distill: bool = Fal
 
 def _distill(clients: Clients) -> None:
     from turngraph.app import build_maintenance_worker
-    from workers.maintenance import context
-    from workers.maintenance.compaction import compact_topic
-    from workers.maintenance.summaries import workspace_topics
+    from turngraph.workers.maintenance import context
+    from turngraph.workers.maintenance.compaction import compact_topic
+    from turngraph.workers.maintenance.summaries import workspace_topics
 
     try:
         build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
@@ -67,7 +67,7 @@ def _distill(clients: Clients) -> None:
 
 def publish(clients: Clients, events: Iterable[TurnEvent]) -> None:
     """Enqueue without ingesting."""
-    from producers.bounded_queue import BoundedQueue
+    from turngraph.producers.bounded_queue import BoundedQueue
 
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
     for event in events:

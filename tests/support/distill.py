@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from schemas.turn_event import TurnEvent
 from tests.support.turns import turn
 from turngraph.clients import Clients
-from workers.maintenance.context import Distiller, DistillOptions
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.maintenance.context import Distiller, DistillOptions
 
 DECISION_CONVERSATION: list[tuple[str, str]] = [
     ("user", "We need a job queue for the ingest workers, see plan 012-queue-choice."),

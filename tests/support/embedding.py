@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from turngraph.clients import Clients
-from workers.embeddings.local import DEFAULT_MODEL_DIR
+from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR
 
 STATIC_MODEL_ENV = {"TURNGRAPH_EMBEDDING_MODEL_PATH": str(DEFAULT_MODEL_DIR)}
 """For a worker process's environment."""

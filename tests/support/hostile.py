@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from producers.bounded_queue import INGEST_FUNCTION, job_data
+from turngraph.producers.bounded_queue import INGEST_FUNCTION, job_data
 
 NASTY = [
     "\x00",

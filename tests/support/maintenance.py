@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.settings import Settings
 
 TOOLS = ("read_file", "edit", "bash", "ls", "status", "write", "grep")

@@ -6,12 +6,12 @@ import redis
 from rq.queue import Queue
 from rq.serializers import JSONSerializer
 
-import schemas.ontology as ontology
+import turngraph.schemas.ontology as ontology
 from turngraph.settings import Settings
-from workers.extraction.offline import OfflineExtractor
-from workers.graph.memory_store import InMemoryGraphStore
-from workers.ingest.batching import BatchingIngestWorker
-from workers.ingest.pipeline import IngestPipeline
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.graph.memory_store import InMemoryGraphStore
+from turngraph.workers.ingest.batching import BatchingIngestWorker
+from turngraph.workers.ingest.pipeline import IngestPipeline
 
 
 def memory_store() -> InMemoryGraphStore:

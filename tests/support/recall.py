@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from schemas.recall import RecallRequest
-from workers.recall.memory import Memory, MemoryKind
+from turngraph.schemas.recall import RecallRequest
+from turngraph.workers.recall.memory import Memory, MemoryKind
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 

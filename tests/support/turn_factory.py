@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from schemas.turn_event import TurnEvent
 from tests.support.turns import turn
+from turngraph.schemas.turn_event import TurnEvent
 
 SAMPLE_CONTENT = (
     "Let's keep the retry in the ingest job and make the graph writes idempotent on "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from producers.bridge import Bridge, BridgeError
-from producers.consent import ConsentStore
-from producers.publisher import Publisher
-from producers.scopes import ScopeHasher
-from schemas.recall import RecallResponse
 from turngraph.embedded.process import free_port
+from turngraph.producers.bridge import Bridge, BridgeError
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.publisher import Publisher
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.recall import RecallResponse
 
 ENDPOINT = "redis://127.0.0.1:1/0"
 CODES = {code.value for code in BridgeError}
@@ -175,7 +175,7 @@ def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Bridge) ->
 def test_an_overlong_line_is_refused_and_the_next_line_answered(
     bridge: Bridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import producers.bridge_io as bridge_io
+    import turngraph.producers.bridge_io as bridge_io
 
     monkeypatch.setattr(bridge_io, "MAX_LINE_BYTES", 64)
     long_line = b'{"op": "status", "pad": "' + b"x" * 500 + b'"}\n'
@@ -289,7 +289,7 @@ def test_recall_through_the_real_client_always_answers_the_contract(
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    from producers.recall_client import RecallClient
+    from turngraph.producers.recall_client import RecallClient
 
     dead = redis.Redis(port=free_port(), socket_connect_timeout=0.05, retry=Retry(NoBackoff(), 0))
     bridge = Bridge(
@@ -308,8 +308,8 @@ def test_recall_through_the_real_client_always_answers_the_contract(
 def test_a_bridge_started_before_redis_connects_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import producers.bridge as bridge_module
-    from producers.bridge import Backend
+    import turngraph.producers.bridge as bridge_module
+    from turngraph.producers.bridge import Backend
 
     monkeypatch.setattr(bridge_module, "RECONNECT_EVERY_S", 0.0)
     attempts: list[int] = []
@@ -383,7 +383,7 @@ def test_requests_are_checked_as_the_schema_says(
 def test_every_reply_matches_its_reply_model(bridge: Bridge) -> None:
     from pydantic import TypeAdapter
 
-    from schemas.bridge import REPLY_MODELS
+    from turngraph.schemas.bridge import REPLY_MODELS
 
     lines = {
         "publish": json.dumps({"id": 1, "op": "publish", "event": _event()}),

@@ -14,13 +14,13 @@ import pytest
 import redis
 from pydantic import TypeAdapter
 
-from producers.bridge import Bridge
-from producers.consent import ConsentStore
-from producers.scopes import ScopeHasher
-from schemas.bridge import REPLY_MODELS
-from schemas.distill import DistillErrorCode, DistillOp, DistillResponse
-from schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind
-from schemas.recap import ContextTurn, RollingContext
+from turngraph.producers.bridge import Bridge
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.bridge import REPLY_MODELS
+from turngraph.schemas.distill import DistillErrorCode, DistillOp, DistillResponse
+from turngraph.schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind
+from turngraph.schemas.recap import ContextTurn, RollingContext
 
 ENDPOINT = "redis://127.0.0.1:1/0"
 NOW = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from schemas.ontology import ONTOLOGY, EntityType
 from turngraph.inspection.browser_style import (
     STRUCTURAL_NODES,
     grass_for,
@@ -14,6 +13,7 @@ from turngraph.inspection.browser_style import (
     node_styles,
     text_color_for,
 )
+from turngraph.schemas.ontology import ONTOLOGY, EntityType
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = REPO_ROOT / "ops" / "neo4j" / "turngraph.grass"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schemas.changes import (
+from turngraph.schemas.changes import (
     CHANGE_FIELD,
     CHANGE_SCHEMA_VERSION,
     MAX_DIMENSION,
@@ -27,8 +27,8 @@ from schemas.changes import (
     decode_change,
     encode_change,
 )
-from schemas.errors import InvalidPayloadError
-from schemas.scopes import Scope
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.scopes import Scope
 
 WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 

@@ -41,8 +41,8 @@ def test_bridge_help_describes_the_protocol(capsys: object) -> None:
 
 
 def test_error_codes_print_as_their_value() -> None:
-    from schemas.bridge import BridgeErrorCode
-    from schemas.recall import ErrorCode
+    from turngraph.schemas.bridge import BridgeErrorCode
+    from turngraph.schemas.recall import ErrorCode
 
     assert f"{ErrorCode.DEADLINE_EXCEEDED}" == "DEADLINE_EXCEEDED"
     assert str(BridgeErrorCode.CONSENT_REQUIRED) == "CONSENT_REQUIRED"

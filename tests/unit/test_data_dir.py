@@ -11,8 +11,8 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from producers.private_files import ensure_private_dir, write_private_text
-from producers.scopes import ScopeHasher
+from turngraph.producers.private_files import ensure_private_dir, write_private_text
+from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings, default_data_dir
 
 

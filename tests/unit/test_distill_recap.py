@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from workers.maintenance.recap import build_recap
-from workers.maintenance.tool_calls import collapse
-from workers.maintenance.turns import Mention, SessionTurn
-from workers.recall.text import estimate_tokens
+from turngraph.workers.maintenance.recap import build_recap
+from turngraph.workers.maintenance.tool_calls import collapse
+from turngraph.workers.maintenance.turns import Mention, SessionTurn
+from turngraph.workers.recall.text import estimate_tokens
 
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)
 TOOLS = ("read_file", "edit", "bash", "ls", "status", "write", "grep")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from schemas.summaries import (
+from turngraph.schemas.summaries import (
     ConversationSummary,
     SummaryContent,
     SummaryMethod,
@@ -14,10 +14,10 @@ from schemas.summaries import (
     render_summary,
     summary_json_schema,
 )
-from workers.maintenance.compaction import merge
-from workers.maintenance.extractive import extractive_summary, references_of
-from workers.maintenance.topics import match_existing, subject_words, topic_of
-from workers.maintenance.turns import Mention, SessionTurn
+from turngraph.workers.maintenance.compaction import merge
+from turngraph.workers.maintenance.extractive import extractive_summary, references_of
+from turngraph.workers.maintenance.topics import match_existing, subject_words, topic_of
+from turngraph.workers.maintenance.turns import Mention, SessionTurn
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from tests.support.turns import turn
-from workers.extraction.models import ExtractedEntity, Extraction
-from workers.maintenance.context import DistillOptions
-from workers.maintenance.triggers import plan_jobs, summary_due
+from turngraph.workers.extraction.models import ExtractedEntity, Extraction
+from turngraph.workers.maintenance.context import DistillOptions
+from turngraph.workers.maintenance.triggers import plan_jobs, summary_due
 
 
 def _extraction(event_id: str, *entities: ExtractedEntity) -> Extraction:
@@ -53,8 +53,8 @@ def test_plan_jobs_per_batch() -> None:
 
 
 def test_gateway_refuses_reply_keys_outside_its_prefix() -> None:
-    from schemas.distill import DistillOp, DistillRequest
-    from workers.maintenance.gateway import DistillGateway
+    from turngraph.schemas.distill import DistillOp, DistillRequest
+    from turngraph.workers.maintenance.gateway import DistillGateway
 
     class NoRedis:
         def __getattr__(self, name: str) -> object:

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workers.embeddings.composite import CompositeEmbedder
-from workers.embeddings.errors import EmbeddingModelError
-from workers.embeddings.factory import default_local_embedder, local_embedder
-from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder, verify_checksums
-from workers.embeddings.texts import embedding_text, own_part
-from workers.embeddings.transformer import DEFAULT_CONTEXTUAL_DIR, TransformerEmbedder
+from turngraph.workers.embeddings.composite import CompositeEmbedder
+from turngraph.workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.embeddings.factory import default_local_embedder, local_embedder
+from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder, verify_checksums
+from turngraph.workers.embeddings.texts import embedding_text, own_part
+from turngraph.workers.embeddings.transformer import DEFAULT_CONTEXTUAL_DIR, TransformerEmbedder
 
 
 @pytest.fixture(scope="module")

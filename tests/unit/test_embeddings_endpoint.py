@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.support.fake_openai import EMBEDDING_DIM, FakeOpenAI, error, hang
-from workers.embeddings.endpoint import EndpointEmbedder
-from workers.embeddings.errors import EmbeddingModelError, EmbeddingUnavailableError
+from turngraph.workers.embeddings.endpoint import EndpointEmbedder
+from turngraph.workers.embeddings.errors import EmbeddingModelError, EmbeddingUnavailableError
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workers.embeddings.errors import EmbeddingModelError
-from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder, verify_checksums
+from turngraph.workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder, verify_checksums
 
 
 @pytest.fixture(scope="module")

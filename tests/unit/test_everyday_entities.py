@@ -6,18 +6,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-import schemas.ontology as ontology
-from schemas.turn_event import ClientInfo, Role, TurnEvent
-from workers.extraction.offline import OfflineExtractor
-from workers.extraction.people import is_person_name
-from workers.extraction.scoring import (
+import turngraph.schemas.ontology as ontology
+from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.people import is_person_name
+from turngraph.workers.extraction.scoring import (
     EVERYDAY_PATH,
     EVERYDAY_TYPES,
     SCORE,
     load_dataset,
     score,
 )
-from workers.graph.memory_store import InMemoryGraphStore
+from turngraph.workers.graph.memory_store import InMemoryGraphStore
 
 EXTRACTOR = OfflineExtractor()
 

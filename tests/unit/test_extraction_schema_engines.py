@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from schemas.ontology import ONTOLOGY, extraction_json_schema, response_format
-from workers.extraction.prompts import ExtractionAnswer
+from turngraph.schemas.ontology import ONTOLOGY, extraction_json_schema, response_format
+from turngraph.workers.extraction.prompts import ExtractionAnswer
 
 SCHEMA = extraction_json_schema(ONTOLOGY)
 

@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 
 import openai
 
-from schemas.ontology import ONTOLOGY
-from schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.app import build_extractor
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.settings import Settings
-from workers.extraction.llm import LLMExtractor, micro_batches
-from workers.extraction.offline import OfflineExtractor
-from workers.extraction.prompts import build_messages, reask_messages
+from turngraph.workers.extraction.llm import LLMExtractor, micro_batches
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.prompts import build_messages, reask_messages
 
 
 def turn(event_id: str, session: str, content: str = "x") -> TurnEvent:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.graph.vectors import pack, unpack
+from turngraph.workers.graph.vectors import pack, unpack
 
 
 def test_a_packed_vector_reads_back_as_the_same_float32_components() -> None:

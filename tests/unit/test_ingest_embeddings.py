@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from tests.support.fake_openai import FakeOpenAI, error
 from tests.support.recall import memory
-from workers.embeddings.endpoint import EndpointEmbedder
-from workers.ingest.embeddings import MemoryEmbedder
+from turngraph.workers.embeddings.endpoint import EndpointEmbedder
+from turngraph.workers.ingest.embeddings import MemoryEmbedder
 
 
 class RecordingStore:

@@ -9,8 +9,8 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas.errors import BackendUnavailableError, PermanentError
-from workers.ingest.isolation import is_transient, run_isolating
+from turngraph.schemas.errors import BackendUnavailableError, PermanentError
+from turngraph.workers.ingest.isolation import is_transient, run_isolating
 
 
 class Store:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workers.graph.neo4j_only import (
+from turngraph.workers.graph.neo4j_only import (
     apply_neo4j_only,
     fulltext_node_index,
     neo4j_only_statements,

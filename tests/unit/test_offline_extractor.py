@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.extraction.models import ExtractedEntity
-from workers.extraction.offline import OfflineExtractor
-from workers.extraction.scoring import (
+from turngraph.workers.extraction.models import ExtractedEntity
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.scoring import (
     DATASET_PATH,
     DIRECTIVE_TYPES,
     REFERENCE_TYPES,
@@ -20,7 +20,7 @@ from workers.extraction.scoring import (
     score,
     split_of,
 )
-from workers.extraction.validation import validate_extraction
+from turngraph.workers.extraction.validation import validate_extraction
 
 EXTRACTOR = OfflineExtractor()
 
@@ -223,7 +223,7 @@ def test_sentence_opening_decisions_and_their_subjects() -> None:
 def test_references_attached_by_the_producer_are_entities() -> None:
     from datetime import UTC, datetime
 
-    from schemas.turn_event import ClientInfo, Reference, Role, TurnEvent
+    from turngraph.schemas.turn_event import ClientInfo, Reference, Role, TurnEvent
 
     event = TurnEvent(
         session_id="s",

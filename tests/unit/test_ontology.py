@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.ontology import (
+from turngraph.schemas.ontology import (
     ENTITY_KEY_PROPERTIES,
     ONTOLOGY,
     ONTOLOGY_VERSION,
@@ -22,9 +22,9 @@ from schemas.ontology import (
     response_format,
     uniqueness_keys,
 )
-from schemas.ontology.model import RELATION_NAME_PATTERN, TYPE_NAME_PATTERN
-from workers.extraction.prompts import ExtractionAnswer, system_prompt
-from workers.extraction.validation import validate_raw
+from turngraph.schemas.ontology.model import RELATION_NAME_PATTERN, TYPE_NAME_PATTERN
+from turngraph.workers.extraction.prompts import ExtractionAnswer, system_prompt
+from turngraph.workers.extraction.validation import validate_raw
 
 SEED_TYPES = {
     "Repository", "Branch", "Commit", "PullRequest", "Issue", "File", "Symbol", "Decision",

@@ -8,8 +8,8 @@ import pytest
 import rdflib
 from rdflib.namespace import OWL, RDF
 
-from schemas.errors import ConfigurationError
-from schemas.ontology import (
+from turngraph.schemas.errors import ConfigurationError
+from turngraph.schemas.ontology import (
     ONTOLOGY,
     OntologyConflictError,
     OntologyFileEmptyError,
@@ -23,7 +23,7 @@ from schemas.ontology import (
     ontology_from,
     to_turtle,
 )
-from schemas.ontology.export import TURTLE_PATH, main
+from turngraph.schemas.ontology.export import TURTLE_PATH, main
 
 PREFIXES = """\
 @prefix tg: <https://turngraph.dev/ontology#> .
@@ -44,7 +44,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "ext.ttl") -> Path:
 
 def test_committed_turtle_is_current() -> None:
     assert TURTLE_PATH.read_text(encoding="utf-8") == to_turtle(ONTOLOGY), (
-        "ontology.ttl is stale: run python -m schemas.ontology.export"
+        "ontology.ttl is stale: run python -m turngraph.schemas.ontology.export"
     )
     assert main(["--check"]) == 0
 

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from rq import Queue
 
-from schemas.defaults import INGEST_QUEUE
 from turngraph.cli import build_parser
+from turngraph.schemas.defaults import INGEST_QUEUE
 from turngraph.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

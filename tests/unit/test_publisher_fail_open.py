@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from producers.publisher import Publisher
 from tests.support.turn_factory import make_turn
 from turngraph.embedded.process import free_port
+from turngraph.producers.publisher import Publisher
 
 BUDGET_S = 0.001
 

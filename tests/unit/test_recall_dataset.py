@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bench.retrieval_data import DEFAULT_OUT, build, load
-from workers.recall.text import tokenize
+from turngraph.workers.recall.text import tokenize
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "retrieval"
 

@@ -4,8 +4,8 @@ from typing import Literal
 
 import pytest
 
-from schemas.recall import ConversationTurn, ScopeName
-from workers.recall.followups import (
+from turngraph.schemas.recall import ConversationTurn, ScopeName
+from turngraph.workers.recall.followups import (
     CONTEXT_BOOST_MAX,
     EXPANSION_WEIGHT,
     QueryPlan,
@@ -15,7 +15,7 @@ from workers.recall.followups import (
     plan_query,
     resolve_scopes,
 )
-from workers.recall.text import stem, tokenize
+from turngraph.workers.recall.text import stem, tokenize
 
 
 def _nothing_known(_: str) -> bool:

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import threading
 
-from schemas.changes import ScopeForgotten
-from schemas.scopes import Scope
 from tests.support.recall import memory
-from workers.recall import bm25
-from workers.recall.index import MemoryIndex
-from workers.recall.text import tokenize
+from turngraph.schemas.changes import ScopeForgotten
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.recall import bm25
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.text import tokenize
 
 WS_A = ("workspace", "ws_a")
 WS_B = ("workspace", "ws_b")

@@ -4,10 +4,10 @@ from datetime import datetime
 
 import pytest
 
-from schemas.changes import MemoryUpsert, decode_change, encode_change
-from schemas.errors import InvalidPayloadError
 from tests.support.recall import memory
-from workers.recall.memory import Memory, MemoryKind
+from turngraph.schemas.changes import MemoryUpsert, decode_change, encode_change
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.workers.recall.memory import Memory, MemoryKind
 
 
 def test_a_memory_round_trips_through_the_change_stream() -> None:

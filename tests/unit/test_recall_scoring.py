@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from tests.support.recall import NOW
-from workers.recall.scoring import (
+from turngraph.workers.recall.scoring import (
     Scored,
     deduplicate,
     fuse,
@@ -16,7 +16,7 @@ from workers.recall.scoring import (
     rrf_fuse,
     status_multiplier,
 )
-from workers.recall.text import estimate_tokens
+from turngraph.workers.recall.text import estimate_tokens
 
 
 def _item(key: int, text: str, final: float = 1.0, tokens: int = 10, **kw: object) -> Scored:

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.recall import ConversationTurn, RecallRequest, ScopeName
 from tests.support.recall import NOW, memory, request
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import MemoryKind
-from workers.recall.memory_block import render_memory_block
-from workers.recall.scoring import RECENCY_FLOOR
-from workers.recall.search import search
+from turngraph.schemas.recall import ConversationTurn, RecallRequest, ScopeName
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.memory import MemoryKind
+from turngraph.workers.recall.memory_block import render_memory_block
+from turngraph.workers.recall.scoring import RECENCY_FLOOR
+from turngraph.workers.recall.search import search
 
 
 def _texts(index: MemoryIndex, req: RecallRequest) -> list[str]:

@@ -7,11 +7,11 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI, hang
 from tests.support.recall import NOW, memory, request
-from workers.embeddings.endpoint import EndpointEmbedder
-from workers.embeddings.local import StaticEmbedder
-from workers.recall.index import MemoryIndex
-from workers.recall.search import search
-from workers.recall.vectors import VectorIndex
+from turngraph.workers.embeddings.endpoint import EndpointEmbedder
+from turngraph.workers.embeddings.local import StaticEmbedder
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.search import search
+from turngraph.workers.recall.vectors import VectorIndex
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import pytest
 
 from tests.support.recall import NOW, memory, request
-from workers.embeddings.local import StaticEmbedder
-from workers.embeddings.protocol import Vectors
-from workers.recall import speakers
-from workers.recall.index import MemoryIndex
-from workers.recall.search import search
-from workers.recall.speakers import (
+from turngraph.workers.embeddings.local import StaticEmbedder
+from turngraph.workers.embeddings.protocol import Vectors
+from turngraph.workers.recall import speakers
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.search import search
+from turngraph.workers.recall.speakers import (
     SPEAKER_MULTIPLIER,
     query_names,
     speaker_multiplier,

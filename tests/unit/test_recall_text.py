@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.recall.text import entity_key, entity_ngrams, estimate_tokens, stem, tokenize
+from turngraph.workers.recall.text import entity_key, entity_ngrams, estimate_tokens, stem, tokenize
 
 
 @pytest.mark.parametrize(

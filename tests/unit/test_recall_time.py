@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from tests.support.recall import NOW, memory, request
-from workers.recall.index import MemoryIndex
-from workers.recall.search import search
-from workers.recall.timeq import TimeMode, parse_time
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.search import search
+from turngraph.workers.recall.timeq import TimeMode, parse_time
 
 
 def _ids(index: MemoryIndex, query: str, **fields: object) -> list[str]:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producers.redaction import contains_secret, redact, redact_event
-from schemas.turn_event import ClientInfo, GitInfo, Reference
 from tests.support.turn_factory import make_turn
+from turngraph.producers.redaction import contains_secret, redact, redact_event
+from turngraph.schemas.turn_event import ClientInfo, GitInfo, Reference
 
 CORPUS_PATH = Path(__file__).parents[1] / "data" / "secrets_corpus.jsonl"
 CORPUS = [json.loads(line) for line in CORPUS_PATH.read_text().splitlines()]

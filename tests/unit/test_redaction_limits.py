@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producers.redaction import (
+from tests.support.turns import turn
+from turngraph.producers.redaction import (
     RULES,
     TRUNCATED_MARKER,
     contains_secret,
@@ -16,7 +17,7 @@ from producers.redaction import (
     redact,
     redact_and_fit,
 )
-from schemas.turn_event import (
+from turngraph.schemas.turn_event import (
     MAX_CLIENT_NAME_CHARS,
     MAX_CLIENT_VERSION_CHARS,
     MAX_CONTENT_CHARS,
@@ -30,7 +31,6 @@ from schemas.turn_event import (
     Reference,
     TurnEvent,
 )
-from tests.support.turns import turn
 
 GROWS = "pwd=abc "
 """A secret shorter than its placeholder: redaction makes the text longer."""

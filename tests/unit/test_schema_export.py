@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from schemas.export import EXPORTS, SCHEMA_DIR, render, stale_files
+from turngraph.schemas.export import EXPORTS, SCHEMA_DIR, render, stale_files
 
 
 def test_committed_schemas_are_current() -> None:
-    assert stale_files() == [], "run: python -m schemas.export"
+    assert stale_files() == [], "run: python -m turngraph.schemas.export"
 
 
 def test_schemas_are_valid_json_with_ids() -> None:

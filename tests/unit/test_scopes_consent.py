@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.consent import ConsentStore, endpoint_id
-from producers.git_info import git_metadata
-from producers.scopes import SALT_FILE, ScopeHasher, load_or_create_salt
+from turngraph.producers.consent import ConsentStore, endpoint_id
+from turngraph.producers.git_info import git_metadata
+from turngraph.producers.scopes import SALT_FILE, ScopeHasher, load_or_create_salt
 
 ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 

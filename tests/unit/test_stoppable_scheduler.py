@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from workers import stoppable
-from workers.stoppable import StoppableWorker
+from turngraph.workers import stoppable
+from turngraph.workers.stoppable import StoppableWorker
 
 FORK = multiprocessing.get_context("fork")
 

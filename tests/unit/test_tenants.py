@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from producers.scope_hints import ScopeHints
-from schemas.tenants import (
+from turngraph.cli.scopes_cmd import list_scopes
+from turngraph.credentials import Issued, acl_rules
+from turngraph.producers.scope_hints import ScopeHints
+from turngraph.schemas.tenants import (
     InvalidTenantError,
     check_tenant,
     is_qualified,
@@ -17,8 +19,6 @@ from schemas.tenants import (
     tenant_of_key,
     unqualify,
 )
-from turngraph.cli.scopes_cmd import list_scopes
-from turngraph.credentials import Issued, acl_rules
 from turngraph.settings import Settings
 
 

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from schemas.recall import RecallRequest, RecallResponse
-from schemas.turn_event import TurnEvent
-from workers.graph.batch_plan import _episode_row, iso
+from turngraph.schemas.recall import RecallRequest, RecallResponse
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.graph.batch_plan import _episode_row, iso
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),

@@ -15,22 +15,22 @@ from typing import Any
 import redis
 import structlog
 
-from producers.bounded_queue import read_stats
-from producers.bridge import Backend, Bridge
-from producers.consent import ConsentStore
-from producers.distill_client import DistillClient
-from producers.git_info import git_metadata
-from producers.recall_client import RecallClient
-from producers.scope_hints import ScopeHints
-from producers.scopes import ScopeHasher
-from producers.tenant_inbox import read_inbox_stats
-from schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
-from schemas.keys import DISTILL_REQUESTS
-from schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
 from turngraph.clients import build_publisher
 from turngraph.lifecycle import StopSignal, stop_on_signals
 from turngraph.logs import configure_logging
+from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.bridge import Backend, Bridge
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.distill_client import DistillClient
+from turngraph.producers.git_info import git_metadata
+from turngraph.producers.recall_client import RecallClient
+from turngraph.producers.scope_hints import ScopeHints
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.producers.tenant_inbox import read_inbox_stats
+from turngraph.schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
+from turngraph.schemas.keys import DISTILL_REQUESTS
+from turngraph.schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.settings import Settings
 
 log = structlog.get_logger(__name__)

@@ -6,9 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from producers.consent import ConsentStore, endpoint_id
-from producers.scopes import ScopeHasher
 from turngraph.cli.endpoints import producer_consent_endpoint
+from turngraph.producers.consent import ConsentStore, endpoint_id
+from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from producers.scopes import ScopeHasher
-from schemas.summaries import render_decision_record, render_summary
 from turngraph.app import build_distiller
 from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.summaries import render_decision_record, render_summary
 from turngraph.settings import Settings
-from workers.maintenance.compaction import compact_due, compact_topic
-from workers.maintenance.recaps import recap_session
-from workers.maintenance.summaries import summarize_last_turns
+from turngraph.workers.maintenance.compaction import compact_due, compact_topic
+from turngraph.workers.maintenance.recaps import recap_session
+from turngraph.workers.maintenance.summaries import summarize_last_turns
 
 
 def _session(args: argparse.Namespace, settings: Settings) -> str:

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import argparse
 
-from schemas.errors import ConfigurationError
 from turngraph.app import build_embedder
 from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
+from turngraph.schemas.errors import ConfigurationError
 from turngraph.settings import Settings
-from workers.graph.neo4j_only import server_is_neo4j
-from workers.graph.vectors import GraphVectors
-from workers.ingest.embeddings import MemoryEmbedder
-from workers.ingest.rebuild import rebuild_embeddings
+from turngraph.workers.graph.neo4j_only import server_is_neo4j
+from turngraph.workers.graph.vectors import GraphVectors
+from turngraph.workers.ingest.embeddings import MemoryEmbedder
+from turngraph.workers.ingest.rebuild import rebuild_embeddings
 
 
 def run_rebuild(args: argparse.Namespace) -> int:

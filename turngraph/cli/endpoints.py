@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from producers.consent import consent_endpoint
 from turngraph.embedded.services import read_endpoints
+from turngraph.producers.consent import consent_endpoint
 from turngraph.settings import Settings
 
 

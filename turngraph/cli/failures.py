@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from schemas.errors import TurngraphError
+from turngraph.schemas.errors import TurngraphError
 
 START_HINT = (
     "start the services with `turngraph up` or set TURNGRAPH_REDIS_URL / TURNGRAPH_GRAPH_URI"

@@ -11,8 +11,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from schemas.errors import TurngraphError
-from schemas.scopes import Scope
 from turngraph.app import load_ontology
 from turngraph.clients import (
     INTERACTIVE_GRAPH_RETRY_S,
@@ -20,6 +18,8 @@ from turngraph.clients import (
     build_clients,
     resolve_endpoints,
 )
+from turngraph.schemas.errors import TurngraphError
+from turngraph.schemas.scopes import Scope
 from turngraph.settings import Settings
 
 
@@ -73,7 +73,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     from turngraph.inspection.export import write_graphml, write_jsonl
-    from workers.graph.subgraph import read_scope
+    from turngraph.workers.graph.subgraph import read_scope
 
     scope = Scope(args.scope)
     settings = Settings()
@@ -130,7 +130,7 @@ def run_forget(args: argparse.Namespace) -> int:
 
 
 def run_indexes(args: argparse.Namespace) -> int:
-    from workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
+    from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 
     with _clients() as clients:
         onto = load_ontology(clients.settings)
@@ -164,7 +164,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 def _scope_id(settings: Settings, scope: Scope, key: str, *, hashed: bool = False) -> str:
     """A raw key (folder, session id, user name) hashed like the producer; an id as is."""
-    from producers.scopes import ScopeHasher
+    from turngraph.producers.scopes import ScopeHasher
     from turngraph.scope_keys import scope_id
 
     if hashed:

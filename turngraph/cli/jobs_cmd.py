@@ -15,8 +15,8 @@ import redis
 from turngraph.cli.endpoints import producer_redis_url
 from turngraph.cli.failures import report_failure
 from turngraph.settings import Settings
-from workers.ingest import dead_letters
-from workers.ingest.envelope import EnvelopeError
+from turngraph.workers.ingest import dead_letters
+from turngraph.workers.ingest.envelope import EnvelopeError
 
 
 def _connect(args: argparse.Namespace) -> tuple[redis.Redis | None, str]:

@@ -20,12 +20,12 @@ Logs go to stderr; stdout carries only the protocol.
 def run_mcp(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from schemas.scopes import Scope
     from turngraph.cli.bridge_cmd import build_bridge
     from turngraph.forgetting import forget
     from turngraph.lifecycle import exit_on_signals
     from turngraph.logs import configure_logging
     from turngraph.mcp_server import MemoryTools, build_server
+    from turngraph.schemas.scopes import Scope
     from turngraph.scope_keys import raw_workspace
     from turngraph.settings import Settings
 

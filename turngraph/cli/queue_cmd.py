@@ -8,11 +8,11 @@ from typing import cast
 
 import redis
 
-from producers.bounded_queue import read_stats
-from producers.tenant_inbox import read_inbox_stats
-from schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.cli.endpoints import producer_redis_url
 from turngraph.cli.failures import report_failure
+from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.tenant_inbox import read_inbox_stats
+from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.settings import Settings
 
 

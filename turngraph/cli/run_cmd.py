@@ -15,8 +15,6 @@ from typing import Any
 import redis
 import structlog
 
-from producers.recall_client import RecallClient
-from producers.scopes import ScopeHasher
 from turngraph import demo
 from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
@@ -28,8 +26,10 @@ from turngraph.lifecycle import (
     wait_for_stop,
 )
 from turngraph.logs import configure_logging
+from turngraph.producers.recall_client import RecallClient
+from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
-from workers.recall.replica import process_is_ready
+from turngraph.workers.recall.replica import process_is_ready
 
 log = structlog.get_logger(__name__)
 

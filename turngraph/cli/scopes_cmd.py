@@ -9,9 +9,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from producers.scope_hints import ScopeHints
-from producers.scopes import ScopeHasher
-from schemas.scopes import Scope
+from turngraph.producers.scope_hints import ScopeHints
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.scopes import Scope
 from turngraph.scope_keys import raw_workspace, scope_id
 from turngraph.settings import Settings
 

@@ -17,7 +17,6 @@ import redis
 import structlog
 from rq.exceptions import StopRequested
 
-from schemas.errors import ConfigurationError, PermanentError, TransientError
 from turngraph.app import (
     build_admission,
     build_distill_gateway,
@@ -51,13 +50,14 @@ from turngraph.metrics import (
     recall_histogram,
     serve_metrics,
 )
+from turngraph.schemas.errors import ConfigurationError, PermanentError, TransientError
 from turngraph.settings import Settings
-from workers.extraction.stats import ExtractionStats
-from workers.graph.errors import convert
-from workers.ingest.batching import BatchingIngestWorker
-from workers.ingest.pipeline import IngestPipeline
-from workers.maintenance import context as maintenance_context
-from workers.stoppable import StoppableWorker
+from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.graph.errors import convert
+from turngraph.workers.ingest.batching import BatchingIngestWorker
+from turngraph.workers.ingest.pipeline import IngestPipeline
+from turngraph.workers.maintenance import context as maintenance_context
+from turngraph.workers.stoppable import StoppableWorker
 
 log = structlog.get_logger(__name__)
 

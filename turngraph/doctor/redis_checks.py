@@ -9,12 +9,12 @@ from typing import Any
 import redis
 from rq import Worker
 
-from producers.bounded_queue import read_stats
-from schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
 from turngraph.doctor.checks import Check, fail, ok, warn
+from turngraph.producers.bounded_queue import read_stats
+from turngraph.schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
 from turngraph.settings import Settings
-from workers.ingest.dead_letters import dead_letter_key
-from workers.recall.replica import read_heartbeats, stream_lag_s
+from turngraph.workers.ingest.dead_letters import dead_letter_key
+from turngraph.workers.recall.replica import read_heartbeats, stream_lag_s
 
 MIN_REDIS_MAJOR = 7
 """Redis 7+ (or Valkey 7+): Lua, streams with exclusive ranges, ACLs."""

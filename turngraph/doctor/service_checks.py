@@ -8,11 +8,11 @@ import re
 import neo4j
 import neo4j.exceptions
 
-from schemas.ontology import ONTOLOGY
 from turngraph.app import build_embedder, load_ontology
 from turngraph.doctor.checks import Check, fail, ok
+from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.settings import Settings
-from workers.graph.schema import schema_statements
+from turngraph.workers.graph.schema import schema_statements
 
 TIMEOUT_S = 5.0
 """Per request: the doctor must answer quickly whatever is down."""

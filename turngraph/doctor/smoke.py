@@ -9,14 +9,14 @@ import secrets
 import string
 import time
 
-from producers.consent import ConsentStore
-from producers.scopes import ScopeHasher
-from schemas.errors import TurngraphError
-from schemas.scopes import Scope
 from turngraph.cli.bridge_cmd import build_bridge
 from turngraph.cli.endpoints import producer_consent_endpoint
 from turngraph.doctor.checks import Check, fail, ok
 from turngraph.forgetting import forget
+from turngraph.producers.consent import ConsentStore
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.errors import TurngraphError
+from turngraph.schemas.scopes import Scope
 from turngraph.settings import Settings
 
 SMOKE_WORKSPACE = "turngraph-doctor-smoke"

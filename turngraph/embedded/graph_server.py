@@ -13,14 +13,14 @@ from pathlib import Path
 import neo4j
 import neo4j.exceptions
 
-from producers.private_files import ensure_private_dir, write_private_text
-from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.process import (
     ServerProcess,
     free_port,
     port_open,
     processes_holding,
 )
+from turngraph.producers.private_files import ensure_private_dir, write_private_text
+from turngraph.schemas.errors import EmbeddedServiceError
 
 GRAPH_DATABASE = "turngraph"
 """Name of the database the embedded server creates on first start."""

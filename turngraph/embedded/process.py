@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
-from schemas.errors import EmbeddedServiceError
 from turngraph.lifecycle import parent_death_preexec, raise_if_stopping
+from turngraph.producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
+from turngraph.schemas.errors import EmbeddedServiceError
 
 STARTUP_TIMEOUT_S = 60.0
 """How long a server may take to accept connections before start-up counts as failed."""

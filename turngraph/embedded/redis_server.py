@@ -12,9 +12,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
-from producers.private_files import ensure_private_dir
-from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.process import ServerProcess, free_port
+from turngraph.producers.private_files import ensure_private_dir
+from turngraph.schemas.errors import EmbeddedServiceError
 
 
 def server_binary() -> Path:

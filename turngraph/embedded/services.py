@@ -18,12 +18,16 @@ from pathlib import Path
 
 import structlog
 
-from producers.private_files import PRIVATE_FILE_MODE, ensure_private_dir, write_private_text
-from schemas.errors import EmbeddedServiceError
 from turngraph.embedded.graph_server import GRAPH_DATABASE, GRAPH_USER, GraphServer
 from turngraph.embedded.process import end_processes
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.lifecycle import raise_if_stopping
+from turngraph.producers.private_files import (
+    PRIVATE_FILE_MODE,
+    ensure_private_dir,
+    write_private_text,
+)
+from turngraph.schemas.errors import EmbeddedServiceError
 
 log = structlog.get_logger(__name__)
 

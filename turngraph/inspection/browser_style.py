@@ -186,7 +186,7 @@ def grass_for(ontology: OntologyLike) -> str:
 
 
 def _default_ontology() -> OntologyLike:
-    from schemas.ontology import ONTOLOGY
+    from turngraph.schemas.ontology import ONTOLOGY
 
     return ONTOLOGY
 

@@ -22,11 +22,11 @@ from xml.etree import ElementTree as ET
 import neo4j
 import neo4j.time
 
-from schemas.errors import InvalidPayloadError
-from schemas.scopes import Scope
-from workers.graph.neo4j_only import quote_identifier
-from workers.graph.retry import run_write
-from workers.graph.subgraph import GraphNode, GraphRelationship, Subgraph
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.neo4j_only import quote_identifier
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.subgraph import GraphNode, GraphRelationship, Subgraph
 
 FORMAT = "turngraph-scope"
 FORMAT_VERSION = 1

@@ -21,12 +21,12 @@ from typing import Any
 
 import neo4j
 
-from schemas.scopes import Scope
 from turngraph.inspection.browser_style import OntologyLike, node_styles
 from turngraph.inspection.view_page import render_shell
 from turngraph.inspection.viz_assets import split_page, write_assets
-from workers.graph.subgraph import Subgraph, read_scope
-from workers.graph.vectors import VECTOR_PROPERTIES
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.subgraph import Subgraph, read_scope
+from turngraph.workers.graph.vectors import VECTOR_PROPERTIES
 
 MAX_NODES = 2_000
 """Larger scopes are cut (episodes first, newest kept): a browser tab stays responsive."""

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from workers.embeddings.in_process import InProcessEmbedder
-from workers.embeddings.protocol import Embedder, Vectors
-from workers.embeddings.texts import own_part
+from turngraph.workers.embeddings.in_process import InProcessEmbedder
+from turngraph.workers.embeddings.protocol import Embedder, Vectors
+from turngraph.workers.embeddings.texts import own_part
 
 
 class CompositeEmbedder(InProcessEmbedder):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schemas.errors import TurngraphError
-from workers.embeddings.protocol import Embedder, Vectors
+from turngraph.schemas.errors import TurngraphError
+from turngraph.workers.embeddings.protocol import Embedder, Vectors
 
 SEMANTIC_TIMEOUT = "semantic_timeout"
 """``degraded`` flag: the query was not embedded within its budget."""

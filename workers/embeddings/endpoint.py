@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import openai
 
-from workers.embeddings.errors import EmbeddingModelError, EmbeddingUnavailableError
-from workers.embeddings.protocol import Vectors, normalise_rows
+from turngraph.workers.embeddings.errors import EmbeddingModelError, EmbeddingUnavailableError
+from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
 
 DEFAULT_BATCH_SIZE = 128
 """Texts per request (OpenAI accepts up to 2,048; local servers prefer fewer)."""

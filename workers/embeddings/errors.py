@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.errors import ConfigurationError, TransientError
+from turngraph.schemas.errors import ConfigurationError, TransientError
 
 
 class EmbeddingUnavailableError(TransientError):

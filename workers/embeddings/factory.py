@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from workers.embeddings.composite import CompositeEmbedder
-from workers.embeddings.deadline import QueryEmbedder
-from workers.embeddings.in_process import InProcessEmbedder
-from workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder
-from workers.embeddings.protocol import Embedder
-from workers.embeddings.transformer import (
+from turngraph.workers.embeddings.composite import CompositeEmbedder
+from turngraph.workers.embeddings.deadline import QueryEmbedder
+from turngraph.workers.embeddings.in_process import InProcessEmbedder
+from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.embeddings.transformer import (
     DEFAULT_CONTEXTUAL_DIR,
     TransformerEmbedder,
     is_transformer_folder,
@@ -39,7 +39,7 @@ def build_embedder(
         return local_embedder(model_path) if model_path else default_local_embedder()
     # Imported here: the openai package costs about a second of start-up CPU, which every
     # worker process would pay on a deployment that never calls an endpoint.
-    from workers.embeddings.endpoint import EndpointEmbedder
+    from turngraph.workers.embeddings.endpoint import EndpointEmbedder
 
     return EndpointEmbedder(
         base_url=base_url,

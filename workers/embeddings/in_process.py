@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.embeddings.errors import EmbeddingModelError
 
 
 def require_files(folder: Path, names: Sequence[str], kind: str) -> None:

@@ -17,9 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from workers.embeddings.errors import EmbeddingModelError
-from workers.embeddings.in_process import InProcessEmbedder, require_files, verify_checksums
-from workers.embeddings.protocol import Vectors, normalise_rows
+from turngraph.workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.embeddings.in_process import (
+    InProcessEmbedder,
+    require_files,
+    verify_checksums,
+)
+from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-static"
 """The shipped static model (256 dimensions, int8 weights, ~8 MB)."""

@@ -21,9 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from workers.embeddings.errors import EmbeddingModelError
-from workers.embeddings.in_process import InProcessEmbedder, require_files, verify_checksums
-from workers.embeddings.protocol import Vectors, normalise_rows
+from turngraph.workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.embeddings.in_process import (
+    InProcessEmbedder,
+    require_files,
+    verify_checksums,
+)
+from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
 
 DEFAULT_CONTEXTUAL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-onnx"
 """The shipped contextual model (all-MiniLM-L6-v2, 384 dimensions, int8 weights, 23 MB)."""

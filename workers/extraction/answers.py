@@ -16,12 +16,12 @@ from typing import Any
 
 import pydantic
 
-from schemas.ontology import Ontology
-from schemas.turn_event import TurnEvent
-from schemas.validation import invalid_fields
-from workers.extraction.models import Extraction
-from workers.extraction.prompts import ExtractionAnswer
-from workers.extraction.validation import validate_raw
+from turngraph.schemas.ontology import Ontology
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.extraction.models import Extraction
+from turngraph.workers.extraction.prompts import ExtractionAnswer
+from turngraph.workers.extraction.validation import validate_raw
 
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
 _DECODER = json.JSONDecoder()

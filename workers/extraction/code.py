@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from workers.extraction.references import Hit, _free_before
+from turngraph.workers.extraction.references import Hit, _free_before
 
 _PY_FRAME = re.compile(r'File "[^"\n]+", line \d+, in ([A-Za-z_]\w*)')
 _JS_FRAME = re.compile(r"^[ \t]+at (?:async )?([A-Za-z_$][\w$.]*) \(", re.M)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from workers.extraction.references import ascii_lower
+from turngraph.workers.extraction.references import ascii_lower
 
 DIRECTIVE_TYPES: dict[str, str] = {
     "decision": "Decision",

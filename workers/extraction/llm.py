@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING
 import openai
 import structlog
 
-from schemas.ontology import ONTOLOGY, Ontology, extraction_json_schema, response_format
-from schemas.turn_event import TurnEvent
-from workers.extraction.answers import parse_answer
-from workers.extraction.errors import (
+from turngraph.schemas.ontology import ONTOLOGY, Ontology, extraction_json_schema, response_format
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.extraction.answers import parse_answer
+from turngraph.workers.extraction.errors import (
     LLMConfigurationError,
     LLMRequestError,
     LLMUnavailableError,
 )
-from workers.extraction.llm_calls import (  # micro_batches: re-exported for callers
+from turngraph.workers.extraction.llm_calls import (  # micro_batches: re-exported for callers
     DEFAULT_BATCH_MAX_CHARS,
     DEFAULT_BATCH_MAX_TURNS,
     WEAKER_MODE,
@@ -48,11 +48,11 @@ from workers.extraction.llm_calls import (  # micro_batches: re-exported for cal
     request_arguments,
     server_text,
 )
-from workers.extraction.models import Extraction, Extractor
-from workers.extraction.prompts import build_messages, reask_messages
-from workers.extraction.references import attached
-from workers.extraction.stats import ExtractionStats
-from workers.extraction.validation import with_entities
+from turngraph.workers.extraction.models import Extraction, Extractor
+from turngraph.workers.extraction.prompts import build_messages, reask_messages
+from turngraph.workers.extraction.references import attached
+from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.extraction.validation import with_entities
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion

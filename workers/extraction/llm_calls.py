@@ -16,13 +16,13 @@ from typing import Any
 
 import openai
 
-from schemas.turn_event import TurnEvent
-from workers.extraction.errors import (
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.extraction.errors import (
     LLMConfigurationError,
     LLMRequestError,
     LLMUnavailableError,
 )
-from workers.extraction.prompts import MAX_TURN_CHARS
+from turngraph.workers.extraction.prompts import MAX_TURN_CHARS
 
 DEFAULT_BATCH_MAX_TURNS = 8
 """Most turns in one call; consecutive turns of one session only."""

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.turn_event import TurnEvent
 
 
 class EntityRef(BaseModel):

@@ -22,20 +22,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
-from schemas.turn_event import TurnEvent
-from workers.extraction import code as code_refs
-from workers.extraction import paths, people, usage
-from workers.extraction import references as refs
-from workers.extraction.directives import (
+from turngraph.schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.extraction import code as code_refs
+from turngraph.workers.extraction import paths, people, usage
+from turngraph.workers.extraction import references as refs
+from turngraph.workers.extraction.directives import (
     Statement,
     decision_subject,
     find_decisions,
     find_directives,
 )
-from workers.extraction.models import Extraction
-from workers.extraction.prose import find_prose_statements
-from workers.extraction.vocabulary import find_terms, is_term, lookup
+from turngraph.workers.extraction.models import Extraction
+from turngraph.workers.extraction.prose import find_prose_statements
+from turngraph.workers.extraction.vocabulary import find_terms, is_term, lookup
 
 MAX_APPLIES_TO = 5
 """At most this many APPLIES_TO facts per decision or directive."""

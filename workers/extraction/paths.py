@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from workers.extraction.references import Hit, _free_before, ascii_lower
+from turngraph.workers.extraction.references import Hit, _free_before, ascii_lower
 
 _EXTENSION_WORDS = (
     "py pyi pyx md rst txt toml yaml yml json jsonl lua cypher cql ts tsx js jsx mjs cjs go "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from workers.extraction.references import Hit
+from turngraph.workers.extraction.references import Hit
 
 
 def _words(text: str) -> frozenset[str]:

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.ontology import Ontology
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.ontology import Ontology
+from turngraph.schemas.turn_event import TurnEvent
 
 MAX_TURN_CHARS = 6_000
 """Longer turns are cut for the prompt (the head carries most references)."""

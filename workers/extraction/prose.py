@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from workers.extraction.directives import Statement
-from workers.extraction.references import ascii_lower
+from turngraph.workers.extraction.directives import Statement
+from turngraph.workers.extraction.references import ascii_lower
 
 MAX_TEXT_CHARS = 500
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
-from schemas.turn_event import ClientInfo, Role, TurnEvent
-from workers.extraction.models import Extractor
+from turngraph.schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
+from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
+from turngraph.workers.extraction.models import Extractor
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
 DATASET_PATH = DATA_DIR / "extraction_turns.jsonl"

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 import sys
 
-from workers.extraction.paths import TOP_DIRECTORIES
-from workers.extraction.references import Hit, ascii_lower
+from turngraph.workers.extraction.paths import TOP_DIRECTORIES
+from turngraph.workers.extraction.references import Hit, ascii_lower
 
 _INSTALL = re.compile(
     r"(?<![\w-])(pip3?|uv\s+pip|uv|poetry|pipx|npm|pnpm|yarn|bun|cargo|go|gem|brew|composer|"

@@ -12,8 +12,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.ontology import ONTOLOGY, Ontology
-from workers.extraction.models import EntityRef, ExtractedEntity, ExtractedFact, Extraction
+from turngraph.schemas.ontology import ONTOLOGY, Ontology
+from turngraph.workers.extraction.models import (
+    EntityRef,
+    ExtractedEntity,
+    ExtractedFact,
+    Extraction,
+)
 
 MAX_NAME_CHARS = 500
 MAX_SUMMARY_CHARS = 2_000

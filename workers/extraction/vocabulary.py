@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from workers.extraction.references import ascii_lower
+from turngraph.workers.extraction.references import ascii_lower
 
 TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("git", ()),

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.turn_event import TurnEvent
-from workers.extraction.models import ExtractedEntity
-from workers.graph.keys import entity_uid, normalise_name
-from workers.graph.recallable import display_topic
-from workers.graph.store import Batch
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.extraction.models import ExtractedEntity
+from turngraph.workers.graph.keys import entity_uid, normalise_name
+from turngraph.workers.graph.recallable import display_topic
+from turngraph.workers.graph.store import Batch
 
 CAPTION_CHARS = 60
 """Length of the ``name`` caption an Episode shows in Neo4j Browser."""

@@ -6,10 +6,10 @@ from collections.abc import Collection, Iterator
 
 import neo4j
 
-from schemas.changes import MemoryRecord
-from schemas.scopes import Scope
-from workers.graph.errors import graph_errors
-from workers.graph.recallable import (
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.errors import graph_errors
+from turngraph.workers.graph.recallable import (
     DIRECTIVES_PAGE,
     DISTILLED_LABELS,
     DISTILLED_PAGE,
@@ -19,10 +19,10 @@ from workers.graph.recallable import (
     distilled_memory,
     episode_memory,
 )
-from workers.graph.scope_deletion import delete_scope
-from workers.graph.store import Batch, ScopeDeletion, WriteReport
-from workers.graph.subgraph import Subgraph, read_scope
-from workers.graph.writer import GraphWriter
+from turngraph.workers.graph.scope_deletion import delete_scope
+from turngraph.workers.graph.store import Batch, ScopeDeletion, WriteReport
+from turngraph.workers.graph.subgraph import Subgraph, read_scope
+from turngraph.workers.graph.writer import GraphWriter
 
 BOOTSTRAP_PAGE_SIZE = 5_000
 """Episodes fetched per round trip while a recall replica bootstraps."""

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 import neo4j.exceptions as neo4j_errors
 
-from schemas.errors import BackendUnavailableError, PermanentError, TransientError
+from turngraph.schemas.errors import BackendUnavailableError, PermanentError, TransientError
 
 
 class GraphRejectedError(TransientError):

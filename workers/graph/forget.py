@@ -42,8 +42,8 @@ from rq.registry import (
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
-from producers.bounded_queue import ingested_key
-from schemas.changes import (
+from turngraph.producers.bounded_queue import ingested_key
+from turngraph.schemas.changes import (
     CHANGE_FIELD,
     ChangeEntry,
     MemoryRemoval,
@@ -51,12 +51,12 @@ from schemas.changes import (
     ScopeForgotten,
     encode_change,
 )
-from schemas.defaults import CHANGES_MAXLEN
-from schemas.errors import BackendUnavailableError
-from schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
-from workers.graph.store import GraphStore
-from workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
-from workers.tombstones import mark_forgotten
+from turngraph.schemas.defaults import CHANGES_MAXLEN
+from turngraph.schemas.errors import BackendUnavailableError
+from turngraph.schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
+from turngraph.workers.graph.store import GraphStore
+from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
+from turngraph.workers.tombstones import mark_forgotten
 
 SCAN_BATCH = 1_000
 """Jobs or stream entries read per round trip."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from schemas.ontology import ONTOLOGY
+from turngraph.schemas.ontology import ONTOLOGY
 
 _LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _REL_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")

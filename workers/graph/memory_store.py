@@ -15,17 +15,17 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.changes import MemoryRecord
-from schemas.scopes import Scope
-from workers.graph.batch_plan import first_per, plan_batch
-from workers.graph.recallable import (
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.batch_plan import first_per, plan_batch
+from turngraph.workers.graph.recallable import (
     RECALLABLE_ENTITY_TYPES,
     UNSIGNALLED_ENTITY_TYPE,
     directive_memory,
     episode_memory,
 )
-from workers.graph.store import Batch, ScopeDeletion, WriteReport
-from workers.graph.subgraph import (
+from turngraph.workers.graph.store import Batch, ScopeDeletion, WriteReport
+from turngraph.workers.graph.subgraph import (
     DERIVED_LABELS,
     EPISODE_SCOPE_PROPERTY,
     SCOPE_LABEL,

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.changes import MemoryKind, MemoryRecord, MemoryStatus
-from schemas.ontology import DIRECTIVES
-from schemas.scopes import Scope
-from schemas.turn_event import TurnEvent
+from turngraph.schemas.changes import MemoryKind, MemoryRecord, MemoryStatus
+from turngraph.schemas.ontology import DIRECTIVES
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.turn_event import TurnEvent
 
 RECALLABLE_ENTITY_TYPES: frozenset[str] = frozenset(DIRECTIVES)
 """Entity types that are memories in their own right, recalled beside the turns."""

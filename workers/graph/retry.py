@@ -29,7 +29,7 @@ from typing import TypeVar
 import neo4j
 import neo4j.exceptions as neo4j_errors
 
-from workers.graph.errors import convert
+from turngraph.workers.graph.errors import convert
 
 T = TypeVar("T")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 import neo4j
 import structlog
 
-from workers.graph.errors import graph_errors
-from workers.graph.keys import checked_label
+from turngraph.workers.graph.errors import graph_errors
+from turngraph.workers.graph.keys import checked_label
 
 log = structlog.get_logger(__name__)
 

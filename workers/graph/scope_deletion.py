@@ -14,12 +14,16 @@ from typing import Any
 
 import neo4j
 
-from schemas.changes import MemoryRecord
-from workers.graph.errors import graph_errors
-from workers.graph.recallable import DIRECTIVES_BY_UID, RECALLABLE_ENTITY_TYPES, directive_memory
-from workers.graph.retry import run_write
-from workers.graph.store import ScopeDeletion
-from workers.graph.subgraph import (
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.workers.graph.errors import graph_errors
+from turngraph.workers.graph.recallable import (
+    DIRECTIVES_BY_UID,
+    RECALLABLE_ENTITY_TYPES,
+    directive_memory,
+)
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.store import ScopeDeletion
+from turngraph.workers.graph.subgraph import (
     EPISODE_SCOPE_PROPERTY,
     Scope,
     mentioned_ids,

@@ -16,11 +16,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from schemas.changes import MemoryRecord
-from schemas.scopes import Scope
-from schemas.turn_event import TurnEvent
-from workers.extraction.models import Extraction
-from workers.graph.subgraph import Subgraph
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.extraction.models import Extraction
+from turngraph.workers.graph.subgraph import Subgraph
 
 Batch = Sequence[tuple[TurnEvent, Extraction]]
 """Redacted turns with their extractions, written in one transaction."""

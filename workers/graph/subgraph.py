@@ -14,9 +14,9 @@ from typing import Any
 
 import neo4j
 
-from schemas.scopes import Scope
-from workers.graph.errors import graph_errors
-from workers.graph.neo4j_only import quote_identifier
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.errors import graph_errors
+from turngraph.workers.graph.neo4j_only import quote_identifier
 
 FETCH_BATCH = 1_000
 """Element ids per round trip when reading nodes and relationships."""

@@ -25,12 +25,12 @@ import neo4j
 import numpy as np
 import numpy.typing as npt
 
-from schemas.changes import MemoryRecord
-from workers.embeddings.texts import speaker_text
-from workers.graph.batch_plan import turn_key
-from workers.graph.errors import graph_errors
-from workers.graph.recallable import EPISODES_BY_ID, episode_memory
-from workers.graph.retry import run_write
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.workers.embeddings.texts import speaker_text
+from turngraph.workers.graph.batch_plan import turn_key
+from turngraph.workers.graph.errors import graph_errors
+from turngraph.workers.graph.recallable import EPISODES_BY_ID, episode_memory
+from turngraph.workers.graph.retry import run_write
 
 VECTOR_PROPERTIES = frozenset({"embedding", "embedding_f32"})
 """The vector itself (not for people to read: views leave it out)."""

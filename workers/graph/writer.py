@@ -7,19 +7,19 @@ from typing import Any
 
 import neo4j
 
-from schemas.changes import MemoryRecord
-from workers.graph import statements as cypher
-from workers.graph.batch_plan import first_per, plan_batch
-from workers.graph.keys import checked_label, checked_rel_type
-from workers.graph.recallable import (
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.workers.graph import statements as cypher
+from turngraph.workers.graph.batch_plan import first_per, plan_batch
+from turngraph.workers.graph.keys import checked_label, checked_rel_type
+from turngraph.workers.graph.recallable import (
     DIRECTIVES_BY_UID,
     EPISODES_BY_ID,
     RECALLABLE_ENTITY_TYPES,
     directive_memory,
     episode_memory,
 )
-from workers.graph.retry import run_write
-from workers.graph.store import Batch, WriteReport
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.store import Batch, WriteReport
 
 WriteOutcome = tuple[list[tuple[str, str]], list[str]]
 """Superseded (old uid, new uid) pairs and the event ids whose Episode the write created."""

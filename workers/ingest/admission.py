@@ -31,9 +31,9 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from producers.bounded_queue import BoundedQueue, Outcome
-from schemas.errors import InvalidPayloadError
-from schemas.tenants import (
+from turngraph.producers.bounded_queue import BoundedQueue, Outcome
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.tenants import (
     TENANTS_KEY,
     check_tenant,
     inbox_key,
@@ -41,8 +41,8 @@ from schemas.tenants import (
     inbox_wake_key,
     qualify,
 )
-from schemas.turn_event import TurnEvent
-from schemas.validation import invalid_fields
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
 

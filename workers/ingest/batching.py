@@ -36,24 +36,24 @@ from rq.job import Job
 from rq.queue import Queue
 from rq.utils import now
 
-from producers.bounded_queue import INGEST_FUNCTION
-from schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
-from schemas.keys import RQ_JOB_PREFIX
-from schemas.turn_event import TurnEvent
-from workers.ingest import claims, dead_letters
-from workers.ingest.claims import claim_key, requeue_expired_claims
-from workers.ingest.dead_letters import DeadLetter
-from workers.ingest.envelope import (
+from turngraph.producers.bounded_queue import INGEST_FUNCTION
+from turngraph.schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
+from turngraph.schemas.keys import RQ_JOB_PREFIX
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.ingest import claims, dead_letters
+from turngraph.workers.ingest.claims import claim_key, requeue_expired_claims
+from turngraph.workers.ingest.dead_letters import DeadLetter
+from turngraph.workers.ingest.envelope import (
     EnvelopeError,
     check_fields,
     check_job_data,
     check_origin,
     read_job,
 )
-from workers.ingest.isolation import run_isolating
-from workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
-from workers.stoppable import StoppableWorker
-from workers.trusted_jobs import TrustedJob
+from turngraph.workers.ingest.isolation import run_isolating
+from turngraph.workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
+from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers.trusted_jobs import TrustedJob
 
 __all__ = ["BatchingIngestWorker", "IngestJob", "claim_key", "requeue_expired_claims"]
 

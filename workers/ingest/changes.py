@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from schemas.changes import ChangeEntry, Embedding, MemoryStatus, MemoryUpsert, StatusChange
-from workers.graph.store import WriteReport
+from turngraph.schemas.changes import (
+    ChangeEntry,
+    Embedding,
+    MemoryStatus,
+    MemoryUpsert,
+    StatusChange,
+)
+from turngraph.workers.graph.store import WriteReport
 
 
 def changes_for(

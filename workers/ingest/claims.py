@@ -34,8 +34,13 @@ import redis
 import structlog
 from rq.queue import Queue
 
-from producers.bounded_queue import rq_timestamp
-from schemas.keys import CLAIM_OWNERS_TEMPLATE, CLAIMS_TEMPLATE, LIMBO_TEMPLATE, RQ_JOB_PREFIX
+from turngraph.producers.bounded_queue import rq_timestamp
+from turngraph.schemas.keys import (
+    CLAIM_OWNERS_TEMPLATE,
+    CLAIMS_TEMPLATE,
+    LIMBO_TEMPLATE,
+    RQ_JOB_PREFIX,
+)
 
 log = structlog.get_logger(__name__)
 

@@ -19,9 +19,9 @@ import redis
 from rq.serializers import JSONSerializer
 from rq.utils import str_to_date
 
-from producers.bounded_queue import rq_timestamp
-from schemas.defaults import FAILURE_TTL_S, RETRIES
-from schemas.keys import (
+from turngraph.producers.bounded_queue import rq_timestamp
+from turngraph.schemas.defaults import FAILURE_TTL_S, RETRIES
+from turngraph.schemas.keys import (
     CLAIMS_TEMPLATE,
     DEAD_LETTERS_TEMPLATE,
     QUEUE_STATS_TEMPLATE,
@@ -29,7 +29,7 @@ from schemas.keys import (
     RQ_JOB_PREFIX,
     RQ_QUEUE_PREFIX,
 )
-from workers.ingest.envelope import JOB_ID, read_job
+from turngraph.workers.ingest.envelope import JOB_ID, read_job
 
 _DEAD_LETTER = """
 -- KEYS: dead letters, claims, stats. ARGV: job key prefix, ended_at, failure TTL, then

@@ -19,10 +19,10 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from schemas.changes import Embedding, MemoryKind, MemoryRecord
-from schemas.errors import TurngraphError
-from workers.embeddings.protocol import Embedder
-from workers.embeddings.texts import embedding_text, speaker_text
+from turngraph.schemas.changes import Embedding, MemoryKind, MemoryRecord
+from turngraph.schemas.errors import TurngraphError
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.embeddings.texts import embedding_text, speaker_text
 
 log = structlog.get_logger(__name__)
 

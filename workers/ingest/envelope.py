@@ -19,8 +19,8 @@ from typing import Any
 from rq.job import Job, JobStatus
 from rq.utils import parse_timeout, str_to_date
 
-from schemas.errors import InvalidPayloadError
-from workers.trusted_jobs import ALLOWED_FUNCTIONS
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS
 
 JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """Ids we write (RQ's own pattern, bounded); anything else on the queue was forged."""

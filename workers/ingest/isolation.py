@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 import neo4j.exceptions
 import redis
 
-from schemas.errors import TransientError
+from turngraph.schemas.errors import TransientError
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.errors import ConfigurationError
+from turngraph.schemas.errors import ConfigurationError
 
 
 def ingest_turn(payload: dict[str, Any]) -> dict[str, int]:

@@ -11,19 +11,19 @@ import pydantic
 import redis
 import structlog
 
-from producers.bounded_queue import ingested_key
-from producers.redaction import redact_and_fit
-from schemas.changes import encode_change
-from schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S, REEXTRACT_PENDING_MAX
-from schemas.errors import BackendUnavailableError, InvalidPayloadError
-from schemas.keys import REEXTRACT_PENDING
-from schemas.turn_event import TurnEvent
-from schemas.validation import invalid_fields
-from workers.extraction.models import Extraction, Extractor
-from workers.graph.store import GraphStore
-from workers.ingest.changes import changes_for
-from workers.ingest.embeddings import MemoryEmbedder
-from workers.tombstones import split_forgotten
+from turngraph.producers.bounded_queue import ingested_key
+from turngraph.producers.redaction import redact_and_fit
+from turngraph.schemas.changes import encode_change
+from turngraph.schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S, REEXTRACT_PENDING_MAX
+from turngraph.schemas.errors import BackendUnavailableError, InvalidPayloadError
+from turngraph.schemas.keys import REEXTRACT_PENDING
+from turngraph.schemas.turn_event import TurnEvent
+from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.extraction.models import Extraction, Extractor
+from turngraph.workers.graph.store import GraphStore
+from turngraph.workers.ingest.changes import changes_for
+from turngraph.workers.ingest.embeddings import MemoryEmbedder
+from turngraph.workers.tombstones import split_forgotten
 
 log = structlog.get_logger(__name__)
 

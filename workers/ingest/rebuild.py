@@ -18,10 +18,10 @@ from typing import Any, cast
 
 import redis
 
-from schemas.changes import MemoryRecord, MemoryUpsert, encode_change
-from schemas.defaults import CHANGES_MAXLEN
-from workers.embeddings.errors import EmbeddingUnavailableError
-from workers.ingest.embeddings import MemoryEmbedder
+from turngraph.schemas.changes import MemoryRecord, MemoryUpsert, encode_change
+from turngraph.schemas.defaults import CHANGES_MAXLEN
+from turngraph.workers.embeddings.errors import EmbeddingUnavailableError
+from turngraph.workers.ingest.embeddings import MemoryEmbedder
 
 
 @dataclass

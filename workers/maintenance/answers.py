@@ -7,14 +7,14 @@ import json
 import redis
 import structlog
 
-from schemas.distill import DistillErrorCode, DistillOp, DistillRequest, DistillResponse
-from schemas.errors import PermanentError
-from schemas.memories import PromotedMemory, render_memory
-from schemas.summaries import DecisionRecord, render_decision_record, render_summary
-from workers.maintenance import compaction, promotion, recaps, summaries
-from workers.maintenance import statements as cypher
-from workers.maintenance.context import Distiller
-from workers.maintenance.turns import last_turn_index, latest_session, read_turns
+from turngraph.schemas.distill import DistillErrorCode, DistillOp, DistillRequest, DistillResponse
+from turngraph.schemas.errors import PermanentError
+from turngraph.schemas.memories import PromotedMemory, render_memory
+from turngraph.schemas.summaries import DecisionRecord, render_decision_record, render_summary
+from turngraph.workers.maintenance import compaction, promotion, recaps, summaries
+from turngraph.workers.maintenance import statements as cypher
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.turns import last_turn_index, latest_session, read_turns
 
 log = structlog.get_logger(__name__)
 

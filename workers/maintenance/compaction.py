@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from schemas.summaries import (
+from turngraph.schemas.summaries import (
     ConversationSummary,
     DecisionRecord,
     SummaryReferences,
@@ -25,14 +25,14 @@ from schemas.summaries import (
     TimeScope,
     render_decision_record,
 )
-from workers.graph.batch_plan import iso
-from workers.graph.retry import run_write
-from workers.maintenance import statements as cypher
-from workers.maintenance.context import Distiller
-from workers.maintenance.memories import decision_record_memory, status_changes, upserts
-from workers.maintenance.summaries import topic_key
-from workers.maintenance.text import words
-from workers.maintenance.turns import parse_time
+from turngraph.workers.graph.batch_plan import iso
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.maintenance import statements as cypher
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.memories import decision_record_memory, status_changes, upserts
+from turngraph.workers.maintenance.summaries import topic_key
+from turngraph.workers.maintenance.text import words
+from turngraph.workers.maintenance.turns import parse_time
 
 log = structlog.get_logger(__name__)
 

@@ -17,13 +17,13 @@ import neo4j
 import redis
 from redis.exceptions import LockError
 
-from schemas import defaults
-from schemas.errors import BackendUnavailableError, ConfigurationError, TransientError
-from schemas.keys import LOCK_PREFIX
+from turngraph.schemas import defaults
+from turngraph.schemas.errors import BackendUnavailableError, ConfigurationError, TransientError
+from turngraph.schemas.keys import LOCK_PREFIX
 
 if TYPE_CHECKING:
-    from workers.maintenance.llm_summary import LLMSummarizer
-    from workers.maintenance.reextract import Reextractor
+    from turngraph.workers.maintenance.llm_summary import LLMSummarizer
+    from turngraph.workers.maintenance.reextract import Reextractor
 
 LOCK_TIMEOUT_S = 120
 """A lock outlives a stuck job by at most this long."""

@@ -14,8 +14,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from schemas.summaries import MAX_ITEM_CHARS, SummaryContent, SummaryReferences
-from workers.maintenance.text import (
+from turngraph.schemas.summaries import MAX_ITEM_CHARS, SummaryContent, SummaryReferences
+from turngraph.workers.maintenance.text import (
     NEXT_STEP_CUES,
     OPEN_CUES,
     RATIONALE_CUES,
@@ -24,7 +24,7 @@ from workers.maintenance.text import (
     sentences,
     shorten,
 )
-from workers.maintenance.turns import SessionTurn
+from turngraph.workers.maintenance.turns import SessionTurn
 
 BULLET_CHARS = 200
 """Longest bullet the offline summarizer writes."""

@@ -19,10 +19,10 @@ import redis
 import structlog
 from rq import Queue
 
-from schemas.defaults import DISTILL_REPLY_TTL_S, FAILURE_TTL_S
-from schemas.distill import DistillErrorCode, DistillResponse
-from schemas.keys import DISTILL_REPLY_PREFIX
-from workers.maintenance import answers, jobs
+from turngraph.schemas.defaults import DISTILL_REPLY_TTL_S, FAILURE_TTL_S
+from turngraph.schemas.distill import DistillErrorCode, DistillResponse
+from turngraph.schemas.keys import DISTILL_REPLY_PREFIX
+from turngraph.workers.maintenance import answers, jobs
 
 log = structlog.get_logger(__name__)
 

@@ -16,16 +16,16 @@ import structlog
 from rq import Queue, Retry, get_current_job
 from rq.serializers import JSONSerializer
 
-from schemas.defaults import (
+from turngraph.schemas.defaults import (
     DISTILL_REPLY_TTL_S,
     FAILURE_TTL_S,
     RESULT_TTL_S,
     RETRIES,
     RETRY_INTERVALS_S,
 )
-from schemas.distill import DistillErrorCode, DistillRequest, DistillResponse
-from schemas.errors import InvalidPayloadError, PermanentError, TransientError
-from workers.maintenance import (
+from turngraph.schemas.distill import DistillErrorCode, DistillRequest, DistillResponse
+from turngraph.schemas.errors import InvalidPayloadError, PermanentError, TransientError
+from turngraph.workers.maintenance import (
     answers,
     compaction,
     context,

@@ -20,12 +20,16 @@ import openai
 import pydantic
 import structlog
 
-from schemas.summaries import SummaryContent, summary_response_format
-from schemas.validation import invalid_fields
-from workers.extraction.errors import LLMConfigurationError, LLMRequestError, LLMUnavailableError
-from workers.maintenance.text import shorten
-from workers.maintenance.tool_calls import narrative_line
-from workers.maintenance.turns import SessionTurn
+from turngraph.schemas.summaries import SummaryContent, summary_response_format
+from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.extraction.errors import (
+    LLMConfigurationError,
+    LLMRequestError,
+    LLMUnavailableError,
+)
+from turngraph.workers.maintenance.text import shorten
+from turngraph.workers.maintenance.tool_calls import narrative_line
+from turngraph.workers.maintenance.turns import SessionTurn
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion

@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from schemas.changes import (
+from turngraph.schemas.changes import (
     MemoryKind,
     MemoryRecord,
     MemoryUpsert,
     StatusChange,
     encode_change,
 )
-from schemas.scopes import Scope
-from schemas.summaries import ConversationSummary, DecisionRecord
+from turngraph.schemas.scopes import Scope
+from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
 DECISION_RECORD_STATUS = "DecisionRecord"
 """The recall status of a decision record: the bridge seed's status with multiplier 1.1."""

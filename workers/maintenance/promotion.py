@@ -20,18 +20,18 @@ import unicodedata
 
 import structlog
 
-from producers.redaction import looks_secret
-from schemas.changes import MemoryKind, MemoryRecord
-from schemas.errors import PermanentError
-from schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind, render_memory
-from schemas.scopes import Scope
-from workers.extraction.directives import find_directives
-from workers.graph.batch_plan import iso
-from workers.graph.retry import run_write
-from workers.maintenance import statements as cypher
-from workers.maintenance.context import Distiller
-from workers.maintenance.memories import upserts
-from workers.maintenance.turns import read_turns
+from turngraph.producers.redaction import looks_secret
+from turngraph.schemas.changes import MemoryKind, MemoryRecord
+from turngraph.schemas.errors import PermanentError
+from turngraph.schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind, render_memory
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.extraction.directives import find_directives
+from turngraph.workers.graph.batch_plan import iso
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.maintenance import statements as cypher
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.memories import upserts
+from turngraph.workers.maintenance.turns import read_turns
 
 log = structlog.get_logger(__name__)
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from schemas.recap import RecapSection, SessionRecap
-from workers.maintenance.extractive import decisions_of
-from workers.maintenance.text import sentences, shorten
-from workers.maintenance.tool_calls import CHANGE, OBSERVE, RUN, collapse, tool_name
-from workers.maintenance.turns import SessionTurn
-from workers.recall.text import STOPWORDS, estimate_tokens
+from turngraph.schemas.recap import RecapSection, SessionRecap
+from turngraph.workers.maintenance.extractive import decisions_of
+from turngraph.workers.maintenance.text import sentences, shorten
+from turngraph.workers.maintenance.tool_calls import CHANGE, OBSERVE, RUN, collapse, tool_name
+from turngraph.workers.maintenance.turns import SessionTurn
+from turngraph.workers.recall.text import STOPWORDS, estimate_tokens
 
 CHUNK_TOKENS = 150
 """A chunk closes at the next user turn once its lines reach this many tokens."""

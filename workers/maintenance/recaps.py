@@ -4,16 +4,16 @@ replaced by each new recap, so "what was I doing" finds it and nothing else pile
 
 from __future__ import annotations
 
-from schemas.changes import MemoryKind, MemoryRecord
-from schemas.recap import SessionRecap
-from schemas.scopes import Scope
-from workers.graph.batch_plan import iso
-from workers.graph.retry import run_write
-from workers.maintenance import statements as cypher
-from workers.maintenance.context import Distiller
-from workers.maintenance.memories import upserts
-from workers.maintenance.recap import build_recap
-from workers.maintenance.turns import read_turns
+from turngraph.schemas.changes import MemoryKind, MemoryRecord
+from turngraph.schemas.recap import SessionRecap
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.graph.batch_plan import iso
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.maintenance import statements as cypher
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.memories import upserts
+from turngraph.workers.maintenance.recap import build_recap
+from turngraph.workers.maintenance.turns import read_turns
 
 
 def recap_uid(session_id: str) -> str:

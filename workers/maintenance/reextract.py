@@ -24,15 +24,15 @@ import neo4j
 import redis
 import structlog
 
-from schemas.changes import encode_change
-from schemas.errors import BackendUnavailableError
-from schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
-from schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
-from workers.extraction.models import Extraction, Extractor
-from workers.graph.store import GraphStore
-from workers.ingest.changes import changes_for
-from workers.maintenance.context import Distiller
-from workers.maintenance.turns import parse_time
+from turngraph.schemas.changes import encode_change
+from turngraph.schemas.errors import BackendUnavailableError
+from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
+from turngraph.schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
+from turngraph.workers.extraction.models import Extraction, Extractor
+from turngraph.workers.graph.store import GraphStore
+from turngraph.workers.ingest.changes import changes_for
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.turns import parse_time
 
 log = structlog.get_logger(__name__)
 

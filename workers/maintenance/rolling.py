@@ -17,16 +17,16 @@ from collections.abc import Sequence
 
 import redis
 
-from schemas.defaults import ROLLING_SUMMARY_WORDS, ROLLING_VERBATIM_TURNS
-from schemas.errors import BackendUnavailableError
-from schemas.keys import ROLLING_CONTEXT_PREFIX
-from schemas.recap import ContextTurn, RollingContext
-from workers.maintenance.context import Distiller
-from workers.maintenance.extractive import decisions_of
-from workers.maintenance.text import sentences, shorten
-from workers.maintenance.tool_calls import CHANGE, RUN, collapse, tool_name
-from workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
-from workers.recall.text import estimate_tokens
+from turngraph.schemas.defaults import ROLLING_SUMMARY_WORDS, ROLLING_VERBATIM_TURNS
+from turngraph.schemas.errors import BackendUnavailableError
+from turngraph.schemas.keys import ROLLING_CONTEXT_PREFIX
+from turngraph.schemas.recap import ContextTurn, RollingContext
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.extractive import decisions_of
+from turngraph.workers.maintenance.text import sentences, shorten
+from turngraph.workers.maintenance.tool_calls import CHANGE, RUN, collapse, tool_name
+from turngraph.workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
+from turngraph.workers.recall.text import estimate_tokens
 
 ROLLING_TTL_S = 14 * 24 * 3600
 """A rolling context nobody updated for two weeks expires."""

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import structlog
 
-from schemas.summaries import (
+from turngraph.schemas.summaries import (
     ConversationSummary,
     SummaryContent,
     SummaryMethod,
@@ -22,20 +22,20 @@ from schemas.summaries import (
     TimeScope,
     render_summary,
 )
-from workers.graph.batch_plan import iso
-from workers.graph.recallable import UNSIGNALLED_ENTITY_TYPE
-from workers.graph.retry import run_write
-from workers.maintenance import statements as cypher
-from workers.maintenance.context import Distiller
-from workers.maintenance.extractive import (
+from turngraph.workers.graph.batch_plan import iso
+from turngraph.workers.graph.recallable import UNSIGNALLED_ENTITY_TYPE
+from turngraph.workers.graph.retry import run_write
+from turngraph.workers.maintenance import statements as cypher
+from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.extractive import (
     DIRECTIVE_TYPES,
     decisions_of,
     extractive_summary,
     references_of,
 )
-from workers.maintenance.memories import summary_memory, upserts
-from workers.maintenance.topics import topic_of
-from workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
+from turngraph.workers.maintenance.memories import summary_memory, upserts
+from turngraph.workers.maintenance.topics import topic_of
+from turngraph.workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
 
 log = structlog.get_logger(__name__)
 

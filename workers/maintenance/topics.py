@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from workers.maintenance.text import first_words
-from workers.maintenance.turns import SessionTurn
+from turngraph.workers.maintenance.text import first_words
+from turngraph.workers.maintenance.turns import SessionTurn
 
 TOPIC_ENTITY_TYPES = (
     "Task", "Problem", "Incident", "Concept", "Service", "Tool", "File", "Symbol", "Topic",

@@ -25,12 +25,12 @@ import structlog
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from schemas.errors import BackendUnavailableError
-from schemas.keys import RQ_JOB_PREFIX
-from schemas.turn_event import Role, TurnEvent
-from workers.extraction.models import Extraction
-from workers.maintenance import jobs
-from workers.maintenance.context import DistillOptions
+from turngraph.schemas.errors import BackendUnavailableError
+from turngraph.schemas.keys import RQ_JOB_PREFIX
+from turngraph.schemas.turn_event import Role, TurnEvent
+from turngraph.workers.extraction.models import Extraction
+from turngraph.workers.maintenance import jobs
+from turngraph.workers.maintenance.context import DistillOptions
 
 log = structlog.get_logger(__name__)
 

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable, Mapping
 from operator import itemgetter
 
-from workers.recall.postings import Hit, Partition, Postings, idf
+from turngraph.workers.recall.postings import Hit, Partition, Postings, idf
 
 POSTINGS_BUDGET = 3_000
 """Postings one query may walk to generate lexical candidates (newest first)."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from schemas.changes import MemoryRecord
-from workers.recall.memory import Memory
-from workers.recall.vectors import Vector
+from turngraph.schemas.changes import MemoryRecord
+from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.vectors import Vector
 
 
 class MemorySource(Protocol):

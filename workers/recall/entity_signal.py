@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 
-from workers.recall.memory import Memory
-from workers.recall.postings import Hit, Partition, idf
+from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.postings import Hit, Partition, idf
 
 ENTITY_POSTINGS_CAP = 400
 """Newest memories taken per entity for the graph signal."""

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from schemas.recall import ConversationTurn, ScopeName
-from workers.recall.text import entity_ngrams, tokenize
+from turngraph.schemas.recall import ConversationTurn, ScopeName
+from turngraph.workers.recall.text import entity_ngrams, tokenize
 
 REFERENCE_WORDS = frozenset(
     """

@@ -24,12 +24,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
-from schemas.changes import ChangeEntry, MemoryRemoval, MemoryUpsert, ScopeForgotten, StatusChange
-from workers.embeddings.protocol import Embedder
-from workers.embeddings.texts import embedding_text
-from workers.recall import bm25, entity_signal
-from workers.recall.memory import Memory, MemoryScope
-from workers.recall.postings import (
+from turngraph.schemas.changes import (
+    ChangeEntry,
+    MemoryRemoval,
+    MemoryUpsert,
+    ScopeForgotten,
+    StatusChange,
+)
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.embeddings.texts import embedding_text
+from turngraph.workers.recall import bm25, entity_signal
+from turngraph.workers.recall.memory import Memory, MemoryScope
+from turngraph.workers.recall.postings import (
     Hit,
     Partition,
     PartitionKey,
@@ -38,10 +44,10 @@ from workers.recall.postings import (
     idf,
     partition_of,
 )
-from workers.recall.semantic import EMBED_BATCH, SemanticSignal
-from workers.recall.speakers import name_words
-from workers.recall.text import tokenize
-from workers.recall.vectors import Vector
+from turngraph.workers.recall.semantic import EMBED_BATCH, SemanticSignal
+from turngraph.workers.recall.speakers import name_words
+from turngraph.workers.recall.text import tokenize
+from turngraph.workers.recall.vectors import Vector
 
 __all__ = ["Hit", "MemoryIndex", "PartitionKey", "idf", "partition_of"]
 

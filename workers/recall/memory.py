@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from schemas.changes import MemoryKind, MemoryRecord
-from schemas.errors import InvalidPayloadError
-from schemas.scopes import Scope
-from workers.embeddings.texts import speaker_text
-from workers.recall.text import entity_key
+from turngraph.schemas.changes import MemoryKind, MemoryRecord
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.scopes import Scope
+from turngraph.workers.embeddings.texts import speaker_text
+from turngraph.workers.recall.text import entity_key
 
 __all__ = ["Memory", "MemoryKind", "MemoryScope", "normalise_entities"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from schemas.recall import RecallResult
+from turngraph.schemas.recall import RecallResult
 
 _MEMORY_TAG = re.compile(r"<(/?)memory>", re.IGNORECASE)
 """A recalled text must not be able to close the block and speak outside it."""

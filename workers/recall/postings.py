@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from workers.recall.memory import Memory
+from turngraph.workers.recall.memory import Memory
 
 K1 = 1.2
 """BM25 term-frequency saturation."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from schemas.keys import RECALL_REPLICA_PREFIX
+from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
 
 HEARTBEAT_EVERY_S = 1.0
 """How often a replica refreshes its heartbeat and measures its lag."""

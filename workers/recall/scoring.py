@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from workers.recall.timeq import TimeIntent, TimeMode
+from turngraph.workers.recall.timeq import TimeIntent, TimeMode
 
 STATUS_MULTIPLIERS: Mapping[str, float] = {
     "DecisionRecord": 1.1,

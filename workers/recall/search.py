@@ -9,23 +9,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from schemas.recall import (
+from turngraph.schemas.recall import (
     RecallRequest,
     RecallResponse,
     RecallResult,
     ScopeName,
     ScoreBreakdown,
 )
-from workers.recall.followups import (
+from turngraph.workers.recall.followups import (
     CONTEXT_BOOST_MAX,
     QueryPlan,
     context_boost,
     plan_query,
     resolve_scopes,
 )
-from workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
-from workers.recall.memory import Memory, MemoryKind
-from workers.recall.scoring import (
+from turngraph.workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
+from turngraph.workers.recall.memory import Memory, MemoryKind
+from turngraph.workers.recall.scoring import (
     STATUS_MULTIPLIERS,
     Scored,
     fuse,
@@ -35,16 +35,16 @@ from workers.recall.scoring import (
     status_multiplier,
     time_multiplier,
 )
-from workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
-from workers.recall.speakers import (
+from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
+from turngraph.workers.recall.speakers import (
     SPEAKER_MULTIPLIER,
     query_names,
     speaker_multiplier,
     without_names,
 )
-from workers.recall.text import estimate_tokens, truncate_to_tokens
-from workers.recall.timeq import TimeIntent, parse_time
-from workers.recall.vectors import Vector
+from turngraph.workers.recall.text import estimate_tokens, truncate_to_tokens
+from turngraph.workers.recall.timeq import TimeIntent, parse_time
+from turngraph.workers.recall.vectors import Vector
 
 LEXICAL_CANDIDATES = 60
 """Lexical candidates per partition entering the fusion."""

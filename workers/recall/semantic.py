@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import structlog
 
-from schemas.errors import TurngraphError
-from workers.embeddings.deadline import QueryEmbedder
-from workers.embeddings.factory import query_embedder
-from workers.embeddings.protocol import Embedder, Vectors
-from workers.recall.vectors import Vector, VectorIndex
+from turngraph.schemas.errors import TurngraphError
+from turngraph.workers.embeddings.deadline import QueryEmbedder
+from turngraph.workers.embeddings.factory import query_embedder
+from turngraph.workers.embeddings.protocol import Embedder, Vectors
+from turngraph.workers.recall.vectors import Vector, VectorIndex
 
 log = structlog.get_logger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import redis
 
-from schemas.recall import RecallRequest, RecallResult
-from schemas.tenants import (
+from turngraph.schemas.recall import RecallRequest, RecallResult
+from turngraph.schemas.tenants import (
     TENANTS_KEY,
     check_tenant,
     is_qualified,

@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from workers.recall import ann as ann_module
-from workers.recall.ann import AnnGraph
+from turngraph.workers.recall import ann as ann_module
+from turngraph.workers.recall.ann import AnnGraph
 
 INITIAL_ROWS = 256
 

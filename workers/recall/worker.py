@@ -32,19 +32,24 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from schemas.changes import decode_change
-from schemas.defaults import RECALL_LAG_DEGRADED_S
-from schemas.errors import InvalidPayloadError
-from schemas.keys import RECALL_REPLY_PREFIX
-from schemas.recall import ErrorCode, RecallRequest, RecallResponse
-from schemas.tenants import tenant_of_key
-from schemas.validation import invalid_fields
-from workers.embeddings.protocol import Embedder
-from workers.recall.bootstrap import MemorySource, VectorSource, all_memories, stored_vectors
-from workers.recall.index import MemoryIndex
-from workers.recall.memory import Memory
-from workers.recall.memory_block import render_memory_block
-from workers.recall.replica import (
+from turngraph.schemas.changes import decode_change
+from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.keys import RECALL_REPLY_PREFIX
+from turngraph.schemas.recall import ErrorCode, RecallRequest, RecallResponse
+from turngraph.schemas.tenants import tenant_of_key
+from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.recall.bootstrap import (
+    MemorySource,
+    VectorSource,
+    all_memories,
+    stored_vectors,
+)
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.memory_block import render_memory_block
+from turngraph.workers.recall.replica import (
     CHANGE_STREAM_LAG,
     GRAPH_UNAVAILABLE,
     HEARTBEAT_EVERY_S,
@@ -54,15 +59,15 @@ from workers.recall.replica import (
     replica_name,
     stream_lag_s,
 )
-from workers.recall.search import search
-from workers.recall.tenancy import (
+from turngraph.workers.recall.search import search
+from turngraph.workers.recall.tenancy import (
     ReplyKeys,
     foreign_scope_fields,
     qualified,
     tenant_request_keys,
     unqualify_results,
 )
-from workers.recall.vectors import Vector
+from turngraph.workers.recall.vectors import Vector
 
 log = structlog.get_logger(__name__)
 

@@ -1,5 +1,5 @@
 // Generates types/*.d.ts from the committed JSON Schemas (schemas/json, exported from the
-// pydantic models by `python -m schemas.export`) with json-schema-to-typescript.
+// pydantic models by `python -m turngraph.schemas.export`) with json-schema-to-typescript.
 //   node scripts/generate-types.mjs          # rewrite types/
 //   node scripts/generate-types.mjs --check  # exit 1 if a committed file is out of date
 import { readdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
