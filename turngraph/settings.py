@@ -126,6 +126,13 @@ class Settings(BaseSettings):
     """Memory directives in user turns (``preference (user): …``) become promoted memories."""
     recap_budget_tokens: int = Field(default=defaults.RECAP_BUDGET_TOKENS, ge=100)
 
+    hook_deadline_ms: int = Field(default=750, ge=50, le=60_000)
+    """Editor hooks: how long recall before a prompt may take, from the hook's start (the
+    editor's own timeout for the hook is the ceiling); past it the prompt goes without."""
+    hook_start_budget_tokens: int = Field(default=1_500, ge=200, le=20_000)
+    """Editor hooks: the session-start context (previous session's recap plus standing
+    decisions and preferences) fits in this many tokens."""
+
     log_level: str = "INFO"
     log_format: LogFormat = LogFormat.AUTO
 

@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "turngraph.cli.distill_cmd",
     "turngraph.cli.doctor_cmd",
     "turngraph.cli.embeddings_cmd",
+    "turngraph.cli.hooks_cmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 
@@ -42,7 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; whatever goes wrong ends in one line on stderr and exit status 1."""
-    args = build_parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["hook"]:  # editors run this on every prompt: no other command loads
+        from turngraph.cli.hook_cmd import run_hook
+
+        return run_hook(arguments[1:])
+    args = build_parser().parse_args(arguments)
     # Commands that configure no logging of their own print only errors of the libraries
     # (the graph driver announces every retry at WARNING); entrypoints override this.
     logging.basicConfig(level=logging.ERROR)

@@ -1,0 +1,173 @@
+"""Each editor's hook configuration and context-injection format (as documented, 2026-11).
+
+Files (``--project`` folder-relative / ``--user`` home-relative), shapes and timeouts:
+
+- claude-code: ``.claude/settings.local.json`` / ``~/.claude/settings.json``;
+  ``hooks.Event[{hooks: [{type, command, timeout (s)}]}]``.
+- vscode: ``.github/hooks/turngraph.json`` / ``~/.copilot/hooks/turngraph.json``;
+  ``hooks.Event[{type, command, timeout (s)}]``.
+- copilot-cli: ``.github/hooks/turngraph-copilot.json`` /
+  ``~/.copilot/hooks/turngraph-copilot.json``; ``version: 1``,
+  ``hooks.event[{type, bash, powershell, timeoutSec}]``.
+- cursor: ``.cursor/hooks.json`` / ``~/.cursor/hooks.json``; ``version: 1``,
+  ``hooks.event[{command, timeout (s)}]``.
+- gemini: ``.gemini/settings.json`` / ``~/.gemini/settings.json``;
+  ``hooks.Event[{hooks: [{name, type, command, timeout (ms)}]}]``.
+
+Context goes back as ``hookSpecificOutput.additionalContext`` (Claude Code, VS Code,
+Gemini CLI), ``additionalContext`` (Copilot CLI's ``sessionStart``),
+``modifiedTransformedPrompt`` (Copilot CLI's ``userPromptTransformed``: the model-facing
+prompt with the memory block in front) or ``additional_context`` (Cursor's
+``sessionStart``). Cursor's and VS Code's documented prompt hooks cannot add context:
+Cursor's ``beforeSubmitPrompt`` only captures the prompt, VS Code's is not installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from turngraph.producers.hooks.payload import HookAction
+
+Shape = Literal["claude", "vscode", "copilot", "cursor", "gemini"]
+
+A = HookAction
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One editor event, the action it runs, the editor's timeout for it."""
+
+    event: str
+    action: HookAction
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class EditorSpec:
+    name: str
+    project_file: str
+    """Relative to the project folder."""
+    user_file: str
+    """Relative to the home folder."""
+    shape: Shape
+    bindings: tuple[Binding, ...]
+    transcript: bool
+    """Capture reads the transcript (else the turn comes in the payload)."""
+    prompt_context: bool
+    """The prompt hook can add context (else it only captures the prompt)."""
+    version_key: bool = False
+    """The file carries ``"version": 1``."""
+
+    def binding(self, action: HookAction) -> Binding | None:
+        return next((b for b in self.bindings if b.action is action), None)
+
+
+PROMPT_TIMEOUT_S = 3
+"""The editors' timeout for the prompt hook; our own deadline is shorter (750 ms)."""
+
+EDITORS: dict[str, EditorSpec] = {
+    spec.name: spec
+    for spec in (
+        EditorSpec(
+            "claude-code", ".claude/settings.local.json", ".claude/settings.json", "claude",
+            (Binding("SessionStart", A.SESSION_START, 10),
+             Binding("UserPromptSubmit", A.PROMPT, PROMPT_TIMEOUT_S),
+             Binding("Stop", A.CAPTURE, 10), Binding("PreCompact", A.SUMMARIZE, 60),
+             Binding("SessionEnd", A.SESSION_END, 60)),
+            transcript=True, prompt_context=True,
+        ),
+        EditorSpec(
+            "vscode", ".github/hooks/turngraph.json", ".copilot/hooks/turngraph.json", "vscode",
+            (Binding("SessionStart", A.SESSION_START, 10), Binding("Stop", A.CAPTURE, 10),
+             Binding("PreCompact", A.SUMMARIZE, 60)),
+            transcript=True, prompt_context=False,
+        ),
+        EditorSpec(
+            "copilot-cli", ".github/hooks/turngraph-copilot.json",
+            ".copilot/hooks/turngraph-copilot.json", "copilot",
+            (Binding("sessionStart", A.SESSION_START, 10),
+             Binding("userPromptTransformed", A.PROMPT, PROMPT_TIMEOUT_S),
+             Binding("agentStop", A.CAPTURE, 10), Binding("preCompact", A.SUMMARIZE, 60),
+             Binding("sessionEnd", A.SESSION_END, 60)),
+            transcript=True, prompt_context=True, version_key=True,
+        ),
+        EditorSpec(
+            "cursor", ".cursor/hooks.json", ".cursor/hooks.json", "cursor",
+            (Binding("sessionStart", A.SESSION_START, 10),
+             Binding("beforeSubmitPrompt", A.PROMPT, PROMPT_TIMEOUT_S),
+             Binding("afterAgentResponse", A.CAPTURE, 10), Binding("preCompact", A.SUMMARIZE, 60),
+             Binding("sessionEnd", A.SESSION_END, 60)),
+            transcript=False, prompt_context=False, version_key=True,
+        ),
+        EditorSpec(
+            "gemini", ".gemini/settings.json", ".gemini/settings.json", "gemini",
+            (Binding("SessionStart", A.SESSION_START, 10),
+             Binding("BeforeAgent", A.PROMPT, PROMPT_TIMEOUT_S),
+             Binding("AfterAgent", A.CAPTURE, 10), Binding("PreCompress", A.SUMMARIZE, 60),
+             Binding("SessionEnd", A.SESSION_END, 60)),
+            transcript=False, prompt_context=True,
+        ),
+    )
+}  # fmt: skip
+"""The editors ``turngraph hooks install`` knows, by name."""
+
+PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR")
+"""Environment variables editors set to the project folder."""
+
+
+def hook_entry(spec: EditorSpec, binding: Binding, command: str) -> dict[str, Any]:
+    """The configuration entry that runs ``command`` for ``binding``, in the editor's shape."""
+    if spec.shape == "claude":
+        return {"hooks": [{"type": "command", "command": command, "timeout": binding.timeout_s}]}
+    if spec.shape == "gemini":
+        return {
+            "hooks": [
+                {
+                    "name": f"turngraph-{binding.action.value}",
+                    "type": "command",
+                    "command": command,
+                    "timeout": binding.timeout_s * 1000,
+                }
+            ]
+        }
+    if spec.shape == "copilot":
+        return {
+            "type": "command",
+            "bash": command,
+            "powershell": command,
+            "timeoutSec": binding.timeout_s,
+        }
+    if spec.shape == "cursor":
+        return {"command": command, "timeout": binding.timeout_s}
+    return {"type": "command", "command": command, "timeout": binding.timeout_s}
+
+
+def entry_commands(entry: Any) -> list[str]:
+    """Every command an entry (in any of the shapes) runs."""
+    if not isinstance(entry, dict):
+        return []
+    found = [entry[k] for k in ("command", "bash", "powershell") if isinstance(entry.get(k), str)]
+    for inner in entry.get("hooks") or []:
+        found.extend(entry_commands(inner))
+    return found
+
+
+def context_output(
+    spec: EditorSpec, action: HookAction, text: str, *, prompt: str | None = None
+) -> dict[str, Any] | None:
+    """What the hook prints to hand ``text`` to the model (None: the editor takes none)."""
+    binding = spec.binding(action)
+    if binding is None or not text:
+        return None
+    if action is HookAction.PROMPT and not spec.prompt_context:
+        return None
+    if spec.shape == "copilot":
+        if action is HookAction.PROMPT:
+            if prompt is None:
+                return None
+            return {"modifiedTransformedPrompt": f"{text}\n\n{prompt}"}
+        return {"additionalContext": text}
+    if spec.shape == "cursor":
+        return {"additional_context": text} if action is HookAction.SESSION_START else None
+    return {"hookSpecificOutput": {"hookEventName": binding.event, "additionalContext": text}}

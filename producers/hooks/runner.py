@@ -1,0 +1,327 @@
+"""One hook call carried out: capture, recall before the prompt, the start-up context,
+the summary before compaction or at the end.
+
+Everything it talks to is passed in (built lazily: a prompt hook never builds a
+publisher). Nothing is done for a workspace without consent. Failures are counted in
+the hooks' counters (``turngraph hooks status``) and never raised: the editor gets no
+output and exit status 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from turngraph.producers.hooks.context import recent_turns, start_context
+from turngraph.producers.hooks.editors import EditorSpec, context_output
+from turngraph.producers.hooks.payload import HookAction, HookCall
+from turngraph.producers.hooks.state import HookState, ReadPosition, tail_sha256
+from turngraph.producers.hooks.transcripts import (
+    ParseCounts,
+    TranscriptTurn,
+    parse_lines,
+    read_new_lines,
+)
+from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, TurnEvent
+
+if TYPE_CHECKING:
+    from turngraph.producers.distill_client import DistillClient
+    from turngraph.producers.publisher import Publisher
+    from turngraph.producers.recall_client import RecallClient
+    from turngraph.producers.scopes import ScopeHasher
+
+CLIENT = ClientInfo(name="turngraph-hooks", version="1")
+
+CAPTURE_FLUSH_S = 2.0
+"""How long a capture waits for Redis to take its turns (they are published again next
+time when it does not: same ids, no duplicates)."""
+
+OUTPUT_MARGIN_MS = 30
+"""Kept back from the prompt deadline for printing the answer and exiting."""
+
+MIN_RECALL_MS = 50
+"""Less time than this left: no recall at all."""
+
+SUMMARY_LAST_N = 40
+SUMMARY_DEADLINE_MS = 15_000
+
+
+def event_id(session: str, source_id: str, role: str) -> str:
+    """The idempotent id of a transcript turn: the same turn always gets the same id."""
+    digest = hashlib.sha256(f"{session}\x1f{source_id}\x1f{role}".encode()).hexdigest()
+    return f"h_{digest[:40]}"
+
+
+@dataclass
+class Scope:
+    session: str
+    workspace: str
+    user: str
+
+
+@dataclass
+class HookServices:
+    """Lazily built clients (None: memory is unavailable right now)."""
+
+    publisher: Callable[[], Publisher | None]
+    recaller: Callable[[], RecallClient | None]
+    distiller: Callable[[], DistillClient | None]
+
+
+class HookRunner:
+    def __init__(
+        self,
+        *,
+        spec: EditorSpec,
+        state: HookState,
+        hasher: ScopeHasher,
+        user: str,
+        consent: Callable[[str], bool],
+        services: HookServices,
+        deadline_ms: int,
+        start_budget_tokens: int,
+        started_at: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.state = state
+        self.hasher = hasher
+        self.user = user
+        self.consent = consent
+        self.services = services
+        self.deadline_ms = deadline_ms
+        self.start_budget_tokens = start_budget_tokens
+        self.started_at = started_at
+        self.clock = clock
+
+    def run(self, call: HookCall) -> dict[str, Any] | None:
+        """Carry out ``call``; the JSON to print, or None for no output."""
+        scope = Scope(
+            session=self.hasher.session(call.session_id),
+            workspace=self.hasher.workspace(str(call.workspace)),
+            user=self.hasher.user(self.user),
+        )
+        if not self.consent(scope.workspace):
+            self.state.count(not_consented=1)
+            return None
+        action = call.action
+        if action is HookAction.PROMPT:
+            if not self.spec.transcript and call.prompt:
+                self._capture_payload(call, scope, [("user", call.prompt)])
+            return self._prompt(call, scope) if self.spec.prompt_context else None
+        if action is HookAction.SESSION_START:
+            return self._session_start(scope)
+        self._capture(call, scope)
+        if action in (HookAction.SUMMARIZE, HookAction.SESSION_END):
+            self._summarize(scope)
+        return None
+
+    # -- capture ---------------------------------------------------------------------------
+
+    def _capture(self, call: HookCall, scope: Scope) -> None:
+        if self.spec.transcript:
+            if call.transcript_path is None:
+                self.state.count(error_no_transcript=1)
+                return
+            self._capture_transcript(call.transcript_path, scope)
+        elif call.response:
+            turns = [("assistant", call.response)]
+            if self.spec.shape == "gemini" and call.prompt:
+                turns.insert(0, ("user", call.prompt))
+            self._capture_payload(call, scope, turns)
+
+    def _capture_transcript(self, path: Any, scope: Scope) -> None:
+        key = str(path)
+        with self.state.locked("transcript", key):
+            position = self.state.position("transcript", key)
+            try:
+                stream = open(path, "rb")  # noqa: SIM115 (closed below, after the offset moves)
+            except OSError:
+                self.state.count(error_transcript_unreadable=1)
+                return
+            with stream:
+                size = stream.seek(0, 2)
+                if (
+                    position.offset > size
+                    or tail_sha256(stream, position.offset) != position.tail_sha256
+                ):
+                    self.state.count(transcript_rewritten=1)  # read again: ids drop repeats
+                    position.offset, position.tail_sha256 = 0, ""
+                read = read_new_lines(stream, position.offset)
+                counts = ParseCounts()
+                turns = list(parse_lines(read.lines, counts))
+                self.state.count(
+                    error_line_too_long=read.skipped_long,
+                    error_line_malformed=counts.malformed,
+                    skipped_sidechain=counts.sidechain,
+                    skipped_compaction=counts.compaction,
+                )
+                events = [
+                    self._event(scope, turn, position.next_turn_index + n)
+                    for n, turn in enumerate(turns)
+                ]
+                if events and not self._publish(events):
+                    return  # the offset stays: the next call publishes them again
+                position.next_turn_index += len(events)
+                position.offset = read.end_offset
+                position.tail_sha256 = tail_sha256(stream, read.end_offset)
+                self.state.save_position("transcript", key, position)
+
+    def _capture_payload(self, call: HookCall, scope: Scope, turns: list[tuple[str, str]]) -> None:
+        base = (
+            call.turn_id
+            or hashlib.sha256(
+                "\x1f".join([call.timestamp or "", *(text for _, text in turns)]).encode()
+            ).hexdigest()
+        )
+        with self.state.locked("session", scope.session):
+            position: ReadPosition = self.state.position("session", scope.session)
+            events = []
+            for role, text in turns:
+                source = f"{base}:{role}"
+                index = position.seen.get(source)
+                if index is None:
+                    index = position.seen[source] = position.next_turn_index
+                    position.next_turn_index += 1
+                turn = TranscriptTurn(source, role, text)
+                events.append(self._event(scope, turn, index))
+            if len(position.seen) > 1000:  # only recent repeats matter
+                position.seen = dict(list(position.seen.items())[-500:])
+            if self._publish(events):
+                self.state.save_position("session", scope.session, position)
+
+    def _event(self, scope: Scope, turn: TranscriptTurn, index: int) -> TurnEvent:
+        content = turn.content
+        if len(content) > MAX_CONTENT_CHARS:
+            content = content[: MAX_CONTENT_CHARS - 20] + "\n[cut by turngraph]"
+        return TurnEvent(
+            event_id=event_id(scope.session, turn.source_id, turn.role),
+            session_id=scope.session,
+            workspace=scope.workspace,
+            user=scope.user,
+            turn_index=index,
+            role=turn.role,
+            speaker=turn.speaker[:100],
+            content=content,
+            occurred_at=turn.occurred_at or datetime.now(UTC),
+            client=CLIENT,
+            tags=("hook",),
+        )
+
+    def _publish(self, events: list[TurnEvent]) -> bool:
+        """True when Redis answered for every event (taken, a duplicate, or dropped by the
+        queue's policy: counted there)."""
+        publisher = self.services.publisher()
+        if publisher is None:
+            self.state.count(error_backend_unavailable=1)
+            return False
+        try:
+            for event in events:
+                publisher.publish(event)
+            deadline = self.clock() + CAPTURE_FLUSH_S
+            answered = False
+            while self.clock() < deadline:
+                if publisher.flush(0.05):
+                    answered = True
+                    break
+                if not publisher.redis_available:
+                    break
+        finally:
+            stats = publisher.close(timeout_s=0.05)
+        self.state.count(
+            published=stats.enqueued,
+            duplicates=stats.duplicates,
+            dropped_by_queue=stats.dropped_newest,
+            error_backend_unavailable=0 if answered else 1,
+        )
+        return answered
+
+    # -- context ---------------------------------------------------------------------------
+
+    def _remaining_ms(self) -> int:
+        spent = (self.clock() - self.started_at) * 1000
+        binding = self.spec.binding(HookAction.PROMPT)
+        ceiling = binding.timeout_s * 1000 - 500 if binding else self.deadline_ms
+        return int(min(self.deadline_ms, ceiling) - spent - OUTPUT_MARGIN_MS)
+
+    def _prompt(self, call: HookCall, scope: Scope) -> dict[str, Any] | None:
+        query = (call.prompt or call.transformed_prompt or "").strip()
+        if not query:
+            return None
+        recaller = self.services.recaller()
+        remaining = self._remaining_ms()
+        if recaller is None or remaining < MIN_RECALL_MS:
+            self.state.count(recall_skipped=1)
+            return None
+        response = recaller.recall(
+            query[:10_000],
+            session_id=scope.session,
+            workspace=scope.workspace,
+            user=scope.user,
+            conversation_context=recent_turns(call.transcript_path),
+            max_results=5,
+            max_tokens=800,
+            deadline_ms=remaining,
+        )
+        if not response.success:
+            self.state.count(recall_failed=1)
+            return None
+        if not response.memory_block:
+            return None
+        self.state.count(recall_injected=1)
+        prompt = call.transformed_prompt if call.transformed_prompt is not None else call.prompt
+        return context_output(self.spec, HookAction.PROMPT, response.memory_block, prompt=prompt)
+
+    def _session_start(self, scope: Scope) -> dict[str, Any] | None:
+        found: dict[str, Any] = {}
+        budget = self.start_budget_tokens
+
+        def recap() -> None:
+            distiller = self.services.distiller()
+            if distiller is not None:
+                reply = distiller.recap(
+                    None,
+                    budget_tokens=max(100, budget * 2 // 3),
+                    workspace=scope.workspace,
+                    current_session_id=scope.session,
+                    deadline_ms=self.deadline_ms * 4,
+                )
+                found["recap"] = reply.text if reply.success else None
+
+        def standing() -> None:
+            recaller = self.services.recaller()
+            if recaller is not None:
+                reply = recaller.recall(
+                    "decisions preferences conventions we agreed on",
+                    workspace=scope.workspace,
+                    user=scope.user,
+                    scopes=("workspace", "user"),
+                    max_results=10,
+                    max_tokens=max(100, budget // 3),
+                    deadline_ms=self.deadline_ms,
+                )
+                found["standing"] = reply.results if reply.success else []
+
+        threads = [threading.Thread(target=f, daemon=True) for f in (recap, standing)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=self.deadline_ms * 4 / 1000 + 1)
+        text = start_context(found.get("recap"), found.get("standing") or [], budget)
+        self.state.count(start_context_injected=1 if text else 0)
+        return context_output(self.spec, HookAction.SESSION_START, text)
+
+    def _summarize(self, scope: Scope) -> None:
+        distiller = self.services.distiller()
+        if distiller is None:
+            self.state.count(error_backend_unavailable=1)
+            return
+        reply = distiller.summarize(scope.session, SUMMARY_LAST_N, deadline_ms=SUMMARY_DEADLINE_MS)
+        self.state.count(
+            summarized=1 if reply.success else 0, summary_failed=0 if reply.success else 1
+        )

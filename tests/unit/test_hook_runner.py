@@ -1,0 +1,201 @@
+"""One hook call, in process: capture from a transcript (repeated, overlapping, rewritten,
+with Redis away), consent, and the entry point's answer to bad input (exit 0, no output,
+a counted error)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from turngraph.cli.hook_cmd import embedded_redis_url, run_hook
+from turngraph.embedded.services import STATE_FILE, ServiceEndpoints, read_endpoints
+from turngraph.producers.hooks.editors import EDITORS
+from turngraph.producers.hooks.payload import HookAction, HookCall
+from turngraph.producers.hooks.runner import HookRunner, HookServices
+from turngraph.producers.hooks.state import HookState
+from turngraph.producers.publisher_stats import PublisherStats
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.turn_event import TurnEvent
+
+FIXTURE = Path(__file__).parents[1] / "data" / "hooks" / "claude-code.jsonl"
+
+
+class RecordingQueue:
+    """Stands in for Redis behind the publisher: keeps each event id once, like the
+    bounded queue's idempotency check, and counts the repeats."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, TurnEvent] = {}
+        self.duplicates = 0
+        self.available = True
+        self.lock = threading.Lock()
+
+
+class RecordingPublisher:
+    def __init__(self, queue: RecordingQueue) -> None:
+        self.queue = queue
+        self.stats = PublisherStats()
+        self.redis_available = queue.available
+
+    def publish(self, event: TurnEvent) -> bool:
+        if not self.queue.available:
+            self.stats.abandoned += 1
+            return True
+        with self.queue.lock:
+            if event.event_id in self.queue.ids:
+                self.queue.duplicates += 1
+                self.stats.duplicates += 1
+            else:
+                self.queue.ids[event.event_id] = event
+                self.stats.enqueued += 1
+        return True
+
+    def flush(self, timeout_s: float = 0) -> bool:
+        return self.queue.available
+
+    def close(self, timeout_s: float = 0) -> PublisherStats:
+        return self.stats
+
+
+def _runner(tmp_path: Path, queue: RecordingQueue, *, consented: bool = True) -> HookRunner:
+    return HookRunner(
+        spec=EDITORS["claude-code"],
+        state=HookState(tmp_path / "data"),
+        hasher=ScopeHasher(b"s" * 32),
+        user="alice",
+        consent=lambda workspace: consented,
+        services=HookServices(
+            publisher=lambda: RecordingPublisher(queue),
+            recaller=lambda: None,
+            distiller=lambda: None,
+        ),
+        deadline_ms=750,
+        start_budget_tokens=1500,
+        started_at=0.0,
+    )
+
+
+def _capture(transcript: Path, tmp_path: Path) -> HookCall:
+    return HookCall(HookAction.CAPTURE, "cc-session-1", tmp_path, transcript_path=transcript)
+
+
+def test_a_repeated_capture_publishes_nothing_twice(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    lines = FIXTURE.read_bytes().splitlines(keepends=True)
+    transcript.write_bytes(b"".join(lines[:8]))
+    queue = RecordingQueue()
+    runner = _runner(tmp_path, queue)
+    runner.run(_capture(transcript, tmp_path))
+    first = dict(queue.ids)
+    runner.run(_capture(transcript, tmp_path))
+    assert queue.ids == first and queue.duplicates == 0  # the offset kept it from re-reading
+    transcript.write_bytes(b"".join(lines))
+    runner.run(_capture(transcript, tmp_path))
+    indexes = sorted(e.turn_index for e in queue.ids.values())
+    assert indexes == list(range(len(queue.ids))) and len(queue.ids) == 9
+    assert {e.role.value for e in queue.ids.values()} == {"user", "tool", "assistant"}
+    tool = next(e for e in queue.ids.values() if e.speaker == "bash")
+    assert tool.content.startswith("$ pytest") and "hook" in tool.tags
+
+
+def test_overlapping_captures_never_duplicate(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(FIXTURE.read_bytes())
+    queue = RecordingQueue()
+    threads = [
+        threading.Thread(
+            target=_runner(tmp_path, queue).run, args=(_capture(transcript, tmp_path),)
+        )
+        for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(queue.ids) == 9 and queue.duplicates == 0
+
+
+def test_a_rewritten_transcript_is_detected_and_read_again(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(FIXTURE.read_bytes())
+    queue = RecordingQueue()
+    runner = _runner(tmp_path, queue)
+    runner.run(_capture(transcript, tmp_path))
+    rewritten = b"".join(FIXTURE.read_bytes().splitlines(keepends=True)[:3])
+    transcript.write_bytes(rewritten.replace(b"drop_oldest", b"drop_newest"))
+    runner.run(_capture(transcript, tmp_path))
+    counters = HookState(tmp_path / "data").counters()
+    assert counters["transcript_rewritten"] == 1
+    # Read again from the start, not from the old offset in the middle of a line: the turn
+    # it finds has the transcript id of one already sent, so it is a counted duplicate.
+    assert len(queue.ids) == 9 and queue.duplicates == 1
+    assert not [e for e in queue.ids.values() if "drop_newest" in e.content]
+    transcript.write_bytes(transcript.read_bytes() + FIXTURE.read_bytes().splitlines(True)[-2])
+    runner.run(_capture(transcript, tmp_path))  # and goes on from the new end
+    assert len(queue.ids) == 9 and queue.duplicates == 2
+
+
+def test_with_redis_away_the_offset_stays_and_the_next_call_catches_up(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(FIXTURE.read_bytes())
+    queue = RecordingQueue()
+    queue.available = False
+    runner = _runner(tmp_path, queue)
+    assert runner.run(_capture(transcript, tmp_path)) is None
+    assert queue.ids == {}
+    assert HookState(tmp_path / "data").counters()["error_backend_unavailable"] >= 1
+    queue.available = True
+    runner.run(_capture(transcript, tmp_path))
+    assert len(queue.ids) == 9
+
+
+def test_without_consent_nothing_is_read_or_sent(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(FIXTURE.read_bytes())
+    queue = RecordingQueue()
+    assert _runner(tmp_path, queue, consented=False).run(_capture(transcript, tmp_path)) is None
+    assert queue.ids == {} and HookState(tmp_path / "data").counters() == {"not_consented": 1}
+
+
+def _hook(
+    argv: list[str], stdin: bytes, monkeypatch: pytest.MonkeyPatch, data: Path
+) -> tuple[int, str, dict[str, int]]:
+    monkeypatch.setenv("TURNGRAPH_DATA_DIR", str(data))
+    out = io.StringIO()
+    code = run_hook(argv, stdin=io.BytesIO(stdin), stdout=out, environ={})
+    return code, out.getvalue(), HookState(data).counters()
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b"", b"not json", b"[1]", b'{"cwd": "/tmp"}', b'{"session_id": 5, "cwd": "/tmp"}',
+     b'{"session_id": "s", "cwd": "/tmp", "prompt": ' + b'"' + b"x" * 10_000_000 + b'"}',
+     b"\xff\xfe\x00"],
+)  # fmt: skip
+def test_bad_payloads_exit_0_with_no_output_and_a_counted_error(
+    stdin: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, counters = _hook(["prompt", "--editor", "claude-code"], stdin, monkeypatch, tmp_path)
+    assert (code, out) == (0, "")
+    assert counters == {"error_bad_payload": 1}
+
+
+def test_bad_arguments_are_counted_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, counters = _hook(["prompt", "--editor", "notepad"], b"{}", monkeypatch, tmp_path)
+    assert (code, out, counters) == (0, "", {"error_bad_arguments": 1})
+
+
+def test_the_hooks_reader_of_services_json_agrees_with_the_embedded_one(tmp_path: Path) -> None:
+    assert embedded_redis_url(tmp_path) is None
+    endpoints = ServiceEndpoints("redis://:pw@127.0.0.1:1/0", "bolt://x", "u", "p", "d", "", 1)
+    import os
+    from dataclasses import asdict
+
+    for pid in (os.getpid(), 2**22 + 7):
+        (tmp_path / STATE_FILE).write_text(json.dumps({**asdict(endpoints), "owner_pid": pid}))
+        found = read_endpoints(tmp_path)
+        assert embedded_redis_url(tmp_path) == (found.redis_url if found else None)

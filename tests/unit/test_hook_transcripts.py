@@ -1,0 +1,112 @@
+"""Transcript reading for editor hooks: both formats from the fixtures, lines still being
+written, lines too long to load, the collapsed tool calls."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from turngraph.producers.hooks.tools import collapse_tool_call
+from turngraph.producers.hooks.transcripts import ParseCounts, parse_lines, read_new_lines
+
+FIXTURES = Path(__file__).parents[1] / "data" / "hooks"
+
+EXPECTED = [
+    ("user", "", "decision: the ingest queue uses drop_oldest"),
+    ("tool", "read", "producers/bounded_queue.py"),
+    ("tool", "edit", "DROP_OLDEST"),
+    ("tool", "bash", "$ pytest -q tests/unit/test_bounded_queue.py"),
+    ("tool", "task", "Delegated to a subagent: Check other queues"),
+    ("assistant", "", "evicts the oldest job"),
+    ("user", "", "Here is the dashboard after the change.\n[image]"),
+]
+
+
+def _turns(name: str) -> tuple[list, ParseCounts]:
+    lines = (FIXTURES / f"{name}.jsonl").read_bytes().splitlines(keepends=True)
+    counts = ParseCounts()
+    return list(parse_lines(lines, counts)), counts
+
+
+@pytest.mark.parametrize("name", ["claude-code", "copilot-cli"])
+def test_both_transcript_formats_give_the_same_turns(name: str) -> None:
+    turns, counts = _turns(name)
+    for turn, (role, speaker, text) in zip(turns, EXPECTED, strict=False):
+        assert (turn.role, turn.speaker) == (role, speaker)
+        assert text in turn.content
+    assert turns[-1].role == "user" and "docs/operations.md" in turns[-1].content
+    everything = "\n".join(t.content for t in turns)
+    for absent in ("RAWOUT", "SIDECHAIN", "COMPACTSUMMARY", "private reasoning", "todos"):
+        assert absent not in everything  # results, subagents, compaction, thinking, meta
+    assert counts.sidechain >= 2 and counts.compaction >= 2 and counts.malformed == 0
+    assert len({t.source_id for t in turns}) == len(turns)  # the transcript's own ids
+
+
+def test_an_image_only_message_and_the_timestamps() -> None:
+    turns, _ = _turns("claude-code")
+    assert any(t.content == "(shared an image)" for t in turns)
+    assert all(t.occurred_at is not None and t.occurred_at.tzinfo for t in turns)
+
+
+def test_a_line_cut_mid_way_is_left_for_the_next_read() -> None:
+    whole = b'{"type": "user", "uuid": "x"}\n'
+    stream = io.BytesIO(whole + b'{"type": "assis')
+    first = read_new_lines(stream, 0)
+    assert first.lines == [whole] and first.end_offset == len(whole)
+    stream = io.BytesIO(whole + b'{"type": "assistant"}\n')
+    second = read_new_lines(stream, first.end_offset)
+    assert second.lines == [b'{"type": "assistant"}\n']
+
+
+def test_a_ten_megabyte_line_is_skipped_counted_and_never_loaded_whole() -> None:
+    huge = b'{"type": "user", "message": {"content": "' + b"x" * 10_000_000 + b'"}}\n'
+    after = b'{"type": "user", "uuid": "after"}\n'
+    stream = io.BytesIO(b"\n" + huge + after)
+    read = read_new_lines(stream, 0, max_line_bytes=1_000_000)
+    assert read.skipped_long == 1 and read.lines == [after]
+    assert read.end_offset == 1 + len(huge) + len(after)
+    unfinished = io.BytesIO(b"y" * 3_000_000)  # a long line still being written
+    assert read_new_lines(unfinished, 0).end_offset == 0
+
+
+def test_malformed_lines_are_counted_not_fatal() -> None:
+    counts = ParseCounts()
+    lines = [
+        b"not json\n",
+        b"[1, 2]\n",
+        b'{"type": "user", "message": "x"}\n',
+        b'{"type": "x.y"}\n',
+    ]
+    assert list(parse_lines(lines, counts)) == []
+    assert counts.malformed == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("Read", {"file_path": "src/a.py"}, ("read", "src/a.py")),
+        ("Grep", {"pattern": "TODO", "path": "src"}, ("grep", "src")),
+        ("run_shell_command", {"command": "make test"}, ("bash", "$ make test")),
+        ("Write", {"file_path": "b.py", "content": "print(1)"}, ("write", "b.py\nprint(1)")),
+        (
+            "mcp__github__create_issue",
+            '{"title": "x"}',
+            ("mcp__github__create_issue", '{"title": "x"}'),
+        ),
+    ],
+)
+def test_tool_calls_collapse(name: str, args: object, expected: tuple[str, str]) -> None:
+    assert collapse_tool_call(name, args) == expected
+
+
+def test_meta_tools_are_dropped_and_details_are_short() -> None:
+    assert collapse_tool_call("TodoWrite", {"todos": []}) is None
+    speaker, content = collapse_tool_call("Edit", {"file_path": "a", "new_string": "z" * 5000}) or (
+        "",
+        "",
+    )
+    assert speaker == "edit" and len(content) < 400
+    assert json.loads(json.dumps(content))  # plain text
