@@ -42,10 +42,12 @@ SHORT_COMMANDS: dict[str, list[str]] = {
     "credentials list": ["credentials", "list"],
     "embeddings rebuild": ["embeddings", "rebuild"],
     "doctor": ["doctor"],
+    "hooks": ["hooks", "status"],
+    "hook": ["hook", "capture", "--editor", "claude-code"],  # no payload: counted, exit 0
 }
 REPORTS = {"doctor"}
 """Commands whose output is a report (a line per check), not one error line."""
-NEEDS_NO_SERVER = {"consent", "graph style", "services"}
+NEEDS_NO_SERVER = {"consent", "graph style", "services", "hooks", "hook"}
 LONG_RUNNING: dict[str, list[str]] = {
     "up": ["up"],
     "worker ingest": ["worker", "ingest"],

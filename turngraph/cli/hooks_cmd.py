@@ -90,7 +90,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     hooks = subparsers.add_parser(
         "hooks", help="install, remove or show editor hooks (capture and recall, no MCP needed)"
     )
-    hooks.add_argument("action", choices=["install", "uninstall", "status"])
+    hooks.add_argument(
+        "action",
+        choices=["install", "uninstall", "status"],
+        help="add our hooks to the editor's configuration, remove exactly them, or show them",
+    )
     hooks.add_argument("editor", nargs="?", choices=sorted(EDITORS), help="the editor")
     scope = hooks.add_mutually_exclusive_group()
     scope.add_argument(
@@ -107,6 +111,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     hook = subparsers.add_parser(
         "hook", help="run one hook (editors call this; reads the payload on stdin, exits 0)"
     )
-    hook.add_argument("event", choices=[a.value for a in HookAction])
-    hook.add_argument("--editor", required=True, choices=sorted(EDITORS))
+    hook.add_argument(
+        "event", choices=[a.value for a in HookAction], help="what the editor's event asks for"
+    )
+    hook.add_argument(
+        "--editor", required=True, choices=sorted(EDITORS), help="whose payload and format"
+    )
     hook.set_defaults(handler=run_hook_command)
