@@ -16,6 +16,7 @@ import redis
 import structlog
 
 from turngraph import demo
+from turngraph.cli.engine_option import add_graph_option, with_graph_option
 from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
@@ -47,10 +48,12 @@ def _services(settings: Settings) -> Iterator[dict[str, str]]:
     if not settings.embedded:
         yield {}
         return
-    with EmbeddedServices(settings.data_dir) as endpoints:
+    with EmbeddedServices(settings.data_dir, settings.embedded_graph) as endpoints:
         print(f"data folder     {settings.data_dir}")
         print(f"embedded Redis  {without_password(endpoints.redis_url)}")
-        print(f"embedded graph  {endpoints.graph_uri}")
+        print(f"embedded graph  {endpoints.graph_uri} ({endpoints.graph_engine})")
+        if endpoints.graph_engine == "neo4j":
+            print(f"Neo4j Browser   {endpoints.studio_url}")
         yield endpoints.as_env()
 
 
@@ -118,7 +121,7 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
 
 
 def run_up(args: argparse.Namespace) -> int:
-    settings = Settings()
+    settings = with_graph_option(Settings(), args)
     configure_logging(settings)
     stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
     try:
@@ -152,4 +155,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="ingest worker processes to run (default 1)",
     )
+    add_graph_option(up)
     up.set_defaults(handler=run_up)

@@ -26,8 +26,9 @@ from turngraph.app import (
     build_pipeline,
     build_recall_worker,
 )
+from turngraph.cli.engine_option import add_graph_option, with_graph_option
 from turngraph.clients import Clients, build_clients
-from turngraph.embedded import EmbeddedServices
+from turngraph.embedded import EmbeddedServices, neo4j_fetch
 from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import (
     STOP_SIGNALS,
@@ -279,18 +280,22 @@ def wait_for_clients_to_leave(redis_url: str, timeout_s: float) -> None:
 
 def run_services(args: argparse.Namespace) -> int:
     """Start the embedded Redis and graph servers and keep them up until signalled."""
-    settings = Settings()
+    settings = with_graph_option(Settings(), args)
     configure_logging(settings)
+    if args.fetch_only:
+        return fetch_graph(settings)
     if not settings.embedded:
         log.info("embedded_services_not_needed", reason="urls configured")
         return 0
     stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
     try:
-        with EmbeddedServices(settings.data_dir) as endpoints:
+        with EmbeddedServices(settings.data_dir, settings.embedded_graph) as endpoints:
             log.info(
                 "embedded_services_ready",
                 redis=without_password(endpoints.redis_url),
                 graph=endpoints.graph_uri,
+                graph_engine=endpoints.graph_engine,
+                studio=endpoints.studio_url,
                 data_dir=str(settings.data_dir),
             )
             try:
@@ -315,4 +320,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     worker.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     worker.set_defaults(handler=run_worker)
     services = subparsers.add_parser("services", help="run the embedded Redis and graph servers")
+    add_graph_option(services)
+    services.add_argument(
+        "--fetch-only",
+        action="store_true",
+        help="fetch what the graph server needs (Neo4j's jars) into the data folder, then exit",
+    )
     services.set_defaults(handler=run_services)
+
+
+def fetch_graph(settings: Settings) -> int:
+    """``services --fetch-only``: Neo4j's jars into the data folder's cache (ArcadeDB comes
+    with its wheel); one line with the fix and exit 1 when that cannot be done here."""
+    if settings.embedded_graph != "neo4j":
+        print("arcadedb comes with its wheel: nothing to fetch")
+        return 0
+    try:
+        lib = neo4j_fetch.fetch(settings.data_dir)
+    except neo4j_fetch.Neo4jUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Neo4j {neo4j_fetch.NEO4J_VERSION} ready in {lib}")
+    return 0

@@ -58,6 +58,9 @@ def password_for(data_dir: Path) -> str:
 
 
 class GraphServer:
+    user = GRAPH_USER
+    database = GRAPH_DATABASE
+
     def __init__(self, data_dir: Path, bolt_port: int | None = None) -> None:
         self.data_dir = data_dir
         self.bolt_port = bolt_port or free_port()

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import structlog
 
-from turngraph.embedded.graph_server import GRAPH_DATABASE, GRAPH_USER, GraphServer
+from turngraph.embedded.graph_server import GraphServer
+from turngraph.embedded.neo4j_server import Neo4jServer
 from turngraph.embedded.process import end_processes
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.lifecycle import raise_if_stopping
@@ -47,6 +48,7 @@ class ServiceEndpoints:
     graph_database: str
     studio_url: str
     owner_pid: int
+    graph_engine: str = "arcadedb"
 
     def as_env(self) -> dict[str, str]:
         """Environment for child processes, so they skip the state file."""
@@ -95,13 +97,27 @@ def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
         time.sleep(0.2)  # waiting for another process to come up
 
 
+GRAPH_ENGINES = ("arcadedb", "neo4j")
+"""The graph servers the project can start: ArcadeDB from its wheel (the default, nothing
+to install) or Neo4j 5.26 Community fetched through Maven (needs Java 17+ and Maven)."""
+
+
 class EmbeddedServices:
     """Both servers, under one data folder; a context manager that always stops them."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, graph_engine: str = "arcadedb") -> None:
+        if graph_engine not in GRAPH_ENGINES:
+            raise EmbeddedServiceError(
+                f"unknown graph engine {graph_engine!r}: choose one of {', '.join(GRAPH_ENGINES)}"
+            )
         self.data_dir = data_dir
+        self.graph_engine = graph_engine
         self.redis = RedisServer(data_dir / "redis")
-        self.graph = GraphServer(data_dir / "graph")
+        self.graph: GraphServer | Neo4jServer = (
+            Neo4jServer(data_dir / "neo4j", cache_root=data_dir)
+            if graph_engine == "neo4j"
+            else GraphServer(data_dir / "graph")
+        )
         self._state_path = data_dir / STATE_FILE
         self._lock_fd: int | None = None
 
@@ -110,11 +126,12 @@ class EmbeddedServices:
         return ServiceEndpoints(
             redis_url=self.redis.url,
             graph_uri=self.graph.uri,
-            graph_user=GRAPH_USER,
+            graph_user=self.graph.user,
             graph_password=self.graph.password,
-            graph_database=GRAPH_DATABASE,
+            graph_database=self.graph.database,
             studio_url=self.graph.studio_url,
             owner_pid=os.getpid(),
+            graph_engine=self.graph_engine,
         )
 
     def start(self) -> ServiceEndpoints:
