@@ -2,7 +2,10 @@
 
 - Children die with their parent: Linux's parent-death signal (``PR_SET_PDEATHSIG``) is
   set in the child before it runs its program, so a ``kill -9`` of ``turngraph up`` or
-  ``turngraph services`` leaves no server or worker behind.
+  ``turngraph services`` leaves no server or worker behind. The kernel ties that signal
+  to the *thread* that forked the child, not the process: a child started from a thread
+  that ends would be signalled then. :func:`popen_tied_to_process` therefore forks from
+  the main thread or from one spawner thread that lives as long as the process.
 - SIGTERM and SIGINT stop every long-running command the same way, however it was
   started: a background job of a script inherits SIGINT *ignored*, so the handlers are
   installed explicitly rather than relying on Python's default Ctrl-C.
@@ -13,10 +16,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import queue
 import signal
+import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from types import FrameType
 from typing import Any
 
@@ -47,7 +53,8 @@ def parent_death_preexec(
 ) -> Callable[[], None]:
     """A ``preexec_fn`` for ``subprocess.Popen``: the child gets ``death_signal`` when the
     thread that started it ends (the process, for children started from the main thread),
-    and runs with ``umask`` if given.
+    and runs with ``umask`` if given. Start children through
+    :func:`popen_tied_to_process` unless the caller is the main thread.
 
     If the parent is already gone by the time the child runs this, the child ends itself.
     Elsewhere than Linux only the umask applies (the parent's ``finally`` blocks remain).
@@ -64,6 +71,64 @@ def parent_death_preexec(
                 os.kill(os.getpid(), death_signal)
 
     return preexec
+
+
+class _Spawner:
+    """One daemon thread that forks children for other threads and never ends before the
+    process does, so a parent-death signal set in its children fires only when the
+    process dies. A forked copy of this process starts a spawner of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner = 0
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = (
+            queue.SimpleQueue()
+        )
+
+    def _serve(self) -> None:
+        while True:
+            call, future = self._requests.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(call())
+            except BaseException as error:  # handed to the caller's thread
+                future.set_exception(error)
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        with self._lock:
+            if self._owner != os.getpid():  # first use, or a fork left the thread behind
+                self._owner = os.getpid()
+                self._requests = queue.SimpleQueue()
+                thread = threading.Thread(target=self._serve, name="spawner", daemon=True)
+                thread.start()
+        future: Future[Any] = Future()
+        self._requests.put((call, future))
+        return future.result()
+
+
+_SPAWNER = _Spawner()
+
+
+def popen_tied_to_process(
+    argv: Sequence[str],
+    *,
+    death_signal: signal.Signals = signal.SIGTERM,
+    umask: int | None = None,
+    **popen_kwargs: Any,
+) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **popen_kwargs)`` whose child gets ``death_signal`` when
+    this *process* dies (also by SIGKILL), whichever thread calls it: a thread other than
+    the main one hands the fork to the spawner thread, which outlives every caller."""
+    preexec = parent_death_preexec(death_signal, umask)
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(list(argv), preexec_fn=preexec, **popen_kwargs)
+
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    proc: subprocess.Popen[bytes] = _SPAWNER.run(start)
+    return proc
 
 
 class StopSignal(KeyboardInterrupt):

@@ -140,3 +140,54 @@ def test_a_deferred_stop_is_recorded_and_not_raised() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["recorded", f"child {-signal.SIGTERM}", "paused stop"]
     assert "Traceback" not in done.stderr
+
+
+def _sigterm_pending(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    masks = [line.split()[1] for line in status.splitlines() if line[:6] in {"SigPnd", "ShdPnd"}]
+    return any(int(mask, 16) & (1 << (signal.SIGTERM - 1)) for mask in masks)
+
+
+FROM_A_THREAD = textwrap.dedent(
+    """
+    import sys, threading, time
+    from pathlib import Path
+    from turngraph.embedded.process import ServerProcess
+    server = ServerProcess("sleeper", ["/bin/sleep", "600"], Path(sys.argv[1]) / "sleeper.log")
+    starter = threading.Thread(target=server.start, args=(lambda: True,))
+    starter.start()
+    starter.join()
+    task = Path(f"/proc/self/task/{starter.native_id}")
+    while task.exists():  # join() returns before the kernel thread has exited
+        time.sleep(0.01)
+    print(server.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_server_started_from_a_thread_outlives_the_thread_not_the_process(
+    tmp_path: Path,
+) -> None:
+    """The kernel sends the parent-death signal when the *thread* that forked the child
+    ends (issue 26, item 7: bench.chaos restarted Redis from a thread and lost it)."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", FROM_A_THREAD, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    try:
+        assert not _gone(child) and not _sigterm_pending(child), (
+            "the server got SIGTERM when the thread that started it ended"
+        )
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling another process's exit
+        assert _gone(child), "the server outlived its SIGKILLed parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)

@@ -22,7 +22,7 @@ from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import (
     StopSignal,
-    parent_death_preexec,
+    popen_tied_to_process,
     stop_on_signals,
     wait_for_stop,
 )
@@ -64,10 +64,9 @@ def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[list[subproce
     try:
         for kind in kinds:
             children.append(
-                subprocess.Popen(
+                popen_tied_to_process(  # a kill -9 of `up` ends them too
                     [sys.executable, "-m", "turngraph.cli", "worker", kind],
                     env={"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env},
-                    preexec_fn=parent_death_preexec(),  # a kill -9 of `up` ends them too
                 )
             )
         yield children

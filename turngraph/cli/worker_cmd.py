@@ -38,7 +38,6 @@ from turngraph.lifecycle import (
     raise_if_stopping,
     stop_on_signals,
     stop_was_requested,
-    wait_for_stop,
 )
 from turngraph.logs import configure_logging
 from turngraph.metrics import (
@@ -288,8 +287,9 @@ def run_services(args: argparse.Namespace) -> int:
         log.info("embedded_services_not_needed", reason="urls configured")
         return 0
     stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
+    services = EmbeddedServices(settings.data_dir, settings.embedded_graph)
     try:
-        with EmbeddedServices(settings.data_dir, settings.embedded_graph) as endpoints:
+        with services as endpoints:
             log.info(
                 "embedded_services_ready",
                 redis=without_password(endpoints.redis_url),
@@ -299,7 +299,7 @@ def run_services(args: argparse.Namespace) -> int:
                 data_dir=str(settings.data_dir),
             )
             try:
-                wait_for_stop()
+                services.supervise()  # a server that dies comes back on its port
             finally:
                 # A runner (honcho) signals every process at once; the workers' warm
                 # shutdown still talks to Redis, so the servers outlive their clients.

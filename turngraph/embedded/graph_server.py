@@ -61,38 +61,38 @@ class GraphServer:
     user = GRAPH_USER
     database = GRAPH_DATABASE
 
-    def __init__(self, data_dir: Path, bolt_port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, bolt_port: int | None = None, http_port: int | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.bolt_port = bolt_port or free_port()
-        self.http_port = free_port()
+        self.http_port = http_port or free_port()
         self.password = password_for(data_dir)
-        root = _wheel_root()
-        java = root / "jre" / "bin" / "java"
-        if not java.exists():
-            raise EmbeddedServiceError(f"bundled JRE missing at {java}")
-        absolute = data_dir.resolve()
-        self._process = ServerProcess(
-            "graph",
-            [
-                str(java),
-                f"-Xmx{JVM_HEAP}",
-                "-Djava.awt.headless=true",
-                "-cp",
-                str(root / "jars" / "*"),
-                f"-Darcadedb.server.rootPath={absolute}",
-                f"-Darcadedb.server.databaseDirectory={absolute / 'databases'}",
-                # A file (mode 600), never the password itself: a command line is world-readable.
-                f"-Darcadedb.server.rootPasswordPath={absolute / PASSWORD_FILE}",
-                "-Darcadedb.server.httpIncomingHost=127.0.0.1",
-                f"-Darcadedb.server.httpIncomingPort={self.http_port}",
-                "-Darcadedb.bolt.host=127.0.0.1",
-                f"-Darcadedb.bolt.port={self.bolt_port}",
-                "-Darcadedb.server.plugins=Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
-                f"-Darcadedb.server.defaultDatabases={GRAPH_DATABASE}[{GRAPH_USER}]",
-                "com.arcadedb.server.ArcadeDBServer",
-            ],
-            data_dir / "graph.log",
-        )
+        self._java = _wheel_root() / "jre" / "bin" / "java"
+        if not self._java.exists():
+            raise EmbeddedServiceError(f"bundled JRE missing at {self._java}")
+        self._process = ServerProcess("graph", self._command(), data_dir / "graph.log")
+
+    def _command(self) -> list[str]:
+        absolute = self.data_dir.resolve()
+        return [
+            str(self._java),
+            f"-Xmx{JVM_HEAP}",
+            "-Djava.awt.headless=true",
+            "-cp",
+            str(_wheel_root() / "jars" / "*"),
+            f"-Darcadedb.server.rootPath={absolute}",
+            f"-Darcadedb.server.databaseDirectory={absolute / 'databases'}",
+            # A file (mode 600), never the password itself: a command line is world-readable.
+            f"-Darcadedb.server.rootPasswordPath={absolute / PASSWORD_FILE}",
+            "-Darcadedb.server.httpIncomingHost=127.0.0.1",
+            f"-Darcadedb.server.httpIncomingPort={self.http_port}",
+            "-Darcadedb.bolt.host=127.0.0.1",
+            f"-Darcadedb.bolt.port={self.bolt_port}",
+            "-Darcadedb.server.plugins=Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
+            f"-Darcadedb.server.defaultDatabases={GRAPH_DATABASE}[{GRAPH_USER}]",
+            "com.arcadedb.server.ArcadeDBServer",
+        ]
 
     @property
     def uri(self) -> str:
@@ -132,6 +132,7 @@ class GraphServer:
 
     def start(self) -> None:
         ensure_private_dir(self.data_dir)
+        self._process.set_argv(self._command())  # the ports may have been changed
         try:
             self._process.start(self._ready)
         except EmbeddedServiceError:
@@ -148,6 +149,10 @@ class GraphServer:
             f"the graph database {database} is locked by {who}, not by these services: "
             f"{fix}, then start again"
         )
+
+    def died(self) -> bool:
+        """Started, and exited since without a stop (crashed, killed)."""
+        return self._process.died()
 
     def stop(self) -> None:
         self._process.stop()

@@ -189,6 +189,10 @@ class Neo4jServer:
         self._write_settings()
         process.start(self._ready, timeout_s=STARTUP_TIMEOUT_S)
 
+    def died(self) -> bool:
+        """Started, and exited since without a stop (crashed, killed)."""
+        return self._process is not None and self._process.died()
+
     def stop(self) -> None:
         if self._process is not None:
             self._process.stop()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from turngraph.lifecycle import parent_death_preexec, raise_if_stopping
+from turngraph.lifecycle import popen_tied_to_process, raise_if_stopping
 from turngraph.producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
 from turngraph.schemas.errors import EmbeddedServiceError
 
@@ -27,6 +27,18 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def port_free(port: int) -> bool:
+    """Whether a server could listen on loopback ``port`` now (as servers do, with
+    ``SO_REUSEADDR``: connections of a previous server in TIME_WAIT do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def port_open(port: int) -> bool:
@@ -132,12 +144,16 @@ class ServerProcess:
         process that was killed before parent-death signals (or on another platform)."""
         return processes_running(Path(self._argv[0]), self._cwd)
 
+    def set_argv(self, argv: Sequence[str]) -> None:
+        """The command the next :meth:`start` runs (a server's port can change before)."""
+        self._argv = list(argv)
+
     def start(self, ready: Callable[[], bool], timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         ensure_private_dir(self._log_path.parent)
         log_fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
         with os.fdopen(log_fd, "ab") as log:
             self._log_offset = log.seek(0, os.SEEK_END)
-            self._proc = subprocess.Popen(
+            self._proc = popen_tied_to_process(
                 self._argv,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -145,9 +161,10 @@ class ServerProcess:
                 start_new_session=True,  # a ^C in the terminal is ours to forward
                 cwd=self._cwd,
                 # Dies with us even on SIGKILL (a JVM is one process: the launcher runs
-                # the VM in a thread, so the signal reaches the server itself); its own
-                # files are private like the rest of the data folder.
-                preexec_fn=parent_death_preexec(umask=PRIVATE_UMASK),
+                # the VM in a thread, so the signal reaches the server itself), and not
+                # before, whichever thread starts it; its own files are private like the
+                # rest of the data folder.
+                umask=PRIVATE_UMASK,
             )
         try:
             self._wait_ready(ready, timeout_s)
@@ -173,6 +190,10 @@ class ServerProcess:
         raise EmbeddedServiceError(
             f"{self.name} not ready after {timeout_s:.0f}s; see {self._log_path}"
         )
+
+    def died(self) -> bool:
+        """Started, and exited since without being stopped by us."""
+        return self._proc is not None and self._proc.poll() is not None
 
     def log_since_start(self, limit: int = 64_000) -> str:
         """What the server wrote to its log since the last start (its last ``limit`` bytes)."""

@@ -61,36 +61,41 @@ class RedisServer:
     password (SPEC §8): any local process can reach a loopback port."""
 
     def __init__(
-        self, data_dir: Path, port: int | None = None, *, appendfsync: str = APPENDFSYNC
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        *,
+        appendfsync: str = APPENDFSYNC,
+        password: str | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
-        self.password = secrets.token_urlsafe(24)
+        self.password = password or secrets.token_urlsafe(24)
         self._config = data_dir / CONFIG_FILE
-        self._process = ServerProcess(
-            "redis",
-            [
-                str(server_binary()),
-                str(self._config.resolve()),
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--dir",
-                str(data_dir.resolve()),
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                appendfsync,
-                "--save",
-                "",
-                "--maxmemory-policy",
-                "noeviction",
-                "--protected-mode",
-                "yes",
-            ],
-            data_dir / "redis.log",
-        )
+        self._appendfsync = appendfsync
+        self._process = ServerProcess("redis", self._command(), data_dir / "redis.log")
+
+    def _command(self) -> list[str]:
+        return [
+            str(server_binary()),
+            str(self._config.resolve()),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.data_dir.resolve()),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            self._appendfsync,
+            "--save",
+            "",
+            "--maxmemory-policy",
+            "noeviction",
+            "--protected-mode",
+            "yes",
+        ]
 
     @property
     def url(self) -> str:
@@ -118,6 +123,7 @@ class RedisServer:
     def start(self) -> None:
         ensure_private_dir(self.data_dir)
         self._write_config()
+        self._process.set_argv(self._command())  # the port may have been changed
         self._process.start(self._ready)
 
     def _write_config(self) -> None:
@@ -128,6 +134,10 @@ class RedisServer:
         operator = f"user default on #{digest} ~* &* +@all"
         users = [operator, *(line for line in kept if not line.startswith("user default "))]
         _write_private(acl, "\n".join(users) + "\n")
+
+    def died(self) -> bool:
+        """Started, and exited since without a stop (crashed, killed)."""
+        return self._process.died()
 
     def stop(self) -> None:
         self._process.stop()

@@ -3,7 +3,10 @@
 One owner per data folder: it holds an exclusive lock on ``services.lock`` for as long as
 it runs (the kernel drops it when the owner dies, however it dies). Whoever takes the lock
 knows that anything left in the folder -- a ``services.json``, a server still running
-there -- belongs to an owner that is gone, and clears it before starting.
+there -- belongs to an owner that is gone, and clears it before starting. It starts the
+servers on the ports (and the Redis password) that file named, where they are free, so
+workers, bridges and MCP servers still running reconnect by themselves; while it runs it
+restarts a server that died on the same port and credentials (:meth:`supervise`).
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import structlog
 
 from turngraph.embedded.graph_server import GraphServer
 from turngraph.embedded.neo4j_server import Neo4jServer
-from turngraph.embedded.process import end_processes
+from turngraph.embedded.process import end_processes, port_free
 from turngraph.embedded.redis_server import RedisServer
-from turngraph.lifecycle import raise_if_stopping
+from turngraph.lifecycle import pause, raise_if_stopping
 from turngraph.producers.private_files import (
     PRIVATE_FILE_MODE,
     ensure_private_dir,
@@ -37,6 +41,9 @@ STATE_FILE = "services.json"
 
 LOCK_FILE = "services.lock"
 """Held (``flock``) by the process that owns the data folder's servers; holds its pid."""
+
+SUPERVISE_EVERY_S = 1.0
+"""How often the owner checks that its servers still run (a dead one is restarted)."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +78,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def read_endpoints(data_dir: Path) -> ServiceEndpoints | None:
-    """The endpoints of embedded services started by a live process, if any."""
-    path = data_dir / STATE_FILE
+def _read_state(path: Path) -> ServiceEndpoints | None:
     try:
-        endpoints = ServiceEndpoints(**json.loads(path.read_text()))
+        return ServiceEndpoints(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    return endpoints if _alive(endpoints.owner_pid) else None
+
+
+def read_endpoints(data_dir: Path) -> ServiceEndpoints | None:
+    """The endpoints of embedded services started by a live process, if any."""
+    endpoints = _read_state(data_dir / STATE_FILE)
+    return endpoints if endpoints is not None and _alive(endpoints.owner_pid) else None
 
 
 def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
@@ -138,7 +148,10 @@ class EmbeddedServices:
         ensure_private_dir(self.data_dir)
         self._lock_fd = self._take_lock()
         try:
+            previous = _read_state(self._state_path)
             self._clear_leftovers()
+            if previous is not None:
+                self._reuse(previous)
             self.redis.start()
             try:
                 self.graph.start()
@@ -158,6 +171,45 @@ class EmbeddedServices:
         finally:
             self.redis.stop()
             self._release_lock()
+
+    def restart_dead(self) -> list[str]:
+        """Start again, on the same port and credentials, each server that died; returns
+        the names of those restarted. A failed restart is logged and tried next time."""
+        restarted = []
+        for server in (self.redis, self.graph):
+            if not server.died():
+                continue
+            log.warning("embedded_server_died", server=server.name, pid=server.pid)
+            try:
+                server.start()
+            except EmbeddedServiceError as error:
+                log.error("embedded_server_restart_failed", server=server.name, error=str(error))
+                continue
+            log.info("embedded_server_restarted", server=server.name, pid=server.pid)
+            restarted.append(server.name)
+        return restarted
+
+    def supervise(self) -> None:
+        """Until a stop signal (raised as :class:`~turngraph.lifecycle.StopSignal`):
+        every :data:`SUPERVISE_EVERY_S`, restart the servers that died."""
+        while True:
+            pause(SUPERVISE_EVERY_S)
+            self.restart_dead()
+
+    def _reuse(self, previous: ServiceEndpoints) -> None:
+        """The previous owner's ports and Redis password, where the ports are free."""
+        redis_url = urlsplit(previous.redis_url)
+        if redis_url.port and redis_url.password and port_free(redis_url.port):
+            self.redis.port, self.redis.password = redis_url.port, redis_url.password
+        bolt, http = urlsplit(previous.graph_uri).port, urlsplit(previous.studio_url).port
+        same_engine = previous.graph_engine == self.graph_engine
+        if same_engine and bolt and http and bolt != http and port_free(bolt) and port_free(http):
+            self.graph.bolt_port, self.graph.http_port = bolt, http
+        log.info(
+            "embedded_endpoints_reused",
+            redis=self.redis.port == redis_url.port,
+            graph=self.graph.bolt_port == bolt,
+        )
 
     def _take_lock(self) -> int:
         fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)

@@ -1,0 +1,149 @@
+"""``turngraph services`` keeps its endpoints (issue 26, item 8): a server that dies is
+started again on the same port and credentials while ``services`` runs, and a restarted
+``services`` comes back on the ports and Redis password of the one before, so a worker
+started against the first one ingests a turn published after the restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import neo4j
+import pytest
+import redis
+
+from tests.support.processes import (
+    STARTUP_TIMEOUT_S,
+    cli_env,
+    kill_everything_of,
+    services_owner,
+    start,
+    stop,
+    wait_until,
+)
+from turngraph.embedded.services import STATE_FILE, ServiceEndpoints
+from turngraph.producers.bounded_queue import is_ingested
+from turngraph.producers.publisher import Publisher
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _state(data_dir: Path) -> ServiceEndpoints:
+    return ServiceEndpoints(**json.loads((data_dir / STATE_FILE).read_text()))
+
+
+def _services(tmp_path: Path, data_dir: Path, name: str) -> subprocess.Popen[bytes]:
+    log = tmp_path / f"{name}.log"
+    services = start(["services"], cli_env(data_dir), tmp_path, log)
+    wait_until(
+        lambda: services_owner(data_dir) == services.pid or services.poll() is not None,
+        STARTUP_TIMEOUT_S,
+        "services up",
+    )
+    assert services.poll() is None, log.read_text()[-2000:]
+    return services
+
+
+def _children(pid: int) -> dict[str, int]:
+    """The servers ``services`` runs, by name."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+            found["redis" if b"valkey" in command or b"redis" in command else "graph"] = int(child)
+    return found
+
+
+def _pings(url: str) -> bool:
+    try:
+        with redis.Redis.from_url(url, socket_timeout=1) as conn:
+            return bool(conn.ping())
+    except redis.RedisError:
+        return False
+
+
+def _graph_answers(endpoints: ServiceEndpoints) -> bool:
+    try:
+        with neo4j.GraphDatabase.driver(
+            endpoints.graph_uri,
+            auth=(endpoints.graph_user, endpoints.graph_password),
+            connection_timeout=2,
+            max_transaction_retry_time=0,
+        ) as driver:
+            driver.execute_query("RETURN 1", database_=endpoints.graph_database)
+        return True
+    except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
+        return False
+
+
+def test_a_server_that_dies_comes_back_on_its_port_and_credentials(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    services = _services(tmp_path, data_dir, "services")
+    try:
+        before = _state(data_dir)
+        conn = redis.Redis.from_url(before.redis_url, socket_timeout=2)
+        conn.set("kept", "yes")
+        servers = _children(services.pid)
+        for name in ("redis", "graph"):
+            os.kill(servers[name], signal.SIGKILL)
+        wait_until(
+            lambda: _pings(before.redis_url) and _graph_answers(before),
+            STARTUP_TIMEOUT_S,
+            "both servers answering again on the endpoints services.json names",
+        )
+        assert _state(data_dir) == before
+        assert conn.get("kept") == b"yes"  # the client made before the death reconnects
+        assert set(_children(services.pid).values()).isdisjoint(servers.values())
+        log = (tmp_path / "services.log").read_text()
+        assert log.count("embedded_server_restarted") == 2, log[-3000:]
+        conn.close()
+    finally:
+        stop(services)
+        kill_everything_of(data_dir)
+
+
+def test_a_worker_follows_a_restarted_services(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    first = _services(tmp_path, data_dir, "first")
+    worker = start(["worker", "ingest"], cli_env(data_dir), tmp_path, tmp_path / "worker.log")
+    second = None
+    try:
+        before = _state(data_dir)
+        first.kill()  # no clean shutdown: its servers die with it
+        first.wait()
+        second = _services(tmp_path, data_dir, "second")
+        after = _state(data_dir)
+        assert (after.redis_url, after.graph_uri) == (before.redis_url, before.graph_uri)
+        assert after.owner_pid == second.pid
+        event = TurnEvent(
+            session_id="restart-s",
+            workspace="restart-w",
+            user="restart-u",
+            turn_index=0,
+            role="user",
+            content="after the restart: edit src/after.py",
+            occurred_at=datetime.now(UTC),
+            client=ClientInfo(name="restart-test"),
+        )
+        with Publisher(redis_url=after.redis_url) as publisher:
+            publisher.publish(event)
+            publisher.flush(timeout_s=10)
+        conn = redis.Redis.from_url(after.redis_url)
+        wait_until(
+            lambda: is_ingested(conn, event.event_id) or worker.poll() is not None,
+            120,
+            "the worker started before the restart ingests a turn published after it",
+        )
+        assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+        conn.close()
+    finally:
+        stop(worker)
+        if second is not None:
+            stop(second)
+        stop(first)
+        kill_everything_of(data_dir)
