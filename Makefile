@@ -3,29 +3,46 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run demo test lint typecheck unit bench schemas
+.PHONY: install install-dev run demo test lint typecheck unit bench schemas
 
+DEV_STAMP := $(VENV)/.installed-dev
+PROGRESS := sh ops/with-progress.sh
+
+## What running needs: the package and its runtime dependencies, nothing of the tests.
 install: $(STAMP)
 
-$(STAMP): pyproject.toml producers/typescript/package-lock.json
-	@echo "==> [1/5] Python virtual environment in $(VENV)"
+$(STAMP): pyproject.toml
+	@echo "==> [1/2] Python virtual environment in $(VENV)"
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	@echo "==> [2/5] turngraph and its Python packages (the embedded servers' wheels are large: a first install takes minutes)"
-	$(PY) -m pip install --progress-bar on -e '.[dev]'
-	@# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
-	@echo "==> [3/5] Node packages for the Cypher lint test (skipped without npm)"
-	if command -v npm >/dev/null; then npm ci --prefix ops/cypher-lint --no-audit --no-fund; fi
-	@# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
-	@echo "==> [4/5] Node packages for the bridge and MCP client tests (skipped without npm)"
-	if command -v npm >/dev/null; then npm ci --prefix producers/typescript --no-audit --no-fund; fi
-	@# Headless Chromium for the graph view's browser test (Debian's package; root only, else skipped).
-	@echo "==> [5/5] headless Chromium for the graph view's browser test (root with apt-get only)"
-	if [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
-	  || echo "chromium not installed: the graph view's browser test will be skipped"; fi
+	$(PROGRESS) "pip" $(PY) -m pip install --quiet --upgrade pip
+	@echo "==> [2/2] turngraph and its runtime packages (~0.8 GB: the graph server's Java runtime"
+	@echo "    in arcadedb-embedded, ONNX Runtime, the Neo4j driver; hnswlib compiles with your C++"
+	@echo "    compiler). A first install takes one to three minutes."
+	$(PROGRESS) "pip install ." $(PY) -m pip install --progress-bar on -e .
 	touch $(STAMP)
-	@echo "==> installed: 'make run' starts everything, 'make test' runs the tests"
+	@echo "==> installed: $(VENV)/bin/turngraph (add $(CURDIR)/$(VENV)/bin to PATH for editors;"
+	@echo "    'make test' adds the test toolchain)"
+
+## The test toolchain on top: the dev extra (pytest, ruff, mypy, the grammar engine, the
+## graph view), Node packages for the Node clients' tests, headless Chromium.
+install-dev: $(DEV_STAMP)
+
+$(DEV_STAMP): $(STAMP) producers/typescript/package-lock.json ops/cypher-lint/package-lock.json
+	@echo "==> [1/4] the dev extra: pytest, ruff, mypy, import-linter, llguidance, neo4j-viz"
+	$(PROGRESS) "pip install .[dev]" $(PY) -m pip install --progress-bar on -e '.[dev]'
+	@# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
+	@echo "==> [2/4] Node packages for the Cypher lint test (skipped without npm)"
+	if command -v npm >/dev/null; then $(PROGRESS) "npm ci" npm ci --prefix ops/cypher-lint --no-audit --no-fund; fi
+	@# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
+	@echo "==> [3/4] Node packages for the bridge and MCP client tests (skipped without npm)"
+	if command -v npm >/dev/null; then $(PROGRESS) "npm ci" npm ci --prefix producers/typescript --no-audit --no-fund; fi
+	@# Headless Chromium for the graph view's browser test (Debian's package; root only, else skipped).
+	@echo "==> [4/4] headless Chromium for the graph view's browser test (root with apt-get only)"
+	if [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then \
+	  $(PROGRESS) "apt-get install chromium" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null' \
+	  || echo "chromium not installed: the graph view's browser test will be skipped"; fi
+	touch $(DEV_STAMP)
+	@echo "==> test toolchain installed: 'make test' runs the tests"
 
 ## Run the whole system on embedded defaults, show the demo, keep serving until Ctrl-C.
 run: install
@@ -35,12 +52,12 @@ run: install
 demo: install
 	$(VENV)/bin/turngraph up --exit-after-demo
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-typecheck: install
+typecheck: install-dev
 	$(VENV)/bin/mypy turngraph bench
 
 ## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
@@ -48,9 +65,9 @@ test: lint typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 ## Re-export the JSON Schemas from the pydantic models and the TypeScript types from them.
-schemas: install
+schemas: install-dev
 	$(PY) -m turngraph.schemas.export
 	npm run --silent types --prefix producers/typescript
 
-unit: install
+unit: install-dev
 	$(VENV)/bin/pytest -q tests/unit

@@ -1,6 +1,9 @@
 """The extraction schema stays within what real structured-output engines accept, so an
 ontology change cannot break them: OpenAI's strict-mode rules and limits (checked here
-by walking the schema) and xgrammar, vLLM's default grammar backend (compiled for real).
+by walking the schema) and llguidance, the grammar engine of vLLM's ``guidance`` backend,
+llama.cpp (``-DLLAMA_LLGUIDANCE=ON``) and SGLang, compiled for real the way vLLM compiles
+a ``json_schema`` request. llguidance is a Rust wheel without torch (xgrammar, vLLM's
+default backend, pulls torch and CUDA: 5 GB in a test environment).
 """
 
 from __future__ import annotations
@@ -103,15 +106,22 @@ VALID = {
 }  # fmt: skip
 
 
-def test_schema_compiles_with_xgrammar_and_constrains_the_answer() -> None:
-    xgr = pytest.importorskip("xgrammar", reason="xgrammar is a dev dependency (CI has it)")
+def test_schema_compiles_with_llguidance_and_constrains_the_answer() -> None:
+    llg = pytest.importorskip("llguidance", reason="llguidance is a dev dependency")
     ExtractionAnswer.model_validate(VALID)  # what the engine accepts, we can read
-    vocab = [chr(i) for i in range(32, 127)] + ["\n", "\t"]  # a byte-level toy tokenizer
-    compiler = xgr.GrammarCompiler(xgr.TokenizerInfo(vocab))
-    compiled = compiler.compile_json_schema(json.dumps(SCHEMA), strict_mode=True)
+    tokenizer = llg.LLTokenizer("byte")  # one token per byte: the answer's text, exactly
+    # As vLLM's guidance backend serialises a json_schema request (any whitespace allowed).
+    grammar = llg.LLMatcher.grammar_from_json_schema(
+        json.dumps(SCHEMA), defaults={"whitespace_flexible": True}
+    )
+    is_error, messages = llg.LLMatcher.validate_grammar_with_warnings(grammar)
+    assert not is_error, messages
 
     def accepts(answer: dict[str, Any]) -> bool:
-        return bool(xgr.GrammarMatcher(compiled).accept_string(json.dumps(answer)))
+        matcher = llg.LLMatcher(tokenizer, grammar)
+        assert not matcher.is_error(), matcher.get_error()
+        tokens = tokenizer.tokenize_bytes(json.dumps(answer, indent=1).encode())
+        return matcher.try_consume_tokens(tokens) == len(tokens) and matcher.is_accepting()
 
     assert accepts(VALID)
     unknown_type = json.loads(json.dumps(VALID).replace('"File"', '"Spaceship"'))
@@ -119,3 +129,6 @@ def test_schema_compiles_with_xgrammar_and_constrains_the_answer() -> None:
     extra_field = json.loads(json.dumps(VALID))
     extra_field["turns"][0]["mood"] = "happy"
     assert not accepts(extra_field)
+    missing_field = json.loads(json.dumps(VALID))
+    del missing_field["turns"][0]["facts"]
+    assert not accepts(missing_field)
