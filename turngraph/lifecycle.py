@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import queue
 import signal
@@ -26,10 +25,6 @@ from concurrent.futures import Future
 from types import FrameType
 from typing import Any
 
-import structlog
-
-log = structlog.get_logger(__name__)
-
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 """The signals every long-running command stops on."""
 
@@ -40,8 +35,9 @@ _PR_SET_PDEATHSIG = 1
 def _load_prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    prctl: Callable[..., int] = libc.prctl
+    # The running program's own symbols include the C library's (no ``find_library``: it
+    # runs ``ldconfig`` in a subprocess, at every command's start-up).
+    prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
     return prctl
 
 
@@ -204,7 +200,7 @@ def _quiet_lost_stops() -> None:
 
     def hook(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, StopSignal):
-            log.info("stop_signal_deferred", where=type(unraisable.object).__name__)
+            _log().info("stop_signal_deferred", where=type(unraisable.object).__name__)
             return
         previous(unraisable)
 
@@ -249,7 +245,7 @@ def exit_on_signals(cleanup: Callable[[], None]) -> None:
             _already_stopping(signum)
             return
         _STOP.set()
-        log.info("stopped", signal=signal.Signals(signum).name)
+        _log().info("stopped", signal=signal.Signals(signum).name)
         try:
             cleanup()
         finally:
@@ -260,5 +256,13 @@ def exit_on_signals(cleanup: Callable[[], None]) -> None:
         signal.signal(stop_signal, handle)
 
 
+def _log() -> Any:
+    """structlog, imported when there is something to log: this module is imported by
+    every command before anything else (``turngraph.cli.main``)."""
+    import structlog
+
+    return structlog.get_logger(__name__)
+
+
 def _already_stopping(signum: int) -> None:
-    log.warning("stop_in_progress", signal=signal.Signals(signum).name)
+    _log().warning("stop_in_progress", signal=signal.Signals(signum).name)

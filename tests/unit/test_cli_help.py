@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from collections.abc import Iterator
 
 from turngraph.cli import build_parser
@@ -46,3 +48,34 @@ def test_error_codes_print_as_their_value() -> None:
 
     assert f"{ErrorCode.DEADLINE_EXCEEDED}" == "DEADLINE_EXCEEDED"
     assert str(BridgeErrorCode.CONSENT_REQUIRED) == "CONSENT_REQUIRED"
+
+
+def test_the_light_listing_matches_the_commands_modules() -> None:
+    """``turngraph --help`` lists ``COMMANDS`` without importing the modules: the one-line
+    help there is the one each module registers."""
+    from turngraph.cli import COMMANDS
+
+    listed = {name: text for _, commands in COMMANDS for name, text in commands.items()}
+    registered = {}
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            registered = {choice.dest: choice.help for choice in action._choices_actions}
+    assert registered == listed
+
+
+def test_every_command_opens_its_own_help_with_what_it_does() -> None:
+    for path, parser in _parsers(build_parser()):
+        assert parser.description, f"{path} --help says nothing about what it does"
+
+
+def test_help_imports_no_command_module() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "from turngraph.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--help'])\n"
+        "heavy = {'redis', 'neo4j', 'openai', 'mcp', 'numpy', 'pydantic', 'structlog'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

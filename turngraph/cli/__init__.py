@@ -1,66 +1,156 @@
 """The ``turngraph`` command line. Each subcommand lives in its own module with a
-``register(subparsers)`` function; add the module's name to ``COMMAND_MODULES``."""
+``register(subparsers)`` function; add the module and its commands to ``COMMANDS``.
+
+Start-up is kept light: ``turngraph --help`` imports no command module (the listing is
+``COMMANDS``), and a command imports only its own module, so the drivers, the LLM client
+and the MCP SDK load only for the commands that use them (``python -m bench.startup``).
+The stop signals are handled from the first instruction, before any of that.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
 
-from turngraph.cli.failures import describe_failure
+from turngraph.lifecycle import stop_on_signals
 
-COMMAND_MODULES = (
-    "turngraph.cli.run_cmd",
-    "turngraph.cli.worker_cmd",
-    "turngraph.cli.bridge_cmd",
-    "turngraph.cli.mcp_cmd",
-    "turngraph.cli.consent_cmd",
-    "turngraph.cli.queue_cmd",
-    "turngraph.cli.credentials_cmd",
-    "turngraph.cli.jobs_cmd",
-    "turngraph.cli.graph_cmd",
-    "turngraph.cli.scopes_cmd",
-    "turngraph.cli.distill_cmd",
-    "turngraph.cli.doctor_cmd",
-    "turngraph.cli.embeddings_cmd",
-    "turngraph.cli.hooks_cmd",
-)
-"""Modules that contribute subcommands, in the order ``--help`` lists them."""
+COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("turngraph.cli.run_cmd", {
+        "up": "run the whole system (embedded services, workers) and show a demo",
+    }),
+    ("turngraph.cli.worker_cmd", {
+        "worker": "run an ingest, recall or maintenance worker",
+        "services": "run the embedded Redis and graph servers",
+    }),
+    ("turngraph.cli.bridge_cmd", {
+        "bridge": "stdio JSON-lines bridge for editor extensions",
+        "publish": "publish one turn (prints JSON, exit 0/1)",
+        "recall": "search the memory (prints JSON, exit 0/1)",
+    }),
+    ("turngraph.cli.mcp_cmd", {
+        "mcp": "MCP server on stdio for editors (recall, remember, recap, promote, forget...)",
+    }),
+    ("turngraph.cli.consent_cmd", {
+        "consent": "enable, disable or show publishing for a workspace",
+    }),
+    ("turngraph.cli.queue_cmd", {"queue": "inspect the bounded ingest queue"}),
+    ("turngraph.cli.credentials_cmd", {
+        "credentials": "tenant credentials for producers (operators: issue, revoke, list)",
+    }),
+    ("turngraph.cli.jobs_cmd", {"jobs": "failed ingest jobs: list, requeue, purge"}),
+    ("turngraph.cli.graph_cmd", {
+        "graph": "look at, export or import a scope of the graph",
+        "forget": "delete a session, workspace or user scope completely",
+    }),
+    ("turngraph.cli.scopes_cmd", {
+        "scopes": "list workspaces and sessions with their folder names, first turn and counts",
+    }),
+    ("turngraph.cli.distill_cmd", {
+        "recap": "a budgeted recap of a session",
+        "summarize": "summarize and store the last N turns of a session",
+        "compact": "merge summaries into decision records (due topics, or one topic)",
+    }),
+    ("turngraph.cli.doctor_cmd", {
+        "doctor": "check Redis, the graph, the LLM and embedding endpoints, the queue and the "
+        "workers; exit 1 on any failure",
+    }),
+    ("turngraph.cli.embeddings_cmd", {"embeddings": "stored memory vectors"}),
+    ("turngraph.cli.hooks_cmd", {
+        "hooks": "install, remove or show editor hooks (capture and recall, no MCP needed)",
+        "hook": "run one hook (editors call this; reads the payload on stdin, exits 0)",
+    }),
+)  # fmt: skip
+"""Modules that contribute subcommands, with each command's one-line help, in the order
+``--help`` lists them."""
+
+LONG_RUNNING = frozenset({"up", "worker", "services", "bridge", "mcp"})
+"""Commands for which a stop signal is the ordinary end (exit status 0)."""
+
+ALL = "*"
+"""``build_parser(ALL)``: every command in full (tests, documentation)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:
+    """The parser: every command in full (``ALL``), or only ``command``'s module in full
+    and the others as their one-line help (``None``: none in full, for ``--help``)."""
     parser = argparse.ArgumentParser(
         prog="turngraph", description="Long-term memory for chat assistants in editors."
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module, commands in COMMANDS:
+        if command == ALL or command in commands:
+            importlib.import_module(module).register(subparsers)
+        else:
+            for name, help_text in commands.items():
+                subparsers.add_parser(name, help=help_text, description=help_text)
+    _describe_every_command(parser)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; whatever goes wrong ends in one line on stderr and exit status 1."""
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    if arguments[:1] == ["hook"]:  # editors run this on every prompt: no other command loads
-        from turngraph.cli.hook_cmd import run_hook
+def _describe_every_command(parser: argparse.ArgumentParser) -> None:
+    """A command's own ``--help`` opens with its one-line help when it has no description."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if not sub.description and helps.get(name):
+                    sub.description = helps[name]
+                _describe_every_command(sub)
 
-        return run_hook(arguments[1:])
-    args = build_parser().parse_args(arguments)
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv`` (the first word that is not an option), if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; whatever goes wrong ends in one line on stderr and exit status 1,
+    and a stop signal at any moment in one line too."""
+    # First: SIGTERM and SIGINT (even when SIGINT came in ignored, as in a script's
+    # background job) stop the command in one line from here on, imports included.
+    stop_on_signals()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_in(argv)
+    try:
+        if command == "hook" and argv[:1] == ["hook"]:  # editors run it on every prompt
+            from turngraph.cli.hook_cmd import run_hook
+
+            return run_hook(argv[1:])
+        args = build_parser(command).parse_args(argv)
+        return _run(args)
+    except KeyboardInterrupt as stopped:  # StopSignal, or Python's own for a plain Ctrl-C
+        name = str(stopped) if str(stopped).startswith("SIG") else "SIGINT"
+        print(f"turngraph {command or ''}".rstrip() + f": stopped ({name})", file=sys.stderr)
+        return 0 if command in LONG_RUNNING else 128 + _signal_number(name)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import logging
+
+    from turngraph.cli.failures import describe_failure
+
     # Commands that configure no logging of their own print only errors of the libraries
     # (the graph driver announces every retry at WARNING); entrypoints override this.
     logging.basicConfig(level=logging.ERROR)
     try:
         return int(args.handler(args) or 0)
-    except KeyboardInterrupt:
-        return 130
     except Exception as exc:  # the last boundary: people get a line, not a traceback
         print(f"turngraph {args.command}: {describe_failure(exc)}", file=sys.stderr)
         if os.environ.get("TURNGRAPH_TRACEBACK"):
             raise
         return 1
+
+
+def _signal_number(name: str) -> int:
+    import signal
+
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        return int(signal.SIGINT)
 
 
 if __name__ == "__main__":
