@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import redis
 from rq import Queue
@@ -43,6 +43,7 @@ from turngraph.workers.trusted_jobs import MaintenanceJob, TrustedJob
 if TYPE_CHECKING:
     import openai
 
+    from turngraph.workers.extraction.endpoint import LLMEndpoint
     from turngraph.workers.maintenance.reextract import Reextractor
 
 INGEST_MAINTENANCE_INTERVAL_S = 10
@@ -59,12 +60,17 @@ def load_ontology(settings: Settings) -> Ontology:
     return ontology_from(settings.ontology_path, ONTOLOGY)
 
 
+SMALL_CONTEXT_TOKENS = 8_192
+"""At or below this context (``llm_context_tokens``), requests use the short prompt."""
+
+
 def build_extractor(
     settings: Settings,
     llm_client: openai.OpenAI | None,
     *,
     ontology: Ontology = ONTOLOGY,
     stats: ExtractionStats | None = None,
+    endpoint: LLMEndpoint | None = None,
 ) -> Extractor:
     """The :class:`OfflineExtractor` when ``llm_client`` is None, else an
     :class:`~workers.extraction.llm.LLMExtractor` on ``settings.llm_model`` with
@@ -82,11 +88,35 @@ def build_extractor(
         stats=stats,
         concurrency=settings.llm_concurrency,
         fallback=offline,
-        max_output_tokens=settings.llm_max_output_tokens,
-        max_tokens_parameter=settings.llm_max_tokens_parameter,
-        temperature=settings.llm_temperature,
         cooldown_s=settings.llm_fallback_cooldown_s,
+        budget_s=settings.llm_batch_budget,
+        endpoint=endpoint,
+        **llm_request_options(settings),
     )
+
+
+def llm_request_options(settings: Settings) -> dict[str, Any]:
+    """What extraction requests look like under ``settings`` (both passes)."""
+    from turngraph.workers.extraction.endpoint import OutputMode
+    from turngraph.workers.extraction.llm_calls import DEFAULT_BATCH_MAX_CHARS
+
+    small = settings.llm_context_tokens is not None and (
+        settings.llm_context_tokens <= SMALL_CONTEXT_TOKENS
+    )
+    max_chars = DEFAULT_BATCH_MAX_CHARS
+    if settings.llm_context_tokens is not None:
+        # ~3 characters a token; the prompt's instructions take about 1,500 tokens
+        room = settings.llm_context_tokens - (settings.llm_max_output_tokens or 0) - 1_500
+        max_chars = max(1_000, min(max_chars, room * 3))
+    return {
+        "max_output_tokens": settings.llm_max_output_tokens,
+        "max_tokens_parameter": settings.llm_max_tokens_parameter,
+        "temperature": settings.llm_temperature,
+        "output_mode": OutputMode(settings.llm_output_mode),
+        "batch_max_turns": settings.llm_batch_max_turns,
+        "batch_max_chars": max_chars,
+        "short_prompt": small,
+    }
 
 
 def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> BoltGraphStore:
@@ -128,7 +158,9 @@ def build_pipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
         extractor=extractor
-        or build_extractor(settings, clients.llm, ontology=ontology, stats=stats),
+        or build_extractor(
+            settings, clients.llm, ontology=ontology, stats=stats, endpoint=clients.llm_endpoint
+        ),
         changes_stream=settings.changes_stream,
         followups=(
             FollowUps(clients.redis, distill_options(settings))
@@ -167,7 +199,13 @@ def build_distiller(clients: Clients) -> Distiller:
     if clients.llm is not None:
         from turngraph.workers.maintenance.llm_summary import LLMSummarizer
 
-        summarizer = LLMSummarizer(clients.llm, model=clients.settings.llm_model)
+        summarizer = LLMSummarizer(
+            clients.llm,
+            model=clients.settings.llm_model,
+            endpoint=clients.llm_endpoint,
+            max_output_tokens=clients.settings.llm_summary_max_output_tokens,
+            temperature=clients.settings.llm_temperature,
+        )
         reextractor = build_reextractor(clients)
     return Distiller(
         driver=clients.graph,
@@ -197,12 +235,15 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         ontology=ontology,
         concurrency=settings.llm_concurrency,
         fallback=NoFallback(),
-        max_output_tokens=settings.llm_max_output_tokens,
-        max_tokens_parameter=settings.llm_max_tokens_parameter,
-        temperature=settings.llm_temperature,
         cooldown_s=settings.llm_fallback_cooldown_s,
+        endpoint=clients.llm_endpoint,
+        **llm_request_options(settings),
     )
-    return Reextractor(extractor=extractor, store=build_graph_store(clients, ontology))
+    return Reextractor(
+        extractor=extractor,
+        store=build_graph_store(clients, ontology),
+        budget_s=settings.llm_reextract_budget_s,
+    )
 
 
 def ingest_queue(clients: Clients) -> Queue:
@@ -269,7 +310,11 @@ def build_maintenance_worker(clients: Clients) -> StoppableWorker:
     maintenance_context.install(distiller)
     schedule_sweep(queue, clients.settings.compact_sweep_every_s)
     if distiller.reextractor is not None:
-        schedule_reextract(queue, clients.settings.llm_reextract_every_s)
+        schedule_reextract(
+            queue,
+            clients.settings.llm_reextract_every_s,
+            job_timeout_s=distiller.reextractor.job_timeout_s,
+        )
     return StoppableWorker(
         [queue], connection=clients.redis, serializer=JSONSerializer, job_class=MaintenanceJob
     )

@@ -17,6 +17,8 @@ from turngraph.settings import Settings
 if TYPE_CHECKING:
     import openai
 
+    from turngraph.workers.extraction.endpoint import LLMEndpoint
+
 EMBEDDED_WAIT_S = 90.0
 """How long a process waits for ``turngraph services`` to publish the embedded endpoints."""
 
@@ -62,6 +64,9 @@ class Clients:
     redis: redis.Redis
     graph: neo4j.Driver
     llm: openai.OpenAI | None = field(default=None)
+    llm_endpoint: LLMEndpoint | None = field(default=None)
+    """The LLM endpoint as this process found it (output mode, system prompt): one per
+    process, shared by extraction, re-extraction and summaries."""
 
     @property
     def graph_database(self) -> str | None:
@@ -95,17 +100,35 @@ def build_clients(settings: Settings, *, graph_retry_s: float = GRAPH_RETRY_S) -
         initial_retry_delay=GRAPH_INITIAL_RETRY_DELAY_S,
         max_transaction_retry_time=graph_retry_s,
     )
-    llm = None
+    llm = endpoint = None
     if settings.llm_configured:
-        import openai
+        llm, endpoint = build_llm(settings)
+    return Clients(
+        settings=settings, redis=redis_client, graph=graph, llm=llm, llm_endpoint=endpoint
+    )
 
-        llm = openai.OpenAI(
-            base_url=settings.llm_base_url,
-            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none",
-            timeout=settings.llm_timeout_s,
-            max_retries=settings.llm_max_retries,
-        )
-    return Clients(settings=settings, redis=redis_client, graph=graph, llm=llm)
+
+def build_llm(settings: Settings) -> tuple[openai.OpenAI, LLMEndpoint]:
+    """The openai client and the process's endpoint view on it."""
+    import openai
+
+    from turngraph.workers.extraction.endpoint import LLMEndpoint, OutputMode, SystemPrompt
+
+    client = openai.OpenAI(
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none",
+        timeout=settings.llm_timeout_s,
+        max_retries=settings.llm_max_retries,
+    )
+    endpoint = LLMEndpoint(
+        client,
+        model=settings.llm_model,
+        output_mode=OutputMode(settings.llm_output_mode),
+        system_prompt=SystemPrompt(settings.llm_system_prompt),
+        max_tokens_parameter=settings.llm_max_tokens_parameter,
+        temperature=settings.llm_temperature,
+    )
+    return client, endpoint
 
 
 def build_publisher(

@@ -26,6 +26,10 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
+BUDGET_MARGIN_S = 20.0
+"""What an ingest job needs besides its LLM budget (offline rules, graph write)."""
+
+
 class LogFormat(str, Enum):
     AUTO = "auto"
     JSON = "json"
@@ -79,8 +83,32 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"
     llm_timeout_s: float = Field(default=30.0, gt=0)
+    """One request's timeout (the openai client's); a batch's budget can cut it shorter."""
     llm_max_retries: int = Field(default=2, ge=0)
+    """Retries of the openai client itself (429 with ``Retry-After``, 5xx, timeouts)."""
     llm_concurrency: int = Field(default=4, ge=1)
+    """Parallel calls of one ingest batch (1 for a local server with one slot)."""
+    llm_output_mode: Literal[
+        "auto", "json_schema", "json_object_schema", "json_object", "prompt_only"
+    ] = "auto"
+    """How the answer's schema reaches the server; ``auto`` steps down on the first refusal
+    naming ``response_format`` and remembers it for the process (``docs/llm.md``)."""
+    llm_system_prompt: Literal["auto", "system", "merge"] = "auto"
+    """``merge`` puts the instructions into the first user message (templates that drop
+    system messages, e.g. gemma); ``auto`` does so once the server is seen dropping it."""
+    llm_batch_budget_s: float | None = Field(default=None, gt=0)
+    """All LLM work of one ingest batch ends within this; then the offline rules extract
+    (and re-extraction enriches later). Unset: a quarter of ``job_timeout_s``."""
+    llm_batch_max_turns: int = Field(default=8, ge=1, le=50)
+    """Turns per extraction call (fewer for a model with a small context)."""
+    llm_context_tokens: int | None = Field(default=None, ge=512)
+    """The model's context window, when small: at 8192 or less the short system prompt is
+    used and a call's turns are cut to fit (``n_ctx`` of llama.cpp, ``num_ctx`` of Ollama)."""
+    llm_summary_max_output_tokens: int = Field(default=1024, ge=64)
+    """Output cap of a summary call (the prompt asks for about 400 tokens)."""
+    llm_reextract_budget_s: float = Field(default=240.0, gt=0)
+    """One re-extraction run's LLM work ends within this (its job timeout is 60 s more);
+    results are recorded per batch, so the next run resumes."""
     llm_max_output_tokens: int | None = Field(default=4096, ge=1)
     """Output cap per extraction call (a looping model stops here); None sends no cap."""
     llm_max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
@@ -145,7 +173,14 @@ class Settings(BaseSettings):
         """True when the project itself must provide Redis and the graph server."""
         return self.redis_url is None and self.graph_uri is None
 
-    @field_validator("llm_temperature", "llm_max_output_tokens", "metrics_port", mode="before")
+    @field_validator(
+        "llm_temperature",
+        "llm_max_output_tokens",
+        "llm_batch_budget_s",
+        "llm_context_tokens",
+        "metrics_port",
+        mode="before",
+    )
     @classmethod
     def _none_when_empty(cls, value: object) -> object:
         """``TURNGRAPH_LLM_TEMPERATURE=`` (or ``none``) sends no value at all;
@@ -159,6 +194,24 @@ class Settings(BaseSettings):
     def _absolute_data_dir(cls, value: Path) -> Path:
         """A relative ``TURNGRAPH_DATA_DIR`` is taken from where the command starts, once."""
         return value.expanduser().absolute()
+
+    @property
+    def llm_batch_budget(self) -> float:
+        """The ingest batch's LLM budget: set, or a quarter of the job timeout."""
+        if self.llm_batch_budget_s is not None:
+            return self.llm_batch_budget_s
+        return self.job_timeout_s / 4
+
+    def llm_settings_problem(self) -> str | None:
+        """One line when the LLM settings cannot fit the job timeout (None: they fit)."""
+        budget = self.llm_batch_budget
+        if budget + BUDGET_MARGIN_S > self.job_timeout_s:
+            return (
+                f"TURNGRAPH_LLM_BATCH_BUDGET_S={budget:g} does not fit inside "
+                f"TURNGRAPH_JOB_TIMEOUT_S={self.job_timeout_s} (needs {BUDGET_MARGIN_S:g} s "
+                "for the graph write): lower the budget or raise the job timeout"
+            )
+        return None
 
     @property
     def llm_configured(self) -> bool:

@@ -26,7 +26,7 @@ from tests.support.fake_openai import (
 from turngraph.clients import Clients
 from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.settings import Settings
-from turngraph.workers.extraction.llm_calls import OutputMode
+from turngraph.workers.extraction.endpoint import OutputMode
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.extraction.stats import ExtractionStats
 
@@ -43,25 +43,32 @@ def kinds(fake: FakeOpenAI) -> list[str | None]:
     return [(r.body.get("response_format") or {}).get("type") for r in fake.requests]
 
 
-def test_server_refusing_json_schema_gets_json_object_with_the_schema_in_the_prompt() -> None:
-    with FakeOpenAI(refuse_formats=("json_schema",)) as fake:
+@pytest.mark.parametrize("status", [400, 500], ids=["vllm-400", "llama-cpp-python-500"])
+def test_server_refusing_json_schema_gets_json_object_with_its_schema(status: int) -> None:
+    """llama-cpp-python answers ``json_schema`` with a 500 naming ``response_format`` and
+    enforces ``{"type": "json_object", "schema": …}`` as a grammar (issue 25)."""
+    with FakeOpenAI(refuse_formats=("json_schema",), refuse_status=status) as fake:
         fake.add(answer({"turns": [E1, E2]}), answer({"turns": [E1, E2]}))
-        x = extractor(fake)
+        x = extractor(fake, max_retries=0)
         with capture_logs() as logs:
             first, _ = x.extract(TURNS)
         assert summary(first)[0] == [("PullRequest", "#45"), ("File", "workers/graph/writer.py")]
         x.extract(TURNS)  # remembered: no second refusal
         assert kinds(fake) == ["json_schema", "json_object", "json_object"]
-        system = fake.requests[1].messages[0]["content"]
-        assert "JSON Schema" in system and '"turns"' in system
-        assert "JSON Schema" not in fake.requests[0].messages[0]["content"]
+        for request in fake.requests[1:]:
+            schema = request.body["response_format"]["schema"]
+            turn = schema["$defs"]["turn"]["properties"]
+            assert turn["event_id"]["enum"] == ["e1", "e2"]  # the batch's own ids
+            assert schema["properties"]["turns"]["maxItems"] == 2
+            assert turn["entities"]["maxItems"] == 20
+            assert "JSON Schema" not in request.messages[0]["content"]  # enforced, not told
         assert (x.mode, x.stats.mode_downgrades, x.stats.fallback_batches) == (
-            OutputMode.JSON_OBJECT,
+            OutputMode.JSON_OBJECT_SCHEMA,
             1,
             0,
         )
-    [refused] = [e for e in logs if e["event"] == "extraction_output_mode_refused"]
-    assert refused["server_error"] == "response_format type json_schema is not supported"
+    [refused] = [e for e in logs if e["event"] == "llm_output_mode_refused"]
+    assert refused["status"] == status and "json_schema" in refused["server_error"]
 
 
 def test_server_refusing_both_formats_gets_the_schema_in_the_prompt_only() -> None:
@@ -69,8 +76,10 @@ def test_server_refusing_both_formats_gets_the_schema_in_the_prompt_only() -> No
         fake.add(answer({"turns": [E1, E2]}))
         x = extractor(fake)
         assert len(x.extract(TURNS)[1].entities) == 2
-        assert kinds(fake) == ["json_schema", "json_object", None]
+        assert kinds(fake) == ["json_schema", "json_object", "json_object", None]
         assert x.mode is OutputMode.PROMPT_ONLY
+        system = fake.requests[-1].messages[0]["content"]
+        assert "JSON Schema" in system and '"turns"' in system
 
 
 @pytest.mark.parametrize("prose", [False, True], ids=["fence", "fence-and-prose"])
@@ -133,11 +142,11 @@ def test_timeout_falls_back_and_the_endpoint_rests_for_the_cooldown(fake: FakeOp
 
 def test_looping_model_stops_at_the_output_cap_then_falls_back(fake: FakeOpenAI) -> None:
     loop = Reply(content='{"turns": [{"event_id": "e1", "entities": [', finish_reason="length")
-    fake.add(loop, loop)
+    fake.add(loop)
     x = extractor(fake, fallback=OFFLINE, max_output_tokens=256)
     [only] = x.extract(TURNS[:1])
     assert only.reextract and ("File", "workers/graph/writer.py") in summary(only)[0]
-    assert [r.body["max_tokens"] for r in fake.requests] == [256, 256]
+    assert [r.body["max_tokens"] for r in fake.requests] == [256]  # no re-ask of a cut answer
 
 
 def test_cap_parameter_name_and_temperature_follow_the_settings(fake: FakeOpenAI) -> None:

@@ -5,8 +5,12 @@ a malformed one, one in a code fence or with prose around it (a server that igno
 ``response_format``), an HTTP error with headers (a 429 with ``Retry-After``), a slow
 answer, or a hang that outlasts the client's timeout (released when the server stops).
 Like older vLLM or llama.cpp builds, the server can refuse ``response_format``
-``json_schema`` (or ``json_object``) with a 400 without using up a scripted reply.
-Every request is recorded (body, headers, arrival time) for assertions.
+``json_schema`` (or ``json_object``) with a 400 without using up a scripted reply, or,
+like llama-cpp-python, with a 500 whose body names ``response_format``
+(``refuse_status``). Like gemma's chat template, it can drop system messages
+(``drop_system``): the prompt tokens it reports are then those of the other messages
+only (a reply without scripted ``prompt_tokens`` reports what was read, 4 characters a
+token). Every request is recorded (body, headers, arrival time) for assertions.
 
 ``POST /v1/embeddings`` pops its own script (:meth:`FakeOpenAI.add_embeddings`: errors and
 hangs as above); with nothing scripted it answers real vectors: each text's words hashed
@@ -34,7 +38,8 @@ class Reply:
     body: dict[str, Any] | None = None
     """A whole JSON body, instead of a completion built from ``content``."""
     headers: dict[str, str] = field(default_factory=dict)
-    prompt_tokens: int = 0
+    prompt_tokens: int | None = None
+    """None: what the server read of the messages, 4 characters a token."""
     completion_tokens: int = 0
     finish_reason: str = "stop"
     hang: bool = False
@@ -42,7 +47,7 @@ class Reply:
     """Answer this late (a slow model); cut short when the server stops."""
 
 
-def answer(obj: Any, prompt_tokens: int = 100, completion_tokens: int = 20) -> Reply:
+def answer(obj: Any, prompt_tokens: int | None = None, completion_tokens: int = 20) -> Reply:
     """A 200 whose message content is ``obj`` as JSON (a structured answer)."""
     return Reply(
         content=json.dumps(obj), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
@@ -54,12 +59,12 @@ def fenced(obj: Any, prose: bool = False) -> Reply:
     text = "```json\n" + json.dumps(obj, indent=1) + "\n```"
     if prose:
         text = "Here is the extraction you asked for:\n\n" + text + "\n\nHope this helps!"
-    return Reply(content=text, prompt_tokens=100, completion_tokens=30)
+    return Reply(content=text, completion_tokens=30)
 
 
 def slow(obj: Any, delay_s: float) -> Reply:
     """A structured answer after ``delay_s`` seconds."""
-    return Reply(content=json.dumps(obj), prompt_tokens=100, completion_tokens=20, delay_s=delay_s)
+    return Reply(content=json.dumps(obj), completion_tokens=20, delay_s=delay_s)
 
 
 def error_text(status: int, message: str) -> Reply:
@@ -70,7 +75,7 @@ def error_text(status: int, message: str) -> Reply:
     )
 
 
-def malformed(text: str = '{"turns": [', prompt_tokens: int = 100) -> Reply:
+def malformed(text: str = '{"turns": [', prompt_tokens: int | None = None) -> Reply:
     """A 200 whose content is not valid JSON."""
     return Reply(content=text, prompt_tokens=prompt_tokens, completion_tokens=5)
 
@@ -86,6 +91,16 @@ def error(status: int, headers: dict[str, str] | None = None) -> Reply:
 def hang() -> Reply:
     """No answer until the server stops: the client's timeout fires first."""
     return Reply(hang=True)
+
+
+LLAMA_CPP_REFUSAL: dict[str, Any] = {
+    "error": {
+        "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]",
+        "type": "internal_server_error",
+    }
+}
+"""llama-cpp-python 0.3's answer to a ``json_schema`` ``response_format`` (HTTP 500)."""
 
 
 EMBEDDING_DIM = 16
@@ -114,9 +129,19 @@ class Request:
 class FakeOpenAI:
     """Start with ``with FakeOpenAI() as server:``; point the client at ``server.base_url``."""
 
-    def __init__(self, *, refuse_formats: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        refuse_formats: tuple[str, ...] = (),
+        refuse_status: int = 400,
+        drop_system: bool = False,
+    ) -> None:
         self.refuse_formats = refuse_formats
-        """``response_format`` types answered with a 400 (``"json_schema"``, ``"json_object"``)."""
+        """``response_format`` types refused (``"json_schema"``, ``"json_object"``)."""
+        self.refuse_status = refuse_status
+        """400 (vLLM's wording) or 500 (llama-cpp-python's pydantic ``literal_error``)."""
+        self.drop_system = drop_system
+        """Read no system message (a chat template without a system role)."""
         self.script: deque[Reply] = deque()
         self.requests: list[Request] = []
         self.embedding_script: deque[Reply] = deque()
@@ -167,6 +192,8 @@ class FakeOpenAI:
             self.requests.append(request)
             kind = (request.body.get("response_format") or {}).get("type")
             if kind in self.refuse_formats:
+                if self.refuse_status == 500:
+                    return Reply(status=500, body=LLAMA_CPP_REFUSAL)
                 return error_text(400, f"response_format type {kind} is not supported")
             if not self.script:
                 return error(500)
@@ -197,7 +224,11 @@ class FakeOpenAI:
                     return
                 if reply.delay_s and server._release.wait(reply.delay_s):
                     return  # stopping
-                payload = reply.body if reply.body is not None else _completion(body, reply)
+                payload = (
+                    reply.body
+                    if reply.body is not None
+                    else _completion(body, reply, server.drop_system)
+                )
                 self._send(reply.status, payload, reply.headers)
 
             def _embeddings(self, body: dict[str, Any]) -> None:
@@ -237,7 +268,18 @@ class FakeOpenAI:
         return Handler
 
 
-def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def read_tokens(request: dict[str, Any], drop_system: bool) -> int:
+    """The prompt tokens of the messages a server reads (4 characters a token)."""
+    read = [
+        m for m in request.get("messages", []) if not (drop_system and m.get("role") == "system")
+    ]
+    return sum(len(str(m.get("content") or "")) for m in read) // 4
+
+
+def _completion(request: dict[str, Any], reply: Reply, drop_system: bool) -> dict[str, Any]:
+    prompt_tokens = reply.prompt_tokens
+    if prompt_tokens is None:
+        prompt_tokens = read_tokens(request, drop_system)
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -252,8 +294,8 @@ def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
             }
         ],
         "usage": {
-            "prompt_tokens": reply.prompt_tokens,
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            "total_tokens": prompt_tokens + reply.completion_tokens,
         },
     }

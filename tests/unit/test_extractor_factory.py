@@ -42,19 +42,20 @@ def test_llm_extractor_with_a_client_uses_the_settings() -> None:
     try:
         built = build_extractor(settings(llm_model="m-1", llm_concurrency=3), client)
         assert isinstance(built, LLMExtractor)
-        assert (built.model, built.concurrency, built.client) == ("m-1", 3, client)
+        endpoint = built.endpoint
+        assert (endpoint.model, built.concurrency, endpoint.client) == ("m-1", 3, client)
         assert isinstance(built.fallback, OfflineExtractor)  # a failed batch is not lost
-        assert (built.max_output_tokens, built.max_tokens_parameter, built.temperature) == (
-            4096,
-            "max_tokens",
-            0.0,
-        )
+        assert (built.max_output_tokens, endpoint.max_tokens_parameter) == (4096, "max_tokens")
+        assert (endpoint.temperature, built.budget_s) == (0.0, 30.0)  # a quarter of 120 s
         tuned = build_extractor(
             settings(llm_max_tokens_parameter="max_completion_tokens", llm_temperature=None),
             client,
         )
         assert isinstance(tuned, LLMExtractor)
-        assert (tuned.max_tokens_parameter, tuned.temperature) == ("max_completion_tokens", None)
+        assert (tuned.endpoint.max_tokens_parameter, tuned.endpoint.temperature) == (
+            "max_completion_tokens",
+            None,
+        )
     finally:
         client.close()
 

@@ -166,6 +166,9 @@ def run_worker(args: argparse.Namespace) -> int:
     request it is answering; then metrics, gateway and clients are closed."""
     settings = Settings()
     configure_logging(settings)
+    if settings.llm_configured and (problem := settings.llm_settings_problem()):
+        print(f"turngraph worker: {problem}", file=sys.stderr)
+        return 2
     stop_on_signals()  # while setting up; RQ's work() installs its own for SIGTERM/SIGINT
     try:
         clients = build_clients(settings)

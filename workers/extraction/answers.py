@@ -20,7 +20,11 @@ from turngraph.schemas.ontology import Ontology
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import invalid_fields
 from turngraph.workers.extraction.models import Extraction
-from turngraph.workers.extraction.prompts import ExtractionAnswer
+from turngraph.workers.extraction.prompts import (
+    MAX_ENTITIES_PER_TURN,
+    MAX_FACTS_PER_TURN,
+    ExtractionAnswer,
+)
 from turngraph.workers.extraction.validation import validate_raw
 
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
@@ -86,10 +90,21 @@ def parse_answer(text: str, batch: Sequence[TurnEvent], ontology: Ontology) -> P
         if turn_answer.event_id in parsed.extractions:
             parsed.problems.append(f"event_id {turn_answer.event_id!r} answered twice")
             continue
-        result = validate_raw(
-            turn_answer.event_id, turn_answer.entities, turn_answer.facts, ontology
+        entities, facts = turn_answer.entities, turn_answer.facts
+        # extra items are cut, not re-asked for (counted as dropped)
+        cut = max(0, len(entities) - MAX_ENTITIES_PER_TURN) + max(
+            0, len(facts) - MAX_FACTS_PER_TURN
         )
-        parsed.extractions[turn_answer.event_id] = result.extraction
+        result = validate_raw(
+            turn_answer.event_id,
+            entities[:MAX_ENTITIES_PER_TURN],
+            facts[:MAX_FACTS_PER_TURN],
+            ontology,
+        )
+        extraction = result.extraction
+        if cut:
+            extraction = extraction.model_copy(update={"dropped": extraction.dropped + cut})
+        parsed.extractions[turn_answer.event_id] = extraction
         parsed.problems.extend(f"turn {turn_answer.event_id}: {p}" for p in result.problems)
     missing = [turn.event_id for turn in batch if turn.event_id not in parsed.extractions]
     if missing:

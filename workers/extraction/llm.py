@@ -1,21 +1,26 @@
 """The LLM extractor: structured output from the ontology's JSON Schema, micro-batched.
 
 Consecutive turns of one session go into one call (one answer, per-turn results keyed
-by ``event_id``), so calls per turn stay at or below one. An answer that does not
-validate (broken JSON, wrong shape, a domain/range violation, a missing turn) is sent
-back once with the problems, on a copy of the messages; what still does not validate is
-dropped and counted. Rate limits and server errors are retried by the openai client
-itself (``max_retries``, honouring ``Retry-After``).
+by ``event_id``, limited to the batch's ids), so calls per turn stay at or below one. An
+answer that does not validate (broken JSON, wrong shape, a domain/range violation, a
+missing turn) is sent back once with the problems, on a copy of the messages; what still
+does not validate is dropped and counted. Rate limits and server errors are retried by the
+openai client itself (``max_retries``, honouring ``Retry-After``). Output mode and system
+prompt handling are the endpoint's (:mod:`workers.extraction.endpoint`).
 
 A turn is never lost because extraction failed: with a ``fallback`` extractor (the
 offline rules, as the application wires it), a batch whose call fails (an error after
-the client's retries, a timeout, an unreadable answer after the re-ask) is extracted by
-the fallback instead, counted, and its extractions are marked ``reextract`` so that the
-pipeline records them for a later LLM pass. After a timeout or an unavailable endpoint
-the extractor goes straight to the fallback for ``cooldown_s``: a dead endpoint costs one
-timeout, not one per batch. A server that refuses ``json_schema`` gets ``json_object``
-with the schema in the prompt, then no ``response_format``: remembered for the process.
-Without a fallback, the failure is raised as a typed error (transient or permanent).
+the client's retries, a timeout, an answer cut at the output limit, an unreadable answer
+after the re-ask, a batch budget spent) is extracted by the fallback instead, counted,
+and its extractions are marked ``reextract`` so that the pipeline records them for a
+later LLM pass. Where the LLM answers, its result is merged with the fallback's for the
+same turn (never fewer entities than the offline rules found). All LLM work of one
+``extract`` call shares one deadline (``budget_s``): each request's timeout is what is
+left of it, so a slow endpoint makes batches fall back in time. After a timeout or an
+unavailable endpoint, batches go straight to the fallback for ``cooldown_s``, doubled
+after each further failure (at most ``MAX_COOLDOWN_FACTOR`` times): a slow local model
+is not kept busy with prompts nobody waits for. Without a fallback, the failure is
+raised as a typed error (transient or permanent).
 """
 
 from __future__ import annotations
@@ -24,14 +29,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
 import openai
 import structlog
 
-from turngraph.schemas.ontology import ONTOLOGY, Ontology, extraction_json_schema, response_format
+from turngraph.schemas.ontology import ONTOLOGY, Ontology, extraction_json_schema
+from turngraph.schemas.ontology.json_schema import SCHEMA_NAME
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.answers import parse_answer
+from turngraph.workers.extraction.endpoint import LLMEndpoint, OutputMode
 from turngraph.workers.extraction.errors import (
     LLMConfigurationError,
     LLMRequestError,
@@ -40,22 +46,16 @@ from turngraph.workers.extraction.errors import (
 from turngraph.workers.extraction.llm_calls import (  # micro_batches: re-exported for callers
     DEFAULT_BATCH_MAX_CHARS,
     DEFAULT_BATCH_MAX_TURNS,
-    WEAKER_MODE,
-    OutputMode,
-    convert,
     micro_batches,
-    refuses_output_mode,
-    request_arguments,
     server_text,
 )
 from turngraph.workers.extraction.models import Extraction, Extractor
-from turngraph.workers.extraction.prompts import build_messages, reask_messages
+from turngraph.workers.extraction.prompts import batch_schema, build_messages, reask_messages
 from turngraph.workers.extraction.references import attached
 from turngraph.workers.extraction.stats import ExtractionStats
-from turngraph.workers.extraction.validation import with_entities
+from turngraph.workers.extraction.validation import union, with_entities
 
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletion
+__all__ = ["LLMExtractor", "micro_batches"]
 
 log = structlog.get_logger(__name__)
 
@@ -66,18 +66,29 @@ running into the timeout; ~8 turns of entities fit well inside it."""
 DEFAULT_COOLDOWN_S = 30.0
 """After an unavailable endpoint, batches go straight to the fallback for this long."""
 
+MAX_COOLDOWN_FACTOR = 16
+"""Consecutive failures double the cooldown up to this factor (30 s -> 8 min)."""
+
+MIN_CALL_S = 0.5
+"""A request is not started with less than this left of the budget."""
+
 _LLM_ERRORS = (LLMUnavailableError, LLMRequestError, LLMConfigurationError)
 
 
-class _UnreadableAnswerError(Exception):
-    """Nothing usable came back, even after the re-ask."""
+class _UnusableAnswerError(Exception):
+    """Nothing usable came back (unreadable even after the re-ask, or cut off)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class LLMExtractor:
     """:class:`~workers.extraction.models.Extractor` through the official openai client.
 
     ``client`` is built once per process from settings (``turngraph.clients``) with its
-    ``timeout`` and ``max_retries``; this class adds no retry loop of its own.
+    ``timeout`` and ``max_retries``; this class adds no retry loop of its own. ``endpoint``
+    (one per process, shared with the summarizer) wraps it when given.
     """
 
     def __init__(
@@ -95,75 +106,166 @@ class LLMExtractor:
         max_tokens_parameter: str = "max_tokens",
         temperature: float | None = 0.0,
         cooldown_s: float = DEFAULT_COOLDOWN_S,
+        budget_s: float | None = None,
+        short_prompt: bool = False,
+        endpoint: LLMEndpoint | None = None,
+        output_mode: OutputMode = OutputMode.AUTO,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.client = client
-        self.model = model
-        self.ontology = ontology
         self.stats = stats if stats is not None else ExtractionStats()
+        self.endpoint = endpoint or LLMEndpoint(
+            client,
+            model=model,
+            output_mode=output_mode,
+            max_tokens_parameter=max_tokens_parameter,
+            temperature=temperature,
+            stats=self.stats,
+        )
+        self.ontology = ontology
         self.batch_max_turns = batch_max_turns
+        """Turns per call; halved (for the process) after an answer cut at the limit."""
         self.batch_max_chars = batch_max_chars
         self.concurrency = max(1, concurrency)
         self.fallback = fallback
         self.max_output_tokens = max_output_tokens
-        self.max_tokens_parameter = max_tokens_parameter
-        self.temperature = temperature
         self.cooldown_s = cooldown_s
+        self.budget_s = budget_s
+        """All LLM work of one ``extract`` call ends within this (None: the client's
+        timeout per request, and no overall deadline)."""
+        self.short_prompt = short_prompt
         self._clock = clock
-        self._response_format = response_format(ontology)
         self._schema = extraction_json_schema(ontology)
         self._lock = threading.Lock()
-        self.mode = OutputMode.JSON_SCHEMA
-        """The output mode this endpoint accepts (weakened on refusal, per process)."""
         self._unavailable_until = 0.0
+        self._failures_in_a_row = 0
 
-    def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
+    @property
+    def mode(self) -> OutputMode:
+        """The output mode the endpoint accepts (stepped down on refusal, per process)."""
+        return self.endpoint.mode
+
+    def extract(
+        self, turns: Sequence[TurnEvent], *, deadline: float | None = None
+    ) -> list[Extraction]:
+        """One extraction per turn; all LLM work ends by ``deadline`` (a ``clock`` time;
+        default: ``budget_s`` from now)."""
+        if deadline is None and self.budget_s is not None:
+            deadline = self._clock() + self.budget_s
         batches = micro_batches(turns, self.batch_max_turns, self.batch_max_chars)
+
+        def one(batch: list[TurnEvent]) -> dict[str, Extraction]:
+            return self._extract_batch(batch, deadline)
+
         if self.concurrency > 1 and len(batches) > 1:
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
-                results = list(pool.map(self._extract_batch, batches))
+                results = list(pool.map(one, batches))
         else:
-            results = [self._extract_batch(batch) for batch in batches]
+            results = [one(batch) for batch in batches]
         by_id = {event_id: x for result in results for event_id, x in result.items()}
         return [by_id[turn.event_id] for turn in turns]
 
     # -- one batch --------------------------------------------------------------------
 
-    def _extract_batch(self, batch: list[TurnEvent]) -> dict[str, Extraction]:
+    def _extract_batch(
+        self, batch: list[TurnEvent], deadline: float | None
+    ) -> dict[str, Extraction]:
         if self.fallback is not None and self._clock() < self._unavailable_until:
             return self._fall_back(batch, "endpoint_cooling_down")
+        if deadline is not None and deadline - self._clock() < MIN_CALL_S:
+            if self.fallback is None:
+                raise LLMUnavailableError("the batch's LLM budget was spent")
+            return self._fall_back(batch, "budget_spent")
         try:
-            return self._llm_batch(batch)
+            results = self._llm_batch(batch, deadline)
         except _LLM_ERRORS as err:
+            if isinstance(err, LLMUnavailableError):
+                self._rest()
             if self.fallback is None:
                 raise
-            if isinstance(err, LLMUnavailableError):
-                self._unavailable_until = self._clock() + self.cooldown_s
             return self._fall_back(batch, type(err).__name__)
-        except _UnreadableAnswerError:
+        except _UnusableAnswerError as err:
             if self.fallback is None:  # as before: empty extractions, each counted
                 return self._finish(batch, {})
-            return self._fall_back(batch, "unreadable_answer")
+            return self._fall_back(batch, err.reason)
+        with self._lock:
+            self._failures_in_a_row = 0
+        return results
 
-    def _llm_batch(self, batch: list[TurnEvent]) -> dict[str, Extraction]:
-        messages, text, truncated = self._ask(batch)
-        if truncated and len(batch) > 1:
-            # The answer hit the output limit: two smaller calls beat a re-ask.
-            half = len(batch) // 2
-            return {**self._extract_batch(batch[:half]), **self._extract_batch(batch[half:])}
+    def _rest(self) -> None:
+        """Straight to the fallback for a while, longer after each failure in a row."""
+        with self._lock:
+            factor = min(2**self._failures_in_a_row, MAX_COOLDOWN_FACTOR)
+            self._failures_in_a_row += 1
+            self._unavailable_until = self._clock() + self.cooldown_s * factor
+
+    def _llm_batch(self, batch: list[TurnEvent], deadline: float | None) -> dict[str, Extraction]:
+        messages = build_messages(self.ontology, batch, short=self.short_prompt)
+        text = self._ask(messages, batch, deadline)
         parsed = parse_answer(text, batch, self.ontology)
-        if parsed.problems:
+        if parsed.problems and self._time_left(deadline):
             self.stats.add(reasks=1, invalid_answers=1)
             log.info("extraction_reask", turns=len(batch), problems=len(parsed.problems))
-            retry_text, _ = self._call(reask_messages(messages, text, parsed.problems))
+            retry_text = self._ask(reask_messages(messages, text, parsed.problems), batch, deadline)
             second = parse_answer(retry_text, batch, self.ontology)
             if second.problems:
                 self.stats.add(invalid_answers=1)
             if second.usable or not parsed.usable:
                 parsed = second
+        elif parsed.problems:
+            self.stats.add(invalid_answers=1)
         if not parsed.usable:
-            raise _UnreadableAnswerError
+            raise _UnusableAnswerError("unreadable_answer")
         return self._finish(batch, parsed.extractions)
+
+    def _time_left(self, deadline: float | None) -> bool:
+        return deadline is None or deadline - self._clock() >= MIN_CALL_S
+
+    def _ask(
+        self, messages: list[dict[str, str]], batch: list[TurnEvent], deadline: float | None
+    ) -> str:
+        timeout = None
+        if deadline is not None:
+            timeout = min(self.endpoint.timeout_s, max(MIN_CALL_S, deadline - self._clock()))
+        schema = self._schema
+        bounded = batch_schema(schema, [t.event_id for t in batch], bounded=True)
+        try:
+            answer = self.endpoint.complete(
+                messages,
+                schema_name=SCHEMA_NAME,
+                schema=batch_schema(schema, [t.event_id for t in batch], bounded=False),
+                bounded_schema=bounded,
+                max_output_tokens=self.max_output_tokens,
+                timeout_s=timeout,
+            )
+        except _LLM_ERRORS as err:
+            if isinstance(err, LLMUnavailableError):
+                self.stats.add(transient_failures=1)
+            cause = err.__cause__
+            log.warning(
+                "extraction_call_failed",
+                error=type(cause).__name__ if cause else None,
+                kind=type(err).__name__,
+                status=getattr(cause, "status_code", None),
+                server_error=server_text(cause) if isinstance(cause, openai.OpenAIError) else "",
+            )
+            raise
+        self.stats.add(
+            calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens
+        )
+        if answer.truncated:
+            # A cut answer cannot be read; halving the batch would multiply the calls.
+            # The batch falls back; later batches of this process ask for fewer turns.
+            self.stats.add(truncated_answers=1)
+            with self._lock:
+                self.batch_max_turns = max(1, min(self.batch_max_turns, len(batch)) // 2)
+            log.warning(
+                "extraction_answer_cut",
+                turns=len(batch),
+                completion_tokens=answer.completion_tokens,
+                turns_per_call_now=self.batch_max_turns,
+            )
+            raise _UnusableAnswerError("answer_cut_at_token_limit")
+        return answer.text
 
     def _finish(
         self, batch: list[TurnEvent], answered: dict[str, Extraction]
@@ -178,8 +280,15 @@ class LLMExtractor:
                 results.update(
                     {t.event_id: Extraction(event_id=t.event_id, dropped=1) for t in missing}
                 )
-        for turn in batch:
-            if turn.references and turn.event_id in answered:
+        answered_turns = [turn for turn in batch if turn.event_id in answered]
+        if self.fallback is not None and answered_turns:
+            # what the offline rules find in the same turns stays: never less than them
+            for turn, offline in zip(
+                answered_turns, self.fallback.extract(answered_turns), strict=True
+            ):
+                results[turn.event_id] = union(results[turn.event_id], offline, self.ontology)
+        for turn in answered_turns:
+            if turn.references:
                 # what the producer attached is known without asking
                 pairs = (attached(r.kind, r.value) for r in turn.references)
                 results[turn.event_id] = with_entities(
@@ -198,86 +307,9 @@ class LLMExtractor:
         assert self.fallback is not None
         extractions = self.fallback.extract(batch)
         self.stats.add(fallback_batches=1, fallback_turns=len(batch), turns=len(batch))
+        self.stats.add_reason(reason)
         log.warning("extraction_fallback", reason=reason, turns=len(batch))
         return {
             turn.event_id: extraction.model_copy(update={"reextract": True})
             for turn, extraction in zip(batch, extractions, strict=True)
         }
-
-    # -- calls ------------------------------------------------------------------------
-
-    def _ask(self, batch: list[TurnEvent]) -> tuple[list[dict[str, str]], str, bool]:
-        """The first call of a batch, in the strongest output mode the server accepts."""
-        while True:
-            mode = self.mode
-            schema = None if mode is OutputMode.JSON_SCHEMA else self._schema
-            messages = build_messages(self.ontology, batch, schema)
-            try:
-                text, truncated = self._call(messages, mode, weaken_on_refusal=True)
-            except _Refused:
-                continue  # self.mode is weaker now
-            return messages, text, truncated
-
-    def _call(
-        self,
-        messages: list[dict[str, str]],
-        mode: OutputMode | None = None,
-        *,
-        weaken_on_refusal: bool = False,
-    ) -> tuple[str, bool]:
-        """The answer's text and whether it was cut at the output limit."""
-        mode = mode or self.mode
-        kwargs = request_arguments(
-            model=self.model,
-            messages=messages,
-            mode=mode,
-            response_format=self._response_format,
-            max_output_tokens=self.max_output_tokens,
-            max_tokens_parameter=self.max_tokens_parameter,
-            temperature=self.temperature,
-        )
-        try:
-            completion: ChatCompletion = self.client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as err:
-            if weaken_on_refusal and mode in WEAKER_MODE and refuses_output_mode(err):
-                self._weaken(mode, err)
-                raise _Refused from err
-            converted = convert(err)
-            if isinstance(converted, LLMUnavailableError):
-                self.stats.add(transient_failures=1)
-            log.warning(
-                "extraction_call_failed",
-                error=type(err).__name__,
-                kind=type(converted).__name__,
-                status=getattr(err, "status_code", None),
-                server_error=server_text(err),
-            )
-            raise converted from err
-        usage = completion.usage
-        self.stats.add(
-            calls=1,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-        )
-        if not completion.choices:
-            return "", False
-        choice = completion.choices[0]
-        return choice.message.content or "", choice.finish_reason == "length"
-
-    def _weaken(self, refused: OutputMode, err: openai.OpenAIError) -> None:
-        with self._lock:
-            if self.mode is not refused:
-                return  # another thread already did
-            self.mode = WEAKER_MODE[refused]
-        self.stats.add(mode_downgrades=1)
-        log.warning(
-            "extraction_output_mode_refused",
-            refused=refused.value,
-            now=self.mode.value,
-            status=getattr(err, "status_code", None),
-            server_error=server_text(err),
-        )
-
-
-class _Refused(Exception):
-    """The server refused the output mode; the call is repeated in a weaker one."""

@@ -1,18 +1,10 @@
-"""One chat-completion call: the request's shape per output mode, the openai errors as
-ours, and the server's error text (truncated) for the log.
-
-Output modes, from the strongest to the weakest, for servers that refuse one (older vLLM,
-llama.cpp builds, proxies answer 400 to ``json_schema``): ``json_schema`` (strict
-structured output), ``json_object`` (JSON mode; the schema goes into the prompt), and
-``prompt_only`` (no ``response_format`` at all).
-"""
+"""Around one chat-completion call: micro-batches of turns, the openai errors as ours,
+and the server's error text (truncated) for the log. The request itself is built by
+:mod:`workers.extraction.endpoint` (output modes, system prompt)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from enum import Enum
-from typing import Any
 
 import openai
 
@@ -39,24 +31,6 @@ MAX_SERVER_TEXT_CHARS = 200
 MAX_TOKENS_PARAMETERS = ("max_tokens", "max_completion_tokens")
 """What servers call the output cap: ``max_tokens`` (vLLM, Ollama, llama.cpp, older OpenAI
 models) or ``max_completion_tokens`` (OpenAI's reasoning models refuse the other)."""
-
-
-class OutputMode(str, Enum):
-    JSON_SCHEMA = "json_schema"
-    JSON_OBJECT = "json_object"
-    PROMPT_ONLY = "prompt_only"
-
-
-WEAKER_MODE = {
-    OutputMode.JSON_SCHEMA: OutputMode.JSON_OBJECT,
-    OutputMode.JSON_OBJECT: OutputMode.PROMPT_ONLY,
-}
-
-_NOT_A_FORMAT_PROBLEM = re.compile(
-    r"(?i)context length|context window|maximum context|too long|too many tokens|"
-    r"max_tokens|max_completion_tokens|temperature|model .*not found|unsupported model"
-)
-"""400s that a weaker output mode cannot fix (the prompt is too long, a parameter name)."""
 
 
 def micro_batches(
@@ -99,14 +73,6 @@ def server_text(err: openai.OpenAIError) -> str:
     return " ".join(text.split())[:MAX_SERVER_TEXT_CHARS]
 
 
-def refuses_output_mode(err: openai.OpenAIError) -> bool:
-    """A 400 that a weaker output mode may avoid (not a too-long prompt, a bad parameter)."""
-    return (
-        isinstance(err, openai.BadRequestError)
-        and _NOT_A_FORMAT_PROBLEM.search(server_text(err)) is None
-    )
-
-
 def convert(err: openai.OpenAIError) -> Exception:
     """An openai error as one of ours: transient (try later) or permanent."""
     if isinstance(err, openai.APITimeoutError):
@@ -123,26 +89,3 @@ def convert(err: openai.OpenAIError) -> Exception:
             )
         return LLMRequestError(f"LLM endpoint rejected the request ({status})")
     return LLMRequestError(f"LLM call failed ({type(err).__name__})")
-
-
-def request_arguments(
-    *,
-    model: str,
-    messages: list[dict[str, str]],
-    mode: OutputMode,
-    response_format: dict[str, Any],
-    max_output_tokens: int | None,
-    max_tokens_parameter: str,
-    temperature: float | None,
-) -> dict[str, Any]:
-    """The keyword arguments of ``chat.completions.create`` for one call."""
-    kwargs: dict[str, Any] = {"model": model, "messages": messages}
-    if mode is OutputMode.JSON_SCHEMA:
-        kwargs["response_format"] = response_format
-    elif mode is OutputMode.JSON_OBJECT:
-        kwargs["response_format"] = {"type": "json_object"}
-    if max_output_tokens is not None:
-        kwargs[max_tokens_parameter] = max_output_tokens
-    if temperature is not None:  # None: reasoning models refuse any value but their default
-        kwargs["temperature"] = temperature
-    return kwargs

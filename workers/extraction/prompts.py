@@ -8,6 +8,7 @@ Item contents stay loosely typed here so that one bad entity or fact costs only 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,15 @@ from turngraph.schemas.turn_event import TurnEvent
 
 MAX_TURN_CHARS = 6_000
 """Longer turns are cut for the prompt (the head carries most references)."""
+
+MAX_ENTITIES_PER_TURN = 20
+"""Entities kept per turn of an answer (more are cut on parse, counted as dropped)."""
+
+MAX_FACTS_PER_TURN = 20
+"""Facts kept per turn of an answer."""
+
+MAX_SCHEMA_STRING_CHARS = 300
+"""``maxLength`` of names and sentences in the bounded schema (grammar-enforcing servers)."""
 
 
 class TurnAnswer(BaseModel):
@@ -58,14 +68,24 @@ def _ontology_text(ontology: Ontology) -> str:
     return "\n".join(lines)
 
 
-def system_prompt(ontology: Ontology) -> str:
-    """The instructions, generated from the ontology (types, relations, domains, ranges)."""
+def _short_ontology_text(ontology: Ontology) -> str:
+    return "\n".join(
+        [
+            "Entity types: " + ", ".join(ontology.entity_type_names()) + ".",
+            "Relations: " + ", ".join(ontology.relation_names()) + ".",
+        ]
+    )
+
+
+def system_prompt(ontology: Ontology, *, short: bool = False) -> str:
+    """The instructions, generated from the ontology (types, relations, domains, ranges);
+    ``short``: type and relation names only, for models with a small context."""
     return "\n".join(
         [
             "You extract a knowledge graph from developer chat turns (an editor's chat "
             "assistant and its user). Use only the types and relations listed below.",
             "",
-            _ontology_text(ontology),
+            _short_ontology_text(ontology) if short else _ontology_text(ontology),
             "",
             "Rules:",
             "- Answer with one entry per turn, in order, each with the turn's event_id.",
@@ -81,6 +101,8 @@ def system_prompt(ontology: Ontology) -> str:
             "- Every fact's source and target must be entities listed in the same turn, and "
             "the relation must accept their types (source in domain, target in range).",
             "- Never copy secrets, tokens or passwords into names or statements.",
+            f"- At most {MAX_ENTITIES_PER_TURN} entities and {MAX_FACTS_PER_TURN} facts "
+            "per turn: the most important ones.",
         ]
     )
 
@@ -103,24 +125,36 @@ def user_prompt(turns: Sequence[TurnEvent]) -> str:
     )
 
 
-def schema_prompt(schema: dict[str, Any]) -> str:
-    """The answer's JSON Schema as instructions, for servers that cannot enforce it."""
-    return (
-        "Answer with one JSON object and nothing else (no code fence, no prose). "
-        "It must match this JSON Schema:\n" + json.dumps(schema, separators=(",", ":"))
-    )
+def batch_schema(
+    schema: dict[str, Any], event_ids: Sequence[str], *, bounded: bool
+) -> dict[str, Any]:
+    """The answer's schema for one batch: ``event_id`` limited to the batch's ids (an
+    ``enum``) and, when ``bounded`` (servers that turn the schema into a grammar, and the
+    prompt modes), ``maxItems`` and ``maxLength`` so a small model cannot ramble."""
+    out = copy.deepcopy(schema)
+    defs = out["$defs"]
+    defs["turn"]["properties"]["event_id"]["enum"] = list(event_ids)
+    if bounded:
+        out["properties"]["turns"]["maxItems"] = len(event_ids)
+        out["properties"]["turns"]["minItems"] = len(event_ids)
+        defs["turn"]["properties"]["entities"]["maxItems"] = MAX_ENTITIES_PER_TURN
+        defs["turn"]["properties"]["facts"]["maxItems"] = MAX_FACTS_PER_TURN
+        for name in ("entity", "fact"):
+            for field_name, prop in defs[name]["properties"].items():
+                if prop.get("type") == "string" and "enum" not in prop:
+                    prop["maxLength"] = MAX_SCHEMA_STRING_CHARS
+                if field_name in ("aliases", "attributes"):
+                    prop["maxItems"] = 5
+    return out
 
 
 def build_messages(
-    ontology: Ontology, turns: Sequence[TurnEvent], schema: dict[str, Any] | None = None
+    ontology: Ontology, turns: Sequence[TurnEvent], *, short: bool = False
 ) -> list[dict[str, str]]:
-    """The chat messages of one extraction call; ``schema`` goes into the system prompt
-    when the server does not take it as ``response_format``."""
-    system = system_prompt(ontology)
-    if schema is not None:
-        system += "\n\n" + schema_prompt(schema)
+    """The chat messages of one extraction call (the endpoint adds the schema to the
+    prompt when the server does not enforce it)."""
     return [
-        {"role": "system", "content": system},
+        {"role": "system", "content": system_prompt(ontology, short=short)},
         {"role": "user", "content": user_prompt(turns)},
     ]
 
@@ -137,6 +171,8 @@ def reask_messages(
             "role": "user",
             "content": "Your answer did not validate:\n"
             + listed
+            + f"\nLimits: one entry per turn, event_id as given; at most {MAX_ENTITIES_PER_TURN} "
+            f"entities and {MAX_FACTS_PER_TURN} facts per turn."
             + "\nAnswer again with the whole corrected result for every turn.",
         },
     ]

@@ -31,6 +31,12 @@ class ExtractionStats:
     """Their turns: recorded by the pipeline for a later LLM pass."""
     mode_downgrades: int = 0
     """Times the server refused an output mode (json_schema, then json_object)."""
+    truncated_answers: int = 0
+    """Answers cut at the output limit (the batch fell back; fewer turns per call since)."""
+    system_prompt_dropped: int = 0
+    """Times the server was found not to read the system message (merged since)."""
+    fallback_reasons: dict[str, int] = field(default_factory=dict, compare=False)
+    """Fallback batches per reason (``endpoint_cooling_down``, ``budget_spent`` …)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
@@ -38,10 +44,22 @@ class ExtractionStats:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
 
+    def add_reason(self, reason: str) -> None:
+        with self._lock:
+            self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+
+    def reasons(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.fallback_reasons)
+
     def snapshot(self) -> dict[str, int]:
         """The counters as plain numbers (for a metrics exporter or a RESULT line)."""
         with self._lock:
-            return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+            return {
+                f.name: getattr(self, f.name)
+                for f in fields(self)
+                if f.name not in ("_lock", "fallback_reasons")
+            }
 
     def per_turn(self) -> dict[str, float]:
         """Calls and tokens per extracted turn (0 before the first turn)."""

@@ -247,3 +247,32 @@ def with_entities(
     if not added:
         return extraction
     return extraction.model_copy(update={"entities": [*extraction.entities, *added]})
+
+
+def union(primary: Extraction, other: Extraction, ontology: Ontology = ONTOLOGY) -> Extraction:
+    """``primary`` plus the entities and facts of ``other`` it does not have (the LLM's
+    answer for a turn, with what the offline rules found in it: never less than either)."""
+    have = {(e.type, ontology.normalize_name(e.type, e.name)) for e in primary.entities}
+    entities = list(primary.entities)
+    for entity in other.entities:
+        key = (entity.type, ontology.normalize_name(entity.type, entity.name))
+        if key not in have:
+            have.add(key)
+            entities.append(entity)
+
+    def fact_key(f: ExtractedFact) -> tuple[str, str, str]:
+        return (
+            f.relation,
+            ontology.normalize_name(f.source.type, f.source.name),
+            ontology.normalize_name(f.target.type, f.target.name),
+        )
+
+    known = {fact_key(f) for f in primary.facts}
+    facts = list(primary.facts)
+    for fact in other.facts:
+        if fact_key(fact) not in known:
+            known.add(fact_key(fact))
+            facts.append(fact)
+    if len(entities) == len(primary.entities) and len(facts) == len(primary.facts):
+        return primary
+    return primary.model_copy(update={"entities": entities, "facts": facts})

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 import neo4j.exceptions
 import redis
+from rq.timeouts import JobTimeoutException
 
 from turngraph.schemas.errors import TransientError
 
@@ -28,8 +29,11 @@ TRANSIENT_LIBRARY_ERRORS: tuple[type[BaseException], ...] = (
     neo4j.exceptions.ServiceUnavailable,
     neo4j.exceptions.SessionExpired,
     neo4j.exceptions.TransientError,
+    JobTimeoutException,
 )
-"""Client errors that mean "the backend is away or busy", should any escape unconverted."""
+"""Client errors that mean "the backend is away or busy", should any escape unconverted;
+and RQ's job timeout: a slow endpoint or backend, never a property of the turns (it
+fires once, so a split batch would run on without a deadline)."""
 
 
 def is_transient(exc: BaseException) -> bool:

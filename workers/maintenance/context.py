@@ -83,11 +83,10 @@ class Distiller:
             raise BackendUnavailableError("redis unavailable after graph write") from exc
 
     @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[None]:
-        """A Redis lock (``SET NX PX``, token-checked release) around one unit of work."""
-        lock = self.redis.lock(
-            LOCK_PREFIX + name, timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_WAIT_S
-        )
+    def lock(self, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """A Redis lock (``SET NX PX``, token-checked release) around one unit of work
+        that ends within ``timeout_s``."""
+        lock = self.redis.lock(LOCK_PREFIX + name, timeout=timeout_s, blocking_timeout=LOCK_WAIT_S)
         try:
             acquired = lock.acquire()
         except redis.RedisError as exc:

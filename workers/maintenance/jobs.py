@@ -125,6 +125,7 @@ def reextract_job(reschedule: bool = True) -> dict[str, int]:
                 schedule_reextract(
                     Queue(job.origin, connection=job.connection, serializer=JSONSerializer),
                     distiller.options.reextract_every_s,
+                    job_timeout_s=distiller.reextractor.job_timeout_s,
                 )
         return result.as_counts()
 
@@ -185,10 +186,19 @@ def retry_policy() -> Retry:
     return Retry(max=RETRIES, interval=list(RETRY_INTERVALS_S))
 
 
-def schedule_reextract(queue: Queue, every_s: int, now: datetime | None = None) -> str:
+def schedule_reextract(
+    queue: Queue,
+    every_s: int,
+    now: datetime | None = None,
+    *,
+    job_timeout_s: int = MAINTENANCE_JOB_TIMEOUT_S,
+) -> str:
     """Schedule the next LLM re-extraction run, idempotent within one time slot (every
-    maintenance worker scheduling it schedules the same job). Returns its job id."""
-    return _schedule_slot(queue, reextract_job, REEXTRACT_JOB_PREFIX, "reextract()", every_s, now)
+    maintenance worker scheduling it schedules the same job); ``job_timeout_s`` is the
+    run's budget plus a margin. Returns its job id."""
+    return _schedule_slot(
+        queue, reextract_job, REEXTRACT_JOB_PREFIX, "reextract()", every_s, now, job_timeout_s
+    )
 
 
 def schedule_sweep(queue: Queue, every_s: int, now: datetime | None = None) -> str:
@@ -206,6 +216,7 @@ def _schedule_slot(
     description: str,
     every_s: int,
     now: datetime | None,
+    job_timeout_s: int = MAINTENANCE_JOB_TIMEOUT_S,
 ) -> str:
     now = now or datetime.now(UTC)
     slot = int(now.timestamp() // every_s) + 1
@@ -218,7 +229,7 @@ def _schedule_slot(
         description=description,
         result_ttl=RESULT_TTL_S,
         failure_ttl=FAILURE_TTL_S,
-        job_timeout=MAINTENANCE_JOB_TIMEOUT_S,
+        job_timeout=job_timeout_s,
     )
     log.info("maintenance_job_scheduled", job_id=job_id, in_s=round((when - now).total_seconds()))
     return job_id

@@ -1,27 +1,32 @@
 """The LLM summarizer: one structured call per segment through the official openai client.
 
 The answer's JSON Schema is generated from :class:`schemas.summaries.SummaryContent`; an
-answer that does not validate is sent back once with the problems (Graphiti's habit),
-and if the second one fails too the offline summary is used instead (counted), so a
-summary is never half-written. Tool turns reach the prompt collapsed to one line each.
-Rate limits and 5xx are retried by the openai client itself; when it gives up, the job
-fails with a transient error and RQ retries it.
+answer that does not validate is sent back once with the problems and the limits
+(Graphiti's habit); lists longer than the schema allows are cut, not re-asked for. Output
+is capped (``max_output_tokens``) at temperature 0 unless configured. Every LLM failure
+(an endpoint down or refusing after the client's retries, a timeout, an answer cut at the
+limit, two invalid answers) ends in the offline summary, stored as such, counted per
+reason, with one warning event and no traceback: a summary job never fails for the LLM.
+Output mode and system prompt handling are the endpoint's (shared with extraction).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 import pydantic
 import structlog
 
-from turngraph.schemas.summaries import SummaryContent, summary_response_format
+from turngraph.schemas.summaries import SUMMARY_SCHEMA_NAME, SummaryContent, summary_json_schema
 from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.extraction.answers import json_text
+from turngraph.workers.extraction.endpoint import LLMEndpoint
 from turngraph.workers.extraction.errors import (
     LLMConfigurationError,
     LLMRequestError,
@@ -31,9 +36,6 @@ from turngraph.workers.maintenance.text import shorten
 from turngraph.workers.maintenance.tool_calls import narrative_line
 from turngraph.workers.maintenance.turns import SessionTurn
 
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletion
-
 log = structlog.get_logger(__name__)
 
 MAX_PROMPT_TURN_CHARS = 2_000
@@ -41,6 +43,9 @@ MAX_PROMPT_TURN_CHARS = 2_000
 
 MAX_PROMPT_CHARS = 24_000
 """The transcript in one prompt is cut to its last this-many characters."""
+
+DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS = 1_024
+"""Output cap of a summary call (the prompt asks for about 400 tokens)."""
 
 SYSTEM_PROMPT = """\
 You summarize one segment of a conversation between a developer and a coding assistant,
@@ -65,8 +70,12 @@ class SummaryStats:
     calls: int = 0
     reasks: int = 0
     fallbacks: int = 0
+    """Summaries stored offline because the LLM failed (see ``fallback_reasons``)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    items_cut: int = 0
+    """List items beyond the schema's limits, cut from otherwise valid answers."""
+    fallback_reasons: dict[str, int] = field(default_factory=dict, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
@@ -74,23 +83,52 @@ class SummaryStats:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
 
+    def add_reason(self, reason: str) -> None:
+        with self._lock:
+            self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+
     def snapshot(self) -> dict[str, int]:
         with self._lock:
-            return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+            return {
+                f.name: getattr(self, f.name)
+                for f in fields(self)
+                if f.name not in ("_lock", "fallback_reasons")
+            }
 
 
-def _convert(err: openai.OpenAIError) -> Exception:
-    if isinstance(err, openai.APITimeoutError | openai.APIConnectionError):
-        return LLMUnavailableError("LLM endpoint unreachable or too slow")
-    if isinstance(err, openai.APIStatusError):
-        if err.status_code >= 500 or err.status_code in (408, 409, 429):
-            return LLMUnavailableError(f"LLM endpoint answered {err.status_code} after retries")
-        if err.status_code in (401, 403, 404):
-            return LLMConfigurationError(
-                f"LLM endpoint answered {err.status_code}: check the API key, base URL and model"
-            )
-        return LLMRequestError(f"LLM endpoint rejected the request ({err.status_code})")
-    return LLMRequestError(f"LLM call failed ({type(err).__name__})")
+_LLM_ERRORS = (LLMUnavailableError, LLMRequestError, LLMConfigurationError)
+
+
+class _SummaryFailedError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _bounded(data: Any) -> tuple[Any, int]:
+    """Lists longer than :class:`SummaryContent` allows, cut to their limit (and how many
+    items were cut): a model that lists 7 decisions loses the last 2, not the summary."""
+    if not isinstance(data, dict):
+        return data, 0
+    cut = 0
+    out = dict(data)
+    for name, info in SummaryContent.model_fields.items():
+        bound = next((m.max_length for m in info.metadata if hasattr(m, "max_length")), None)
+        value = out.get(name)
+        if isinstance(value, list) and name != "topic" and bound and len(value) > bound:
+            cut += len(value) - bound
+            out[name] = value[:bound]
+    return out, cut
+
+
+def limits_text() -> str:
+    """The schema's limits, for the re-ask."""
+    parts = []
+    for name, info in SummaryContent.model_fields.items():
+        bound = next((m.max_length for m in info.metadata if hasattr(m, "max_length")), None)
+        if name != "topic" and bound:
+            parts.append(f"{name} at most {bound} items")
+    return "; ".join(parts)
 
 
 def transcript(turns: Sequence[SessionTurn]) -> str:
@@ -121,21 +159,49 @@ def build_messages(
 
 
 class LLMSummarizer:
-    """Summaries through ``client`` (built once per process in ``turngraph.clients``)."""
+    """Summaries through ``endpoint`` (one per process, see ``turngraph.app``)."""
 
     def __init__(
-        self, client: openai.OpenAI, *, model: str, stats: SummaryStats | None = None
+        self,
+        client: openai.OpenAI,
+        *,
+        model: str,
+        stats: SummaryStats | None = None,
+        endpoint: LLMEndpoint | None = None,
+        max_output_tokens: int | None = DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS,
+        temperature: float | None = 0.0,
     ) -> None:
-        self.client = client
-        self.model = model
+        self.endpoint = endpoint or LLMEndpoint(client, model=model, temperature=temperature)
         self.stats = stats if stats is not None else SummaryStats()
-        self._format = summary_response_format()
+        self.max_output_tokens = max_output_tokens
+        self._schema = summary_json_schema()
 
     def summarize(
         self, turns: Sequence[SessionTurn], fallback: SummaryContent, references: dict[str, Any]
     ) -> tuple[SummaryContent, bool]:
-        """The LLM's summary, or ``fallback`` (the offline one) when both answers were
-        invalid; the flag says whether the LLM's answer was used."""
+        """The LLM's summary, or ``fallback`` (the offline one) when the LLM failed in
+        any way; the flag says whether the LLM's answer was used."""
+        started = time.monotonic()
+        self.stats.add(summaries=1)
+        try:
+            return self._summarize(turns, fallback, references), True
+        except (_SummaryFailedError, *_LLM_ERRORS) as err:
+            reason = err.reason if isinstance(err, _SummaryFailedError) else type(err).__name__
+            self.stats.add(fallbacks=1)
+            self.stats.add_reason(reason)
+            log.warning(
+                "summary_llm_fallback",
+                reason=reason,
+                error=None if isinstance(err, _SummaryFailedError) else str(err),
+                turns=len(turns),
+                seconds=round(time.monotonic() - started, 1),
+                stored="offline summary",
+            )
+            return fallback, False
+
+    def _summarize(
+        self, turns: Sequence[SessionTurn], fallback: SummaryContent, references: dict[str, Any]
+    ) -> SummaryContent:
         messages = build_messages(turns, fallback, references)
         text = self._call(messages)
         content, problems = self._parse(text)
@@ -149,48 +215,43 @@ class LLMSummarizer:
                     "role": "user",
                     "content": "That answer is invalid: "
                     + "; ".join(problems[:10])
-                    + ". Answer again with JSON in the schema only.",
+                    + f". Limits: topic at most 120 characters; {limits_text()}."
+                    + " Answer again with JSON in the schema only.",
                 },
             ]
             content, problems = self._parse(self._call(retry))
-        self.stats.add(summaries=1)
         if content is None:
-            self.stats.add(fallbacks=1)
-            log.warning("summary_llm_invalid_twice", problems=len(problems))
-            return fallback, False
-        return content, True
+            raise _SummaryFailedError("invalid_twice")
+        return content
 
     def _call(self, messages: list[dict[str, str]]) -> str:
-        try:
-            completion: ChatCompletion = self.client.chat.completions.create(  # type: ignore[call-overload]
-                model=self.model, messages=messages, response_format=self._format
-            )
-        except openai.OpenAIError as err:
-            converted = _convert(err)
-            log.warning("summary_call_failed", error=type(err).__name__)
-            raise converted from err
-        usage = completion.usage
-        self.stats.add(
-            calls=1,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
+        answer = self.endpoint.complete(
+            messages,
+            schema_name=SUMMARY_SCHEMA_NAME,
+            schema=self._schema,
+            max_output_tokens=self.max_output_tokens,
         )
-        if not completion.choices:
-            return ""
-        return completion.choices[0].message.content or ""
+        self.stats.add(
+            calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens
+        )
+        if answer.truncated:
+            raise _SummaryFailedError("answer_cut_at_token_limit")
+        return answer.text
 
-    @staticmethod
-    def _parse(text: str) -> tuple[SummaryContent | None, list[str]]:
+    def _parse(self, text: str) -> tuple[SummaryContent | None, list[str]]:
         if not text.strip():
             return None, ["the answer was empty (or a refusal)"]
         try:
-            data = json.loads(text)
+            data = json.loads(json_text(text))
         except json.JSONDecodeError as err:
             return None, [f"not valid JSON: {err.msg} at char {err.pos}"]
+        data, cut = _bounded(data)
         try:
             content = SummaryContent.model_validate(data)
         except pydantic.ValidationError as err:
             return None, [
                 f"does not match the schema at: {', '.join(invalid_fields(err, 'answer'))}"
             ]
+        if cut:
+            self.stats.add(items_cut=cut)
         return content.model_copy(update={"topic": shorten(content.topic, 120)}), []

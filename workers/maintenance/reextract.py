@@ -9,16 +9,21 @@ the LLM's entities and facts are added beside the offline ones, and the recall r
 the episode's new entities on the change stream. Written ids leave the pending set; ids
 whose turn is gone (a forgotten scope) leave it too, counted as ``missing``.
 
-An endpoint that still fails ends the run at the first failed batch (its turns stay
-pending, counted as ``failed``), so a dead endpoint costs one call per run. Counters live
-in the hash :data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue status``).
+Each run is bounded (``budget_s``, well inside its job timeout: the run stops starting
+batches when its time is up, and a request's timeout is what is left) and records its
+results per micro-batch, so a slow model makes progress run after run: the next run
+resumes with the turns still pending. An endpoint that still fails ends the run at the
+first failed batch (its turns stay pending, counted as ``failed``, moved behind the
+others), so a dead endpoint costs one call per run. Counters live in the hash
+:data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue status``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import neo4j
 import redis
@@ -28,16 +33,26 @@ from turngraph.schemas.changes import encode_change
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
-from turngraph.workers.extraction.models import Extraction, Extractor
+from turngraph.workers.extraction.llm_calls import micro_batches
+from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.ingest.changes import changes_for
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.turns import parse_time
 
+if TYPE_CHECKING:
+    from turngraph.workers.extraction.llm import LLMExtractor
+
 log = structlog.get_logger(__name__)
 
 DEFAULT_REEXTRACT_LIMIT = 200
 """Pending turns taken per run (the oldest first)."""
+
+DEFAULT_REEXTRACT_BUDGET_S = 240.0
+"""One run's LLM work ends within this (its job timeout leaves a margin beyond)."""
+
+JOB_MARGIN_S = 60
+"""A run's job timeout (and lock) exceeds its budget by this."""
 
 EPISODES_BY_EVENT_ID = """
 UNWIND $ids AS id
@@ -64,9 +79,14 @@ class Reextractor:
     """What the pass needs besides the distiller's clients: the LLM extractor (built with
     :class:`NoFallback` as its fallback) and the graph store ingest writes with."""
 
-    extractor: Extractor
+    extractor: LLMExtractor
     store: GraphStore
     limit: int = DEFAULT_REEXTRACT_LIMIT
+    budget_s: float = DEFAULT_REEXTRACT_BUDGET_S
+
+    @property
+    def job_timeout_s(self) -> int:
+        return int(self.budget_s) + JOB_MARGIN_S
 
 
 @dataclass
@@ -125,12 +145,13 @@ def read_pending_turns(
 
 def reextract_pending(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     """One run of the pass (under a lock: one run at a time across workers)."""
-    with distiller.lock("reextract"):
+    with distiller.lock("reextract", timeout_s=reextractor.job_timeout_s):
         return _run(distiller, reextractor)
 
 
 def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     conn = distiller.redis
+    deadline = time.monotonic() + reextractor.budget_s
     result = ReextractResult()
     try:
         raw = conn.zrange(REEXTRACT_PENDING, 0, reextractor.limit - 1)
@@ -143,35 +164,68 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     found = {t.event_id for t in turns}
     gone = [event_id for event_id in ids if event_id not in found]
     result.missing = len(gone)
-    done: list[str] = []
-    for session_turns in _by_session(turns):
-        extractions = reextractor.extractor.extract(session_turns)
-        good = [(t, x) for t, x in zip(session_turns, extractions, strict=True) if not x.reextract]
-        result.failed += len(session_turns) - len(good)
+    _record(conn, ReextractResult(missing=len(gone)), done=gone, failed=[])
+    extractor = reextractor.extractor
+    for batch in _batches(turns, extractor.batch_max_turns, extractor.batch_max_chars):
+        if deadline - time.monotonic() < MIN_BATCH_S:
+            break  # the rest waits for the next run
+        extractions = extractor.extract(batch, deadline=deadline)
+        good = [(t, x) for t, x in zip(batch, extractions, strict=True) if not x.reextract]
+        failed = [t.event_id for t, x in zip(batch, extractions, strict=True) if x.reextract]
+        step = ReextractResult(failed=len(failed))
         if good:
             report = reextractor.store.write(good)
             distiller.announce([encode_change(change) for change in changes_for(report)])
-            done += [t.event_id for t, _ in good]
-            result.entities += sum(len(x.entities) for _, x in good)
-            result.succeeded += len(good)
-        if len(good) < len(session_turns):
+            step.entities = sum(len(x.entities) for _, x in good)
+            step.succeeded = len(good)
+        _record(conn, step, done=[t.event_id for t, _ in good], failed=failed)
+        for name in ("succeeded", "failed", "entities"):
+            setattr(result, name, getattr(result, name) + getattr(step, name))
+        if failed:
             break  # the endpoint still fails: the rest waits for the next run
     try:
         with conn.pipeline(transaction=False) as pipe:
-            if done or gone:
-                pipe.zrem(REEXTRACT_PENDING, *done, *gone)
-            for name, value in result.as_counts().items():
-                if name != "pending" and value:
-                    pipe.hincrby(REEXTRACT_STATS, name, value)
             pipe.hincrby(REEXTRACT_STATS, "runs", 1)
             pipe.zcard(REEXTRACT_PENDING)
             replies = pipe.execute()
     except redis.RedisError as exc:
-        # The graph writes are idempotent: the next run repeats them harmlessly.
         raise BackendUnavailableError("redis unavailable after the re-extraction") from exc
     result.pending = int(replies[-1])
     log.info("reextract_run", **result.as_counts())
     return result
+
+
+MIN_BATCH_S = 5.0
+"""A run starts no batch with less than this left of its budget."""
+
+
+def _record(
+    conn: redis.Redis, step: ReextractResult, *, done: list[str], failed: list[str]
+) -> None:
+    """One batch's outcome, at once: done ids leave the pending set, failed ones move
+    behind the others (a batch the model cannot answer does not block the rest)."""
+    try:
+        with conn.pipeline(transaction=False) as pipe:
+            if done:
+                pipe.zrem(REEXTRACT_PENDING, *done)
+            if failed:
+                pipe.zadd(REEXTRACT_PENDING, dict.fromkeys(failed, time.time()), xx=True)
+            for name, value in step.as_counts().items():
+                if name != "pending" and value:
+                    pipe.hincrby(REEXTRACT_STATS, name, value)
+            pipe.execute()
+    except redis.RedisError as exc:
+        # The graph writes are idempotent: the next run repeats them harmlessly.
+        raise BackendUnavailableError("redis unavailable after the re-extraction") from exc
+
+
+def _batches(turns: list[TurnEvent], max_turns: int, max_chars: int) -> list[list[TurnEvent]]:
+    """Micro-batches within each session, so each is one LLM call recorded on its own."""
+    return [
+        batch
+        for session_turns in _by_session(turns)
+        for batch in micro_batches(session_turns, max_turns, max_chars)
+    ]
 
 
 def _by_session(turns: list[TurnEvent]) -> list[list[TurnEvent]]:
