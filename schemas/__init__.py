@@ -2,16 +2,39 @@
 
 Producers in any language publish against the JSON Schema files exported from these
 models (see ``schemas/json/``); nothing here opens a connection or reads settings.
+
+The models named below are imported on first use (PEP 562), so importing one small
+module of the package (``schemas.errors``, ``schemas.defaults``) does not build them all:
+an editor hook that exits early stays cheap.
 """
 
-from turngraph.schemas.recall import (
-    RecallRequest,
-    RecallResponse,
-    RecallResult,
-    ScopeName,
-    ScoreBreakdown,
-)
-from turngraph.schemas.turn_event import ClientInfo, GitInfo, Reference, Role, TurnEvent
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from turngraph.schemas.recall import (
+        RecallRequest,
+        RecallResponse,
+        RecallResult,
+        ScopeName,
+        ScoreBreakdown,
+    )
+    from turngraph.schemas.turn_event import ClientInfo, GitInfo, Reference, Role, TurnEvent
+
+_HOMES = {
+    "RecallRequest": "recall",
+    "RecallResponse": "recall",
+    "RecallResult": "recall",
+    "ScopeName": "recall",
+    "ScoreBreakdown": "recall",
+    "ClientInfo": "turn_event",
+    "GitInfo": "turn_event",
+    "Reference": "turn_event",
+    "Role": "turn_event",
+    "TurnEvent": "turn_event",
+}
 
 __all__ = [
     "ClientInfo",
@@ -25,3 +48,10 @@ __all__ = [
     "ScoreBreakdown",
     "TurnEvent",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

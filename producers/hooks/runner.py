@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from turngraph.producers.hooks.context import recent_turns, start_context
 from turngraph.producers.hooks.editors import EditorSpec, context_output
 from turngraph.producers.hooks.payload import HookAction, HookCall
 from turngraph.producers.hooks.state import HookState, ReadPosition, tail_sha256
@@ -27,15 +26,15 @@ from turngraph.producers.hooks.transcripts import (
     parse_lines,
     read_new_lines,
 )
-from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, TurnEvent
 
 if TYPE_CHECKING:
     from turngraph.producers.distill_client import DistillClient
     from turngraph.producers.publisher import Publisher
     from turngraph.producers.recall_client import RecallClient
     from turngraph.producers.scopes import ScopeHasher
+    from turngraph.schemas.turn_event import TurnEvent
 
-CLIENT = ClientInfo(name="turngraph-hooks", version="1")
+CLIENT_NAME = "turngraph-hooks"
 
 CAPTURE_FLUSH_S = 2.0
 """How long a capture waits for Redis to take its turns (they are published again next
@@ -196,6 +195,9 @@ class HookRunner:
                 self.state.save_position("session", scope.session, position)
 
     def _event(self, scope: Scope, turn: TranscriptTurn, index: int) -> TurnEvent:
+        # Imported here: a call that publishes nothing never builds the turn model.
+        from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, TurnEvent
+
         content = turn.content
         if len(content) > MAX_CONTENT_CHARS:
             content = content[: MAX_CONTENT_CHARS - 20] + "\n[cut by turngraph]"
@@ -209,7 +211,7 @@ class HookRunner:
             speaker=turn.speaker[:100],
             content=content,
             occurred_at=turn.occurred_at or datetime.now(UTC),
-            client=CLIENT,
+            client=ClientInfo(name=CLIENT_NAME, version="1"),
             tags=("hook",),
         )
 
@@ -250,6 +252,8 @@ class HookRunner:
         return int(min(self.deadline_ms, ceiling) - spent - OUTPUT_MARGIN_MS)
 
     def _prompt(self, call: HookCall, scope: Scope) -> dict[str, Any] | None:
+        from turngraph.producers.hooks.context import recent_turns
+
         query = (call.prompt or call.transformed_prompt or "").strip()
         if not query:
             return None
@@ -278,6 +282,8 @@ class HookRunner:
         return context_output(self.spec, HookAction.PROMPT, response.memory_block, prompt=prompt)
 
     def _session_start(self, scope: Scope) -> dict[str, Any] | None:
+        from turngraph.producers.hooks.context import start_context
+
         found: dict[str, Any] = {}
         budget = self.start_budget_tokens
 

@@ -116,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = _command_in(argv)
     try:
         if command == "hook" and argv[:1] == ["hook"]:  # editors run it on every prompt
+            # No pydantic plugins are used; without this each model built at import scans
+            # the metadata of every installed package for some (docs/hooks.md).
+            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
             from turngraph.cli.hook_cmd import run_hook
 
             return run_hook(argv[1:])

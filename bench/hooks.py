@@ -1,0 +1,245 @@
+"""Editor hooks: what a hook costs per prompt and per turn, as an editor runs it.
+
+``python -m bench.hooks [--runs N]`` starts the embedded services, a recall worker
+(in this process) and a few stored memories, enables consent for a project folder, and
+runs ``turngraph hook EVENT --editor claude-code`` the way Claude Code does (``bash -c``,
+the payload on stdin), N times per row:
+
+- ``python -c pass``: the bare interpreter start-up, the reference of this run;
+- cold start: the hook for a folder without consent (start-up, settings, payload, the
+  consent check; nothing sent);
+- prompt, services up: recall before the prompt, the ``<memory>`` block printed;
+- capture, services up: two new transcript lines published;
+- prompt and capture with Redis away (a closed port): they must return at once;
+- prompt after start-up: the same hook called in this process (imports done), the part
+  the deadline governs (750 ms from the hook's start; past it the prompt goes without).
+
+It also counts the modules each event imports (``-X importtime``) and whether the graph
+driver or redaction was among them. Ends with ``RESULT hooks ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench.report import percentile, result_line, table
+from turngraph.app import build_pipeline, build_recall_worker
+from turngraph.cli.hook_cmd import run_hook
+from turngraph.clients import build_clients, with_endpoints
+from turngraph.embedded import EmbeddedServices
+from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.hooks.config import default_executable, hook_command
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.settings import LogFormat, Settings
+from turngraph.workers.extraction.offline import OfflineExtractor
+
+DEADLINE_MS = 750
+"""The prompt hook's default deadline (``TURNGRAPH_HOOK_DEADLINE_MS``)."""
+
+MEMORIES = [
+    "decision: the ingest queue uses drop_oldest when it is full",
+    "We keep Redis at maxmemory-policy noeviction; evicted job hashes vanish silently.",
+    "preference: answers use British English spelling",
+    "The recall worker answers within 750 ms or the prompt goes without memory.",
+    "Release 0.4 ships the editor hooks for Claude Code and Gemini CLI.",
+]
+PROMPTS = [
+    "which drop policy does the ingest queue use?",
+    "what eviction policy must Redis run with?",
+    "how should answers be spelled?",
+    "when does the recall worker give up?",
+]
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _timed(command: str, payload: bytes, env: dict[str, str], cwd: Path) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        ["bash", "-c", command], input=payload, env=env, cwd=cwd, capture_output=True, timeout=60
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0 or b"Traceback" in done.stderr:
+        raise RuntimeError(f"hook failed: {done.stderr[-500:]!r}")
+    return elapsed, done.stdout
+
+
+def _series(runs: int, one: Callable[[int], tuple[float, bytes]]) -> tuple[list[float], int]:
+    times, answered = [], 0
+    for i in range(runs):
+        elapsed, out = one(i)
+        times.append(elapsed)
+        answered += bool(out.strip())
+    return times, answered
+
+
+def _modules(
+    command: str, payload: bytes, env: dict[str, str], cwd: Path
+) -> tuple[int, bool, bool]:
+    done = subprocess.run(
+        ["bash", "-c", command], input=payload, env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=cwd, capture_output=True, timeout=60,
+    )  # fmt: skip
+    names = [ln.rsplit("|", 1)[-1].strip() for ln in done.stderr.decode().splitlines()
+             if ln.startswith("import time:") and "|" in ln]  # fmt: skip
+    return len(names), "neo4j" in names, "turngraph.producers.redaction" in names
+
+
+def _claude_line(uid: str, role: str, text: str) -> str:
+    return json.dumps({"type": role, "uuid": uid, "isSidechain": False,
+                       "timestamp": datetime.now(UTC).isoformat(),
+                       "message": {"role": role, "content": text}})  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="editor hook cost per prompt and per turn")
+    parser.add_argument("--runs", type=int, default=20, help="runs per row (default 20)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp_name:
+        tmp = Path(tmp_name)
+        project, stranger = tmp / "project", tmp / "elsewhere"
+        project.mkdir()
+        stranger.mkdir()
+        with EmbeddedServices(tmp / "services") as endpoints:
+            base = Settings(_env_file=None, data_dir=tmp / "data", log_format=LogFormat.JSON)
+            settings = with_endpoints(base, endpoints)
+            clients = build_clients(settings)
+            hasher = ScopeHasher.for_data_dir(settings.data_dir)
+            workspace = hasher.workspace(str(project.resolve()))
+            import getpass
+
+            user = hasher.user(getpass.getuser())
+            ConsentStore(settings.data_dir).enable(
+                workspace, consent_endpoint(settings.redis_url, settings.data_dir)
+            )
+            t0 = datetime.now(UTC) - timedelta(days=1)
+            build_pipeline(clients, extractor=OfflineExtractor()).ingest([
+                TurnEvent(session_id=hasher.session("earlier"), workspace=workspace, user=user,
+                          turn_index=i, role="user", content=text,
+                          occurred_at=t0 + timedelta(minutes=i),
+                          client=ClientInfo(name="bench", version="1"))
+                for i, text in enumerate(MEMORIES)
+            ])  # fmt: skip
+            recall = build_recall_worker(clients)
+            recall.bootstrap()
+            thread = threading.Thread(target=recall.run, daemon=True)
+            thread.start()
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")},
+                "TURNGRAPH_DATA_DIR": str(settings.data_dir),
+                "TURNGRAPH_REDIS_URL": str(settings.redis_url),
+                "TURNGRAPH_GRAPH_URI": str(settings.graph_uri),
+            }
+            down = {**env, "TURNGRAPH_REDIS_URL": f"redis://127.0.0.1:{_closed_port()}/0"}
+            exe = default_executable(sys.executable, Path(sys.executable).parent / "turngraph")
+            prompt_cmd = hook_command(exe, "prompt", "claude-code")
+            capture_cmd = hook_command(exe, "capture", "claude-code")
+            transcript = project / "transcript.jsonl"
+            transcript.write_text("")
+
+            def prompt(cwd: Path, environ: dict[str, str]) -> Callable[[int], tuple[float, bytes]]:
+                def one(i: int) -> tuple[float, bytes]:
+                    payload = {"session_id": "bench-1", "cwd": str(cwd), "prompt": PROMPTS[i % 4],
+                               "transcript_path": str(transcript),
+                               "hook_event_name": "UserPromptSubmit"}  # fmt: skip
+                    return _timed(prompt_cmd, json.dumps(payload).encode(), environ, cwd)
+
+                return one
+
+            def capture(environ: dict[str, str]) -> Callable[[int], tuple[float, bytes]]:
+                def one(i: int) -> tuple[float, bytes]:
+                    tag = f"{id(environ)}-{i}"
+                    with transcript.open("a") as out:
+                        out.write(_claude_line(f"u{tag}", "user", f"question {tag}") + "\n")
+                        out.write(_claude_line(f"a{tag}", "assistant", f"answer {tag}") + "\n")
+                    payload = {"session_id": "bench-1", "cwd": str(project),
+                               "transcript_path": str(transcript)}  # fmt: skip
+                    return _timed(capture_cmd, json.dumps(payload).encode(), environ, project)
+
+                return one
+
+            ref, _ = _series(args.runs, lambda i: _timed("python -c pass".replace(
+                "python", sys.executable), b"", env, project))  # fmt: skip
+            prompt(project, env)(0)  # the recall worker's first answer warms its caches
+            rows = {
+                "python -c pass (reference)": (ref, 0),
+                "cold start (no consent: nothing sent)": _series(args.runs, prompt(stranger, env)),
+                "prompt, services up": _series(args.runs, prompt(project, env)),
+                "capture, services up": _series(args.runs, capture(env)),
+                "prompt, Redis away": _series(args.runs, prompt(project, down)),
+                "capture, Redis away": _series(args.runs, capture(down)),
+            }
+            os.environ.update(env)  # the in-process hook reads its settings from here
+
+            def in_process(i: int) -> tuple[float, bytes]:
+                payload = {"session_id": "bench-1", "cwd": str(project), "prompt": PROMPTS[i % 4]}
+                out = io.StringIO()
+                started = time.perf_counter()
+                run_hook(["prompt", "--editor", "claude-code"], stdout=out, environ={},
+                         stdin=io.BytesIO(json.dumps(payload).encode()))  # fmt: skip
+                return (time.perf_counter() - started) * 1000, out.getvalue().encode()
+
+            rows["prompt after start-up (in process)"] = _series(args.runs, in_process)
+            payload = json.dumps({"session_id": "bench-1", "cwd": str(project), "prompt": "x",
+                                  "transcript_path": str(transcript)}).encode()  # fmt: skip
+            prompt_modules = _modules(prompt_cmd, payload, env, project)
+            capture_modules = _modules(capture_cmd, payload, env, project)
+            recall.stop()
+            thread.join(timeout=10)
+            clients.close()
+
+    print(f"load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
+          f"{args.runs} runs per row\n")  # fmt: skip
+    body = [
+        [name, round(percentile(t, 50), 1), round(percentile(t, 99), 1), round(max(t), 1),
+         f"{answered}/{len(t)}" if "prompt" in name else "-"]
+        for name, (t, answered) in rows.items()
+    ]  # fmt: skip
+    print(
+        table(["whole hook, as the editor runs it", "p50_ms", "p99_ms", "max_ms", "injected"], body)
+    )
+    print()
+    print(table(["event", "modules imported", "graph driver", "redaction"], [
+        ["prompt", prompt_modules[0], prompt_modules[1], prompt_modules[2]],
+        ["capture", capture_modules[0], capture_modules[1], capture_modules[2]],
+    ]))  # fmt: skip
+    p = {name: (percentile(t, 50), percentile(t, 99)) for name, (t, _) in rows.items()}
+    names = list(rows)
+    prompt_p99 = p[names[6]][1]
+    print()
+    print(result_line(
+        "hooks",
+        python_pass_p50_ms=round(p[names[0]][0], 1),
+        cold_start_p50_ms=round(p[names[1]][0], 1), cold_start_p99_ms=round(p[names[1]][1], 1),
+        prompt_p50_ms=round(p[names[2]][0], 1), prompt_p99_ms=round(p[names[2]][1], 1),
+        capture_p50_ms=round(p[names[3]][0], 1), capture_p99_ms=round(p[names[3]][1], 1),
+        prompt_down_p99_ms=round(p[names[4]][1], 1), capture_down_p99_ms=round(p[names[5]][1], 1),
+        prompt_in_process_p50_ms=round(p[names[6]][0], 1),
+        prompt_in_process_p99_ms=round(prompt_p99, 1),
+        prompt_injected=rows[names[2]][1], runs=args.runs, deadline_ms=DEADLINE_MS,
+        prompt_p99_within_deadline="yes" if prompt_p99 <= DEADLINE_MS else "no",
+        cold_start_over_python_pass=round(p[names[1]][0] / p[names[0]][0], 2),
+    ))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
