@@ -59,7 +59,7 @@ from turngraph.schemas.bridge import (
 )
 from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, RecallResponse, clamp_option
 from turngraph.schemas.turn_event import TurnEvent
-from turngraph.schemas.validation import invalid_fields
+from turngraph.schemas.validation import described_fields
 
 log = structlog.get_logger(__name__)
 
@@ -95,8 +95,8 @@ def _failure(code: BridgeErrorCode, user_message: str, remediation: str) -> Erro
 
 
 def _invalid_fields(exc: ValidationError) -> str:
-    """Names of the invalid fields only: pydantic's messages may quote the input."""
-    return ", ".join(invalid_fields(exc, "(root)"))
+    """The invalid fields, each with what the schema expects there (never the input)."""
+    return ", ".join(described_fields(exc, "(root)"))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from turngraph.schemas import defaults, keys
@@ -28,6 +28,21 @@ def default_data_dir() -> Path:
 
 BUDGET_MARGIN_S = 20.0
 """What an ingest job needs besides its LLM budget (offline rules, graph write)."""
+
+
+URL_SCHEMES: dict[str, tuple[frozenset[str], str]] = {
+    "redis_url": (
+        frozenset({"redis", "rediss", "unix"}),
+        "redis://[user:password@]host:port[/db] (or rediss://, unix:///path.sock)",
+    ),
+    "graph_uri": (
+        frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}),
+        "bolt://host:7687 (or neo4j://, bolt+s://, neo4j+s://)",
+    ),
+    "llm_base_url": (frozenset({"http", "https"}), "http(s)://host:port/v1"),
+    "embedding_base_url": (frozenset({"http", "https"}), "http(s)://host:port/v1"),
+}
+"""Each URL setting's accepted schemes and the form an error message shows."""
 
 
 class LogFormat(str, Enum):
@@ -188,6 +203,22 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip().lower() in ("", "none", "off"):
             return None
         return value
+
+    @field_validator(*URL_SCHEMES, mode="before")
+    @classmethod
+    def _url_with_its_scheme(cls, value: object, info: ValidationInfo) -> object:
+        """A URL names its scheme (``localhost:6379`` would parse as scheme ``localhost``):
+        the error says the form expected, never the value (it can hold a password)."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        if not isinstance(value, str):
+            return value
+        field = info.field_name or ""
+        schemes, form = URL_SCHEMES[field]
+        scheme, separator, rest = value.strip().partition("://")
+        if not separator or scheme.lower() not in schemes or not rest:
+            raise ValueError(f"expected {form}")
+        return value.strip()
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from typing import Any
 
 from turngraph.schemas.errors import TurngraphError
 
@@ -39,14 +41,39 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError):
         return f"error: the graph server answered {type(exc).__name__}"
     if isinstance(exc, pydantic.ValidationError):
-        fields = sorted({".".join(str(p) for p in e["loc"]) or "value" for e in exc.errors()})
-        return f"error: invalid {', '.join(fields)}"
+        return "error: " + "; ".join(_invalid_settings(exc))
     if isinstance(exc, OSError):
-        return f"error: {type(exc).__name__} ({exc.strerror or 'system error'})"
+        return "error: " + describe_os_error(exc)
     return (
         f"internal error: {type(exc).__name__}; "
         "rerun with TURNGRAPH_TRACEBACK=1 for details and report it"
     )
+
+
+def _invalid_settings(exc: Any) -> list[str]:
+    """One clause per invalid value: where it came from and what is expected (pydantic's
+    message; never the value itself, which can be a password or chat text)."""
+    settings = exc.title == "Settings"
+    clauses = []
+    for error in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in error["loc"]) or "value"
+        name = f"TURNGRAPH_{field.upper()}" if settings else field
+        clauses.append(f"invalid {name}: {error['msg'].removeprefix('Value error, ')}")
+    return clauses
+
+
+def describe_os_error(exc: OSError) -> str:
+    """A filesystem or system error with the path it concerns and what to check."""
+    what = exc.strerror or type(exc).__name__
+    if exc.filename is None:
+        return f"{type(exc).__name__} ({what})"
+    path = os.fsdecode(exc.filename)
+    hint = ""
+    if isinstance(exc, PermissionError):
+        hint = "; give your user write access to it, or set TURNGRAPH_DATA_DIR to a folder you own"
+    elif isinstance(exc, FileNotFoundError):
+        hint = "; check the path"
+    return f"{path}: {what}{hint}"
 
 
 def report_failure(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
