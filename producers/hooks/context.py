@@ -30,11 +30,23 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _fit(text: str, budget_tokens: int) -> str:
+def _fit(text: str, budget_tokens: int, *, keep_end: bool = False) -> str:
+    """``text`` cut to the budget at a line (else a word) boundary; ``keep_end`` keeps its
+    end (a recap ends with where the work stopped)."""
     if estimate_tokens(text) <= budget_tokens:
         return text
-    cut = text[: max(0, budget_tokens * 4 - 1)]
-    return cut[: cut.rfind("\n")] if "\n" in cut else cut
+    room = max(0, budget_tokens * 4 - 2)
+    if keep_end:
+        cut = text[len(text) - room :]
+        for boundary in ("\n", " "):
+            if boundary in cut:
+                return "…" + cut[cut.index(boundary) + 1 :]
+        return "…" + cut
+    cut = text[:room]
+    for boundary in ("\n", " "):
+        if boundary in cut:
+            return cut[: cut.rindex(boundary)] + "…"
+    return cut + "…"
 
 
 def _safe(text: str) -> str:
@@ -58,7 +70,8 @@ def start_context(recap: str | None, standing: Sequence[RecallResult], budget_to
         parts.append(block)
         left -= estimate_tokens(block)
     if recap:
-        parts.append(_fit("The previous session:\n" + _safe(recap), left))
+        title = "The previous session:\n"
+        parts.append(title + _fit(_safe(recap), left - estimate_tokens(title), keep_end=True))
     return "\n\n".join(parts) + "\n</memory>"
 
 

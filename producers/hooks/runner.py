@@ -125,7 +125,9 @@ class HookRunner:
     def _capture(self, call: HookCall, scope: Scope) -> None:
         if self.spec.transcript:
             if call.transcript_path is None:
-                self.state.count(error_no_transcript=1)
+                # Copilot CLI's sessionEnd names no transcript: agentStop captured it already.
+                if call.action is HookAction.CAPTURE:
+                    self.state.count(error_no_transcript=1)
                 return
             self._capture_transcript(call.transcript_path, scope)
         elif call.response:
