@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 import threading
 
 from tests.support.recall import memory
@@ -153,9 +154,14 @@ def test_one_writer_and_concurrent_readers() -> None:
                 index.remove(f"w{n}")
 
     threads = [threading.Thread(target=read) for _ in range(4)] + [threading.Thread(target=write)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads between any two appends of the writer
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert errors == []
     assert len(index) == 50 + 200

@@ -33,6 +33,13 @@ nearest at 10k rows; 64 found 89 %, 200 found 97 % at 1.5x the time."""
 
 INITIAL_CAPACITY = 8_192
 
+GROWTH = 1.25
+"""Capacity factor when a graph is full: ``hnswlib`` allocates a node's vector and links
+for every slot up to its capacity, so doubling held ~1.5x the bytes on average."""
+
+LABEL_MAP_BYTES = 48
+"""Estimated bytes of one entry in ``hnswlib``'s label map (an ``unordered_map`` node)."""
+
 
 class AnnGraph:
     """HNSW over unit vectors (inner product), labelled by internal id."""
@@ -45,10 +52,18 @@ class AnnGraph:
         self._graph.set_num_threads(1)
         self._graph.set_ef(EF_SEARCH)
         self._lock = threading.Lock()
-        self._live = 0
+        self._dimension = dimension
+        self.exact_only = False
+        """Benches: answer every query by comparing all rows (``exact_search``)."""
+        self._deleted: set[int] = set()
+        """Labels marked deleted (kept by ``hnswlib`` until the graph is rebuilt)."""
 
     def __len__(self) -> int:
-        return self._live
+        return self._graph.get_current_count() - len(self._deleted)
+
+    @property
+    def deleted(self) -> int:
+        return len(self._deleted)
 
     def add(self, labels: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]) -> None:
         """Add rows under their labels (new labels: the index never reuses an id)."""
@@ -57,24 +72,80 @@ class AnnGraph:
         with self._lock:
             needed = self._graph.get_current_count() + len(labels)
             if needed > self._graph.get_max_elements():
-                self._graph.resize_index(max(needed, 2 * self._graph.get_max_elements()))
+                grown = int(GROWTH * self._graph.get_max_elements())
+                self._graph.resize_index(max(needed, grown))
+            # An existing label is updated in place (and undeleted) by hnswlib.
             self._graph.add_items(rows, labels, replace_deleted=False)
-            self._live += len(labels)
+            self._deleted.difference_update(int(label) for label in labels)
 
-    def remove(self, label: int) -> None:
+    def remove(self, label: int) -> bool:
+        """Mark a label deleted; False when it is not in the graph (or deleted already)."""
         with self._lock:
+            if label in self._deleted:
+                return False
             try:
                 self._graph.mark_deleted(label)
             except RuntimeError:
-                return  # not in the graph (or already deleted)
-            self._live -= 1
+                return False
+            self._deleted.add(label)
+            return True
+
+    def live_labels(self) -> list[int]:
+        with self._lock:
+            return [label for label in self._graph.get_ids_list() if label not in self._deleted]
+
+    def vectors(self, labels: list[int]) -> tuple[list[int], npt.NDArray[np.float32]]:
+        """The stored vectors of the given live labels (others are left out)."""
+        with self._lock:
+            wanted = [label for label in labels if label not in self._deleted]
+            try:
+                found = self._graph.get_items(wanted, return_type="numpy")
+            except RuntimeError:  # one unknown label: take them one by one
+                wanted, rows = [], []
+                for label in labels:
+                    try:
+                        rows.append(self._graph.get_items([label], return_type="numpy")[0])
+                    except RuntimeError:
+                        continue
+                    wanted.append(label)
+                found = np.array(rows, dtype=np.float32).reshape(len(rows), self._dimension)
+        return wanted, np.asarray(found, dtype=np.float32).reshape(len(wanted), self._dimension)
+
+    def compacted(self) -> AnnGraph:
+        """A new graph of the live labels only (built aside; the caller swaps it in)."""
+        labels = self.live_labels()
+        _, rows = self.vectors(labels)
+        graph = AnnGraph(self._dimension, capacity=max(len(labels), 1))
+        graph.add(np.array(labels, dtype=np.int64), rows)
+        return graph
+
+    def exact_search(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        """Every live row compared (when the graph cannot answer ``limit`` rows)."""
+        labels, rows = self.vectors(self.live_labels())
+        if not labels:
+            return []
+        sims = rows @ query
+        order = np.argsort(-sims)[:limit]
+        return [(labels[i], float(sims[i])) for i in order]
+
+    def nbytes(self) -> int:
+        """Estimated bytes: each slot up to the capacity holds a float32 vector, its
+        level-0 links, label and lock; each live label a map entry; upper levels ~1/M."""
+        slots = self._graph.get_max_elements()
+        links0 = 2 * CONNECTIVITY * 4 + 4
+        per_slot = 4 * self._dimension + links0 + 8 + 40 + 4 + 8
+        count = self._graph.get_current_count()
+        upper = count // CONNECTIVITY * (CONNECTIVITY * 4 + 4)
+        return slots * per_slot + count * LABEL_MAP_BYTES + upper
 
     def search(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]] | None:
         """The ``limit`` nearest live rows, ``(label, cosine)``, best first; ``None`` when
         the graph cannot answer (fewer reachable rows than asked): search exactly then."""
-        k = min(limit, self._live)
+        k = min(limit, len(self))
         if k <= 0:
             return []
+        if self.exact_only:
+            return None
         with self._lock:
             self._graph.set_ef(max(EF_SEARCH, k))
             try:

@@ -29,7 +29,7 @@ def walk(
     Terms are walked rarest first, newest postings first, within ``POSTINGS_BUDGET``;
     terms too common for what is left only rescore the best candidates found so far.
     """
-    found = [(len(p.ids), term, p) for term in query if (p := part.postings.get(term)) is not None]
+    found = [(p.ready(), term, p) for term in query if (p := part.postings.get(term)) is not None]
     found.sort(key=itemgetter(0))
     acc: dict[int, float] = {}
     budget = POSTINGS_BUDGET
@@ -42,14 +42,14 @@ def walk(
         start = max(0, df - budget)
         budget -= df - start
         get = acc.get
-        for internal, w in zip(postings.ids[start:], postings.weights[start:], strict=True):
+        for internal, w in zip(postings.ids[start:df], postings.weights[start:df], strict=True):
             acc[internal] = get(internal, 0.0) + weight * w
     if late:
         acc = dict(heapq.nlargest(RESCORE_CANDIDATES, acc.items(), key=itemgetter(1)))
         for weight, postings in late:
-            ids, weights, n = postings.ids, postings.weights, len(postings.ids)
+            ids, weights, n = postings.ids, postings.weights, postings.ready()
             for internal in acc:
-                i = bisect_left(ids, internal)
+                i = bisect_left(ids, internal, 0, n)
                 if i < n and ids[i] == internal:
                     acc[internal] += weight * weights[i]
     best = heapq.nlargest(limit + 8, acc.items(), key=itemgetter(1))
@@ -69,16 +69,16 @@ def score_members(
     for term, q in query.items():
         postings = part.postings.get(term)
         if postings is not None:
-            terms.append((idf(part.n_docs, len(postings.ids)) * q, postings))
+            terms.append((idf(part.n_docs, postings.ready()) * q, postings))
     acc: dict[int, float] = {}
     for internal in members:
         if internal not in alive:
             continue
         score = 0.0
         for weight, postings in terms:
-            ids = postings.ids
-            i = bisect_left(ids, internal)
-            if i < len(ids) and ids[i] == internal:
+            ids, n = postings.ids, postings.ready()
+            i = bisect_left(ids, internal, 0, n)
+            if i < n and ids[i] == internal:
                 score += weight * postings.weights[i]
         if score > 0.0:
             acc[internal] = score

@@ -245,9 +245,7 @@ class MemoryIndex:
             if postings is None:
                 postings = part.postings[term] = Postings()
             tf = min(tf, 255)
-            postings.ids.append(internal)
-            postings.tfs.append(tf)
-            postings.weights.append(bm25_weight(tf, length, avgdl))
+            postings.append(internal, tf, bm25_weight(tf, length, avgdl))
         for key in memory.entities:
             ents = part.entities.get(key)
             if ents is None:
@@ -323,7 +321,7 @@ class MemoryIndex:
         if part is None:
             return 0, 0
         postings = part.postings.get(term)
-        return (len(postings.ids) if postings else 0), part.n_docs
+        return (postings.ready() if postings else 0), part.n_docs
 
     def speaker_names(self, pkey: PartitionKey, words: Iterable[str]) -> list[str]:
         """Which of ``words`` name a speaker of the partition's memories."""

@@ -42,7 +42,12 @@ def idf(n_docs: int, df: int) -> float:
 
 
 class Postings:
-    """One term's postings: ascending internal ids, term frequencies, BM25 weights."""
+    """One term's postings: ascending internal ids, term frequencies, BM25 weights.
+
+    The one writer appends to ``ids``, then ``tfs``, then ``weights`` (``append``);
+    a lock-free reader may run between two of those appends, so it reads only the first
+    :meth:`ready` entries of each column (a reader zipping whole columns once saw ``ids``
+    one longer than ``weights``)."""
 
     __slots__ = ("ids", "tfs", "weights")
 
@@ -50,6 +55,15 @@ class Postings:
         self.ids = array("i")
         self.tfs = array("B")
         self.weights = array("f")
+
+    def append(self, internal: int, tf: int, weight: float) -> None:
+        self.ids.append(internal)
+        self.tfs.append(tf)
+        self.weights.append(weight)
+
+    def ready(self) -> int:
+        """Entries complete in every column (the last column written is the shortest)."""
+        return len(self.weights)
 
 
 @dataclass(slots=True)
@@ -83,9 +97,7 @@ class Partition:
             for internal, tf in zip(old.ids, old.tfs, strict=True):
                 length = length_of(internal)
                 if length is not None:
-                    new.ids.append(internal)
-                    new.tfs.append(tf)
-                    new.weights.append(bm25_weight(tf, length, avgdl))
+                    new.append(internal, tf, bm25_weight(tf, length, avgdl))
             if new.ids:
                 self.postings[term] = new
             else:

@@ -1,15 +1,19 @@
 """Per-partition vector search for the semantic signal: exact below a size, HNSW above.
 
-Each partition (workspace or user) holds its memories' unit vectors as rows of one
-float32 matrix; a query's cosine similarities are ``matrix @ query``, and the best rows
-come from ``argpartition``. From :data:`~workers.recall.ann.ANN_MIN_ROWS` rows on, a
-partition also keeps an HNSW graph (``ann``) that answers the nearest-rows query
-instead (measured: docs/recall.md); the matrix still gives the exact cosine of any other
-candidate (one gather and one product).
+Each vector is held once (issue 24: the HNSW graph and an exact matrix both held float32
+copies, ~16 KB per memory with the pair's 640 dimensions):
 
-One writer (the index, under its lock); readers take the matrix reference and the row
-count once, so growing (copy into a larger matrix, then swap) never shows them a
-half-written row. Removed rows are zeroed and their id set to -1 until compaction.
+- a partition below :data:`~workers.recall.ann.ANN_MIN_ROWS` rows keeps its unit vectors
+  as **int8 rows with one float32 scale each** (``row ≈ codes * scale``, a quarter of the
+  float32 bytes; the cosine moves by ~3e-4, docs/recall.md); a query's similarities are
+  ``(codes @ query) * scales`` and the best rows come from ``argpartition`` (exact);
+- from that size on the rows move into an HNSW graph (``ann``, float32 inside
+  ``hnswlib``), which answers the nearest-rows query and gives back any candidate's
+  vector for its exact cosine; the int8 rows are dropped.
+
+One writer (the index, under its lock); readers take the block's storage reference once
+(``rows`` or ``ann``), so growing (copy into larger arrays, then swap) or moving into a
+graph never shows them a half-written row. Removed rows get scale 0 until compaction.
 """
 
 from __future__ import annotations
@@ -23,9 +27,18 @@ from threadpoolctl import threadpool_limits
 from turngraph.workers.recall import ann as ann_module
 from turngraph.workers.recall.ann import AnnGraph
 
-INITIAL_ROWS = 256
+INITIAL_ROWS = 64
+
+GROWTH = 1.5
+"""Capacity factor when a partition's int8 rows are full (2 wasted a third on average)."""
 
 COMPACT_DEAD_RATIO = 0.25
+
+INT8_MAX = 127
+
+CHUNK_ROWS = 512
+"""int8 rows converted to float32 per step of an exact search: a partition at once made
+a 13 MB temporary at 5,000 x 640 and took twice as long (4.5 against 2.3 ms, loaded)."""
 
 Vector = npt.NDArray[np.float32]
 
@@ -41,83 +54,188 @@ def limit_blas_threads() -> None:
     threadpool_limits(limits=BLAS_THREADS, user_api="blas")
 
 
+def quantise(vector: Vector) -> tuple[npt.NDArray[np.int8], float]:
+    """int8 codes and the scale that gives the vector back (``codes * scale``)."""
+    peak = float(np.abs(vector).max())
+    scale = peak / INT8_MAX if peak > 0 else 1.0
+    return np.rint(vector / scale).astype(np.int8), scale
+
+
+@dataclass(slots=True)
+class _Rows:
+    """A partition's int8 rows; replaced (not resized) when full, so a reader's
+    reference stays whole. Rows ``[0, size)`` are written; scale 0 marks a removed one."""
+
+    codes: npt.NDArray[np.int8]
+    scales: npt.NDArray[np.float32]
+    ids: npt.NDArray[np.int64]
+    size: int = 0
+
+    @classmethod
+    def empty(cls, dimension: int, capacity: int) -> _Rows:
+        return cls(
+            np.zeros((capacity, dimension), dtype=np.int8),
+            np.zeros(capacity, dtype=np.float32),
+            np.full(capacity, -1, dtype=np.int64),
+        )
+
+    def vectors(self, rows: npt.NDArray[np.intp] | list[int]) -> Vector:
+        return self.codes[rows].astype(np.float32) * self.scales[rows, None]
+
+    def nbytes(self) -> int:
+        return self.codes.nbytes + self.scales.nbytes + self.ids.nbytes
+
+
 @dataclass(slots=True)
 class _Block:
     dimension: int
-    matrix: Vector = field(init=False)
-    ids: npt.NDArray[np.int64] = field(init=False)
-    size: int = 0
-    dead: int = 0
-    row_of: dict[int, int] = field(default_factory=dict)
+    rows: _Rows | None = None
+    """The int8 rows while the partition is small (``None`` once they are in ``ann``)."""
     ann: AnnGraph | None = None
+    row_of: dict[int, int] = field(default_factory=dict)
+    """Row of each live id in ``rows`` (empty once the vectors live in ``ann``)."""
+    dead: int = 0
+    live: int = 0
     ann_min_rows: int = ann_module.ANN_MIN_ROWS
     ann_deferred: bool = False
-    """Bulk loading: no graph is kept up to date row by row; one is built at the end."""
+    """Bulk loading: rows stay int8 (exact search); one graph is built at the end."""
 
     def __post_init__(self) -> None:
-        self.matrix = np.zeros((INITIAL_ROWS, self.dimension), dtype=np.float32)
-        self.ids = np.full(INITIAL_ROWS, -1, dtype=np.int64)
+        self.rows = _Rows.empty(self.dimension, INITIAL_ROWS)
 
-    def append(self, internal: int, vector: Vector) -> None:
-        if self.size == len(self.ids):
-            capacity = 2 * len(self.ids)
-            matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
-            matrix[: self.size] = self.matrix[: self.size]
-            ids = np.full(capacity, -1, dtype=np.int64)
-            ids[: self.size] = self.ids[: self.size]
-            self.matrix, self.ids = matrix, ids
-        self.matrix[self.size] = vector
-        self.ids[self.size] = internal
-        self.row_of[internal] = self.size
-        self.size += 1
-        if self.ann_deferred:
-            return
+    def add(self, internal: int, vector: Vector) -> None:
+        """Store (or replace) the vector of ``internal``."""
         if self.ann is not None:
-            self.ann.add(
-                self.ids[self.size - 1 : self.size], self.matrix[self.size - 1 : self.size]
-            )
-        elif self.size - self.dead >= self.ann_min_rows:
-            self.ann = self._build_ann()
+            self.ann.add(np.array([internal], dtype=np.int64), vector[None, :])
+            self.live = len(self.ann)
+            return
+        assert self.rows is not None
+        codes, scale = quantise(vector)
+        row = self.row_of.get(internal)
+        if row is not None:  # replaced in place: one C-level write per column
+            self.rows.codes[row] = codes
+            self.rows.scales[row] = scale
+            return
+        rows = self.rows
+        if rows.size == len(rows.ids):
+            rows = self._grown(rows)
+        rows.codes[rows.size] = codes
+        rows.scales[rows.size] = scale
+        rows.ids[rows.size] = internal
+        self.row_of[internal] = rows.size
+        rows.size += 1
+        self.rows = rows
+        self.live += 1
+        if not self.ann_deferred and self.live >= self.ann_min_rows:
+            self._move_into_graph()
+
+    def _grown(self, rows: _Rows) -> _Rows:
+        bigger = _Rows.empty(self.dimension, max(INITIAL_ROWS, int(len(rows.ids) * GROWTH)))
+        bigger.codes[: rows.size] = rows.codes[: rows.size]
+        bigger.scales[: rows.size] = rows.scales[: rows.size]
+        bigger.ids[: rows.size] = rows.ids[: rows.size]
+        bigger.size = rows.size
+        return bigger
+
+    def _move_into_graph(self) -> None:
+        """Build the graph from the live rows, then drop the rows (readers holding the
+        old reference finish on it)."""
+        rows = self.rows
+        assert rows is not None
+        live = np.flatnonzero(rows.scales[: rows.size] > 0)
+        graph = AnnGraph(self.dimension, capacity=len(live))
+        graph.add(rows.ids[live], rows.vectors(live))
+        self.ann = graph
+        self.rows, self.row_of, self.dead = None, {}, 0
 
     def defer_ann(self) -> None:
-        self.ann_deferred, self.ann = True, None  # exact search meanwhile
+        self.ann_deferred = True
 
     def resume_ann(self) -> None:
         """Build the graph in one call (half the time of row-by-row inserts)."""
         self.ann_deferred = False
-        if self.size - self.dead >= self.ann_min_rows:
-            self.ann = self._build_ann()
-
-    def _build_ann(self) -> AnnGraph:
-        live = np.flatnonzero(self.ids[: self.size] >= 0)
-        graph = AnnGraph(self.dimension, capacity=2 * len(live))
-        graph.add(self.ids[live], self.matrix[live])
-        return graph
+        if self.ann is None and self.live >= self.ann_min_rows:
+            self._move_into_graph()
 
     def remove(self, internal: int) -> bool:
-        row = self.row_of.pop(internal, None)
-        if row is None:
-            return False
-        self.ids[row] = -1
-        self.matrix[row] = 0.0
-        self.dead += 1
         if self.ann is not None:
-            self.ann.remove(internal)
-        if self.dead > COMPACT_DEAD_RATIO * max(self.size - self.dead, 1):
+            if not self.ann.remove(internal):
+                return False
+            self.live = len(self.ann)
+            if self.ann.deleted > COMPACT_DEAD_RATIO * max(self.live, 1):
+                self.ann = self.ann.compacted()  # rebuilt aside, then swapped
+            return True
+        row = self.row_of.pop(internal, None)
+        if row is None or self.rows is None:
+            return False
+        self.rows.scales[row] = 0.0
+        self.rows.codes[row] = 0
+        self.dead += 1
+        self.live -= 1
+        if self.dead > COMPACT_DEAD_RATIO * max(self.live, 1):
             self._compact()
         return True
 
     def _compact(self) -> None:
-        live = np.flatnonzero(self.ids[: self.size] >= 0)
-        capacity = max(INITIAL_ROWS, 2 * len(live))
-        matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
-        matrix[: len(live)] = self.matrix[live]
-        ids = np.full(capacity, -1, dtype=np.int64)
-        ids[: len(live)] = self.ids[live]
-        self.row_of = {int(internal): row for row, internal in enumerate(ids[: len(live)])}
-        self.matrix, self.ids, self.size, self.dead = matrix, ids, len(live), 0
-        if self.ann is not None and not self.ann_deferred:  # rebuilt aside, then swapped
-            self.ann = self._build_ann() if len(live) >= self.ann_min_rows else None
+        rows = self.rows
+        assert rows is not None
+        live = np.flatnonzero(rows.scales[: rows.size] > 0)
+        fresh = _Rows.empty(self.dimension, max(INITIAL_ROWS, int(len(live) * GROWTH)))
+        fresh.codes[: len(live)] = rows.codes[live]
+        fresh.scales[: len(live)] = rows.scales[live]
+        fresh.ids[: len(live)] = rows.ids[live]
+        fresh.size = len(live)
+        self.row_of = {int(internal): row for row, internal in enumerate(fresh.ids[: len(live)])}
+        self.rows, self.dead = fresh, 0
+
+    def search(self, query: Vector, limit: int) -> list[tuple[int, float]]:
+        ann = self.ann
+        if ann is not None:
+            found = ann.search(query, limit)
+            if found is not None:
+                return found
+            return ann.exact_search(query, limit)
+        rows = self.rows
+        if rows is None:  # moved into a graph meanwhile: ask again
+            return self.search(query, limit)
+        size = rows.size
+        if size == 0:
+            return []
+        sims = np.empty(size, dtype=np.float32)
+        for start in range(0, size, CHUNK_ROWS):  # converted a cache-sized chunk at a time
+            end = min(size, start + CHUNK_ROWS)
+            sims[start:end] = rows.codes[start:end].astype(np.float32) @ query
+        sims *= rows.scales[:size]
+        live = rows.scales[:size] > 0
+        rows_found = np.argpartition(-sims, limit)[:limit] if limit < size else np.arange(size)
+        rows_found = rows_found[np.argsort(-sims[rows_found])]
+        return [(int(rows.ids[r]), float(sims[r])) for r in rows_found if live[r]]
+
+    def similarity(self, internals: list[int], query: Vector) -> dict[int, float]:
+        ann = self.ann
+        if ann is not None:
+            labels, vectors = ann.vectors(internals)
+            return dict(zip(labels, (vectors @ query).tolist(), strict=True)) if labels else {}
+        rows, row_of = self.rows, self.row_of
+        if rows is None:
+            return self.similarity(internals, query)
+        keys, at = [], []
+        for internal in internals:
+            row = row_of.get(internal)
+            if row is not None and row < rows.size:
+                keys.append(internal)
+                at.append(row)
+        if not keys:
+            return {}
+        sims = (rows.codes[at] @ query) * rows.scales[at]
+        return dict(zip(keys, sims.tolist(), strict=True))
+
+    def nbytes(self) -> tuple[int, int]:
+        """``(int8 rows, HNSW graph)`` bytes held."""
+        rows = self.rows
+        return (rows.nbytes() if rows is not None else 0), (
+            self.ann.nbytes() if self.ann is not None else 0
+        )
 
 
 class VectorIndex:
@@ -135,8 +253,8 @@ class VectorIndex:
         return len(self._partition_of)
 
     def begin_bulk(self) -> None:
-        """Many rows are coming (bootstrap): stop maintaining HNSW graphs row by row
-        (searches are exact meanwhile) until :meth:`end_bulk` builds them in one go."""
+        """Many rows are coming (bootstrap): keep small partitions' int8 rows (exact
+        search) until :meth:`end_bulk` builds the graphs in one go."""
         self._bulk = True
         for block in self._blocks.values():
             block.defer_ann()
@@ -149,14 +267,15 @@ class VectorIndex:
     def add(self, partition: tuple[str, str], internal: int, vector: Vector) -> None:
         if vector.shape != (self.dimension,):
             raise ValueError("vector of the wrong dimension")
-        if internal in self._partition_of:
-            self.remove(internal)  # a new vector for the same memory replaces the old
+        known = self._partition_of.get(internal)
+        if known is not None and known != partition:
+            self.remove(internal)  # moved partition: the old row goes
         block = self._blocks.get(partition)
         if block is None:
             block = self._blocks[partition] = _Block(self.dimension, ann_min_rows=self.ann_min_rows)
             if self._bulk:
                 block.defer_ann()
-        block.append(internal, vector)
+        block.add(internal, vector.astype(np.float32, copy=False))
         self._partition_of[internal] = partition
 
     def remove(self, internal: int) -> bool:
@@ -169,35 +288,29 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         """The ``limit`` most similar memories of a partition: ``(internal id, cosine)``."""
         block = self._blocks.get(partition)
-        if block is None:
-            return []
-        ann = block.ann
-        if ann is not None:
-            found = ann.search(query, limit)
-            if found is not None:
-                return found
-        matrix, ids, size = block.matrix, block.ids, block.size
-        if size == 0:
-            return []
-        sims = matrix[:size] @ query
-        rows = np.argpartition(-sims, limit)[:limit] if limit < size else np.arange(size)
-        rows = rows[np.argsort(-sims[rows])]
-        return [(int(ids[r]), float(sims[r])) for r in rows if ids[r] >= 0]
+        return block.search(query, limit) if block is not None else []
 
     def similarity(self, internals: list[int], query: Vector) -> dict[int, float]:
         """Cosine of the query with each given memory that has a vector (one gather and
         one product per partition)."""
-        by_block: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+        by_block: dict[tuple[str, str], list[int]] = {}
         for internal in internals:
             partition = self._partition_of.get(internal)
-            block = self._blocks.get(partition) if partition is not None else None
-            row = block.row_of.get(internal) if block is not None else None
-            if partition is not None and row is not None:
-                keys, rows = by_block.setdefault(partition, ([], []))
-                keys.append(internal)
-                rows.append(row)
+            if partition is not None:
+                by_block.setdefault(partition, []).append(internal)
         found: dict[int, float] = {}
-        for partition, (keys, rows) in by_block.items():
-            sims = self._blocks[partition].matrix[rows] @ query
-            found.update(zip(keys, sims.tolist(), strict=True))
+        for partition, keys in by_block.items():
+            block = self._blocks.get(partition)
+            if block is not None:
+                found.update(block.similarity(keys, query))
         return found
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes held by component: ``vectors`` (int8 rows), ``hnsw`` (graphs with
+        their float32 vectors), ``vector_ids`` (the id → partition map, estimated)."""
+        rows = hnsw = 0
+        for block in self._blocks.values():
+            r, h = block.nbytes()
+            rows, hnsw = rows + r, hnsw + h
+            rows += 100 * len(block.row_of)  # dict entry and int key, estimated
+        return {"vectors": rows, "hnsw": hnsw, "vector_ids": 100 * len(self._partition_of)}
