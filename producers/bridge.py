@@ -69,6 +69,9 @@ BridgeError = BridgeErrorCode
 MAX_LINE_CHARS = 1_000_000
 """Longer request lines are refused (a turn's content is at most 200k characters)."""
 
+REACHABILITY_TTL_S = 1.0
+"""A publish trusts a PING answered this recently (``status`` always asks anew)."""
+
 RECONNECT_EVERY_S = 2.0
 """Without a backend, the bridge looks for one at most this often."""
 
@@ -107,6 +110,16 @@ class Backend:
     recaller: Recaller
     queue_status: Callable[[], Mapping[str, int]] | None = None
     distiller: DistillBackend | None = None
+    probe: Callable[[], Reachability] | None = None
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """What one round trip found: Redis answered PING within the status deadline, and how
+    many recall replicas have a live heartbeat (None: this credential cannot read them)."""
+
+    redis: bool
+    recall_replicas: int | None = None
 
 
 class Bridge:
@@ -127,6 +140,7 @@ class Bridge:
         publisher: Publisher | None,
         recaller: Recaller | None,
         queue_status: Callable[[], Mapping[str, int]] | None = None,
+        probe: Callable[[], Reachability] | None = None,
         connect: Callable[[], Backend | None] | None = None,
         hints: ScopeHints | None = None,
         distiller: DistillBackend | None = None,
@@ -138,6 +152,9 @@ class Bridge:
         self._publisher = publisher
         self._recaller = recaller
         self._queue_status = queue_status
+        self._probe = probe
+        self._reached: Reachability | None = None
+        self._reached_at = 0.0
         self._distiller = distiller
         self._connect = connect
         self._last_connect = -RECONNECT_EVERY_S
@@ -260,6 +277,7 @@ class Bridge:
             self._publisher = backend.publisher
             self._recaller = backend.recaller
             self._queue_status = backend.queue_status
+            self._probe = backend.probe
             self._distiller = backend.distiller
             log.info("bridge_connected", endpoint=self._endpoint)
 
@@ -309,11 +327,38 @@ class Bridge:
                 session_id=event.session_id,
             )
         buffered = self._publisher.publish(event)
+        if buffered and not self._delivering():
+            # Kept in this bridge's buffer, not delivered: say so (success false), with what
+            # the client needs to follow it (flush reports when it has gone through).
+            return _failure(
+                BridgeError.BACKEND_UNAVAILABLE,
+                "memory is not reachable: the turn is kept in this bridge and sent when Redis "
+                "answers again, unless the bridge closes first",
+                "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL); `flush` says "
+                "when it went through",
+            ).model_copy(update={"event_id": event.event_id, "pending": self._publisher.pending})
         return PublishReply(
             event_id=event.event_id,
             buffered=buffered,
             dropped=None if buffered else "local_buffer_full",
         )
+
+    def _delivering(self) -> bool:
+        """Whether a buffered turn is on its way: the publisher's last send went through
+        and Redis answered a PING within the last ``REACHABILITY_TTL_S`` (one round trip
+        per second of publishing at most)."""
+        assert self._publisher is not None
+        if not self._publisher.redis_available:
+            return False
+        return self._reachable().redis
+
+    def _reachable(self, *, fresh: bool = False) -> Reachability:
+        if self._probe is None:
+            return Reachability(redis=True)
+        now = time.monotonic()
+        if fresh or self._reached is None or now - self._reached_at > REACHABILITY_TTL_S:
+            self._reached, self._reached_at = self._probe(), now
+        return self._reached
 
     def recall(self, request: RecallBridgeRequest) -> BaseModel:
         """Op ``recall``: clamp the options, hash the scope keys, ask the recall workers
@@ -367,11 +412,22 @@ class Bridge:
         )
 
     def status(self, request: StatusRequest) -> BaseModel:
-        """Op ``status``: this bridge's publisher counters and the shared queue counters."""
+        """Op ``status``: whether memory is reachable now (a PING within a short deadline and
+        the recall replicas' heartbeats, not what the last publish found), this bridge's
+        publisher counters and the shared queue counters."""
         reply = StatusReply(endpoint=self._endpoint, redis_available=False)
         if self._publisher is not None:
             reply.publisher = self._publisher.stats().as_dict()
+            reply.pending = self._publisher.pending
+        if self._probe is not None:
+            reached = self._reachable(fresh=True)
+            reply.redis_available = reached.redis
+            reply.recall_replicas = reached.recall_replicas
+        elif self._publisher is not None:
             reply.redis_available = self._publisher.redis_available
+        if not reply.redis_available:
+            reply.degraded = ["redis_unreachable"]
+            return reply  # the queue's counters would only time out again
         if self._queue_status is not None:
             try:
                 reply.queue = dict(self._queue_status())

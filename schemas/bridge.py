@@ -202,7 +202,17 @@ class StatusReply(BaseModel):
     id: RequestId | None = None
     success: Literal[True] = True
     endpoint: str = Field(description="What consent is tied to (no credentials).")
-    redis_available: bool
+    redis_available: bool = Field(
+        description="Redis answered PING within the status deadline (0.5 s), just now."
+    )
+    recall_replicas: int | None = Field(
+        default=None,
+        description="Recall replicas with a live heartbeat (0: recall cannot answer; null: "
+        "not readable with this credential, or Redis not reachable).",
+    )
+    pending: int | None = Field(
+        default=None, description="Turns this bridge holds that Redis has not answered yet."
+    )
     publisher: dict[str, int] | None = Field(
         default=None, description="This bridge's publisher counters."
     )

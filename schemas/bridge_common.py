@@ -83,7 +83,8 @@ class ErrorReply(BaseModel):
     pending: int | None = Field(default=None, description="flush: events still buffered.")
     clamped: ClampedOptions = None
     event_id: str | None = Field(
-        default=None, description="MCP remember: the turn published but not yet delivered."
+        default=None,
+        description="publish (and MCP remember): the turn kept but not delivered yet.",
     )
     confirmation_token: str | None = Field(
         default=None,

@@ -93,6 +93,18 @@ class MemoryTools:
         return await anyio.to_thread.run_sync(self.bridge.handle_request, request)
 
 
+def reachability_line(status: dict[str, Any]) -> str:
+    """What a person reads first from a bridge status reply."""
+    if not status.get("redis_available"):
+        return "memory not reachable (Redis did not answer): turns are not stored"
+    replicas = status.get("recall_replicas")
+    if replicas == 0:
+        return "memory reachable, but no recall worker is running: searches will not answer"
+    if replicas is None:
+        return "memory reachable"
+    return f"memory reachable; {replicas} recall worker{'s' * (replicas != 1)} answering"
+
+
 def tool_result(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
     """A bridge reply as a tool result: structured content, a readable text, and
     ``isError`` when the reply is a failure."""
@@ -236,11 +248,11 @@ def build_server(tools: MemoryTools) -> MCPServer:
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def status() -> CallToolResult:
-        """Whether memory is reachable, this server's publish counters, the queue's
-        counters, and the workspace it serves."""
+        """Whether memory is reachable now (Redis answers, recall replicas are alive), this
+        server's publish counters, the queue's counters, and the workspace it serves."""
         reply = await tools.call({"op": "status"})
-        reachable = "reachable" if reply.get("redis_available") else "not reachable"
-        text = f"memory {reachable}; workspace {tools.workspace}\n{json.dumps(reply, indent=2)}"
+        text = f"{reachability_line(reply)}; workspace {tools.workspace}\n"
+        text += json.dumps(reply, indent=2)
         return tool_result(reply, text)
 
     register_distill_tools(server.tool, tools)

@@ -126,8 +126,9 @@ def test_flush_and_status(bridge: Bridge) -> None:
     reply = bridge.handle_line('{"op": "flush", "timeout_s": 0.01}')
     assert reply["error_code"] == "BACKEND_UNAVAILABLE" and reply["pending"] == 1
     status = bridge.handle_line('{"op": "status"}')
-    assert status["success"] is True and status["queue"] == {"length": 0}
-    assert status["publisher"]["published"] == 1
+    assert status["success"] is True and status["redis_available"] is False
+    assert status["degraded"] == ["redis_unreachable"] and "queue" not in status
+    assert status["publisher"]["published"] == 1 and status["pending"] == 1
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from turngraph.clients import build_publisher
 from turngraph.lifecycle import StopSignal, stop_on_signals
 from turngraph.logs import configure_logging
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.producers.bridge import Backend, Bridge
+from turngraph.producers.bridge import Backend, Bridge, Reachability
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.distill_client import DistillClient
 from turngraph.producers.git_info import git_metadata
@@ -29,7 +29,7 @@ from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.producers.tenant_inbox import read_inbox_stats
 from turngraph.schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
-from turngraph.schemas.keys import DISTILL_REQUESTS
+from turngraph.schemas.keys import DISTILL_REQUESTS, RECALL_REPLICA_PREFIX
 from turngraph.schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.settings import Settings
 
@@ -79,6 +79,23 @@ DISTILL_SOCKET_TIMEOUT_S = MAX_DISTILL_DEADLINE_MS / 1000 + 1.0
 """The distill connection waits at most the longest deadline a request may ask for."""
 
 
+STATUS_DEADLINE_S = 0.5
+"""How long ``status`` waits for Redis to answer before it says memory is unreachable."""
+
+
+def reachability(conn: redis.Redis) -> Reachability:
+    """One PING (within the connection's timeouts) and the recall replicas' heartbeats."""
+    try:
+        conn.ping()
+    except redis.RedisError:
+        return Reachability(redis=False)
+    try:
+        replicas = sum(1 for _ in conn.scan_iter(match=RECALL_REPLICA_PREFIX + "*", count=100))
+    except redis.RedisError:  # a tenant's credential may not read them
+        return Reachability(redis=True)
+    return Reachability(redis=True, recall_replicas=replicas)
+
+
 def build_bridge(
     settings: Settings, *, deadline_ms: int | None = None, note_hints: bool = True
 ) -> Bridge:
@@ -123,6 +140,13 @@ def build_bridge(
                 return read_inbox_stats(queue_conn, settings.tenant).as_dict()
             return read_stats(queue_conn, settings.ingest_queue).as_dict()
 
+        probe_conn = redis.Redis.from_url(
+            url, socket_timeout=STATUS_DEADLINE_S, socket_connect_timeout=STATUS_DEADLINE_S
+        )
+
+        def probe() -> Reachability:
+            return reachability(probe_conn)
+
         distiller = DistillClient(
             redis.Redis.from_url(
                 url, socket_timeout=DISTILL_SOCKET_TIMEOUT_S, socket_connect_timeout=0.25
@@ -134,6 +158,7 @@ def build_bridge(
             recaller=recaller,
             queue_status=queue_status,
             distiller=distiller,
+            probe=probe,
         )
 
     return Bridge(

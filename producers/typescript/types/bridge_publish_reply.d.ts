@@ -43,7 +43,7 @@ export type BridgeErrorCode =
   | "REFUSED"
   | "INTERNAL_ERROR";
 /**
- * MCP remember: the turn published but not yet delivered.
+ * publish (and MCP remember): the turn kept but not delivered yet.
  */
 export type EventId1 = string | null;
 export type Id1 = (string | number) | null;

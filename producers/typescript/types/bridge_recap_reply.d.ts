@@ -66,7 +66,7 @@ export type BridgeErrorCode =
   | "REFUSED"
   | "INTERNAL_ERROR";
 /**
- * MCP remember: the turn published but not yet delivered.
+ * publish (and MCP remember): the turn kept but not delivered yet.
  */
 export type EventId = string | null;
 export type Id1 = (string | number) | null;

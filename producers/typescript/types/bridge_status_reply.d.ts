@@ -8,6 +8,10 @@ export type Degraded = string[] | null;
 export type Endpoint = string;
 export type Id = (string | number) | null;
 /**
+ * Turns this bridge holds that Redis has not answered yet.
+ */
+export type Pending = number | null;
+/**
  * This bridge's publisher counters.
  */
 export type Publisher = {
@@ -19,6 +23,13 @@ export type Publisher = {
 export type Queue = {
   [k: string]: number;
 } | null;
+/**
+ * Recall replicas with a live heartbeat (0: recall cannot answer; null: not readable with this credential, or Redis not reachable).
+ */
+export type RecallReplicas = number | null;
+/**
+ * Redis answered PING within the status deadline (0.5 s), just now.
+ */
 export type RedisAvailable = boolean;
 export type Success = true;
 /**
@@ -55,14 +66,14 @@ export type BridgeErrorCode =
   | "REFUSED"
   | "INTERNAL_ERROR";
 /**
- * MCP remember: the turn published but not yet delivered.
+ * publish (and MCP remember): the turn kept but not delivered yet.
  */
 export type EventId = string | null;
 export type Id1 = (string | number) | null;
 /**
  * flush: events still buffered.
  */
-export type Pending = number | null;
+export type Pending1 = number | null;
 export type Remediation = string;
 export type Success1 = false;
 export type UserMessage = string;
@@ -71,8 +82,10 @@ export interface StatusReply {
   degraded?: Degraded;
   endpoint: Endpoint;
   id?: Id;
+  pending?: Pending;
   publisher?: Publisher;
   queue?: Queue;
+  recall_replicas?: RecallReplicas;
   redis_available: RedisAvailable;
   success?: Success;
 }
@@ -85,7 +98,7 @@ export interface ErrorReply {
   error_code: BridgeErrorCode;
   event_id?: EventId;
   id?: Id1;
-  pending?: Pending;
+  pending?: Pending1;
   remediation: Remediation;
   success?: Success1;
   user_message: UserMessage;

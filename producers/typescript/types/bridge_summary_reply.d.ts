@@ -145,7 +145,7 @@ export type BridgeErrorCode =
   | "REFUSED"
   | "INTERNAL_ERROR";
 /**
- * MCP remember: the turn published but not yet delivered.
+ * publish (and MCP remember): the turn kept but not delivered yet.
  */
 export type EventId = string | null;
 export type Id3 = (string | number) | null;
