@@ -46,6 +46,11 @@ offline rules extracted instead: waiting for a later LLM pass."""
 REEXTRACT_STATS = "turngraph:extraction:reextract:stats"
 """Hash of the re-extraction pass's counters: runs, succeeded, failed, missing, entities."""
 
+LLM_STATS = "turngraph:llm:stats"
+"""Hash of LLM counters across processes (``turngraph queue status``): ``<purpose>_<name>``
+for purposes extraction, reextract, summary and endpoint (calls, tokens, fallbacks,
+output mode refusals), and ``<purpose>_fallback:<reason>`` per fallback reason."""
+
 DEAD_LETTERS_TEMPLATE = "turngraph:dead:{queue}"
 """Hash of the jobs an ingest worker refused or isolated as poison: job id -> JSON record
 (error type, field, reason, when; never chat text). ``turngraph jobs failed`` lists it."""

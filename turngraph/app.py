@@ -141,6 +141,11 @@ def build_pipeline(
     """
     ontology = load_ontology(clients.settings)
     settings = clients.settings
+    if extractor is None and clients.llm is not None:
+        from turngraph.workers.extraction.shared_counts import SharedCounts
+
+        stats = stats if stats is not None else ExtractionStats()
+        stats.mirror = SharedCounts(clients.redis, "extraction")
     embedder = build_embedder(settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
     # Full-text and vector indexes for people searching in Neo4j Browser; skipped on
@@ -197,11 +202,13 @@ def build_distiller(clients: Clients) -> Distiller:
     summarizer = None
     reextractor = None
     if clients.llm is not None:
-        from turngraph.workers.maintenance.llm_summary import LLMSummarizer
+        from turngraph.workers.extraction.shared_counts import SharedCounts
+        from turngraph.workers.maintenance.llm_summary import LLMSummarizer, SummaryStats
 
         summarizer = LLMSummarizer(
             clients.llm,
             model=clients.settings.llm_model,
+            stats=SummaryStats(mirror=SharedCounts(clients.redis, "summary")),
             endpoint=clients.llm_endpoint,
             max_output_tokens=clients.settings.llm_summary_max_output_tokens,
             temperature=clients.settings.llm_temperature,
@@ -225,6 +232,7 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
     if clients.llm is None:
         return None
     from turngraph.workers.extraction.llm import LLMExtractor
+    from turngraph.workers.extraction.shared_counts import SharedCounts
     from turngraph.workers.maintenance.reextract import NoFallback, Reextractor
 
     settings = clients.settings
@@ -235,6 +243,7 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         ontology=ontology,
         concurrency=settings.llm_concurrency,
         fallback=NoFallback(),
+        stats=ExtractionStats(mirror=SharedCounts(clients.redis, "reextract")),
         cooldown_s=settings.llm_fallback_cooldown_s,
         endpoint=clients.llm_endpoint,
         **llm_request_options(settings),

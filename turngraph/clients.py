@@ -102,7 +102,10 @@ def build_clients(settings: Settings, *, graph_retry_s: float = GRAPH_RETRY_S) -
     )
     llm = endpoint = None
     if settings.llm_configured:
+        from turngraph.workers.extraction.shared_counts import SharedCounts
+
         llm, endpoint = build_llm(settings)
+        endpoint.stats.mirror = SharedCounts(redis_client, "endpoint")
     return Clients(
         settings=settings, redis=redis_client, graph=graph, llm=llm, llm_endpoint=endpoint
     )

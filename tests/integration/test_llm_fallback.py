@@ -248,3 +248,25 @@ def test_a_fenced_answer_from_a_server_ignoring_response_format_reaches_the_grap
     )
     assert sorted(r["name"] for r in records) == ["#45", "workers/graph/writer.py"]
     assert clients.redis.zcard(REEXTRACT_PENDING) == 0
+
+
+def test_doctor_reports_the_output_mode_the_endpoint_accepts(settings: Settings) -> None:
+    from turngraph.doctor.service_checks import check_llm
+
+    with FakeOpenAI(refuse_formats=("json_schema",), refuse_status=500) as server:
+        server.add(answer({"ok": True}))
+        configured = settings.model_copy(update={"llm_base_url": server.base_url})
+        check = check_llm(configured)
+    assert check.status.value == "ok", check
+    assert "output mode json_object_schema (stepped down)" in check.detail
+    assert kinds(server) == ["json_schema", "json_object"]  # one refusal, no retries
+
+
+def test_doctor_names_settings_that_cannot_fit(settings: Settings) -> None:
+    from turngraph.doctor.service_checks import check_llm
+
+    configured = settings.model_copy(
+        update={"llm_base_url": "http://127.0.0.1:9/v1", "llm_batch_budget_s": 110.0}
+    )
+    check = check_llm(configured)
+    assert check.status.value == "fail" and "TURNGRAPH_LLM_BATCH_BUDGET_S=110" in check.detail

@@ -115,6 +115,10 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
         status["llm_reextract_done"],
         status["llm_reextract_failed"],
     ) == (0, 2, 2)
+    # the LLM counters of every process: ingest's fallback and its reason, the calls
+    assert (status["llm_calls"], status["llm_fallback_turns"]) == (1, 2)
+    assert status["llm_fallback[extraction:LLMUnavailableError]"] == 1
+    assert status["llm_fallback[reextract:LLMUnavailableError]"] == 1
     stats = {k.decode(): int(v) for k, v in with_llm.redis.hgetall(REEXTRACT_STATS).items()}
     assert (stats["runs"], stats["missing"]) == (2, 1)
 

@@ -14,6 +14,39 @@ from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.tenant_inbox import read_inbox_stats
 from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.settings import Settings
+from turngraph.workers.extraction.shared_counts import read_shared_counts
+
+LLM_STATUS_FIELDS = {
+    "llm_calls": ("extraction_calls", "reextract_calls", "summary_calls"),
+    "llm_prompt_tokens": (
+        "extraction_prompt_tokens",
+        "reextract_prompt_tokens",
+        "summary_prompt_tokens",
+    ),
+    "llm_completion_tokens": (
+        "extraction_completion_tokens",
+        "reextract_completion_tokens",
+        "summary_completion_tokens",
+    ),
+    "llm_fallback_turns": ("extraction_fallback_turns",),
+    "llm_summary_fallbacks": ("summary_fallbacks",),
+    "llm_mode_refusals": ("endpoint_mode_downgrades",),
+    "llm_system_prompt_merged": ("endpoint_system_prompt_dropped",),
+}
+"""What ``queue status`` shows of the shared LLM counters, summed over purposes."""
+
+
+def llm_status(counts: dict[str, int]) -> dict[str, int]:
+    """Calls, tokens and fallbacks of every worker process, then one line per fallback
+    reason (``llm_fallback[summary:LLMUnavailableError]``)."""
+    status = {
+        name: sum(counts.get(f, 0) for f in fields) for name, fields in LLM_STATUS_FIELDS.items()
+    }
+    for name in sorted(counts):
+        purpose, _, reason = name.partition("_fallback:")
+        if reason:
+            status[f"llm_fallback[{purpose}:{reason}]"] = counts[name]
+    return status
 
 
 def run_queue_status(args: argparse.Namespace) -> int:
@@ -34,6 +67,7 @@ def run_queue_status(args: argparse.Namespace) -> int:
             done = {k.decode(): int(v) for k, v in counts.items()}
             stats["llm_reextract_done"] = done.get("succeeded", 0)
             stats["llm_reextract_failed"] = done.get("failed", 0)
+            stats.update(llm_status(read_shared_counts(conn)))
     except redis.RedisError as exc:
         return _fail(args, f"Redis did not answer ({type(exc).__name__})")
     finally:
@@ -44,8 +78,9 @@ def run_queue_status(args: argparse.Namespace) -> int:
         return 0
     bound = f"max {settings.max_queue_length}, {settings.drop_policy.value}"
     print(f"queue {name}  ({bound})")
+    width = max(21, *(len(key) + 2 for key in stats))
     for name, value in stats.items():
-        print(f"  {name:<21}{value:>12}")
+        print(f"  {name:<{width}}{value:>12}")
     return 0
 
 

@@ -78,33 +78,50 @@ def _schema(driver: neo4j.Driver, settings: Settings) -> Check:
     return ok("graph.schema", f"{len(expected)} unique constraints present")
 
 
+PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
+"""The doctor's probe answer: small enough for any model, structured like the real ones."""
+
+
 def check_llm(settings: Settings) -> Check:
+    """One structured request as extraction makes them: the output mode the endpoint
+    accepts (``auto`` steps down as workers do) and whether the settings fit."""
     if not settings.llm_configured:
         return ok("llm", "not configured: the offline rules extract")
-    import openai
+    from turngraph.clients import build_llm
+    from turngraph.schemas.errors import TurngraphError
 
-    client = openai.OpenAI(
-        base_url=settings.llm_base_url,
-        api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none",
-        timeout=TIMEOUT_S,
-        max_retries=0,
-    )
+    problem = settings.llm_settings_problem()
+    if problem:
+        return fail("llm", problem, "see docs/llm.md (budgets and timeouts)")
+    client, endpoint = build_llm(settings.model_copy(update={"llm_max_retries": 0}))
     where = f"{settings.llm_base_url or 'api.openai.com'} model {settings.llm_model}"
     try:
-        client.chat.completions.create(
-            model=settings.llm_model,
-            messages=[{"role": "user", "content": "Answer with one word: ok"}],
-            extra_body={settings.llm_max_tokens_parameter: 1},
+        answer = endpoint.complete(
+            [{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
+            schema_name="turngraph_probe",
+            schema=PROBE_SCHEMA,
+            max_output_tokens=16,
+            timeout_s=TIMEOUT_S,
         )
-    except openai.OpenAIError as exc:
+    except TurngraphError as exc:
         return fail(
             "llm",
-            f"{where} did not answer ({_describe(exc)}); batches fall back to the offline rules",
+            f"{where} did not answer ({exc}); batches fall back to the offline rules",
             "start the server or fix TURNGRAPH_LLM_BASE_URL / _MODEL / _API_KEY",
         )
     finally:
         client.close()
-    return ok("llm", f"{where} answered")
+    stepped = "" if endpoint.mode.value == settings.llm_output_mode else " (stepped down)"
+    return ok(
+        "llm",
+        f"{where} answered in {answer.seconds:.1f} s; output mode {endpoint.mode.value}"
+        f"{stepped}, {answer.prompt_tokens} prompt tokens",
+    )
 
 
 def check_embeddings(settings: Settings) -> Check:

@@ -149,6 +149,13 @@ class LLMEndpoint:
         timeout = self.client.timeout
         return float(timeout) if isinstance(timeout, int | float) else 600.0
 
+    def request_limits(self, remaining_s: float) -> tuple[float, int]:
+        """Timeout and retries of one request with ``remaining_s`` left of a budget: the
+        client's own, cut so that every attempt ends inside the budget."""
+        timeout = min(self.timeout_s, remaining_s)
+        attempts = max(1, int(remaining_s // timeout)) if timeout > 0 else 1
+        return timeout, max(0, min(self.client.max_retries, attempts - 1))
+
     def describe(self) -> dict[str, str]:
         """What ``doctor`` and logs report."""
         return {
@@ -166,6 +173,7 @@ class LLMEndpoint:
         max_output_tokens: int | None,
         bounded_schema: dict[str, Any] | None = None,
         timeout_s: float | None = None,
+        max_retries: int | None = None,
     ) -> Answer:
         """One answer, in the strongest output mode the endpoint accepts; ``messages``
         must not carry the schema (added here for the modes that need it).
@@ -184,6 +192,7 @@ class LLMEndpoint:
                     sent_schema,
                     max_output_tokens,
                     timeout_s,
+                    max_retries,
                 )
             except openai.OpenAIError as err:
                 if (
@@ -203,6 +212,7 @@ class LLMEndpoint:
         schema: dict[str, Any],
         max_output_tokens: int | None,
         timeout_s: float | None,
+        max_retries: int | None,
     ) -> Answer:
         sent = list(messages)
         if mode in SCHEMA_IN_PROMPT:
@@ -226,6 +236,8 @@ class LLMEndpoint:
         options: dict[str, Any] = {}
         if timeout_s is not None:
             options["timeout"] = timeout_s
+        if max_retries is not None:
+            options["max_retries"] = max_retries
         client = self.client.with_options(**options) if options else self.client
         started = self._clock()
         completion: ChatCompletion = client.chat.completions.create(**kwargs)

@@ -223,9 +223,10 @@ class LLMExtractor:
     def _ask(
         self, messages: list[dict[str, str]], batch: list[TurnEvent], deadline: float | None
     ) -> str:
-        timeout = None
+        timeout = retries = None
         if deadline is not None:
-            timeout = min(self.endpoint.timeout_s, max(MIN_CALL_S, deadline - self._clock()))
+            remaining = max(MIN_CALL_S, deadline - self._clock())
+            timeout, retries = self.endpoint.request_limits(remaining)
         schema = self._schema
         bounded = batch_schema(schema, [t.event_id for t in batch], bounded=True)
         try:
@@ -236,6 +237,7 @@ class LLMExtractor:
                 bounded_schema=bounded,
                 max_output_tokens=self.max_output_tokens,
                 timeout_s=timeout,
+                max_retries=retries,
             )
         except _LLM_ERRORS as err:
             if isinstance(err, LLMUnavailableError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 
@@ -37,16 +38,22 @@ class ExtractionStats:
     """Times the server was found not to read the system message (merged since)."""
     fallback_reasons: dict[str, int] = field(default_factory=dict, compare=False)
     """Fallback batches per reason (``endpoint_cooling_down``, ``budget_spent`` …)."""
+    mirror: Callable[[dict[str, int]], None] | None = field(default=None, repr=False, compare=False)
+    """Told of every increment (``SharedCounts``: the counters across processes)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
         with self._lock:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
+        if self.mirror is not None:
+            self.mirror(counts)
 
     def add_reason(self, reason: str) -> None:
         with self._lock:
             self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+        if self.mirror is not None:
+            self.mirror({f"fallback:{reason}": 1})
 
     def reasons(self) -> dict[str, int]:
         with self._lock:
@@ -58,7 +65,7 @@ class ExtractionStats:
             return {
                 f.name: getattr(self, f.name)
                 for f in fields(self)
-                if f.name not in ("_lock", "fallback_reasons")
+                if f.name not in ("_lock", "fallback_reasons", "mirror")
             }
 
     def per_turn(self) -> dict[str, float]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -76,23 +76,29 @@ class SummaryStats:
     items_cut: int = 0
     """List items beyond the schema's limits, cut from otherwise valid answers."""
     fallback_reasons: dict[str, int] = field(default_factory=dict, compare=False)
+    mirror: Callable[[dict[str, int]], None] | None = field(default=None, repr=False, compare=False)
+    """Told of every increment (``SharedCounts``: the counters across processes)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
         with self._lock:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
+        if self.mirror is not None:
+            self.mirror(counts)
 
     def add_reason(self, reason: str) -> None:
         with self._lock:
             self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
+        if self.mirror is not None:
+            self.mirror({f"fallback:{reason}": 1})
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return {
                 f.name: getattr(self, f.name)
                 for f in fields(self)
-                if f.name not in ("_lock", "fallback_reasons")
+                if f.name not in ("_lock", "fallback_reasons", "mirror")
             }
 
 

@@ -167,7 +167,7 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     _record(conn, ReextractResult(missing=len(gone)), done=gone, failed=[])
     extractor = reextractor.extractor
     for batch in _batches(turns, extractor.batch_max_turns, extractor.batch_max_chars):
-        if deadline - time.monotonic() < MIN_BATCH_S:
+        if deadline - time.monotonic() < min(MIN_BATCH_S, reextractor.budget_s / 4):
             break  # the rest waits for the next run
         extractions = extractor.extract(batch, deadline=deadline)
         good = [(t, x) for t, x in zip(batch, extractions, strict=True) if not x.reextract]
@@ -196,7 +196,7 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
 
 
 MIN_BATCH_S = 5.0
-"""A run starts no batch with less than this left of its budget."""
+"""A run starts no batch with less than this (or a quarter of its budget) left."""
 
 
 def _record(

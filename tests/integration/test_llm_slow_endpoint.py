@@ -1,0 +1,130 @@
+"""A slow LLM endpoint never stalls ingest (issue 25): a server that needs 60 s to read
+each prompt (as a CPU-bound llama.cpp did), behind the real ``openai`` client, with the
+real Redis, graph server and batching ingest worker. Timeouts are scaled down through
+settings (a batch budget of 1 s stands for the default's 30 s), never by sleeping: every
+turn is stored within 10 s of publishing, none is dead-lettered or split off, and the
+re-extraction pass picks them up once the endpoint answers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+from rq.timeouts import JobTimeoutException
+
+from tests.support.dev_sessions import dev_sessions
+from tests.support.fake_openai import FakeOpenAI, Reply, hang
+from turngraph.app import build_distiller, build_ingest_worker, build_pipeline
+from turngraph.clients import Clients, build_clients
+from turngraph.producers.bounded_queue import BoundedQueue, read_stats
+from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
+from turngraph.settings import Settings
+from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.ingest import dead_letters
+from turngraph.workers.ingest.isolation import run_isolating
+from turngraph.workers.maintenance import reextract
+
+pytestmark = pytest.mark.integration
+
+READ_S = 60.0
+"""What the server takes to read any prompt."""
+
+
+@pytest.fixture
+def slow_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(read_s=READ_S) as server:
+        yield server
+
+
+def _configured(settings: Settings, base_url: str, **update: object) -> Settings:
+    return settings.model_copy(
+        update={
+            "llm_base_url": base_url,
+            "llm_api_key": SecretStr("k"),
+            "llm_batch_budget_s": 1.0,  # scaled down: the default is a quarter of 120 s
+            **update,
+        }
+    )
+
+
+def _episodes(clients: Clients) -> int:
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
+    )
+    return int(records[0]["n"])
+
+
+def test_forty_turns_are_stored_within_seconds_while_the_llm_reads(
+    slow_server: FakeOpenAI, clients: Clients, settings: Settings
+) -> None:
+    turns = dev_sessions()
+    configured = _configured(settings, slow_server.base_url)
+    with_llm = build_clients(configured)
+    stats = ExtractionStats()
+    try:
+        pipeline = build_pipeline(with_llm, stats=stats)
+        queue = BoundedQueue(with_llm.redis, name=configured.ingest_queue, max_length=1_000)
+        published = time.monotonic()
+        queue.enqueue_many(turns)
+        assert build_ingest_worker(with_llm, pipeline).work(burst=True, with_scheduler=False)
+        stored_s = time.monotonic() - published
+    finally:
+        with_llm.close()
+    assert _episodes(clients) == 40
+    assert stored_s < 10.0, stored_s
+    assert list(dead_letters.read(clients.redis, configured.ingest_queue)) == []
+    assert read_stats(clients.redis, configured.ingest_queue).dead_lettered == 0
+    assert clients.redis.zcard(REEXTRACT_PENDING) == 40  # enrichment later
+    snap = stats.snapshot()
+    assert snap["fallback_turns"] == 40 and snap["calls"] == 0
+    # the first batches' requests ran into the budget; the rest went straight offline
+    assert stats.reasons().get("endpoint_cooling_down", 0) >= 1
+    assert len(slow_server.requests) <= configured.llm_concurrency
+
+
+def test_rq_job_timeout_is_transient_and_never_splits_a_batch() -> None:
+    """RQ's timer fires once: a batch split after it would run on without a deadline,
+    and a one-turn piece would be dead-lettered as poison (issue 25)."""
+    calls: list[int] = []
+
+    def run(items: object) -> None:
+        calls.append(len(items))  # type: ignore[arg-type]
+        raise JobTimeoutException("Task exceeded maximum timeout value (120 seconds)")
+
+    with pytest.raises(JobTimeoutException):
+        run_isolating(run, list(range(5)))
+    assert calls == [5]
+
+
+def test_reextraction_records_each_batch_and_resumes(clients: Clients, settings: Settings) -> None:
+    """A run whose budget runs out keeps what it did; the next run resumes (issue 25: a
+    run recorded its results only at the end and stayed at 45 pending / 0 done)."""
+    turns = dev_sessions("rx")
+    with FakeOpenAI() as server:
+        configured = _configured(
+            settings,
+            server.base_url,
+            llm_batch_max_turns=10,
+            llm_max_retries=0,
+            llm_fallback_cooldown_s=0.0,
+            llm_reextract_budget_s=6.0,
+        )
+        with_llm = build_clients(configured)
+        try:
+            build_pipeline(with_llm).ingest(turns)  # 500s: the offline rules stand in
+            assert clients.redis.zcard(REEXTRACT_PENDING) == 40
+            distiller = build_distiller(with_llm)
+            assert distiller.reextractor is not None
+            # two batches answered, then a request that outlasts the run's budget
+            server.add(Reply(echo=True), Reply(echo=True), hang())
+            server.echo = True
+            first = reextract.reextract_pending(distiller, distiller.reextractor)
+            assert (first.succeeded, first.failed, first.pending) == (20, 10, 20)
+            second = reextract.reextract_pending(distiller, distiller.reextractor)
+        finally:
+            with_llm.close()
+    assert (second.succeeded, second.pending) == (20, 0)
+    stats = {k.decode(): int(v) for k, v in clients.redis.hgetall(REEXTRACT_STATS).items()}
+    assert (stats["succeeded"], stats["runs"]) == (40, 2)
