@@ -241,6 +241,14 @@ class BoundedQueue:
         """The enqueue script's Lua source (for SCRIPT LOAD)."""
         return str(self._script.script)
 
+    def call_command(self, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
+        """``EVALSHA`` of the enqueue script (the operator's credential)."""
+        return ("EVALSHA", self.script_sha, len(keys), *keys, *args)
+
+    def load_command(self) -> tuple[str, ...]:
+        """``SCRIPT LOAD`` (idempotent): a restarted Redis lost its script cache."""
+        return ("SCRIPT", "LOAD", self.script_source)
+
     def prepare(self, event: TurnEvent) -> PreparedJob:
         """Serialize one (already redacted) event for this queue's job function."""
         return prepare_job(event, self.function)

@@ -57,6 +57,7 @@ from turngraph.schemas.bridge import (
     StatusReply,
     StatusRequest,
 )
+from turngraph.schemas.json_lines import InvalidLineError, parse_line, request_id
 from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, RecallResponse, clamp_option
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import described_fields
@@ -65,9 +66,6 @@ log = structlog.get_logger(__name__)
 
 BridgeError = BridgeErrorCode
 """Error codes of the bridge's replies (defined with the contract in ``schemas.bridge``)."""
-
-MAX_LINE_CHARS = 1_000_000
-"""Longer request lines are refused (a turn's content is at most 200k characters)."""
 
 REACHABILITY_TTL_S = 1.0
 """A publish trusts a PING answered this recently (``status`` always asks anew)."""
@@ -91,6 +89,13 @@ def error_reply(code: BridgeErrorCode, user_message: str, remediation: str) -> d
     return ErrorReply(
         error_code=code, user_message=user_message, remediation=remediation
     ).model_dump(mode="json", exclude_none=True)
+
+
+def line_refusal(refused: InvalidLineError, request_id: str | int | None) -> dict[str, Any]:
+    """The reply to a line that cannot be read, with its ``id`` when that could be read."""
+    code = BridgeError.INVALID_JSON if refused.reason == "not_json" else BridgeError.INVALID_REQUEST
+    reply = error_reply(code, refused.user_message, refused.remediation)
+    return {"id": request_id, **reply} if request_id is not None else reply
 
 
 def _failure(code: BridgeErrorCode, user_message: str, remediation: str) -> ErrorReply:
@@ -177,21 +182,13 @@ class Bridge:
     # -- requests ------------------------------------------------------------------------
 
     def handle_line(self, line: str) -> dict[str, Any]:
-        """One request line in, one reply object out; never raises."""
-        if len(line) > MAX_LINE_CHARS:
-            return error_reply(
-                BridgeError.INVALID_REQUEST,
-                "the request line is too long",
-                f"send at most {MAX_LINE_CHARS} characters per line",
-            )
+        """One request line in, one reply object out; never raises. A line that cannot be
+        read (``schemas.json_lines``: empty, too long, too deep, not JSON, NaN, a lone
+        surrogate) is answered with the request's ``id`` when it can be read."""
         try:
-            request = json.loads(line)
-        except ValueError:
-            return error_reply(
-                BridgeError.INVALID_JSON,
-                "the request line is not valid JSON",
-                "send one JSON object per line",
-            )
+            request = parse_line(line)
+        except InvalidLineError as refused:
+            return line_refusal(refused, request_id(line))
         return self.handle_request(request, line=line)
 
     def handle_request(self, request: Any, *, line: str | None = None) -> dict[str, Any]:

@@ -1,34 +1,45 @@
 """Bytes on stdin and stdout for the bridge: one request per line, decoded here as UTF-8
-whatever the process's locale says, one ASCII JSON reply per line, flushed at once."""
+whatever the process's locale says, one ASCII JSON reply per line, flushed at once.
+
+Every line gets exactly one reply, an empty one included (``INVALID_REQUEST``); a line
+over :data:`~turngraph.schemas.json_lines.MAX_LINE_BYTES` is skipped to its end and
+answered with the ``id`` its beginning names."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from turngraph.schemas.bridge import BridgeErrorCode, ErrorReply
+from turngraph.schemas.json_lines import ID_WINDOW_CHARS, MAX_LINE_BYTES, request_id, too_long
 
 if TYPE_CHECKING:
     from turngraph.producers.bridge import Bridge
 
-MAX_LINE_BYTES = 4_000_000
-"""A line read from stdin is cut (and refused) past this many bytes: memory stays bounded."""
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line over the limit: skipped, only its beginning kept (to read its ``id``)."""
+
+    head: bytes
 
 
-def read_lines(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[bytes | None]:
+def read_lines(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[bytes | LongLine]:
     """Lines of ``stream`` as bytes; a line longer than ``max_bytes`` (default
-    ``MAX_LINE_BYTES``) is skipped to its end and yielded as None, and the next line is
-    read intact."""
+    ``MAX_LINE_BYTES``) is skipped to its end and yielded as a :class:`LongLine`, and the
+    next line is read intact."""
     limit = max_bytes or MAX_LINE_BYTES
     while True:
         raw = stream.readline(limit + 1)
         if not raw:
             return
         if len(raw) > limit and not raw.endswith(b"\n"):
+            head = raw[: ID_WINDOW_CHARS * 4]
             while raw and not raw.endswith(b"\n"):
                 raw = stream.readline(limit)
-            yield None
+            yield LongLine(head)
             continue
         yield raw
 
@@ -56,14 +67,14 @@ def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
     """
     try:
         for raw in read_lines(lines_in):
-            if raw is None:
+            if isinstance(raw, LongLine):
+                refused = too_long()
                 reply = _error(
-                    BridgeErrorCode.INVALID_REQUEST,
-                    "the request line is too long",
-                    f"send at most {MAX_LINE_BYTES} bytes per line",
+                    BridgeErrorCode.INVALID_REQUEST, refused.user_message, refused.remediation
                 )
-            elif not raw.strip():
-                continue
+                found = request_id(raw.head.decode("utf-8", "replace"))
+                if found is not None:
+                    reply = {"id": found, **reply}
             else:
                 reply = handle_bytes(bridge, raw)
             lines_out.write(encode_reply(reply))
@@ -77,11 +88,13 @@ def handle_bytes(bridge: Bridge, raw: bytes) -> dict[str, Any]:
     """One request line as bytes: invalid UTF-8 is one ``INVALID_ENCODING`` reply."""
     line = decode_line(raw)
     if line is None:
-        return _error(
+        reply = _error(
             BridgeErrorCode.INVALID_ENCODING,
             "the request line is not valid UTF-8",
             "encode every line as UTF-8",
         )
+        found = request_id(raw.decode("utf-8", "replace"))
+        return {"id": found, **reply} if found is not None else reply
     return bridge.handle_line(line)
 
 

@@ -15,6 +15,9 @@
 
 local HEAD = 3
 local ENQUEUED, DROPPED_NEWEST = 1, 2
+-- Bounded in time by construction: one call takes at most this many events (the
+-- publisher sends 256), and every loop below runs at most once per event.
+local MAX_EVENTS = 4096
 
 local inbox_key, stats_key, wake_key = KEYS[1], KEYS[2], KEYS[3]
 local max_len = tonumber(ARGV[1])
@@ -22,6 +25,12 @@ local drop_oldest = ARGV[2] == 'drop_oldest'
 local dropped_local = tonumber(ARGV[3])
 
 local n = #ARGV - HEAD
+if n > MAX_EVENTS then
+  return redis.error_reply('ERR at most ' .. MAX_EVENTS .. ' events per call')
+end
+if not max_len or max_len < 1 or not dropped_local then
+  return redis.error_reply('ERR max length and local drops must be numbers')
+end
 local codes = {}
 local enqueued, dropped_newest, dropped_oldest = 0, 0, 0
 local length = redis.call('LLEN', inbox_key)

@@ -180,11 +180,12 @@ RULES: tuple[Rule, ...] = (
         group=("secret",),
     ),
     _rule(
+        # Anchored at the trigger: searching for the scheme's start backtracked over long
+        # dotted runs (quadratic within each window); a scheme character before "://" is
+        # enough to tell a URL, and each part stops at the next "/", "@" or space.
         "url_credentials",
-        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?P<secret>(?!\[REDACTED)[^\s/@:]*:[^\s/@]+)@",
+        r"(?<=[a-zA-Z0-9+.-])://(?P<secret>(?!\[REDACTED)[^\s/@:]*:[^\s/@]+)@",
         ("://",),
-        offset=32,
-        window=400,
         group=("secret",),
     ),
     _rule(
@@ -215,6 +216,8 @@ _ASCII_AUTOMATON = ahocorasick_rs.BytesAhoCorasick([t.encode() for t in _TRIGGER
 def _spans(rule: Rule, text: str, positions: list[int]) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     size = len(text)
+    if rule.window is None and rule.offset == 0 and len(positions) * DENSE_TRIGGER_CHARS > size:
+        return _scanned_spans(rule, text)
     searched_to = -1
     matched_to = -1
     for pos in sorted(positions):
@@ -247,38 +250,54 @@ def _spans(rule: Rule, text: str, positions: list[int]) -> list[tuple[int, int, 
     return found
 
 
-def _spans_anywhere(rule: Rule, text: str) -> list[tuple[int, int, str]]:
-    """The slow path, for text whose lowercase form has another length."""
+_LENGTH_KEEPING = {0x130: "i"}
+"""Characters whose lowercase form is longer (U+0130 "İ" becomes "i" plus a combining dot):
+lowercased as "i", so the lowercase copy keeps every position of the text. The rules then
+run in windows around their triggers on all text, ASCII or not: searching whole texts
+for non-ASCII text backtracked quadratically (issue 26: 18.6 s at 100k characters).
+``tests/unit/test_redaction_linear.py`` checks the table against this Python's Unicode."""
+
+
+def _lowercase(text: str) -> str:
+    """``text.lower()`` with the same length and positions as ``text``."""
+    if not text.isascii() and "\u0130" in text:
+        text = text.replace("\u0130", _LENGTH_KEEPING[0x130])
+    return text.lower()
+
+
+DENSE_TRIGGER_CHARS = 64
+"""A rule with a trigger every this many characters or more often is matched by one scan
+of the text instead of one call per trigger (the same matches: a rule's pattern can only
+start at its trigger; one C-level scan costs less than tens of thousands of calls)."""
+
+
+def _scanned_spans(rule: Rule, text: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     for match in rule.pattern.finditer(text):
-        names = [g for g in rule.group if match.group(g) is not None] if rule.group else [0]
-        if names:
-            found.append((match.start(names[0]), match.end(names[0]), rule.kind))
+        name = next((g for g in rule.group if match.group(g) is not None), None)
+        if not rule.group:
+            found.append((match.start(), match.end(), rule.kind))
+        elif name is not None:
+            found.append((match.start(name), match.end(name), rule.kind))
     return found
 
 
 def find_secrets(text: str) -> list[tuple[int, int, str]]:
     """Spans ``(start, end, kind)`` of the secrets in ``text``, sorted, not merged."""
-    low = text.lower()
+    low = _lowercase(text)
     if low.isascii():
         hits = _ASCII_AUTOMATON.find_matches_as_indexes(low.encode("ascii"), overlapping=True)
     else:
         hits = _AUTOMATON.find_matches_as_indexes(low, overlapping=True)
     if not hits:
         return []
-    # str.lower() keeps positions for all but a few non-ASCII letters; else search it all.
-    exact = len(low) == len(text)
     positions: dict[int, list[int]] = {}
     for trigger_index, start, _end in hits:
         for rule_index in _RULES_BY_TRIGGER[trigger_index]:
             positions.setdefault(rule_index, []).append(start)
     spans: list[tuple[int, int, str]] = []
     for rule_index, starts in positions.items():
-        rule = RULES[rule_index]
-        if not exact:
-            spans.extend(_spans_anywhere(rule, text))
-        else:
-            spans.extend(_spans(rule, text, starts))
+        spans.extend(_spans(RULES[rule_index], text, starts))
     spans.sort()
     return spans
 

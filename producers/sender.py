@@ -24,11 +24,13 @@ class ScriptTarget(Protocol):
 
     conn: redis.Redis
 
-    @property
-    def script_sha(self) -> str: ...
+    def call_command(self, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
+        """The command that runs the script on ``keys`` and ``args``."""
+        ...
 
-    @property
-    def script_source(self) -> str: ...
+    def load_command(self) -> tuple[str, ...] | None:
+        """The command run once per connection before the first call, if any."""
+        ...
 
     def script_call(
         self, jobs: Sequence[PreparedJob], dropped_local: int = 0
@@ -77,7 +79,7 @@ class ScriptSender:
     def send(self, jobs: Sequence[PreparedJob], dropped_local: int = 0) -> None:
         """Write one script call for ``jobs``; does not wait for its reply."""
         keys, args = self._queue.script_call(jobs, dropped_local)
-        command = ("EVALSHA", self._queue.script_sha, len(keys), *keys, *args)
+        command = self._queue.call_command(keys, args)
         conn = self._connection()
         conn.send_packed_command([pack_resp(command)], check_health=False)
         self._in_flight += 1
@@ -110,8 +112,10 @@ class ScriptSender:
         if self._conn is None:
             conn = self._queue.conn.connection_pool.get_connection()
             try:
-                conn.send_command("SCRIPT", "LOAD", self._queue.script_source)
-                conn.read_response()
+                load = self._queue.load_command()
+                if load is not None:
+                    conn.send_command(*load)
+                    conn.read_response()
             except BaseException:
                 conn.disconnect()
                 self._queue.conn.connection_pool.release(conn)

@@ -6,6 +6,12 @@ tenant's inbox through ``inbox.lua`` (bound, drop policy and counters in one ato
 per batch, as ``enqueue.lua`` does for the operator's producers); the ingest worker admits
 inbox entries as RQ jobs, with the job function and the tenant fixed by the worker.
 
+The script runs as a Redis Function (``FCALL turngraph_inbox_push``): a tenant credential
+may call our functions but not load or evaluate scripts of its own (``EVAL*``, ``SCRIPT``,
+``FUNCTION LOAD``), so it cannot run a busy loop that stops Redis for everyone. The
+operator loads the library (:func:`load_inbox_function`: ``turngraph credentials issue``
+and every ingest worker at start).
+
 :class:`TenantInbox` has the interface the publisher's sender uses of
 :class:`producers.bounded_queue.BoundedQueue` (prepare, script call, reply, stats).
 """
@@ -18,7 +24,6 @@ from importlib.resources import files
 from typing import Any
 
 import redis
-from redis.commands.core import Script
 
 from turngraph.producers.bounded_queue import BatchResult, BoundedQueue, PreparedJob, QueueStats
 from turngraph.schemas.defaults import DropPolicy
@@ -28,8 +33,29 @@ from turngraph.schemas.turn_event import TurnEvent
 _TO_JSON = TurnEvent.__pydantic_serializer__.to_json
 
 
+INBOX_FUNCTION = "turngraph_inbox_push"
+"""The Redis Function a tenant's producer calls (``FCALL``)."""
+
+LIBRARY_NAME = "turngraph_inbox"
+"""The function library holding it (``FUNCTION LOAD REPLACE`` by the operator)."""
+
+
 def _load_script_source() -> str:
     return files("turngraph.producers").joinpath("inbox.lua").read_text(encoding="utf-8")
+
+
+def library_source() -> str:
+    """``inbox.lua`` as a Redis Function library (its body sees KEYS and ARGV as before)."""
+    return (
+        f"#!lua name={LIBRARY_NAME}\n"
+        f"redis.register_function('{INBOX_FUNCTION}', function(KEYS, ARGV)\n"
+        f"{_load_script_source()}\nend)\n"
+    )
+
+
+def load_inbox_function(conn: redis.Redis) -> None:
+    """Load (or replace) the inbox library; needs the operator's credential."""
+    conn.execute_command("FUNCTION", "LOAD", "REPLACE", library_source())
 
 
 class TenantInbox:
@@ -56,17 +82,14 @@ class TenantInbox:
         self.name = inbox_key(tenant)
         self._keys = [inbox_key(tenant), inbox_stats_key(tenant), inbox_wake_key(tenant)]
         self._head = [str(max_length), self.policy.value]
-        self._script: Script = conn.register_script(_load_script_source())
 
-    @property
-    def script_sha(self) -> str:
-        """SHA1 of the inbox script (for EVALSHA)."""
-        return str(self._script.sha)
+    def call_command(self, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
+        """``FCALL`` of the inbox function (all a tenant credential may run)."""
+        return ("FCALL", INBOX_FUNCTION, len(keys), *keys, *args)
 
-    @property
-    def script_source(self) -> str:
-        """The inbox script's Lua source (for SCRIPT LOAD)."""
-        return str(self._script.script)
+    def load_command(self) -> None:
+        """Nothing: the operator loads the function library, a tenant cannot."""
+        return None
 
     def prepare(self, event: TurnEvent) -> PreparedJob:
         """Serialize one (already redacted) event: its id and its JSON."""
@@ -86,7 +109,7 @@ class TenantInbox:
     def enqueue_many(self, events: Sequence[TurnEvent]) -> BatchResult:
         """Append already-redacted events in one atomic step; raises redis errors."""
         keys, args = self.script_call([self.prepare(event) for event in events])
-        return self.parse_reply(self._script(keys=keys, args=args))
+        return self.parse_reply(self.conn.execute_command(*self.call_command(keys, args)))
 
     def length(self) -> int:
         """Entries waiting for admission."""

@@ -37,8 +37,7 @@ QUALIFIED_PREFIX = re.compile(r"t-" + TENANT_PATTERN + "-")
 name such keys themselves."""
 
 PRODUCER_COMMANDS: tuple[str, ...] = (
-    "evalsha",
-    "script|load",
+    "fcall",
     "rpush",
     "lpop",
     "llen",
@@ -52,11 +51,13 @@ PRODUCER_COMMANDS: tuple[str, ...] = (
     "client|setinfo",
     "client|setname",
 )
-"""Everything a tenant's producer runs: the inbox script (``EVALSHA`` / ``SCRIPT LOAD``;
-inside it ``LLEN``, ``RPUSH``, ``LPOP``, ``HINCRBY``, ``LPUSH``, ``LTRIM``), the stats read
-(``HGETALL``, ``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``), and redis-py's
-connection set-up. Scripts run with the caller's permissions (no "security definer"), so a
-producer that bypasses the script can do no more than the script does: all on its own keys."""
+"""Everything a tenant's producer runs: the inbox function (``FCALL``; inside it ``LLEN``,
+``RPUSH``, ``LPOP``, ``HINCRBY``, ``LPUSH``, ``LTRIM``), the stats read (``HGETALL``,
+``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``), and redis-py's connection set-up.
+Nothing that runs code the caller supplies (``EVAL*``, ``SCRIPT``, ``FUNCTION LOAD``): a
+busy loop of a tenant would stop Redis for everyone (issue 26). Functions run with the
+caller's permissions (no "security definer"), so a producer that bypasses the function can
+do no more than it does: all on its own keys."""
 
 
 class InvalidTenantError(ValueError):

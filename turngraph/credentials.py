@@ -3,7 +3,8 @@
 ``issue`` creates (or rotates) the ACL user ``tenant-<name>`` with a generated secret:
 ``ACL SETUSER`` with the secret's SHA-256 (``#<hex>``; the secret itself never reaches
 Redis, its logs or ``ACL LIST``), the key pattern ``~turngraph:t:<name>:*``, no channels,
-and exactly :data:`schemas.tenants.PRODUCER_COMMANDS`. The tenant joins ``turngraph:tenants``
+and exactly :data:`schemas.tenants.PRODUCER_COMMANDS` (``FCALL`` of the inbox function,
+which ``issue`` loads, never a script of the caller's own). The tenant joins ``turngraph:tenants``
 so that the ingest and recall workers serve it. The users are then persisted: ``ACL SAVE``
 (a server with an ACL file, as the embedded one and ``ops/`` run), else ``CONFIG REWRITE``
 (users in ``redis.conf``); with neither the user lives until the server restarts, and the
@@ -21,6 +22,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import redis
 
+from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.tenants import (
     PRODUCER_COMMANDS,
     TENANTS_KEY,
@@ -89,6 +91,7 @@ def issue(conn: redis.Redis, tenant: str) -> Issued:
     tenant = check_tenant(tenant)
     secret = secrets.token_urlsafe(SECRET_BYTES)
     user = acl_user(tenant)
+    load_inbox_function(conn)  # the one script the credential may run (FCALL)
     conn.execute_command("ACL", "SETUSER", user, *acl_rules(tenant, secret))
     conn.sadd(TENANTS_KEY, tenant)
     return Issued(tenant=tenant, user=user, secret=secret, persisted=persist(conn))

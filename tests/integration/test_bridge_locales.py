@@ -15,7 +15,7 @@ LINES = (
     b'{"id": 1, "op": "status"}\n'
     b'{"id": 2, "op": "recall", "query": "caf\xc3\xa9 \xe2\x98\x95"}\n'
     b"\xff\xfe not utf-8 \xc3\x28\n"
-    b'{"id": 3, "op": "status", "note": "\xed\xa0\x80 (an encoded surrogate)"}\n'  # no id
+    b'{"id": 3, "op": "status", "note": "\xed\xa0\x80 (an encoded surrogate)"}\n'  # id read
     b'{"id": 4, "op": "status"}\n'
 )
 
@@ -52,7 +52,7 @@ def test_bridge_answers_every_line_whatever_the_locale(
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     assert b"Traceback" not in done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [reply.get("id") for reply in replies] == [1, 2, None, None, 4]
+    assert [reply.get("id") for reply in replies] == [1, 2, None, 3, 4]
     assert replies[0]["success"] is True and replies[4]["success"] is True
     assert replies[1]["error_code"] == "BACKEND_UNAVAILABLE"  # no services: fails open
     assert replies[2]["error_code"] == "INVALID_ENCODING"

@@ -126,7 +126,7 @@ def test_duplicates_and_unreadable_entries_are_counted_exactly(
         json.dumps({**turn("x", 2).model_dump(mode="json"), "function": "os.system"}).encode(),
         json.dumps({**turn("x", 3).model_dump(mode="json"), "session_id": "s" * 125}).encode(),
     ]
-    acme.evalsha(inbox.script_sha, len(keys), *keys, *args, *hostile)
+    acme.execute_command(*inbox.call_command(keys, [*args, *hostile]))
     inbox.enqueue_many([turn("first", 0), turn("third", 4)])  # one duplicate
     while admission.admit_all():
         pass

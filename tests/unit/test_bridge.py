@@ -157,7 +157,9 @@ def test_serve_answers_every_line_and_survives_garbage(bridge: Bridge) -> None:
     lines_out = io.BytesIO()
     assert bridge.serve(lines_in, lines_out) == 0
     replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
-    assert [r["success"] for r in replies] == [True, False, True] and replies[0]["id"] == "a"
+    assert [r["success"] for r in replies] == [True, False, False, True]
+    assert replies[0]["id"] == "a"
+    assert replies[1]["user_message"] == "the request line is empty"  # answered, not skipped
 
 
 def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Bridge) -> None:

@@ -20,11 +20,14 @@ Logs go to stderr; stdout carries only the protocol.
 def run_mcp(args: argparse.Namespace) -> int:
     from functools import partial
 
+    import anyio
+
     from turngraph.cli.bridge_cmd import build_bridge
     from turngraph.forgetting import forget
     from turngraph.lifecycle import exit_on_signals
     from turngraph.logs import configure_logging
     from turngraph.mcp_server import MemoryTools, build_server
+    from turngraph.mcp_stdio import serve_stdio
     from turngraph.schemas.scopes import Scope
     from turngraph.scope_keys import raw_workspace
     from turngraph.settings import Settings
@@ -48,7 +51,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     # buffered, then exit; the SDK's stdin thread would otherwise hold the process.
     exit_on_signals(bridge.close)
     try:
-        server.run("stdio")
+        anyio.run(serve_stdio, server)  # the SDK's stdio transport, lines screened first
     finally:
         bridge.close()
     return 0
