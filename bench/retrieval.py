@@ -1,4 +1,5 @@
-"""Retrieval quality: ``python -m bench.retrieval [--split dev|test|all] [--embedding none]``.
+"""Retrieval quality: ``python -m bench.retrieval [--split dev|test|all] [--embedding none]
+[--realmem [--distill off] [--max-questions N]]``.
 
 The dataset's turns go through the real pipeline: the embedded Redis and graph servers
 are started, every turn is published with the :class:`~producers.publisher.Publisher`
@@ -13,6 +14,18 @@ when a change is done): the project's own (``tests/data/retrieval``, split by sc
 ``bench.retrieval_split``) and REALTALK (ten real multi-week chats read from
 ``../shared/data/realtalk``, never copied here; odd chats dev, even chats test), the
 latter twice: with the turns at their real dates and with one timestamp for all.
+REALTALK was scored at every step of the recall work before issue 20: both its parts are
+development data now, reported as ``realtalk … dev`` / ``realtalk … test`` (its split)
+but tuned on, all of them.
+
+``--realmem``: the editor's flow instead (``bench.retrieval_realmem``: five user <->
+assistant histories, questions asked inside later sessions with the session's recent
+turns as context), replayed online through the pipeline (``bench.retrieval_replay``)
+with the product's defaults (distilled memories on; ``--distill off`` for the turns
+alone); Recall@k and session hit@10 overall, per category and per session type, each
+with its question count, with and without the context, against the same-tokenizer BM25
+over the turns published before each question (and with the context appended). Split:
+three personas to tune on (``dev``), two scored only when a change is done (``test``).
 
 The reference is Okapi BM25 over the raw turns of the same workspace with recall's own
 tokenizer and stopwords, plus a row with the conversation context appended to the query,
@@ -42,8 +55,10 @@ import structlog
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
 from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
+from bench.retrieval_realmem import load as load_realmem
 from bench.retrieval_realtalk import RealTalk
 from bench.retrieval_realtalk import load as load_realtalk
+from bench.retrieval_replay import replay
 from bench.retrieval_split import own_split
 from turngraph.app import build_ingest_worker, build_recall_worker
 from turngraph.clients import Clients, build_clients, build_publisher, with_endpoints
@@ -134,6 +149,84 @@ def _groups(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any
     return groups
 
 
+def run_realmem(split: str, distill: bool, max_questions: int | None) -> int:
+    """The editor's flow on RealMem (module docstring), one table and one RESULT line."""
+    rm = load_realmem(split=split)
+    questions = rm.questions
+    if max_questions is not None:  # a smoke run: the first questions of each persona
+        kept: dict[str, int] = {}
+        questions = [
+            q for q in questions
+            if (kept := kept | {q["workspace"]: kept.get(q["workspace"], 0) + 1})[q["workspace"]]
+            <= max_questions
+        ]  # fmt: skip
+    started = time.perf_counter()
+    run = replay(rm.turns, questions, distill=distill)
+    elapsed = time.perf_counter() - started
+    bm25 = SameTokenizerBM25(rm.turns)
+    systems: dict[str, Ranker] = {
+        "recall, context": lambda q: run.with_context[q["id"]],
+        "recall, no context": lambda q: run.without_context[q["id"]],
+        REFERENCES[0]: bm25.ranker(),
+        REFERENCES[1]: bm25.ranker(with_context=True),
+    }
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for question in questions:
+        for group in (f"{question['split']} all", f"{question['split']} {question['category']}",
+                      f"{question['split']} {question['session_type']}"):  # fmt: skip
+            groups.setdefault(group, []).append(question)
+    rows = []
+    results: dict[tuple[str, str], dict[str, float]] = {}
+    for group in sorted(groups, key=lambda g: (g.split()[0], not g.endswith(" all"), g)):
+        for system, ranker in systems.items():
+            m = evaluate(ranker, groups[group], rm.session_of)
+            results[(group, system)] = m
+            rows.append([f"realmem {group}", system, *(m[f"r{k}"] for k in CUTOFFS), m["s10"],
+                         len(groups[group])])  # fmt: skip
+    print(
+        f"RealMem: {len(rm.turns)} turns, {len(questions)} questions asked online "
+        f"({rm.questions_dropped} dropped without evidence; evidence resolved "
+        f"{rm.evidence_resolved} of {rm.evidence_total}, {rm.evidence_unpublished} not yet "
+        f"published at its question dropped; {rm.sessions_clamped} sessions moved later to "
+        f"keep time monotonic); distilled memories {'on' if distill else 'off'}: "
+        f"{run.recaps} recaps made at session start; recall index at the end: "
+        f"{run.memories} memories {dict(sorted(run.kinds.items()))}, embedding model "
+        f"{run.model}; replay {elapsed:.0f} s"
+    )
+    print(table(["dataset split questions", "system", *(f"R@{k}" for k in CUTOFFS),
+                 "session hit@10", "n"], rows))  # fmt: skip
+    print(
+        f"recall end to end over Redis: p50 {percentile(run.timings_ms, 50):.3f} ms, "
+        f"p95 {percentile(run.timings_ms, 95):.3f} ms"
+    )
+    summary: dict[str, float | int | str] = {
+        "dataset": "realmem",
+        "distill": "on" if distill else "off",
+        "embedding": run.model,
+    }
+    for part in sorted({q["split"] for q in questions}):
+        group = f"{part} all"
+        ours = results[(group, "recall, context")]
+        bare = results[(group, "recall, no context")]
+        refs = [results[(group, ref)] for ref in REFERENCES]
+        summary[f"{part}_n"] = len(groups[group])
+        summary[f"{part}_r10"] = round(ours["r10"], 3)
+        summary[f"{part}_s10"] = round(ours["s10"], 3)
+        summary[f"{part}_no_context_r10"] = round(bare["r10"], 3)
+        summary[f"{part}_no_context_s10"] = round(bare["s10"], 3)
+        summary[f"{part}_bm25_r10"] = round(max(r["r10"] for r in refs), 3)
+        summary[f"{part}_bm25_s10"] = round(max(r["s10"] for r in refs), 3)
+        summary[f"{part}_gain_r10_points"] = round(
+            100 * (ours["r10"] - max(r["r10"] for r in refs)), 1
+        )
+        summary[f"{part}_gain_s10_points"] = round(
+            100 * (ours["s10"] - max(r["s10"] for r in refs)), 1
+        )
+    summary["recall_p50_ms"] = round(percentile(run.timings_ms, 50), 3)
+    print(result_line("retrieval", **summary))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.retrieval")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
@@ -143,11 +236,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("local", "openai", "none"),
         help="recall's embedding provider (default: the settings', the local model)",
     )
+    parser.add_argument("--realmem", action="store_true", help="the editor's flow (RealMem)")
+    parser.add_argument("--distill", choices=("on", "off"), default="on")
+    parser.add_argument("--max-questions", type=int, help="per persona (a smoke run)")
     args = parser.parse_args(argv)
     if args.embedding:  # the recall worker reads its settings from the environment
         os.environ["TURNGRAPH_EMBEDDING_PROVIDER"] = args.embedding
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    if args.realmem:
+        return run_realmem(args.split, args.distill == "on", args.max_questions)
     now = datetime.now(UTC)
     dataset_turns, own_questions, dataset_now = load(args.data)
     own_turns = shifted(dataset_turns, dataset_now)

@@ -9,15 +9,22 @@ Options: ``--lexical`` (no embedder), ``--model DIR`` (one model folder instead 
 shipped pair), ``--pair C,S`` (the pair's weights), ``--weights semantic=0.5,chain=0.5``,
 ``--no-prev`` (embed turns without the previous one), ``--rrf`` (rank fusion), ``--floor
 F`` (recency floor), ``--quick`` (real dates only), ``--ann-min-rows N`` (HNSW from N rows
-per partition instead of exact search, to measure its effect on ranking).
+per partition instead of exact search, to measure its effect on ranking), ``--realmem``
+(the RealMem development personas instead, replayed online: each query is asked over the
+turns published before it, from inside its session with its context; turns only, no
+distilled memories: those need the real pipeline), ``--no-context`` (ask without the
+conversation context), ``--set module.NAME=value,…`` (any numeric constant of
+``workers/recall/``, e.g. ``bm25.POSTINGS_BUDGET=9000``).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +32,7 @@ import turngraph.schemas.ontology as ontology
 from bench.report import table
 from bench.retrieval_data import DEFAULT_OUT, load
 from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
+from bench.retrieval_realmem import load as load_realmem
 from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
 from turngraph.schemas.recall import ConversationTurn, RecallRequest
@@ -63,10 +71,12 @@ def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
                 query=question["question"],
                 workspace=question["workspace"],
                 user=question["user"],
-                session_id=BENCH_SESSION,
+                session_id=question.get("session_id", BENCH_SESSION),
                 conversation_context=tuple(
                     ConversationTurn(**turn) for turn in question["conversation_context"]
-                ),
+                )
+                if "--no-context" not in sys.argv
+                else (),
                 max_results=50,
                 max_tokens=100_000,
                 **request,
@@ -79,6 +89,68 @@ def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
         return ranked
 
     return rank
+
+
+def _answer(ranked: dict[str, list[str]], question: dict[str, Any]) -> list[str]:
+    return ranked[question["id"]]
+
+
+def realmem_rows(embedder: Embedder | None, now: datetime) -> list[list[Any]]:
+    """The RealMem development personas, replayed online in process (turns only)."""
+    rm = load_realmem(now=now, split="dev")
+    store = InMemoryGraphStore(
+        entity_labels=ontology.labels(), relation_types=ontology.relationship_types()
+    )
+    extractor = OfflineExtractor(ontology.ONTOLOGY)
+    for start in range(0, len(rm.turns), 500):
+        chunk = rm.turns[start : start + 500]
+        store.write(list(zip(chunk, extractor.extract(chunk), strict=True)))
+    order = {turn.event_id: n for n, turn in enumerate(rm.turns)}
+    by_workspace: dict[str, list[tuple[int, Memory]]] = {}
+    for record in store.recallable_memories():
+        memory = Memory.from_record(record)
+        at = max(order.get(e, 0) for e in memory.source_event_ids)
+        by_workspace.setdefault(memory.workspace or "", []).append((at, memory))
+    first: dict[str, int] = {}
+    for n, turn in enumerate(rm.turns):
+        first.setdefault(turn.workspace, n)
+    index = MemoryIndex(embedder)
+    added = dict.fromkeys(by_workspace, 0)
+    for memories in by_workspace.values():
+        memories.sort(key=lambda item: item[0])
+    rankers = {"recall": index_ranker(index, now)}
+
+    def online(question: dict[str, Any]) -> list[str]:
+        workspace = question["workspace"]
+        limit = first[workspace] + question["position"]
+        memories = by_workspace[workspace]
+        start = added[workspace]
+        end = start
+        while end < len(memories) and memories[end][0] < limit:
+            end += 1
+        index.add_many(memory for _, memory in memories[start:end])
+        added[workspace] = end
+        return rankers["recall"](question)
+
+    bm25 = SameTokenizerBM25(rm.turns)
+    systems = {
+        "recall": online,
+        "bm25": bm25.ranker(),
+        "bm25+ctx": bm25.ranker(with_context=True),
+    }
+    rows = []
+    questions = sorted(rm.questions, key=lambda q: (q["workspace"], q["position"]))
+    groups: dict[str, list[dict[str, Any]]] = {"all": questions}
+    for question in questions:
+        groups.setdefault(question["category"], []).append(question)
+        groups.setdefault(question["session_type"], []).append(question)
+    for system, ranker in systems.items():
+        ranked = {q["id"]: ranker(q) for q in questions}
+        for group, qs in groups.items():
+            m = evaluate(partial(_answer, ranked), qs, rm.session_of)
+            rows.append([f"realmem dev {group}", system, *(m[f"r{k}"] for k in CUTOFFS),
+                         m["s10"], len(qs)])  # fmt: skip
+    return rows
 
 
 def main() -> int:
@@ -96,6 +168,12 @@ def main() -> int:
             pairs = dict(pair.split("=") for pair in value.split(","))
             weights = {key: float(weight) for key, weight in pairs.items()}
             scoring.SIGNAL_WEIGHTS = {**scoring.SIGNAL_WEIGHTS, **weights}
+        if name == "--set":  # sweep any recall constant: --set bm25.POSTINGS_BUDGET=9000
+            for assignment in value.split(","):
+                target, number = assignment.split("=")
+                module, constant = target.rsplit(".", 1)
+                found = importlib.import_module(f"turngraph.workers.recall.{module}")
+                setattr(found, constant, type(getattr(found, constant))(float(number)))
     if "--ann-min-rows" in sys.argv:
         ann.ANN_MIN_ROWS = int(sys.argv[sys.argv.index("--ann-min-rows") + 1])
     if "--no-prev" in sys.argv:  # embed each turn alone, without the previous one
@@ -103,6 +181,10 @@ def main() -> int:
     if "--rrf" in sys.argv:
         scoring.FUSION_SCORE_SHARE = 0.0
     now = datetime.now(UTC)
+    if "--realmem" in sys.argv:
+        rows = realmem_rows(embedder, now)
+        print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "session hit@10", "n"], rows))
+        return 0
     own_turns, own_questions, own_now = load(DEFAULT_OUT)
     delta = now - own_now
     own_turns = [t.model_copy(update={"occurred_at": t.occurred_at + delta}) for t in own_turns]

@@ -19,6 +19,9 @@ B = 0.3
 about them (development sets, docs/recall.md: R@10 +1.5 points on REALTALK, +2.9 on
 our own, lexical only)."""
 
+SHORT_LENGTH_FLOOR = 0.0
+"""Length ratio below which a memory counts as this short (0: plain BM25)."""
+
 PartitionKey = tuple[str, str]
 
 Hit = tuple[int, float]
@@ -34,7 +37,8 @@ def partition_of(memory: Memory) -> PartitionKey:
 
 def bm25_weight(tf: int, length: int, avgdl: float) -> float:
     """The length-normalised term-frequency part of BM25 (idf is applied at query time)."""
-    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(avgdl, 1.0)))
+    ratio = max(length / max(avgdl, 1.0), SHORT_LENGTH_FLOOR)
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * ratio))
 
 
 def idf(n_docs: int, df: int) -> float:

@@ -45,6 +45,7 @@ from turngraph.workers.recall.speakers import (
 from turngraph.workers.recall.text import estimate_tokens, truncate_to_tokens
 from turngraph.workers.recall.timeq import TimeIntent, parse_time
 from turngraph.workers.recall.vectors import Vector
+from turngraph.workers.recall.window import Window
 
 LEXICAL_CANDIDATES = 60
 """Lexical candidates per partition entering the fusion."""
@@ -124,7 +125,10 @@ def search(
     fused = fuse(signals)
     context_scores = _context_scores(index, targets, plan, fused)
 
-    factors = _score(index, request, now, intent, scopes, plan, fused, context_scores, names)
+    window = Window.of(request.session_id, request.conversation_context, request.query)
+    factors = _score(
+        index, request, now, intent, scopes, plan, fused, context_scores, names, window
+    )
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     pool = [
         Scored(
@@ -178,10 +182,12 @@ def _score(
     fused: Mapping[int, float],
     context_scores: Mapping[int, float],
     speakers_named: frozenset[str],
+    window: Window,
 ) -> list[_Factors]:
     """``final = semantic x recency x status x context boost x speaker x scope prior``, per
     candidate (``speakers_named``: words of the searched speakers' names in the query);
-    superseded memories are dropped unless asked for, and so is anything outside the scopes.
+    superseded memories are dropped unless asked for, and so is anything outside the scopes
+    and what the assistant already holds in its ``window`` (``window.py``).
 
     Candidates are visited by falling ``semantic``; once even the largest possible
     multiplier cannot lift one into the packing pool, the rest cannot either (exact).
@@ -201,6 +207,8 @@ def _score(
             break
         memory = index.memory(key)
         if memory is None or not is_visible(memory.status, request.include_superseded):
+            continue
+        if window.holds(memory):
             continue
         label = _scope_label(memory, request, scopes)
         if label is None:
