@@ -63,8 +63,10 @@ class EditorSpec:
         return next((b for b in self.bindings if b.action is action), None)
 
 
-PROMPT_TIMEOUT_S = 3
-"""The editors' timeout for the prompt hook; our own deadline is shorter (750 ms)."""
+PROMPT_TIMEOUT_S = 10
+"""The editors' timeout for the prompt hook: only a safety net, our own deadline (750 ms,
+fail-open) is what the user waits at most; a loaded machine must not turn a slow start-up
+into a killed hook."""
 
 EDITORS: dict[str, EditorSpec] = {
     spec.name: spec

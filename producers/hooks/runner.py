@@ -46,6 +46,12 @@ OUTPUT_MARGIN_MS = 30
 MIN_RECALL_MS = 50
 """Less time than this left: no recall at all."""
 
+LAST = "last"
+"""Where Cursor's prompt is kept when its payload has no ``generation_id``."""
+
+MAX_PENDING = 20
+"""Prompts kept waiting for their answer, per session (the oldest go first)."""
+
 SUMMARY_LAST_N = 40
 SUMMARY_DEADLINE_MS = 15_000
 
@@ -110,8 +116,8 @@ class HookRunner:
             return None
         action = call.action
         if action is HookAction.PROMPT:
-            if not self.spec.transcript and call.prompt:
-                self._capture_payload(call, scope, [("user", call.prompt)])
+            if self.spec.shape == "cursor" and call.prompt:
+                self._stash_prompt(call, scope)  # sent with the answer: no network here
             return self._prompt(call, scope) if self.spec.prompt_context else None
         if action is HookAction.SESSION_START:
             return self._session_start(scope)
@@ -131,10 +137,7 @@ class HookRunner:
                 return
             self._capture_transcript(call.transcript_path, scope)
         elif call.response:
-            turns = [("assistant", call.response)]
-            if self.spec.shape == "gemini" and call.prompt:
-                turns.insert(0, ("user", call.prompt))
-            self._capture_payload(call, scope, turns)
+            self._capture_payload(call, scope)
 
     def _capture_transcript(self, path: Any, scope: Scope) -> None:
         key = str(path)
@@ -173,15 +176,31 @@ class HookRunner:
                 position.tail_sha256 = tail_sha256(stream, read.end_offset)
                 self.state.save_position("transcript", key, position)
 
-    def _capture_payload(self, call: HookCall, scope: Scope, turns: list[tuple[str, str]]) -> None:
-        base = (
-            call.turn_id
-            or hashlib.sha256(
-                "\x1f".join([call.timestamp or "", *(text for _, text in turns)]).encode()
-            ).hexdigest()
-        )
+    def _stash_prompt(self, call: HookCall, scope: Scope) -> None:
+        """Keep the prompt (locally, in the private data folder) until its answer comes."""
+        with self.state.locked("session", scope.session):
+            position = self.state.position("session", scope.session)
+            position.pending[call.turn_id or LAST] = call.prompt or ""
+            position.pending = dict(list(position.pending.items())[-MAX_PENDING:])
+            self.state.save_position("session", scope.session, position)
+
+    def _capture_payload(self, call: HookCall, scope: Scope) -> None:
+        """The exchange the payload carries (Gemini: prompt and answer; Cursor: the answer,
+        and the prompt kept by its ``beforeSubmitPrompt``), ids from the editor's turn id
+        or from the exchange itself."""
         with self.state.locked("session", scope.session):
             position: ReadPosition = self.state.position("session", scope.session)
+            prompt = call.prompt if self.spec.shape == "gemini" else None
+            if self.spec.shape == "cursor":
+                prompt = position.pending.pop(call.turn_id or LAST, None)
+            turns = [("user", prompt)] if prompt and prompt.strip() else []
+            turns.append(("assistant", call.response or ""))
+            base = (
+                call.turn_id
+                or hashlib.sha256(
+                    "\x1f".join([call.timestamp or "", *(text for _, text in turns)]).encode()
+                ).hexdigest()
+            )
             events = []
             for role, text in turns:
                 source = f"{base}:{role}"

@@ -45,6 +45,8 @@ class ReadPosition:
     next_turn_index: int = 0
     seen: dict[str, int] = field(default_factory=dict)
     """Payload-fed sessions: turn ids already given an index."""
+    pending: dict[str, str] = field(default_factory=dict)
+    """Cursor: prompts waiting for their answer (published together), by generation id."""
 
 
 class HookState:

@@ -203,13 +203,15 @@ def test_session_2_starts_with_what_session_1_decided(live: Live, editor: str) -
             payload["prompt"] = "Decision: the ingest queue uses drop_oldest when it is full."
         assert _run_event(live, editor, config, event, payload, project) == []
 
-    keys = {"workspace": hasher.workspace(str(project.resolve())), "user": hasher.user(_login())}
+    workspace, user = hasher.workspace(str(project.resolve())), hasher.user(_login())
     recaller = RecallClient(redis.Redis.from_url(str(settings.redis_url)))
-    assert wait_for(
-        lambda: any(DECISION in r.text for r in recaller.recall(
-            "which drop policy does the ingest queue use", deadline_ms=2000, **keys).results),
-        60,
-    ), "session 1's turns never became recallable"  # fmt: skip
+
+    def recallable() -> bool:
+        query = "which drop policy does the ingest queue use"
+        found = recaller.recall(query, workspace=workspace, user=user, deadline_ms=2000)
+        return any(DECISION in r.text for r in found.results)
+
+    assert wait_for(recallable, 60), "session 1's turns never became recallable"
 
     # Session 2: its start-up context and its first prompt's context hold the decision.
     start = _session_payload(editor, START_EVENT[editor], s2, project, project / "s2.jsonl")
@@ -240,3 +242,68 @@ def _login() -> str:
     import getpass
 
     return getpass.getuser()
+
+
+def test_repeats_overlaps_huge_lines_and_bad_payloads_as_claude_code_sends_them(
+    live: Live,
+) -> None:
+    """The installed Stop command, run again and twice at once, publishes nothing more; a
+    10 MB transcript line and a malformed payload give exit 0, no output, a counted error."""
+    from turngraph.producers.bounded_queue import read_stats
+    from turngraph.producers.hooks.state import HookState
+
+    editor, project = "claude-code", live.root / "project-repeats"
+    project.mkdir()
+    settings = live.clients.settings
+    hasher = ScopeHasher.for_data_dir(settings.data_dir)
+    ConsentStore(settings.data_dir).enable(
+        hasher.workspace(str(project.resolve())),
+        consent_endpoint(settings.redis_url, settings.data_dir),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "turngraph", "hooks", "install", editor, "--folder", str(project)],
+        env=live.env, capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    config = json.loads((project / ".claude" / "settings.local.json").read_text())
+    transcript = project / "t.jsonl"
+    transcript.write_bytes((FIXTURES / "claude-code.jsonl").read_bytes())
+    stop_payload = _session_payload(editor, "Stop", "repeats-1", project, transcript)
+    conn = redis.Redis.from_url(str(settings.redis_url))
+
+    def enqueued() -> int:
+        return read_stats(conn, settings.ingest_queue).enqueued
+
+    before = enqueued()
+    _run_event(live, editor, config, "Stop", stop_payload, project)
+    first = enqueued()
+    assert first - before == 9  # the fixture's nine turns
+    threads = [
+        threading.Thread(
+            target=_run_event, args=(live, editor, config, "Stop", stop_payload, project)
+        )
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert enqueued() == first  # repeated and overlapping calls: nothing twice
+
+    counters = HookState(settings.data_dir)
+    too_long = counters.counters().get("error_line_too_long", 0)
+    huge = json.dumps({"type": "user", "uuid": "huge", "message": {"role": "user",
+                       "content": "x" * 10_000_000}})  # fmt: skip
+    with transcript.open("a") as out:
+        out.write(huge + "\n")
+        after = {"role": "user", "content": "after the huge line"}
+        out.write(json.dumps({"type": "user", "uuid": "after-huge", "message": after}) + "\n")
+    assert _run_event(live, editor, config, "Stop", stop_payload, project) == []
+    assert counters.counters()["error_line_too_long"] == too_long + 1
+    assert enqueued() == first + 1  # the line after it
+
+    bad = counters.counters().get("error_bad_payload", 0)
+    for command, timeout_s in _our_commands(config, "UserPromptSubmit", editor):
+        done = subprocess.run(["bash", "-c", command], input=b"{not json", env=live.env,
+                              cwd=project, capture_output=True, timeout=timeout_s)  # fmt: skip
+        assert (done.returncode, done.stdout) == (0, b"") and b"Traceback" not in done.stderr
+    assert counters.counters()["error_bad_payload"] == bad + 1

@@ -61,9 +61,11 @@ class RecordingPublisher:
         return self.stats
 
 
-def _runner(tmp_path: Path, queue: RecordingQueue, *, consented: bool = True) -> HookRunner:
+def _runner(
+    tmp_path: Path, queue: RecordingQueue, *, consented: bool = True, editor: str = "claude-code"
+) -> HookRunner:
     return HookRunner(
-        spec=EDITORS["claude-code"],
+        spec=EDITORS[editor],
         state=HookState(tmp_path / "data"),
         hasher=ScopeHasher(b"s" * 32),
         user="alice",
@@ -199,3 +201,30 @@ def test_the_hooks_reader_of_services_json_agrees_with_the_embedded_one(tmp_path
         (tmp_path / STATE_FILE).write_text(json.dumps({**asdict(endpoints), "owner_pid": pid}))
         found = read_endpoints(tmp_path)
         assert embedded_redis_url(tmp_path) == (found.redis_url if found else None)
+
+
+def test_payload_editors_publish_each_exchange_once(tmp_path: Path) -> None:
+    queue = RecordingQueue()
+    gemini = _runner(tmp_path, queue, editor="gemini")
+    prompt, answer = "Which policy?", "drop_oldest."
+    stamp = "2026-11-20T10:30:09Z"
+    gemini.run(HookCall(HookAction.PROMPT, "g1", tmp_path, prompt=prompt, timestamp=stamp))
+    assert queue.ids == {}  # BeforeAgent: the prompt comes again with its answer
+    after = HookCall(HookAction.CAPTURE, "g1", tmp_path, prompt=prompt, response=answer,
+                     timestamp=stamp)  # fmt: skip
+    gemini.run(after)
+    gemini.run(after)  # a repeat
+    published = sorted(queue.ids.values(), key=lambda e: e.turn_index)
+    assert [(e.role.value, e.content) for e in published] == [
+        ("user", prompt),
+        ("assistant", answer),
+    ]
+    assert queue.duplicates == 2
+
+    cursor = _runner(tmp_path, queue, editor="cursor")
+    cursor.run(HookCall(HookAction.PROMPT, "c1", tmp_path, prompt="Use what?", turn_id="gen-1"))
+    assert len(queue.ids) == 2  # kept locally until the answer
+    cursor.run(HookCall(HookAction.CAPTURE, "c1", tmp_path, response="Use RQ.", turn_id="gen-1"))
+    cursor_turns = sorted((e for e in queue.ids.values() if e.content in ("Use what?", "Use RQ.")),
+                          key=lambda e: e.turn_index)  # fmt: skip
+    assert [(e.role.value, e.turn_index) for e in cursor_turns] == [("user", 0), ("assistant", 1)]

@@ -62,6 +62,17 @@ def embedded_redis_url(data_dir: Path) -> str | None:
     return url if isinstance(url, str) else None
 
 
+def process_age_s() -> float:
+    """How long this process has run (Linux: from ``/proc``, 10 ms steps; elsewhere 0), so
+    the prompt's deadline counts the interpreter's own start-up too."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started_s = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started_s)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
 def _block_rich() -> None:
     """structlog imports ``rich`` for pretty tracebacks when it is installed (~60 ms with
     pygments); the hook renders JSON lines and never needs it."""
@@ -89,7 +100,7 @@ def run_hook(
     started_at: float | None = None,
 ) -> int:
     """Carry out one hook call; always 0 (see the module docstring)."""
-    started = time.monotonic() if started_at is None else started_at
+    started = time.monotonic() - process_age_s() if started_at is None else started_at
     environ = os.environ if environ is None else environ
     state: HookState | None = None
     try:
@@ -154,9 +165,16 @@ def _runner(settings: Any, state: HookState, editor: str, started: float) -> Any
 
     def connection(timeout_s: float) -> Any:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
+        # No retries of the client's own (redis-py retries a refused connection with
+        # back-off by default): a Redis that is away means no memory for this prompt, now.
         return redis.Redis.from_url(
-            str(url), socket_timeout=timeout_s, socket_connect_timeout=CONNECT_TIMEOUT_S
+            str(url),
+            socket_timeout=timeout_s,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+            retry=Retry(NoBackoff(), 0),
         )
 
     def recaller() -> Any:
