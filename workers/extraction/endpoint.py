@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 import structlog
 
+from turngraph.workers.extraction.errors import LLMUnavailableError
 from turngraph.workers.extraction.llm_calls import convert, server_text
 from turngraph.workers.extraction.stats import ExtractionStats
 
@@ -141,8 +142,11 @@ class LLMEndpoint:
         self.max_tokens_parameter = max_tokens_parameter
         self.temperature = temperature
         self.stats = stats if stats is not None else ExtractionStats()
+        self.observer: Callable[[Answer], None] | None = None
+        """Told of every answer (a bench's per-call figures)."""
         self._clock = clock
         self._lock = threading.Lock()
+        self._probe_lock = threading.Lock()
 
     @property
     def timeout_s(self) -> float:
@@ -184,16 +188,20 @@ class LLMEndpoint:
             sent_schema = schema
             if mode is not OutputMode.JSON_SCHEMA and bounded_schema is not None:
                 sent_schema = bounded_schema
+            args = (messages, mode, schema_name, sent_schema, max_output_tokens)
             try:
-                return self._call(
-                    messages,
-                    mode,
-                    schema_name,
-                    sent_schema,
-                    max_output_tokens,
-                    timeout_s,
-                    max_retries,
-                )
+                if self.mode_confirmed:
+                    return self._call(*args, timeout_s, max_retries)
+                # the probe: one request at a time until a mode is found, so parallel
+                # calls do not all meet the same refusal
+                if not self._probe_lock.acquire(timeout=-1 if timeout_s is None else timeout_s):
+                    raise LLMUnavailableError("LLM endpoint busy with its first request")
+                try:
+                    if self.mode_confirmed or self.mode is not mode:
+                        continue
+                    return self._call(*args, timeout_s, max_retries)
+                finally:
+                    self._probe_lock.release()
             except openai.OpenAIError as err:
                 if (
                     self.configured_mode is OutputMode.AUTO
@@ -250,16 +258,17 @@ class LLMEndpoint:
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
         self._check_system_read(sent, prompt_tokens)
-        if not completion.choices:
-            return Answer("", False, prompt_tokens, completion_tokens, seconds)
-        choice = completion.choices[0]
-        return Answer(
-            choice.message.content or "",
-            choice.finish_reason == "length",
+        choice = completion.choices[0] if completion.choices else None
+        answer = Answer(
+            (choice.message.content or "") if choice else "",
+            choice is not None and choice.finish_reason == "length",
             prompt_tokens,
             completion_tokens,
             seconds,
         )
+        if self.observer is not None:
+            self.observer(answer)
+        return answer
 
     def _check_system_read(self, sent: Messages, prompt_tokens: int) -> None:
         """Merge the system prompt from now on when the server did not read it."""
