@@ -37,6 +37,16 @@ RETURN s.uid AS uid, s.first_turn AS first_turn, s.last_turn AS last_turn,
 ORDER BY s.last_turn
 """
 
+REPLACE_DRAFTS = """
+UNWIND $uids AS uid
+MATCH (s:Summary {uid: uid})
+WHERE s.status = 'Draft'
+SET s.status = CASE WHEN uid = $final_uid THEN 'Final' ELSE 'Superseded' END,
+  s.superseded_by = CASE WHEN uid = $final_uid THEN null ELSE $final_uid END
+RETURN s.uid AS uid, s.status AS status
+"""
+"""A Final summary replaces the Drafts of its span (the same node keeps the Final)."""
+
 WORKSPACE_TOPICS = """
 MATCH (s:Summary {scope_key: $workspace})
 RETURN DISTINCT s.topic_id AS topic_id

@@ -33,7 +33,7 @@ from turngraph.workers.maintenance.extractive import (
     extractive_summary,
     references_of,
 )
-from turngraph.workers.maintenance.memories import summary_memory, upserts
+from turngraph.workers.maintenance.memories import status_changes, summary_memory, upserts
 from turngraph.workers.maintenance.topics import topic_of
 from turngraph.workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
 
@@ -208,7 +208,35 @@ def summarize_last_turns(
         return None
     summary = build_summary(distiller, turns, status=SummaryStatus.FINAL, now=distiller.now())
     store_summary(distiller, summary)
+    replace_drafts(distiller, summary)
     return summary
+
+
+def replace_drafts(distiller: Distiller, final: ConversationSummary) -> list[str]:
+    """One copy per span: the session's Drafts that lie mostly inside the Final's span
+    (at least half of their turns) become Superseded, ``superseded_by`` the Final, and
+    recall is told; returns their ids."""
+    rows = _read(distiller, cypher.SESSION_SUMMARIES, session_id=final.session_id)
+    replaced = []
+    for row in rows:
+        first, last = int(str(row["first_turn"])), int(str(row["last_turn"]))
+        inside = min(last, final.last_turn) - max(first, final.first_turn) + 1
+        if row["status"] == SummaryStatus.DRAFT.value and 2 * inside >= last - first + 1:
+            replaced.append(str(row["uid"]))
+    if not replaced:
+        return []
+    statuses = run_write(
+        distiller.driver,
+        distiller.database,
+        lambda tx: [
+            (str(r["uid"]), str(r["status"]))
+            for r in tx.run(cypher.REPLACE_DRAFTS, uids=replaced, final_uid=final.id)
+        ],
+    )
+    superseded = [uid for uid, status in statuses if status == "Superseded"]
+    distiller.announce(status_changes(superseded, "Superseded"))
+    log.info("summary_drafts_replaced", summary_id=final.id, replaced=len(superseded))
+    return superseded
 
 
 def load_summary(distiller: Distiller, uid: str) -> ConversationSummary | None:
