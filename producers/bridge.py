@@ -40,6 +40,7 @@ from pydantic import BaseModel, ValidationError
 from turngraph.producers.bridge_distill import DistillBackend, DistillOps
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.publisher import Publisher
+from turngraph.producers.redaction import secret_free_id
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge import (
@@ -335,7 +336,7 @@ class Bridge:
                 "when it went through",
             ).model_copy(update={"event_id": event.event_id, "pending": self._publisher.pending})
         return PublishReply(
-            event_id=event.event_id,
+            event_id=secret_free_id(event.event_id),  # the id it is stored under
             buffered=buffered,
             dropped=None if buffered else "local_buffer_full",
         )

@@ -301,7 +301,7 @@ class Publisher:
     def _prepare_batch(self) -> list[PreparedJob]:
         jobs: list[PreparedJob] = []
         buffer, prepare = self._buffer, self.queue.prepare
-        chars = truncated = 0
+        chars = truncated = ids_hashed = 0
         for _ in range(self._batch_size):
             try:
                 event = buffer.popleft()
@@ -311,14 +311,15 @@ class Publisher:
             try:
                 redacted = redact_and_fit(event)
                 jobs.append(prepare(redacted.event))
-                if redacted.truncated:
-                    truncated += 1
+                truncated += bool(redacted.truncated)
+                ids_hashed += redacted.id_hashed
             except Exception as exc:  # an event we cannot serialize: count it, go on
                 log.warning("publish_event_failed", error=type(exc).__name__)
                 self._answered(failed=1)
         with self._lock:
             self._buffered_chars -= chars
             self._stats.truncated += truncated
+            self._stats.ids_hashed += ids_hashed
         return jobs
 
     def _unavailable(self, exc: Exception) -> None:

@@ -30,6 +30,8 @@ class PublisherStats:
     send_errors: int = 0
     truncated: int = 0
     """Events sent with a field cut to its limit after redaction grew it (marked in text)."""
+    ids_hashed: int = 0
+    """Events sent under the hash of their id, which looked like a secret."""
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict (for JSON replies and benchmarks)."""

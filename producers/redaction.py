@@ -15,6 +15,7 @@ A secret becomes ``[REDACTED:<kind>]``; in ``key = value`` shapes only the value
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -362,12 +363,29 @@ def fit(text: str, limit: int) -> str:
     return (kept + TRUNCATED_MARKER)[:limit]
 
 
+HASHED_ID_PREFIX = "h_"
+"""Starts an event id that replaced one looking like a secret (then 32 hex digits)."""
+
+
+def secret_free_id(event_id: str) -> str:
+    """``event_id``, or its SHA-256 (``h_`` + 32 hex digits) when it looks like a secret.
+
+    An id travels everywhere a turn goes: Redis keys, the change stream, graph nodes,
+    exports, logs (issue 26: ``AKIA…``, ``ghp_…``, ``sk-…`` ids were stored verbatim). The
+    hash is stable, so a resent turn keeps its id and stays one turn."""
+    if not event_id or not contains_secret(event_id):
+        return event_id
+    return HASHED_ID_PREFIX + hashlib.sha256(event_id.encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class RedactedEvent:
-    """The redacted event and the names of the fields cut to fit their limits."""
+    """The redacted event, the names of the fields cut to fit their limits, and whether
+    its id was replaced by its hash."""
 
     event: TurnEvent
     truncated: tuple[str, ...] = ()
+    id_hashed: bool = False
 
 
 def _clean(text: str, limit: int, name: str, truncated: list[str]) -> str:
@@ -380,11 +398,15 @@ def _clean(text: str, limit: int, name: str, truncated: list[str]) -> str:
 
 def redact_and_fit(event: TurnEvent) -> RedactedEvent:
     """``event`` with every free-text field redacted: content, speaker, tags, reference
-    values, client name and version, git branch and repository (ids and scope keys are
-    hashes already). A field that redaction pushed past its limit is truncated with
-    :data:`TRUNCATED_MARKER`, so a valid event stays valid."""
+    values, client name and version, git branch and repository (scope keys are hashes
+    already), and an event id that looks like a secret replaced by its hash. A field that
+    redaction pushed past its limit is truncated with :data:`TRUNCATED_MARKER`, so a valid
+    event stays valid."""
     cut: list[str] = []
     update: dict[str, object] = {}
+    event_id = secret_free_id(event.event_id)
+    if event_id != event.event_id:
+        update["event_id"] = event_id
     content = _clean(event.content, MAX_CONTENT_CHARS, "content", cut)
     if content != event.content:
         update["content"] = content
@@ -416,7 +438,7 @@ def redact_and_fit(event: TurnEvent) -> RedactedEvent:
         if branch != git.branch or repository != git.repository:
             update["git"] = git.model_copy(update={"branch": branch, "repository": repository})
     redacted = event.model_copy(update=update) if update else event
-    return RedactedEvent(redacted, tuple(dict.fromkeys(cut)))
+    return RedactedEvent(redacted, tuple(dict.fromkeys(cut)), "event_id" in update)
 
 
 def redact_event(event: TurnEvent) -> TurnEvent:

@@ -7,6 +7,7 @@ Turtle export) is generated from one instance, normally :data:`schemas.ontology.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -24,10 +25,27 @@ ENTITY_KEY_PROPERTIES: tuple[str, ...] = ("uid",)
 ``scope key|type|normalised name`` (``workers.graph.keys.entity_uid``), so one property
 carries the scope, the type and :meth:`Ontology.normalize_name`."""
 
+MAX_NAME_KEY_CHARS = 256
+"""A resolution key is at most this long: longer ones keep their first characters and end
+in ``~`` plus 16 hex digits of their SHA-256. Bounded by construction, whatever NFKC makes
+of a name (U+FDFA becomes 18 characters: 60 of them made an entity uid of 1,080+ and a
+valid turn was dead-lettered, issue 26); two long names that differ keep different keys."""
+
+HASHED_TAIL_CHARS = 17
+"""``~`` and 16 hex digits."""
+
 COMMIT_KEY_CHARS = 12
 """Commits resolve on their first 12 hex digits (as ``workers.graph.keys`` does)."""
 
 _TRAILING_CHARS = " .,;:!?"
+
+
+def bounded_key(key: str) -> str:
+    """``key`` itself up to :data:`MAX_NAME_KEY_CHARS`, else its head and a hash of it all."""
+    if len(key) <= MAX_NAME_KEY_CHARS:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{key[: MAX_NAME_KEY_CHARS - HASHED_TAIL_CHARS]}~{digest}"
 
 
 def _lookup_key(name: str) -> str:
@@ -161,7 +179,7 @@ class Ontology:
             return key.lower()[:COMMIT_KEY_CHARS]
         if etype is None or not etype.case_sensitive:
             key = key.casefold()
-        return key
+        return bounded_key(key)
 
     # -- extension ---------------------------------------------------------------------
 

@@ -38,6 +38,9 @@ class IngestResult:
     forgotten: int = 0
     reextract: int = 0
     """Turns the offline rules extracted because the LLM failed (recorded for later)."""
+    ids_hashed: int = 0
+    """Turns whose id looked like a secret and was replaced by its hash here (a producer
+    that did not do it: ours does, ``PublisherStats.ids_hashed``)."""
 
     def as_counts(self) -> dict[str, int]:
         return {
@@ -48,6 +51,7 @@ class IngestResult:
             "dropped": self.dropped,
             "superseded": self.superseded,
             "reextract": self.reextract,
+            "ids_hashed": self.ids_hashed,
         }
 
 
@@ -95,8 +99,12 @@ class IngestPipeline:
         if not events:
             return IngestResult(0, 0, 0, 0, 0, forgotten=len(forgotten))
         clean = []
+        ids_hashed = 0
         for event in events:
             redacted = redact_and_fit(event)
+            if redacted.id_hashed:  # a producer that did not hash it: counted, never logged
+                ids_hashed += 1
+                log.warning("event_id_hashed", event_id=redacted.event.event_id)
             if redacted.truncated:  # a producer that did not redact: cut to fit, counted
                 log.warning(
                     "turn_truncated_after_redaction",
@@ -152,4 +160,5 @@ class IngestPipeline:
             superseded=len(report.superseded),
             forgotten=len(forgotten),
             reextract=len(retry),
+            ids_hashed=ids_hashed,
         )
