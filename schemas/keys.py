@@ -43,6 +43,9 @@ REEXTRACT_PENDING = "turngraph:extraction:reextract"
 """Sorted set (score: unix time) of event ids whose LLM extraction failed and that the
 offline rules extracted instead: waiting for a later LLM pass."""
 
+REEXTRACT_ATTEMPTS = "turngraph:extraction:reextract:attempts"
+"""Hash: event id -> re-extraction batches that got an answer but nothing usable for it."""
+
 REEXTRACT_STATS = "turngraph:extraction:reextract:stats"
 """Hash of the re-extraction pass's counters: runs, succeeded, failed, missing, entities."""
 

@@ -86,6 +86,7 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
         "succeeded": 0,
         "failed": 2,
         "missing": 0,
+        "given_up": 0,
         "entities": 0,
         "pending": 2,
     }
@@ -95,7 +96,14 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     stream_before = with_llm.redis.xlen(with_llm.settings.changes_stream)
     fake.add(answer({"turns": [{**E1, "entities": [*E1["entities"], CONCEPT]}, E2]}))
     counts = jobs.reextract_job(reschedule=False)
-    assert counts == {"succeeded": 2, "failed": 0, "missing": 1, "entities": 5, "pending": 0}
+    assert counts == {
+        "succeeded": 2,
+        "failed": 0,
+        "missing": 1,
+        "given_up": 0,
+        "entities": 5,
+        "pending": 0,
+    }
     assert with_llm.redis.zcard(REEXTRACT_PENDING) == 0
     assert names(with_llm, "Concept") == ["at-least-once delivery"]  # the LLM's own entity
     assert names(with_llm, "Service") == ["Redis", "Valkey"]  # offline ones kept
@@ -159,6 +167,7 @@ def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(
         "succeeded": 2,
         "failed": 0,
         "missing": 0,
+        "given_up": 0,
         "entities": 4,
         "pending": 0,
     }

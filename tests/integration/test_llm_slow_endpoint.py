@@ -19,7 +19,7 @@ from tests.support.fake_openai import FakeOpenAI, Reply, hang
 from turngraph.app import build_distiller, build_ingest_worker, build_pipeline
 from turngraph.clients import Clients, build_clients
 from turngraph.producers.bounded_queue import BoundedQueue, read_stats
-from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
+from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.settings import Settings
 from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.ingest import dead_letters
@@ -128,3 +128,33 @@ def test_reextraction_records_each_batch_and_resumes(clients: Clients, settings:
     assert (second.succeeded, second.pending) == (20, 0)
     stats = {k.decode(): int(v) for k, v in clients.redis.hgetall(REEXTRACT_STATS).items()}
     assert (stats["succeeded"], stats["runs"]) == (40, 2)
+
+
+def test_turns_a_model_cannot_answer_are_given_up_after_three_answers(
+    clients: Clients, settings: Settings
+) -> None:
+    """A small model that answers every re-extraction with a cut-off answer: the turns
+    keep their offline entities and leave the pending set (issue 25: pending never
+    reached 0), while an endpoint that is down never gives a turn up."""
+    turns = dev_sessions("gu")[:4]
+    cut = Reply(content='{"turns": [{"event_id": "', finish_reason="length")
+    with FakeOpenAI() as server:
+        configured = _configured(
+            settings, server.base_url, llm_max_retries=0, llm_fallback_cooldown_s=0.0
+        )
+        with_llm = build_clients(configured)
+        try:
+            build_pipeline(with_llm).ingest(turns)  # 500s: the offline rules stand in
+            distiller = build_distiller(with_llm)
+            assert distiller.reextractor is not None
+            down = reextract.reextract_pending(distiller, distiller.reextractor)  # 500 again
+            assert (down.failed, down.given_up, down.pending) == (4, 0, 4)
+            runs = []
+            for _ in range(3):
+                server.add(*[cut] * 8)
+                runs.append(reextract.reextract_pending(distiller, distiller.reextractor))
+        finally:
+            with_llm.close()
+    assert [r.given_up for r in runs] == [0, 0, 4] and runs[-1].pending == 0
+    assert clients.redis.hlen(REEXTRACT_ATTEMPTS) == 0
+    assert _episodes(clients) == 4

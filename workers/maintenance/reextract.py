@@ -14,7 +14,11 @@ batches when its time is up, and a request's timeout is what is left) and record
 results per micro-batch, so a slow model makes progress run after run: the next run
 resumes with the turns still pending. An endpoint that still fails ends the run at the
 first failed batch (its turns stay pending, counted as ``failed``, moved behind the
-others), so a dead endpoint costs one call per run. Counters live in the hash
+others), so a dead endpoint costs one call per run. A batch the endpoint answered with
+nothing usable (cut off, unreadable after the re-ask) does not end the run; after
+:data:`MAX_ANSWERED_ATTEMPTS` such answers a turn keeps its offline entities and leaves
+the pending set, counted as ``given_up`` (a small model would otherwise keep it pending
+for ever). Counters live in the hash
 :data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue status``).
 """
 
@@ -31,7 +35,7 @@ import structlog
 
 from turngraph.schemas.changes import encode_change
 from turngraph.schemas.errors import BackendUnavailableError
-from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
+from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
 from turngraph.workers.extraction.llm_calls import micro_batches
 from turngraph.workers.extraction.models import Extraction
@@ -53,6 +57,14 @@ DEFAULT_REEXTRACT_BUDGET_S = 240.0
 
 JOB_MARGIN_S = 60
 """A run's job timeout (and lock) exceeds its budget by this."""
+
+MAX_ANSWERED_ATTEMPTS = 3
+"""Answers with nothing usable for a turn before it is given up (offline entities kept)."""
+
+ANSWERED_BUT_UNUSABLE = frozenset(
+    {"answer_cut_at_token_limit", "unreadable_answer", "turns_missing_from_answer"}
+)
+"""Fallback reasons that mean the endpoint works but could not answer these turns."""
 
 EPISODES_BY_EVENT_ID = """
 UNWIND $ids AS id
@@ -95,6 +107,7 @@ class ReextractResult:
     failed: int = 0
     missing: int = 0
     entities: int = 0
+    given_up: int = 0
     pending: int = 0
     """What is still pending after the run."""
 
@@ -103,6 +116,7 @@ class ReextractResult:
             "succeeded": self.succeeded,
             "failed": self.failed,
             "missing": self.missing,
+            "given_up": self.given_up,
             "entities": self.entities,
             "pending": self.pending,
         }
@@ -164,12 +178,19 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     found = {t.event_id for t in turns}
     gone = [event_id for event_id in ids if event_id not in found]
     result.missing = len(gone)
-    _record(conn, ReextractResult(missing=len(gone)), done=gone, failed=[])
+    _record(conn, ReextractResult(missing=len(gone)), done=gone, failed=[], answered=False)
     extractor = reextractor.extractor
     for batch in _batches(turns, extractor.batch_max_turns, extractor.batch_max_chars):
         if deadline - time.monotonic() < min(MIN_BATCH_S, reextractor.budget_s / 4):
             break  # the rest waits for the next run
+        reasons_before = extractor.stats.reasons()
         extractions = extractor.extract(batch, deadline=deadline)
+        reasons = extractor.stats.reasons()
+        answered = all(
+            name in ANSWERED_BUT_UNUSABLE
+            for name, count in reasons.items()
+            if count > reasons_before.get(name, 0)
+        )
         good = [(t, x) for t, x in zip(batch, extractions, strict=True) if not x.reextract]
         failed = [t.event_id for t, x in zip(batch, extractions, strict=True) if x.reextract]
         step = ReextractResult(failed=len(failed))
@@ -178,10 +199,16 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
             distiller.announce([encode_change(change) for change in changes_for(report)])
             step.entities = sum(len(x.entities) for _, x in good)
             step.succeeded = len(good)
-        _record(conn, step, done=[t.event_id for t, _ in good], failed=failed)
-        for name in ("succeeded", "failed", "entities"):
+        step.given_up = _record(
+            conn,
+            step,
+            done=[t.event_id for t, _ in good],
+            failed=failed,
+            answered=answered,
+        )
+        for name in ("succeeded", "failed", "entities", "given_up"):
             setattr(result, name, getattr(result, name) + getattr(step, name))
-        if failed:
+        if failed and not answered:
             break  # the endpoint still fails: the rest waits for the next run
     try:
         with conn.pipeline(transaction=False) as pipe:
@@ -200,23 +227,47 @@ MIN_BATCH_S = 5.0
 
 
 def _record(
-    conn: redis.Redis, step: ReextractResult, *, done: list[str], failed: list[str]
-) -> None:
+    conn: redis.Redis,
+    step: ReextractResult,
+    *,
+    done: list[str],
+    failed: list[str],
+    answered: bool,
+) -> int:
     """One batch's outcome, at once: done ids leave the pending set, failed ones move
-    behind the others (a batch the model cannot answer does not block the rest)."""
+    behind the others (a batch the model cannot answer does not block the rest); when the
+    endpoint answered, their attempts are counted and those at the limit are given up.
+    Returns how many were given up."""
     try:
+        given_up: list[str] = []
+        if failed and answered:
+            with conn.pipeline(transaction=False) as pipe:
+                for event_id in failed:
+                    pipe.hincrby(REEXTRACT_ATTEMPTS, event_id, 1)
+                attempts = pipe.execute()
+            given_up = [
+                event_id
+                for event_id, count in zip(failed, attempts, strict=True)
+                if int(count) >= MAX_ANSWERED_ATTEMPTS
+            ]
+        waiting = [event_id for event_id in failed if event_id not in given_up]
         with conn.pipeline(transaction=False) as pipe:
-            if done:
-                pipe.zrem(REEXTRACT_PENDING, *done)
-            if failed:
-                pipe.zadd(REEXTRACT_PENDING, dict.fromkeys(failed, time.time()), xx=True)
-            for name, value in step.as_counts().items():
+            if done or given_up:
+                pipe.zrem(REEXTRACT_PENDING, *done, *given_up)
+                pipe.hdel(REEXTRACT_ATTEMPTS, *done, *given_up)
+            if waiting:
+                pipe.zadd(REEXTRACT_PENDING, dict.fromkeys(waiting, time.time()), xx=True)
+            counts = {**step.as_counts(), "given_up": len(given_up)}
+            for name, value in counts.items():
                 if name != "pending" and value:
                     pipe.hincrby(REEXTRACT_STATS, name, value)
             pipe.execute()
     except redis.RedisError as exc:
         # The graph writes are idempotent: the next run repeats them harmlessly.
         raise BackendUnavailableError("redis unavailable after the re-extraction") from exc
+    if given_up:
+        log.warning("reextract_given_up", turns=len(given_up), attempts=MAX_ANSWERED_ATTEMPTS)
+    return len(given_up)
 
 
 def _batches(turns: list[TurnEvent], max_turns: int, max_chars: int) -> list[list[TurnEvent]]:
