@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -28,6 +29,11 @@ ID_HEX_CHARS = 32
 
 
 _PREFIX = {Scope.SESSION: "s_", Scope.WORKSPACE: "w_", Scope.USER: "u_"}
+
+
+def is_scope_id(kind: Scope | str, key: str) -> bool:
+    """True when ``key`` already is an id of that kind (``w_`` + 32 hex for a workspace)."""
+    return re.fullmatch(f"{_PREFIX[Scope(kind)]}[0-9a-f]{{{ID_HEX_CHARS}}}", key) is not None
 
 
 def load_or_create_salt(data_dir: Path) -> bytes:
@@ -64,14 +70,19 @@ class ScopeHasher:
         digest = hmac.new(self._salt, f"{kind.value}\x1f{raw}".encode(), hashlib.sha256)
         return _PREFIX[kind] + digest.hexdigest()[:ID_HEX_CHARS]
 
-    def session(self, raw: str) -> str:
-        """The id of a raw session key."""
-        return self.hash(Scope.SESSION, raw)
+    def id_of(self, kind: Scope | str, key: str) -> str:
+        """The one rule for scope keys everywhere (commands, bridge, MCP): an id of that
+        kind (as ``turngraph scopes`` lists it) is kept as it is, a raw key is hashed."""
+        return key if is_scope_id(kind, key) else self.hash(kind, key)
 
-    def workspace(self, raw: str) -> str:
-        """The id of a raw workspace key (e.g. the workspace folder's path)."""
-        return self.hash(Scope.WORKSPACE, raw)
+    def session(self, key: str) -> str:
+        """The id of a session: its raw key hashed, or its id as given."""
+        return self.id_of(Scope.SESSION, key)
 
-    def user(self, raw: str) -> str:
-        """The id of a raw user key."""
-        return self.hash(Scope.USER, raw)
+    def workspace(self, key: str) -> str:
+        """The id of a workspace: its raw key (the folder's path) hashed, or its id."""
+        return self.id_of(Scope.WORKSPACE, key)
+
+    def user(self, key: str) -> str:
+        """The id of a user: its raw key hashed, or its id as given."""
+        return self.id_of(Scope.USER, key)

@@ -7,18 +7,10 @@ way, so ``turngraph graph show --scope workspace .`` finds what the editor publi
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from turngraph.producers.scopes import ID_HEX_CHARS, ScopeHasher
+from turngraph.producers.scopes import ScopeHasher, is_scope_id
 from turngraph.schemas.scopes import Scope
-
-_PREFIXES = {Scope.SESSION: "s_", Scope.WORKSPACE: "w_", Scope.USER: "u_"}
-
-
-def is_hashed(scope: Scope, key: str) -> bool:
-    """True when ``key`` already is a hashed id of ``scope`` (e.g. ``w_`` + 32 hex)."""
-    return re.fullmatch(f"{_PREFIXES[scope]}[0-9a-f]{{{ID_HEX_CHARS}}}", key) is not None
 
 
 def raw_workspace(raw: str) -> str:
@@ -29,9 +21,8 @@ def raw_workspace(raw: str) -> str:
 
 
 def scope_id(hasher: ScopeHasher, scope: Scope, key: str) -> str:
-    """The stored id for ``key``: a hashed id as given, a raw key hashed like the producer."""
-    if is_hashed(scope, key):
-        return key
-    if scope is Scope.WORKSPACE:
+    """The stored id for ``key``: a hashed id as given, a raw key hashed like the producer
+    (a workspace folder given as a path relative to here, such as ``.``, made absolute)."""
+    if scope is Scope.WORKSPACE and not is_scope_id(scope, key):
         return hasher.workspace(raw_workspace(key))
-    return hasher.hash(scope, key)
+    return hasher.id_of(scope, key)

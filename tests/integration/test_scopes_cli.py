@@ -4,6 +4,8 @@ name; commands taking a scope accept the folder itself (hashed like the producer
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,73 @@ def test_commands_take_the_folder_or_the_session_id_as_given_to_the_editor(
     assert len(ws_lines) > 2 and len(session_lines) > 2
     assert main(["graph", "export", "--scope", "workspace", str(tmp_path), "-o", "x.jsonl"]) == 0
     assert "0 nodes" in capsys.readouterr().err  # another folder: nothing of this one
+
+
+def _turngraph(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """A real command in the test's environment (the fixture's variables, this folder)."""
+    return subprocess.run(
+        [sys.executable, "-m", "turngraph", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _ids(project: Path, settings_dir: Path) -> dict[str, str]:
+    hasher = ScopeHasher.for_data_dir(settings_dir)
+    return {
+        "chat-42": hasher.session("chat-42"),
+        ".": hasher.workspace(str(project)),
+        "alice": hasher.user("alice"),
+    }
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recap", "{chat-42}"],
+        ["recap", "{chat-42}", "--json"],
+        ["graph", "export", "--scope", "session", "{chat-42}"],
+        ["graph", "export", "--scope", "workspace", "{.}"],
+        ["graph", "export", "--scope", "user", "{alice}"],
+        ["scopes", "--workspace", "{.}", "--json"],
+    ],
+    ids=lambda argv: " ".join(argv).replace("{", "").replace("}", ""),
+)
+def test_every_command_takes_the_raw_key_or_its_id_alike(
+    project: Path, clients: Clients, argv: list[str]
+) -> None:
+    ids = _ids(project, clients.settings.data_dir)
+    outputs = []
+    for form in ("raw", "id"):
+        args = [
+            (ids[arg[1:-1]] if form == "id" else arg[1:-1]) if arg.startswith("{") else arg
+            for arg in argv
+        ]
+        done = _turngraph(args)
+        assert done.returncode == 0, done.stderr[-2000:]
+        # an export's header line says when it was made: the rest must be the same
+        outputs.append(
+            done.stdout.removeprefix(done.stdout.split("\n", 1)[0])
+            if args[0] == "graph"
+            else done.stdout
+        )
+    assert outputs[0] == outputs[1] and outputs[0].strip()
+    assert "mypy" in outputs[0] or ids["."] in outputs[0]
+
+
+@pytest.mark.parametrize("form", ["raw", "id"])
+def test_summarize_and_forget_take_the_raw_key_or_its_id(
+    project: Path, clients: Clients, form: str
+) -> None:
+    ids = _ids(project, clients.settings.data_dir)
+    session = "chat-42" if form == "raw" else ids["chat-42"]
+    summarized = _turngraph(["summarize", session, "--last", "2", "--json"])
+    assert summarized.returncode == 0, summarized.stderr[-2000:]
+    assert json.loads(summarized.stdout)["session_id"] == ids["chat-42"]
+    assert _turngraph(["graph", "export", "--scope", "session", session]).stdout.count("mypy")
+    forgotten = _turngraph(["forget", "--scope", "session", session, "--yes"])
+    assert forgotten.returncode == 0, forgotten.stderr[-2000:]
+    left = _turngraph(["graph", "export", "--scope", "session", ids["chat-42"]])
+    assert left.returncode == 0 and "mypy" not in left.stdout  # that session is gone

@@ -397,3 +397,14 @@ def test_every_reply_matches_its_reply_model(bridge: Bridge) -> None:
     for op, line in lines.items():
         reply = bridge.handle_line(line)
         TypeAdapter(REPLY_MODELS[op][0] | REPLY_MODELS[op][1]).validate_python(reply)
+
+
+def test_recall_takes_a_scope_id_as_it_is(bridge: Bridge) -> None:
+    workspace = bridge.hasher.workspace("/work/proj")
+    user = bridge.hasher.user("alice")
+    line = {"op": "recall", "query": "queue?", "workspace": workspace, "user": user}
+    assert bridge.handle_line(json.dumps(line))["success"] is True
+    recaller = bridge._recaller
+    assert isinstance(recaller, FakeRecaller)
+    assert recaller.calls[0][1]["workspace"] == workspace
+    assert recaller.calls[0][1]["user"] == user

@@ -228,3 +228,18 @@ def test_invalid_requests_name_the_field(
 ) -> None:
     reply = _ask(bridge, op, **fields)
     assert reply["error_code"] == "INVALID_REQUEST" and field in reply["user_message"]
+
+
+@pytest.mark.parametrize("given", ["raw", "id"])
+def test_recap_and_summarize_take_a_raw_key_or_its_id_alike(
+    bridge: Bridge, distill: FakeDistill, given: str
+) -> None:
+    """The one rule for scope keys (as ``turngraph scopes`` lists ids): an MCP client that
+    passes ``s_…`` gets that session, not the hash of its id."""
+    session, workspace = bridge.hasher.session("chat-1"), bridge.hasher.workspace("/work/proj")
+    keys = {"raw": ("chat-1", "/work/proj"), "id": (session, workspace)}[given]
+    _ask(bridge, "recap", workspace=keys[1], session_id=keys[0])
+    _ask(bridge, "summarize", session_id=keys[0], last_n=3)
+    (_, (recapped, _), options), (_, (summarized, _), _) = distill.calls
+    assert recapped == summarized == session
+    assert options["workspace"] == workspace

@@ -1,7 +1,7 @@
 """``turngraph recap SESSION``, ``turngraph summarize SESSION``, ``turngraph compact``:
 distilled memory from the command line, computed in this process from the graph (no
-maintenance worker needed). SESSION is the stored (hashed) key, as ``turngraph graph
-show`` takes it; ``--raw`` hashes a raw key with this installation's salt first."""
+maintenance worker needed). SESSION and ``--workspace`` take a raw key (the editor's chat
+id, the folder) or its id as ``turngraph scopes`` lists it, like every command."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from turngraph.app import build_distiller
 from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
 from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.scopes import Scope
+from turngraph.scope_keys import scope_id
 from turngraph.schemas.summaries import render_decision_record, render_summary
 from turngraph.settings import Settings
 from turngraph.workers.maintenance.compaction import compact_due, compact_topic
@@ -20,9 +22,7 @@ from turngraph.workers.maintenance.summaries import summarize_last_turns
 
 
 def _session(args: argparse.Namespace, settings: Settings) -> str:
-    if args.raw:
-        return ScopeHasher.for_data_dir(settings.data_dir).session(args.session)
-    return str(args.session)
+    return scope_id(ScopeHasher.for_data_dir(settings.data_dir), Scope.SESSION, args.session)
 
 
 def run_recap(args: argparse.Namespace) -> int:
@@ -62,7 +62,9 @@ def run_compact(args: argparse.Namespace) -> int:
             if not args.workspace:
                 print("--topic needs --workspace")
                 return 2
-            record = compact_topic(distiller, args.workspace, args.topic)
+            hasher = ScopeHasher.for_data_dir(settings.data_dir)
+            workspace = scope_id(hasher, Scope.WORKSPACE, args.workspace)
+            record = compact_topic(distiller, workspace, args.topic)
             records = [record] if record else []
         else:
             records = compact_due(distiller)
@@ -77,10 +79,12 @@ def run_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+SESSION_HELP = "the session: its raw key (the editor's chat id) or its id (s_...)"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     recap = subparsers.add_parser("recap", help="a budgeted recap of a session")
-    recap.add_argument("session", help="the session's stored (hashed) key")
-    recap.add_argument("--raw", action="store_true", help="hash a raw session key first")
+    recap.add_argument("session", help=SESSION_HELP)
     recap.add_argument("--budget", type=int, default=None, help="token budget (default 1000)")
     recap.add_argument("--store", action="store_true", help="also keep it as the recap memory")
     recap.add_argument("--json", action="store_true", help="print the SessionRecap as JSON")
@@ -89,16 +93,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     summarize = subparsers.add_parser(
         "summarize", help="summarize and store the last N turns of a session"
     )
-    summarize.add_argument("session", help="the session's stored (hashed) key")
+    summarize.add_argument("session", help=SESSION_HELP)
     summarize.add_argument("--last", type=int, default=10, help="how many turns (default 10)")
-    summarize.add_argument("--raw", action="store_true", help="hash a raw session key first")
     summarize.add_argument("--json", action="store_true", help="print the summary as JSON")
     summarize.set_defaults(handler=run_summarize)
 
     compact = subparsers.add_parser(
         "compact", help="merge summaries into decision records (due topics, or one topic)"
     )
-    compact.add_argument("--workspace", help="the workspace's stored (hashed) key")
+    compact.add_argument(
+        "--workspace", help="the workspace: its folder (e.g. .) or its id (w_...), with --topic"
+    )
     compact.add_argument("--topic", help="a topic id (with --workspace): compact it now")
     compact.add_argument("--json", action="store_true", help="print the records as JSON lines")
     compact.set_defaults(handler=run_compact)
