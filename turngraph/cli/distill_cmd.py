@@ -13,8 +13,8 @@ from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.scopes import Scope
-from turngraph.scope_keys import scope_id
 from turngraph.schemas.summaries import render_decision_record, render_summary
+from turngraph.scope_keys import scope_id
 from turngraph.settings import Settings
 from turngraph.workers.maintenance.compaction import compact_due, compact_topic
 from turngraph.workers.maintenance.recaps import recap_session
