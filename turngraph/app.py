@@ -92,22 +92,24 @@ def build_extractor(
         cooldown_s=settings.llm_fallback_cooldown_s,
         budget_s=settings.llm_batch_budget,
         endpoint=endpoint,
-        **llm_request_options(settings),
+        **llm_request_options(settings, endpoint),
     )
 
 
-def llm_request_options(settings: Settings) -> dict[str, Any]:
-    """What extraction requests look like under ``settings`` (both passes)."""
+def llm_request_options(settings: Settings, endpoint: LLMEndpoint | None = None) -> dict[str, Any]:
+    """What extraction requests look like under ``settings`` (both passes); without
+    ``LLM_CONTEXT_TOKENS``, the context the server reports (llama.cpp) where it does."""
     from turngraph.workers.extraction.endpoint import OutputMode
     from turngraph.workers.extraction.llm_calls import DEFAULT_BATCH_MAX_CHARS
 
-    small = settings.llm_context_tokens is not None and (
-        settings.llm_context_tokens <= SMALL_CONTEXT_TOKENS
-    )
+    context = settings.llm_context_tokens
+    if context is None and endpoint is not None:
+        context = endpoint.reported_context_tokens()
+    small = context is not None and context <= SMALL_CONTEXT_TOKENS
     max_chars = DEFAULT_BATCH_MAX_CHARS
-    if settings.llm_context_tokens is not None:
+    if context is not None:
         # ~3 characters a token; the prompt's instructions take about 1,500 tokens
-        room = settings.llm_context_tokens - (settings.llm_max_output_tokens or 0) - 1_500
+        room = context - (settings.llm_max_output_tokens or 0) - 1_500
         max_chars = max(1_000, min(max_chars, room * 3))
     return {
         "max_output_tokens": settings.llm_max_output_tokens,
@@ -247,7 +249,7 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         stats=ExtractionStats(mirror=SharedCounts(clients.redis, "reextract")),
         cooldown_s=settings.llm_fallback_cooldown_s,
         endpoint=clients.llm_endpoint,
-        **llm_request_options(settings),
+        **llm_request_options(settings, clients.llm_endpoint),
     )
     return Reextractor(
         extractor=extractor,

@@ -118,7 +118,8 @@ class Settings(BaseSettings):
     """Turns per extraction call (fewer for a model with a small context)."""
     llm_context_tokens: int | None = Field(default=None, ge=512)
     """The model's context window, when small: at 8192 or less the short system prompt is
-    used and a call's turns are cut to fit (``n_ctx`` of llama.cpp, ``num_ctx`` of Ollama)."""
+    used and a call's turns are cut to fit (``n_ctx`` of llama.cpp, ``num_ctx`` of Ollama).
+    Unset: what the server reports (llama.cpp's ``/props``), where it does."""
     llm_summary_max_output_tokens: int = Field(default=1024, ge=64)
     """Output cap of a summary call (the prompt asks for about 400 tokens)."""
     llm_reextract_budget_s: float = Field(default=240.0, gt=0)

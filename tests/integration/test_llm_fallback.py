@@ -270,3 +270,28 @@ def test_doctor_names_settings_that_cannot_fit(settings: Settings) -> None:
     )
     check = check_llm(configured)
     assert check.status.value == "fail" and "TURNGRAPH_LLM_BATCH_BUDGET_S=110" in check.detail
+
+
+def test_a_small_context_the_server_reports_gets_short_requests(settings: Settings) -> None:
+    """llama.cpp reports its context (``/props``): at 4096 tokens the short system prompt
+    and fewer characters per call, as ``TURNGRAPH_LLM_CONTEXT_TOKENS=4096`` would give."""
+    from turngraph.app import build_extractor
+    from turngraph.clients import build_llm
+    from turngraph.workers.extraction.llm import LLMExtractor
+
+    with FakeOpenAI(n_ctx=4096) as server:
+        configured = settings.model_copy(
+            update={"llm_base_url": server.base_url, "llm_max_output_tokens": 1024}
+        )
+        client, endpoint = build_llm(configured)
+        try:
+            reported = build_extractor(configured, client, endpoint=endpoint)
+        finally:
+            client.close()
+    told = build_extractor(
+        settings.model_copy(update={"llm_context_tokens": 4096, "llm_max_output_tokens": 1024}),
+        client,
+    )
+    assert isinstance(reported, LLMExtractor) and isinstance(told, LLMExtractor)
+    assert reported.short_prompt and told.short_prompt
+    assert reported.batch_max_chars == told.batch_max_chars == (4096 - 1024 - 1500) * 3

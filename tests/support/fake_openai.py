@@ -140,6 +140,7 @@ class FakeOpenAI:
         drop_system: bool = False,
         read_s: float = 0.0,
         echo: bool = False,
+        n_ctx: int | None = None,
     ) -> None:
         self.refuse_formats = refuse_formats
         """``response_format`` types refused (``"json_schema"``, ``"json_object"``)."""
@@ -147,6 +148,8 @@ class FakeOpenAI:
         """400 (vLLM's wording) or 500 (llama-cpp-python's pydantic ``literal_error``)."""
         self.drop_system = drop_system
         """Read no system message (a chat template without a system role)."""
+        self.n_ctx = n_ctx
+        """Served as llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``)."""
         self.echo = echo
         """With nothing scripted, answer :attr:`Reply.echo` replies instead of a 500."""
         self.read_s = read_s
@@ -217,6 +220,13 @@ class FakeOpenAI:
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/props" and server.n_ctx is not None:
+                    props = {"default_generation_settings": {"n_ctx": server.n_ctx}}
+                    self._send(200, props, {})
+                else:
+                    self._send(404, {"error": {"message": "no such route"}}, {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

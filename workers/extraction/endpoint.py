@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -152,6 +153,22 @@ class LLMEndpoint:
     def timeout_s(self) -> float:
         timeout = self.client.timeout
         return float(timeout) if isinstance(timeout, int | float) else 600.0
+
+    def reported_context_tokens(self, timeout_s: float = 2.0) -> int | None:
+        """The context window the server reports, where it reports one (llama.cpp's
+        ``GET /props``: ``default_generation_settings.n_ctx``); None otherwise."""
+        base = str(self.client.base_url).rstrip("/")
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        try:
+            with urllib.request.urlopen(f"{root}/props", timeout=timeout_s) as response:
+                props = json.loads(response.read(65_536))
+        except (OSError, ValueError):
+            return None
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        n_ctx = (settings or {}).get("n_ctx") if isinstance(settings, dict) else None
+        if n_ctx is None and isinstance(props, dict):
+            n_ctx = props.get("n_ctx")
+        return int(n_ctx) if isinstance(n_ctx, int) and n_ctx > 0 else None
 
     def request_limits(self, remaining_s: float) -> tuple[float, int]:
         """Timeout and retries of one request with ``remaining_s`` left of a budget: the
