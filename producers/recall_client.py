@@ -19,7 +19,13 @@ from turngraph.schemas.recall import (
     RecallResponse,
     ScopeName,
 )
-from turngraph.schemas.tenants import recall_reply_prefix, recall_requests_key
+from turngraph.schemas.shards import (
+    NO_REPLICA,
+    request_shard,
+    shard_alive_key,
+    shard_requests_key,
+)
+from turngraph.schemas.tenants import qualify, recall_reply_prefix, recall_requests_key
 from turngraph.schemas.validation import invalid_fields
 
 log = structlog.get_logger(__name__)
@@ -44,17 +50,29 @@ class RecallClient:
         requests_key: str = RECALL_REQUESTS,
         reply_prefix: str = RECALL_REPLY_PREFIX,
         deadline_ms: int = DEFAULT_DEADLINE_MS,
+        shards: int = 1,
+        tenant: str | None = None,
     ) -> None:
         """``conn`` should have a socket timeout at least as long as ``deadline_ms``;
-        per-request reply keys are ``reply_prefix`` plus the request id."""
+        per-request reply keys are ``reply_prefix`` plus the request id. ``shards``: the
+        deployment's recall shard count (``TURNGRAPH_RECALL_SHARDS``; docs/scaling.md):
+        a request goes to its workspace's shard, and fails at once when no replica
+        serves that shard."""
         self._redis = conn
         self._requests_key = requests_key
         self._reply_prefix = reply_prefix
         self.deadline_ms = deadline_ms
+        self.shards = shards
+        self._tenant = tenant
 
     @classmethod
     def for_tenant(
-        cls, conn: redis.Redis, tenant: str, *, deadline_ms: int = DEFAULT_DEADLINE_MS
+        cls,
+        conn: redis.Redis,
+        tenant: str,
+        *,
+        deadline_ms: int = DEFAULT_DEADLINE_MS,
+        shards: int = 1,
     ) -> RecallClient:
         """A client on ``tenant``'s request list and reply keys (``conn`` carries the
         tenant's credential); the recall worker answers from that tenant's scopes only."""
@@ -63,7 +81,17 @@ class RecallClient:
             requests_key=recall_requests_key(tenant),
             reply_prefix=recall_reply_prefix(tenant),
             deadline_ms=deadline_ms,
+            shards=shards,
+            tenant=tenant,
         )
+
+    def _shard(self, request: RecallRequest) -> int:
+        """The request's shard, from its scope keys as the replicas store them."""
+        workspace, user = request.workspace, request.user
+        if self._tenant is not None:
+            workspace = qualify(self._tenant, workspace) if workspace else None
+            user = qualify(self._tenant, user) if user else None
+        return request_shard(workspace, user, self.shards)
 
     def recall(
         self,
@@ -117,10 +145,23 @@ class RecallClient:
         started = time.monotonic()
         request = request.model_copy(update={"sent_at_ms": int(time.time() * 1000)})
         budget_s = request.deadline_ms / 1000
+        shard = self._shard(request)
+        requests_key = shard_requests_key(self._requests_key, shard, self.shards)
         try:
+            if self.shards > 1 and not self._redis.zcount(
+                shard_alive_key(shard), int(time.time() * 1000), "+inf"
+            ):
+                log.warning("recall_shard_unavailable", request_id=request.request_id, shard=shard)
+                return RecallResponse.failure(
+                    request.request_id,
+                    ErrorCode.BACKEND_UNAVAILABLE,
+                    f"no recall replica serves shard {shard} right now",
+                    "start a recall replica for that shard (TURNGRAPH_RECALL_REPLICA_SHARDS)",
+                    degraded=[NO_REPLICA],
+                )
             with self._redis.pipeline(transaction=False) as pipe:
-                pipe.rpush(self._requests_key, request.model_dump_json())
-                pipe.expire(self._requests_key, REQUEST_TTL_S)
+                pipe.rpush(requests_key, request.model_dump_json())
+                pipe.expire(requests_key, REQUEST_TTL_S)
                 pipe.execute()
             remaining = budget_s - (time.monotonic() - started)
             popped = (

@@ -47,13 +47,15 @@ PRODUCER_COMMANDS: tuple[str, ...] = (
     "hgetall",
     "expire",
     "blpop",
+    "zcount",
     "ping",
     "client|setinfo",
     "client|setname",
 )
 """Everything a tenant's producer runs: the inbox function (``FCALL``; inside it ``LLEN``,
 ``RPUSH``, ``LPOP``, ``HINCRBY``, ``LPUSH``, ``LTRIM``), the stats read (``HGETALL``,
-``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``), and redis-py's connection set-up.
+``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``; ``ZCOUNT`` of the shards' replica
+claims, read-only, when recall is sharded), and redis-py's connection set-up.
 Nothing that runs code the caller supplies (``EVAL*``, ``SCRIPT``, ``FUNCTION LOAD``): a
 busy loop of a tenant would stop Redis for everyone (issue 26). Functions run with the
 caller's permissions (no "security definer"), so a producer that bypasses the function can

@@ -373,4 +373,5 @@ def build_recall_worker(
         requests_key=clients.settings.recall_requests_key,
         changes_stream=clients.settings.changes_stream,
         reply_ttl_s=clients.settings.recall_reply_ttl_s,
+        shards=clients.settings.recall_shard_set(),
     )

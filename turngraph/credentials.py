@@ -23,6 +23,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import redis
 
 from turngraph.producers.tenant_inbox import load_inbox_function
+from turngraph.schemas.shards import SHARD_ALIVE_PREFIX
 from turngraph.schemas.tenants import (
     PRODUCER_COMMANDS,
     TENANTS_KEY,
@@ -66,6 +67,7 @@ def acl_rules(tenant: str, secret: str) -> list[str]:
         "on",
         f"#{digest}",
         f"~{tenant_prefix(tenant)}*",
+        f"%R~{SHARD_ALIVE_PREFIX}*",  # which recall shards have a replica (no tenant data)
         "resetchannels",
         "-@all",
         *(f"+{command}" for command in PRODUCER_COMMANDS),

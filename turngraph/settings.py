@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from turngraph.schemas import defaults, keys
 from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.shards import ShardSet, parse_shard_list
 
 __all__ = ["DropPolicy", "LogFormat", "Settings", "default_data_dir"]
 
@@ -142,6 +143,15 @@ class Settings(BaseSettings):
     recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
     recall_lag_degraded_s: float = Field(default=defaults.RECALL_LAG_DEGRADED_S, gt=0)
     """A recall replica this far behind the change stream flags ``change_stream_lag``."""
+    recall_shards: int = Field(default=1, ge=1, le=4096)
+    """Shards the recall index is split into (docs/scaling.md); replicas and every client
+    must agree. 1: unsharded."""
+    recall_replica_shards: str | None = None
+    """The shards this recall replica serves, e.g. ``0,2``. Unset: the one its
+    ``recall_replica_ordinal`` gives, else every shard."""
+    recall_replica_ordinal: int | None = Field(default=None, ge=0)
+    """The replica's index in its deployment (a StatefulSet's pod index): it serves shard
+    ``ordinal % recall_shards``."""
 
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     """Prometheus endpoint of this process (``/metrics``); unset: none. Each process needs
@@ -204,6 +214,15 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip().lower() in ("", "none", "off"):
             return None
         return value
+
+    def recall_shard_set(self) -> ShardSet:
+        """The shards this recall replica serves (``ShardConfigError`` names the setting)."""
+        owned = (
+            parse_shard_list(self.recall_replica_shards)
+            if self.recall_replica_shards is not None and self.recall_replica_shards.strip()
+            else None
+        )
+        return ShardSet.of(self.recall_shards, owned, self.recall_replica_ordinal)
 
     @field_validator(*URL_SCHEMES, mode="before")
     @classmethod

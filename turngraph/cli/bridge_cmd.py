@@ -124,13 +124,17 @@ def build_bridge(
         )
         recaller = (
             RecallClient.for_tenant(
-                recall_conn, tenant, deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS
+                recall_conn,
+                tenant,
+                deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS,
+                shards=settings.recall_shards,
             )
             if (tenant := settings.tenant)
             else RecallClient(
                 recall_conn,
                 requests_key=settings.recall_requests_key,
                 deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS,
+                shards=settings.recall_shards,
             )
         )
         queue_conn = publisher.queue.conn

@@ -184,8 +184,10 @@ def _runner(settings: Any, state: HookState, editor: str, started: float) -> Any
 
         conn = connection(settings.hook_deadline_ms * 4 / 1000 + RECALL_SOCKET_SLACK_S)
         if settings.tenant:
-            return RecallClient.for_tenant(conn, settings.tenant)
-        return RecallClient(conn, requests_key=settings.recall_requests_key)
+            return RecallClient.for_tenant(conn, settings.tenant, shards=settings.recall_shards)
+        return RecallClient(
+            conn, requests_key=settings.recall_requests_key, shards=settings.recall_shards
+        )
 
     def distiller() -> Any:
         if url is None:

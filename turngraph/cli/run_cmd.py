@@ -111,7 +111,12 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
         ):
             print(f"the recall worker was not ready within {DEMO_TIMEOUT_S:.0f}s")
             return False
-        client = RecallClient(conn, requests_key=settings.recall_requests_key, deadline_ms=2_000)
+        client = RecallClient(
+            conn,
+            requests_key=settings.recall_requests_key,
+            deadline_ms=2_000,
+            shards=settings.recall_shards,
+        )
         response = demo.ask_until_found(client, scopes, DEMO_TIMEOUT_S)
         print(demo.render(response))
         return bool(response.results)

@@ -6,9 +6,11 @@ index's own compact form of one memory, with entity names normalised to index ke
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from turngraph.schemas.changes import MemoryKind, MemoryRecord
@@ -20,6 +22,12 @@ from turngraph.workers.recall.text import entity_key
 __all__ = ["Memory", "MemoryKind", "MemoryScope", "normalise_entities"]
 
 MemoryScope = Literal["session", "workspace", "user"]
+
+_SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
+"""Fields whose few distinct values many memories repeat: interned."""
+
+_NO_EXTRA: Mapping[str, str] = MappingProxyType({})
+"""The one empty ``extra`` every memory without one shares."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,19 @@ class Memory:
     def __post_init__(self) -> None:
         # Index keys must match query n-grams, whichever constructor the caller used.
         object.__setattr__(self, "entities", normalise_entities(self.entities))
+        # One string per distinct scope key, status or speaker (each memory parsed from
+        # JSON brought its own copies: ~250 bytes a memory, docs/recall.md).
+        for name in _SHARED_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, sys.intern(value))
+        extra = self.extra
+        if not extra:
+            object.__setattr__(self, "extra", _NO_EXTRA)
+        elif isinstance(extra, dict):
+            extra.update(
+                (key, sys.intern(value)) for key, value in extra.items() if type(value) is str
+            )
         if not self.id or not self.text.strip():
             raise InvalidPayloadError("memory needs an id and a non-empty text")
         if not self.source_event_ids:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import redis
@@ -48,6 +48,9 @@ class ReplicaHeartbeat:
     memories: int
     at: float
     """Unix time of the heartbeat."""
+    shards: list[int] = field(default_factory=lambda: [0])
+    """The shards the replica serves (``schemas/shards.py``)."""
+    shard_count: int = 1
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -105,6 +108,8 @@ def read_heartbeats(conn: redis.Redis) -> list[ReplicaHeartbeat]:
                     lag_s=float(data["lag_s"]),
                     memories=int(data["memories"]),
                     at=float(data["at"]),
+                    shards=[int(x) for x in data.get("shards", [0])],
+                    shard_count=int(data.get("shard_count", 1)),
                 )
             )
         except (ValueError, KeyError, TypeError):

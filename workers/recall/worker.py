@@ -37,6 +37,7 @@ from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
 from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX
 from turngraph.schemas.recall import ErrorCode, RecallRequest, RecallResponse
+from turngraph.schemas.shards import SHARDED_REQUESTS_SUFFIX, ShardSet
 from turngraph.schemas.tenants import tenant_of_key
 from turngraph.schemas.validation import invalid_fields
 from turngraph.workers.embeddings.protocol import Embedder
@@ -60,6 +61,13 @@ from turngraph.workers.recall.replica import (
     stream_lag_s,
 )
 from turngraph.workers.recall.search import search
+from turngraph.workers.recall.sharding import (
+    claim_shards,
+    held_upsert,
+    holds_memory,
+    shard_request_keys,
+    withdraw_claims,
+)
 from turngraph.workers.recall.tenancy import (
     ReplyKeys,
     foreign_scope_fields,
@@ -107,6 +115,10 @@ class RecallCounters:
     malformed: int = 0
     refused_reply_to: int = 0
     refused_scope: int = 0
+    refused_shard: int = 0
+    """Requests for a partition outside the replica's shards (clients disagree on the count)."""
+    changes_skipped: int = 0
+    """Change-stream upserts of partitions outside the replica's shards."""
     changes_applied: int = 0
     bad_changes: int = 0
     bootstrap_failures: int = 0
@@ -134,8 +146,11 @@ class RecallWorker:
         latency_observer: LatencyObserver | None = None,
         graph_probe: GraphProbe | None = None,
         name: str | None = None,
+        shards: ShardSet | None = None,
     ) -> None:
         self._redis = redis_client
+        self.shards = shards if shards is not None else ShardSet.every()
+        """The shards this replica serves (every one when unsharded)."""
         self._store = store
         self._vectors = vectors
         self._reply_keys = ReplyKeys(reply_prefix)
@@ -168,7 +183,7 @@ class RecallWorker:
         """Load the graph, then catch up from the change stream position noted first
         (synchronously; :meth:`run` does it in the background when not done yet)."""
         self._last_change_id = self._stream_end()
-        loaded = self.index.add_many(all_memories(self._store), self._stored_vectors())
+        loaded = self.index.add_many(self._held_memories(), self._stored_vectors())
         self._graph_ok_at = time.monotonic()
         self.bootstrapped = True
         self.apply_pending_changes(block_ms=None)
@@ -179,12 +194,20 @@ class RecallWorker:
         last: Any = self._redis.xrevrange(self._changes_stream, count=1)
         return last[0][0].decode() if last else "0-0"
 
-    def _stored_vectors(self) -> dict[str, Vector] | None:
-        """The vectors the ingest workers stored for this replica's model, if any."""
+    def _held_memories(self) -> list[Memory]:
+        """The graph's memories of this replica's shards."""
+        return [m for m in all_memories(self._store) if holds_memory(self.shards, m)]
+
+    def _stored_vectors(self, held: set[str] | None = None) -> dict[str, Vector] | None:
+        """The vectors the ingest workers stored for this replica's model, if any (of
+        the ``held`` memories only, when sharded)."""
         semantic = self.index.semantic
         if semantic is None or self._vectors is None:
             return None
-        return stored_vectors(self._vectors, semantic.model)
+        found = stored_vectors(self._vectors, semantic.model)
+        if held is not None and self.shards.sharded:
+            return {key: vector for key, vector in found.items() if key in held}
+        return found
 
     def _load_graph(self, noted: str) -> None:
         """Background: read every memory from the graph, retrying while it is down, and
@@ -193,8 +216,8 @@ class RecallWorker:
             if self._stop.is_set():
                 return
             try:
-                memories = list(all_memories(self._store))
-                stored = self._stored_vectors()
+                memories = self._held_memories()
+                stored = self._stored_vectors({m.id for m in memories})
             except Exception as exc:  # the graph down or restarting: try again later
                 self.counters.bootstrap_failures += 1
                 delay = BOOTSTRAP_BACKOFF_S[min(attempt, len(BOOTSTRAP_BACKOFF_S) - 1)]
@@ -229,7 +252,11 @@ class RecallWorker:
             for entry_id, fields in entries:
                 self._last_change_id = entry_id.decode()
                 try:
-                    self.index.apply(decode_change(fields))
+                    change = decode_change(fields)
+                    if not held_upsert(self.shards, change):
+                        self.counters.changes_skipped += 1
+                        continue
+                    self.index.apply(change)
                     applied += 1
                 except InvalidPayloadError:
                     self.counters.bad_changes += 1
@@ -300,6 +327,8 @@ class RecallWorker:
             if foreign:
                 return self._refuse_scope(request, tenant, foreign)
             request = qualified(request, tenant)
+        if not self.shards.answers(request.workspace, request.user):
+            return self._refuse_shard(request)
         started = time.perf_counter()
         response = search(self.index, request)
         if tenant is not None:
@@ -328,6 +357,21 @@ class RecallWorker:
             "name your own scope keys; the t-<tenant>- form is reserved",
         )
         self._reply(request.reply_to, response)
+        return response
+
+    def _refuse_shard(self, request: RecallRequest) -> RecallResponse | None:
+        """A request on this replica's list for another shard's partition: the client
+        routes with another shard count. An error, never an answer from missing data."""
+        self.counters.refused_shard += 1
+        log.warning("recall_request_refused", reason="partition of another shard")
+        response = RecallResponse.failure(
+            request.request_id,
+            ErrorCode.INVALID_REQUEST,
+            "recall request sent to a shard that does not hold its workspace",
+            "give clients and recall replicas the same TURNGRAPH_RECALL_SHARDS",
+        )
+        if request.reply_to:
+            self._reply(request.reply_to, response)
         return response
 
     def replies_allowed_to(self, reply_to: object, tenant: str | None = None) -> bool:
@@ -374,8 +418,11 @@ class RecallWorker:
             lag_s=round(self.lag_s, 3),
             memories=len(self.index),
             at=time.time(),
+            shards=sorted(self.shards.owned),
+            shard_count=self.shards.count,
         )
         publish_heartbeat(self._redis, beat)
+        claim_shards(self._redis, self.shards, self.name)
         return beat
 
     def _beat(self) -> None:
@@ -398,14 +445,17 @@ class RecallWorker:
         if now - self._tenants_read_at >= TENANTS_REFRESH_S:
             self._tenant_requests = tenant_request_keys(self._redis)
             self._tenants_read_at = now
-        return [self._requests_key, *self._tenant_requests]
+        return shard_request_keys(self.shards, [self._requests_key, *self._tenant_requests])
 
     def serve_once(self, timeout_s: float = POP_TIMEOUT_S) -> bool:
         popped: Any = self._redis.blpop(self.request_keys(), timeout=timeout_s)
         if popped is None:
             return False
         key = popped[0].decode()
-        self.handle(popped[1], None if key == self._requests_key else tenant_of_key(key))
+        operators = key == self._requests_key or key.startswith(
+            self._requests_key + SHARDED_REQUESTS_SUFFIX
+        )
+        self.handle(popped[1], None if operators else tenant_of_key(key))
         return True
 
     def run(self) -> None:
@@ -441,6 +491,7 @@ class RecallWorker:
             self._tail.join(timeout=TAIL_BLOCK_MS / 1000 + 5)
             beat.join(timeout=HEARTBEAT_EVERY_S + 5)
             with contextlib.suppress(redis.RedisError):  # else the key expires on its own
+                withdraw_claims(self._redis, self.shards, self.name)
                 self._redis.delete(heartbeat_key(self.name))
             log.info("recall_worker_stopped", replica=self.name)
 

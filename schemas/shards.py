@@ -1,0 +1,121 @@
+"""Recall shards: which replica holds which memories, and where a request goes (issue 24).
+
+The index's partitions (docs/recall.md) map to a fixed number of shards by a stable hash:
+a **workspace** partition to ``shard_of(workspace)``; a request to the shard of its
+workspace (or, with none, of its user). **User** partitions (memories promoted to user
+level: few, and read by any request of that user) are held by every shard, so a request
+answered by its workspace's shard still sees its user's memories.
+
+Replicas and clients must agree on the count (``TURNGRAPH_RECALL_SHARDS``); with 1 (the
+default) nothing is sharded and the request lists are the unsharded ones. Keys are the
+stored (tenant-qualified) form: a tenant's client qualifies before routing.
+
+Each replica says which shards it serves in a sorted set per shard
+(:func:`shard_alive_key`: member the replica, score the time its claim runs out), so a
+client sees at once when no replica serves a shard and answers ``degraded`` instead of
+waiting for the deadline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from turngraph.schemas.errors import ConfigurationError
+
+SHARD_ALIVE_PREFIX = "turngraph:recall:shard-alive:"
+"""Sorted set per shard of the replicas serving it, scored by claim expiry (unix ms)."""
+
+SHARD_ALIVE_TTL_S = 3.0
+"""A replica's claim on its shards runs out this long after its last heartbeat."""
+
+SHARDED_REQUESTS_SUFFIX = ":shard:"
+"""A shard's request list is the unsharded list's key plus this and the shard number."""
+
+NO_REPLICA = "shard_unavailable"
+"""``degraded`` flag: no live replica serves the request's shard."""
+
+
+class ShardConfigError(ConfigurationError, ValueError):
+    """A shard count or shard list that cannot work (names what to change)."""
+
+
+def shard_of(key: str, shards: int) -> int:
+    """The shard of a partition key (stable across processes, hosts and releases)."""
+    if shards <= 1:
+        return 0
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def request_shard(workspace: str | None, user: str | None, shards: int) -> int:
+    """The shard answering a request: its workspace's, else its user's."""
+    return shard_of(workspace or user or "", shards)
+
+
+def shard_requests_key(requests_key: str, shard: int, shards: int) -> str:
+    """The request list of one shard (the unsharded list itself when ``shards`` is 1)."""
+    return requests_key if shards <= 1 else f"{requests_key}{SHARDED_REQUESTS_SUFFIX}{shard}"
+
+
+def shard_alive_key(shard: int) -> str:
+    return f"{SHARD_ALIVE_PREFIX}{shard}"
+
+
+@dataclass(frozen=True)
+class ShardSet:
+    """The shards one replica serves, out of ``count``."""
+
+    count: int
+    owned: frozenset[int]
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ShardConfigError("TURNGRAPH_RECALL_SHARDS: expected 1 or more")
+        outside = sorted(s for s in self.owned if not 0 <= s < self.count)
+        if outside or not self.owned:
+            raise ShardConfigError(
+                f"TURNGRAPH_RECALL_REPLICA_SHARDS: expected shards in 0..{self.count - 1}"
+            )
+
+    @classmethod
+    def every(cls, count: int = 1) -> ShardSet:
+        return cls(count, frozenset(range(max(count, 1))))
+
+    @classmethod
+    def of(cls, count: int, owned: Iterable[int] | None, ordinal: int | None) -> ShardSet:
+        """The listed shards; else the one a deployment's ordinal gives (a StatefulSet's
+        pod index: ``ordinal % count``, so replicas ``count`` apart serve the same
+        shard); else every shard."""
+        if owned is not None:
+            return cls(count, frozenset(owned))
+        if ordinal is not None:
+            return cls(count, frozenset({ordinal % count}))
+        return cls.every(count)
+
+    @property
+    def sharded(self) -> bool:
+        return self.count > 1
+
+    def holds(self, kind: str, key: str | None) -> bool:
+        """Whether this replica keeps a partition (``kind`` workspace or user)."""
+        if kind == "user" or not self.sharded:
+            return True
+        return shard_of(key or "", self.count) in self.owned
+
+    def answers(self, workspace: str | None, user: str | None) -> bool:
+        return not self.sharded or request_shard(workspace, user, self.count) in self.owned
+
+
+def parse_shard_list(text: str) -> tuple[int, ...]:
+    """``"0,2"`` -> ``(0, 2)``; a clear error for anything else."""
+    try:
+        shards = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ShardConfigError(
+            "TURNGRAPH_RECALL_REPLICA_SHARDS: expected shard numbers separated by commas"
+        ) from None
+    if not shards:
+        raise ShardConfigError("TURNGRAPH_RECALL_REPLICA_SHARDS: expected at least one shard")
+    return shards
