@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import openai
+import pytest
 
 from turngraph.app import build_extractor
 from turngraph.schemas.ontology import ONTOLOGY
@@ -75,3 +76,16 @@ def test_reask_works_on_a_copy_of_the_messages() -> None:
     assert messages == before and len(messages) == 2
     assert again[:2] == before and again[0] is not messages[0]
     assert [m["role"] for m in again[2:]] == ["assistant", "user"]
+
+
+def test_a_worker_whose_llm_budget_cannot_fit_the_job_timeout_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from turngraph.cli import main
+
+    monkeypatch.setenv("TURNGRAPH_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("TURNGRAPH_JOB_TIMEOUT_S", "60")
+    monkeypatch.setenv("TURNGRAPH_LLM_BATCH_BUDGET_S", "50")
+    assert main(["worker", "ingest"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "TURNGRAPH_LLM_BATCH_BUDGET_S=50" in line and "TURNGRAPH_JOB_TIMEOUT_S=60" in line

@@ -165,10 +165,10 @@ def run_worker(args: argparse.Namespace) -> int:
     they hold (a second signal hands an ingest batch back at once), recall finishes the
     request it is answering; then metrics, gateway and clients are closed."""
     settings = Settings()
-    configure_logging(settings)
     if settings.llm_configured and (problem := settings.llm_settings_problem()):
         print(f"turngraph worker: {problem}", file=sys.stderr)
         return 2
+    configure_logging(settings)
     stop_on_signals()  # while setting up; RQ's work() installs its own for SIGTERM/SIGINT
     try:
         clients = build_clients(settings)
