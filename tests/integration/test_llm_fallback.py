@@ -110,8 +110,9 @@ def test_too_long_prompt_is_not_mistaken_for_a_refused_format(fake: FakeOpenAI) 
         [error(500)],
         [malformed(), malformed()],
         [fenced("not an object"), Reply(content="I cannot help with that.")],
+        [Reply(content=""), Reply(content="")],
     ],
-    ids=["400-in-every-mode", "500", "unreadable-twice", "prose-twice"],
+    ids=["400-in-every-mode", "500", "unreadable-twice", "prose-twice", "empty-twice"],
 )
 def test_failed_batch_falls_back_to_the_offline_rules(
     fake: FakeOpenAI, replies: list[Reply]
@@ -295,3 +296,20 @@ def test_a_small_context_the_server_reports_gets_short_requests(settings: Settin
     assert isinstance(reported, LLMExtractor) and isinstance(told, LLMExtractor)
     assert reported.short_prompt and told.short_prompt
     assert reported.batch_max_chars == told.batch_max_chars == (4096 - 1024 - 1500) * 3
+
+
+def test_a_template_dropping_the_system_message_gets_it_merged_for_extraction() -> None:
+    with FakeOpenAI(drop_system=True) as fake:
+        fake.add(answer({"turns": [E1, E2]}), answer({"turns": [E1, E2]}))
+        x = extractor(fake)
+        with capture_logs() as logs:
+            x.extract(TURNS)
+            x.extract(TURNS)
+    first, second = fake.requests
+    assert [m["role"] for m in first.messages] == ["system", "user"]
+    assert [m["role"] for m in second.messages] == ["user"]
+    merged = second.messages[0]["content"]
+    assert merged.startswith("You extract a knowledge graph") and '"event_id": "e1"' in merged
+    assert x.stats.system_prompt_dropped == 1
+    [event] = [e for e in logs if e["event"] == "llm_system_prompt_dropped"]
+    assert event["prompt_tokens"] * 6 < event["message_chars"]
