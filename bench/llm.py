@@ -95,9 +95,10 @@ def run(max_runs: int, max_minutes: float) -> int:
         stats = ExtractionStats()
         pipeline = build_pipeline(clients, stats=stats)
         queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
+        worker = build_ingest_worker(clients, pipeline)
         published = time.monotonic()
         queue.enqueue_many(turns)
-        build_ingest_worker(clients, pipeline).work(burst=True, with_scheduler=False)
+        worker.work(burst=True, with_scheduler=False)
         stored_s = time.monotonic() - published
         records, _, _ = clients.graph.execute_query(
             "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
