@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         prompt_in_process_p50_ms=round(p[names[6]][0], 1),
         prompt_in_process_p99_ms=round(prompt_p99, 1),
         prompt_injected=rows[names[2]][1], runs=args.runs, deadline_ms=DEADLINE_MS,
-        prompt_p99_within_deadline="yes" if prompt_p99 <= DEADLINE_MS else "no",
+        prompt_in_process_p99_within_deadline="yes" if prompt_p99 <= DEADLINE_MS else "no",
+        prompt_whole_p99_within_deadline="yes" if p[names[2]][1] <= DEADLINE_MS else "no",
         cold_start_over_python_pass=round(p[names[1]][0] / p[names[0]][0], 2),
     ))  # fmt: skip
     return 0
