@@ -81,6 +81,9 @@ BROKEN: dict[str, tuple[str, dict[str, Any] | None, str]] = {
     "callback": ("bad1", _hash(failure_callback_name="os.abort"), "failure_callback_name"),
     "turn_index_1e999": ("bad1", _hash(data=_payload_data(turn_index="1e999")), "turn_index"),
     "turn_index_infinity": ("bad1", _hash(data=_payload_data(turn_index="Infinity")), "turn_index"),
+    # issue 26, item 6: gaps between the dequeued and the claimed path
+    "id_3000": ("a" * 3000, _hash(), "id"),
+    "data_field_absent": ("bad1", {k: v for k, v in _hash().items() if k != "data"}, "data"),
     "occurred_at_overflow": (
         "bad1",
         _hash(data=_payload_data(occurred_at='"0001-01-01T00:30:00+05:00"')),
@@ -101,13 +104,7 @@ def _queue_with_a_broken_job(conn: redis.Redis, settings: Settings, kind: str, f
     return job_id
 
 
-CASES = [
-    (kind, position)
-    for kind in sorted(BROKEN)
-    for position in ("dequeued", "claimed")
-    # a claim rewrites the status field ("started"): a bad status only matters to RQ
-    if not (kind == "bad_status" and position == "claimed")
-]
+CASES = [(kind, position) for kind in sorted(BROKEN) for position in ("dequeued", "claimed")]
 
 
 @pytest.mark.parametrize(("kind", "position"), CASES)
@@ -197,3 +194,23 @@ def test_on_the_real_graph_a_poison_payload_among_good_ones(clients: Clients) ->
     (letter,) = dead_letters.failed_jobs(conn, settings.ingest_queue)
     assert letter.job_id == job_id and "occurred_at" in letter.field
     assert ingest_queue(clients).count == 0
+
+
+def test_ids_rq_skipped_are_dead_lettered_before_rqs_own_cleaning(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    """RQ moves an id to its intermediate list and skips it without a word when it has no
+    job hash or no data; its own cleaning then drops it silently. A long-running worker's
+    maintenance dead-letters both first, and leaves no data-less hash behind as queued."""
+    queue = settings.ingest_queue
+    intermediate = RQ_QUEUE_PREFIX + queue + ":intermediate"
+    redis_conn.hset("rq:job:nodata", mapping={k: v for k, v in _hash().items() if k != "data"})
+    redis_conn.rpush(intermediate, "nohash", "nodata")
+    worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings))
+    worker.run_maintenance_tasks()
+    letters = dead_letters.failed_jobs(redis_conn, queue)
+    assert sorted((j.job_id, j.field) for j in letters) == [("nodata", "data"), ("nohash", "job")]
+    assert redis_conn.llen(intermediate) == 0
+    assert not redis_conn.exists("rq:job:nodata")
+    worker.run_maintenance_tasks()  # exactly one dead letter each
+    assert len(dead_letters.failed_jobs(redis_conn, queue)) == 2

@@ -47,6 +47,7 @@ from turngraph.workers.ingest.envelope import (
     EnvelopeError,
     check_fields,
     check_job_data,
+    check_job_id,
     check_origin,
     read_job,
 )
@@ -159,11 +160,14 @@ class BatchingIngestWorker(StoppableWorker):
         os._exit(0)
 
     def run_maintenance_tasks(self) -> None:
-        """RQ's registry cleaning, plus requeueing claims of dead workers."""
+        """Our sweep first (RQ's cleaning drops intermediate ids without a job hash
+        silently: ours dead-letters them), then RQ's, then claims of dead workers."""
+        for queue in self.queues:
+            self._refuse_skipped(queue, None)
+            self._sweep(queue)
         super().run_maintenance_tasks()
         for queue in self.queues:
             requeue_expired_claims(self.connection, queue)
-            self._sweep(queue)
 
     def _sweep(self, queue: Queue) -> None:
         """Stale RQ entries and jobs in limbo (``claims.sweep_limbo``); an id RQ skipped for
@@ -193,10 +197,13 @@ class BatchingIngestWorker(StoppableWorker):
                 continue
             if result is None:  # burst mode, the queue ran dry: nothing left behind
                 for queue in self.queues:
+                    self._refuse_skipped(queue, None)
                     self._sweep(queue)
                 return None
             job, queue = result
+            self._refuse_skipped(queue, job.id)
             try:
+                check_job_id(job.id)
                 check_fields(self.connection.hgetall(job.key))  # type: ignore[arg-type]
                 check_job_data(job)
                 check_origin(job, queue.name)
@@ -206,6 +213,36 @@ class BatchingIngestWorker(StoppableWorker):
                 log.warning("ingest_job_refused", job_id=job.id, field=exc.field)
                 continue
             return result
+
+    def _refuse_skipped(self, queue: Queue, current: str | None) -> None:
+        """Dead-letter the ids RQ moved to its intermediate list and then skipped without a
+        word (no job hash, or a hash without ``data``): they would vanish, or come back
+        for ever as ``queued``. One pipelined read of the (short) intermediate list."""
+        conn = self.connection
+        raw: list[Any] = conn.lrange(queue.intermediate_queue_key, 0, -1)
+        ids = [i.decode("utf-8", "replace") for i in raw if i.decode("utf-8", "replace") != current]
+        if not ids:
+            return
+        with conn.pipeline(transaction=False) as pipe:
+            for job_id in ids:
+                pipe.hexists(RQ_JOB_PREFIX + job_id, "data")
+                pipe.exists(RQ_JOB_PREFIX + job_id)
+            found = pipe.execute()
+        letters = []
+        for job_id, has_data, has_hash in zip(ids, found[::2], found[1::2], strict=True):
+            if has_data:
+                continue
+            field, reason = ("data", "missing") if has_hash else ("job", "no job hash")
+            letters.append(DeadLetter(job_id, "EnvelopeError", field, reason, time.time()))
+        if not letters:
+            return
+        with conn.pipeline(transaction=True) as pipe:
+            for letter in letters:
+                pipe.lrem(queue.intermediate_queue_key, 0, letter.job_id)
+                pipe.delete(RQ_JOB_PREFIX + letter.job_id)  # a data-less hash, else nothing
+            pipe.execute()
+        dead_letters.record(conn, queue.name, letters)
+        log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(letters), field="job")
 
     def _refuse_unreadable(self, queue: Queue, job_id: str) -> None:
         """RQ could not restore the job: find the field by reading it ourselves."""

@@ -51,13 +51,17 @@ HEARTBEAT_S = 3.0
 """How often a working worker renews its claims."""
 
 _CLAIM = """
+local RQ_STATUSES = {created = true, queued = true, started = true, deferred = true,
+  scheduled = true, finished = true, failed = true, stopped = true, canceled = true}
 local ids = redis.call('LPOP', KEYS[1], tonumber(ARGV[1]))
 if not ids then return {} end
 for _, id in ipairs(ids) do
   redis.call('ZADD', KEYS[2], ARGV[2], id)
   redis.call('HSET', KEYS[3], id, ARGV[5])
-  -- never create a hash for an id that has none (a forged id): the reader refuses it
-  if redis.call('EXISTS', ARGV[4] .. id) == 1 then
+  -- never create a hash for an id that has none (a forged id), nor overwrite a status
+  -- that is not RQ's (a forged one): the reader refuses both, as on the dequeued path
+  local status = redis.call('HGET', ARGV[4] .. id, 'status')
+  if status and RQ_STATUSES[status] then
     redis.call('HSET', ARGV[4] .. id, 'status', 'started', 'started_at', ARGV[3])
   end
 end
