@@ -161,3 +161,22 @@ def test_llm_schema_is_strict() -> None:
     schema = summary_json_schema()
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == set(SummaryContent.model_fields)  # type: ignore[arg-type]
+
+
+def test_a_summary_never_lists_as_open_a_question_its_own_span_answered() -> None:
+    turns = [
+        _turn(0, "user", "Set up the bundler config for the new package please."),
+        _turn(1, "assistant", "Which bundler does the project use? Do you want source maps?"),
+        _turn(2, "user", "We use esbuild. Source maps too."),
+        _turn(3, "user", "How should we version the package?"),
+        _turn(4, "assistant", "Not sure yet. Is the registry private or public?"),
+        _turn(5, "user", "Later on: the package versioning follows the calendar, like 2026.11."),
+        _turn(6, "assistant", "Should the CI publish it on every tag?"),
+    ]
+    content = extractive_summary(turns, "bundler config")
+    open_questions = " ".join(content.open_questions)
+    assert "Which bundler" not in open_questions  # the next user turn answered it
+    assert "source maps" not in open_questions
+    assert "version the package" not in open_questions  # a later statement took it up
+    assert "Should the CI publish it on every tag?" in content.open_questions  # no reply
+    assert "Not sure yet." in content.open_questions  # an open cue, not a question

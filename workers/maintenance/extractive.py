@@ -19,6 +19,7 @@ from turngraph.workers.maintenance.text import (
     NEXT_STEP_CUES,
     OPEN_CUES,
     RATIONALE_CUES,
+    content_words,
     has_cue,
     is_question,
     sentences,
@@ -155,6 +156,52 @@ def _picked(
     return _dedup([shorten(sentence, BULLET_CHARS) for _, _, sentence in chosen])
 
 
+ANSWER_OPENERS = frozenset(
+    """
+    yes yeah yep yup no nope nah sure ok okay right correct exactly definitely probably
+    maybe we it it's its i i'd i'll let's lets use go both neither either none all only
+    just that this those the because since not
+    """.split()  # noqa: SIM905
+)
+"""First words of a statement that answers the question right before it."""
+
+
+def _replies(question_words: set[str], reply: Sequence[tuple[str, bool, set[str]]]) -> bool:
+    statements = [(s, words) for s, q, words in reply if not q]
+    if not statements:
+        return False
+    first = statements[0][0].split(maxsplit=1)[0].strip(",.:;!").lower() if statements else ""
+    return first in ANSWER_OPENERS or any(question_words & words for _, words in statements)
+
+
+def answered_questions(turns: Sequence[SessionTurn]) -> set[str]:
+    """Questions of the span that a later turn of it answered (casefolded): the next turn
+    of the other side replied with a statement, or a later statement takes up at least half
+    of the question's words. Only the rest may be listed as open."""
+    # a reply: the other side's next turn opens like an answer or takes up its words
+    prose = _prose_turns(turns)
+    said = [[(s, is_question(s), content_words(s)) for s in sentences(t.content)] for t in prose]
+    answered: set[str] = set()
+    for position, turn in enumerate(prose):
+        for sentence, question, words in said[position]:
+            if not question:
+                continue
+            reply = next(
+                (n for n in range(position + 1, len(prose)) if prose[n].role != turn.role), None
+            )
+            if reply is not None and _replies(words, said[reply]):
+                answered.add(sentence.casefold())
+                continue
+            needed = max(1, (len(words) + 1) // 2)
+            if any(
+                not q and len(words & later) >= needed
+                for statements in said[position + 1 :]
+                for _, q, later in statements
+            ):
+                answered.add(sentence.casefold())
+    return answered
+
+
 def extractive_summary(turns: Sequence[SessionTurn], title: str) -> SummaryContent:
     """The seed schema's sections for ``turns`` (at least one), without an LLM."""
     if not turns:
@@ -178,7 +225,10 @@ def extractive_summary(turns: Sequence[SessionTurn], title: str) -> SummaryConte
             turns, 3 - len(rationale), lambda s: has_cue(s, RATIONALE_CUES), near, used
         )
     used |= {r.casefold() for r in rationale}
-    questions = _picked(turns, 5, lambda s: is_question(s) or has_cue(s, OPEN_CUES), set(), used)
+    answered = answered_questions(turns)
+    questions = _picked(
+        turns, 5, lambda s: is_question(s) or has_cue(s, OPEN_CUES), set(), used | answered
+    )
     used |= {q.casefold() for q in questions}
     steps = _picked(
         turns, 5, lambda s: has_cue(s, NEXT_STEP_CUES) and not is_question(s), set(), used

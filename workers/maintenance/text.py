@@ -95,6 +95,23 @@ def has_cue(sentence: str, cues: Iterable[str]) -> bool:
     return any(cue in lowered for cue in cues)
 
 
+_WORD = re.compile(r"[a-z0-9][a-z0-9'_-]+")
+_FUNCTION_WORDS = frozenset(
+    """
+    the and for are was were will would should could can did does doing done has have had
+    not but you your our this that these those with what which who whom whose when where why
+    how there their them they then than its it's into onto from about just also any all
+    some more most much many very too use used using get got let lets we'd we'll i'll i'm
+    i've you'd you're we're don't doesn't didn't isn't aren't wasn't yes okay sure
+    """.split()  # noqa: SIM905
+)
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry its subject (lowercase, function words out)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS}
+
+
 def is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith("?")
 
