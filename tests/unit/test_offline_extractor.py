@@ -341,3 +341,33 @@ def test_ordinary_chat_is_not_a_statement(text: str) -> None:
     statements = {"Decision", "Preference", "Terminology", "LessonLearned", "Procedure"}
     found = EXTRACTOR.extract_text("e1", text).entities
     assert [e.type for e in found if e.type in statements | {"Task", "Incident"}] == []
+
+
+def test_tool_call_names_and_tools_are_tools_never_people() -> None:
+    from datetime import UTC, datetime
+
+    from turngraph.schemas.turn_event import TurnEvent
+
+    said = [
+        ("tool", "run_in_terminal", "$ npm test\n3 passing"),
+        ("tool", "edit_file", "Edited src/app.ts (+3 -1)"),
+        ("tool", "tool", "Read 20 lines."),
+        ("assistant", "", "Then Edit File will patch it; I used @edit_file and Run In Terminal."),
+        ("user", "", "It failed again, ask Grep to search it. Hi Rosa, use Read File please."),
+    ]
+    turns = [
+        TurnEvent(
+            session_id="s", workspace="w", user="u", turn_index=i, role=role, speaker=speaker,
+            content=text, occurred_at=datetime(2026, 11, 1, tzinfo=UTC),
+            client={"name": "test", "version": "1"},
+        )
+        for i, (role, speaker, text) in enumerate(said)
+    ]  # fmt: skip
+    found = [{(e.type, e.name) for e in x.entities} for x in OfflineExtractor().extract(turns)]
+    assert ("Tool", "run_in_terminal") in found[0]
+    assert ("Tool", "edit_file") in found[1]
+    assert not any(name == "tool" for _, name in found[2])  # a role word is nobody's name
+    assert ("Tool", "Edit File") in found[3]
+    assert {("Tool", "Grep"), ("Tool", "Read File"), ("Person", "Rosa")} <= found[4]
+    people = {name for entities in found for kind, name in entities if kind == "Person"}
+    assert people == {"Rosa"}

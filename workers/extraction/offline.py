@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from turngraph.schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction import code as code_refs
-from turngraph.workers.extraction import paths, people, usage
+from turngraph.workers.extraction import paths, people, tool_names, usage
 from turngraph.workers.extraction import references as refs
 from turngraph.workers.extraction.directives import (
     Statement,
@@ -182,6 +182,7 @@ class OfflineExtractor:
                 turn.content,
                 [(r.kind, r.value) for r in turn.references],
                 speaker=turn.speaker,
+                tool_turn=turn.role == "tool",
             )
             for turn in turns
         ]
@@ -192,10 +193,12 @@ class OfflineExtractor:
         text: str,
         attached: Sequence[tuple[str, str]] = (),
         speaker: str = "",
+        tool_turn: bool = False,
     ) -> Extraction:
         """Entities and facts of one turn's text (its first :data:`MAX_SCAN_CHARS`), plus
         the references the producer attached to it (``TurnEvent.references``) and, when
-        :data:`SPEAKER_AS_PERSON`, the speaker's name as a Person."""
+        :data:`SPEAKER_AS_PERSON`, the speaker's name as a Person (a tool turn's speaker, or
+        a speaker named like a tool, is the call's name: a Tool, ``tool_names.py``)."""
         text = text[:MAX_SCAN_CHARS]
         found = _Turn(self.ontology, bytearray(len(text)))
         outside = len(text) + 1  # attached references sit in no statement's span
@@ -203,7 +206,9 @@ class OfflineExtractor:
             entity = refs.attached(kind, value)
             if entity is not None:
                 found.add(outside, outside, *entity)
-        if SPEAKER_AS_PERSON and people.is_person_name(speaker):
+        if tool_names.is_tool_speaker(speaker, tool_turn):
+            found.add(outside, outside, "Tool", speaker.strip())
+        elif SPEAKER_AS_PERSON and people.is_person_name(speaker):
             found.add(outside, outside, "Person", speaker.strip())
         fences = refs.fenced_spans(text)
         spans = refs.code_spans(text)
@@ -255,8 +260,8 @@ class OfflineExtractor:
         found.add_hits(prose, mask=False)
         found.add_hits(code_refs.find_prose_symbols(text), mask=False, skip_masked=False)
         prose_mentions = [h for h in refs.find_mentions(text) if 1 not in code[h.start : h.end]]
-        found.add_hits(prose_mentions)
-        found.add_hits(people.find_everyday_entities(text, code))
+        found.add_hits(tool_names.retyped(prose_mentions))
+        found.add_hits(tool_names.retyped(people.find_everyday_entities(text, code)))
         statements = find_directives(text) + find_decisions(text) + find_prose_statements(text)
         self._statements(found, sorted(statements, key=lambda st: st.start), fences)
         return found.extraction(event_id)
