@@ -96,3 +96,34 @@ def test_recap_questions() -> None:
     assert asks_for_recap("Can you recap the last session?")
     assert asks_for_recap("where did we leave off")
     assert not asks_for_recap("which bundler do we use")
+
+
+def test_a_promoted_user_preference_is_first_for_what_do_i_prefer_under_auto() -> None:
+    index = MemoryIndex()
+    index.add(
+        memory(
+            "pref",
+            "Preference: small pull requests, one concern each, squash-merged after review.",
+            days_ago=40,
+            workspace=None,
+            session_id=None,
+            scope="user",
+            kind=MemoryKind.PROMOTED,
+        )
+    )
+    chatter = [
+        "I opened the pull request for the retry fix; CI is green on the pull request.",
+        "Can you review my pull request? The pull requests queue is long this week.",
+        "Merged two pull requests today, the release branch is cut.",
+        "What do you prefer for lunch, pizza or noodles?",
+    ]
+    for n, text in enumerate(chatter):
+        index.add(memory(f"turn_{n}", text, days_ago=1 + n, session_id=f"s_{n}"))
+    for query in (
+        "What do I prefer for pull requests?",
+        "how do I like my pull requests?",
+        "what's my setup for pull requests",
+    ):
+        response = search(index, request(query), now=NOW)
+        assert response.results and response.results[0].memory_id == "pref", query
+        assert response.results[0].scope == "user"

@@ -50,7 +50,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9]+[_./-][A-Za-z0-9_./-]+|[a-z]+[A-Z][A-Za-z
 _USER_WORDS = frozenset(
     """
     prefer prefers preferred preference preferences terminology term terms call naming style
-    styles convention conventions habit habits usually usual workflow like
+    styles convention conventions habit habits usually usual workflow like likes setup
+    set-up settings config configuration dotfiles defaults default
     """.split()  # noqa: SIM905
 )
 _PROJECT_WORDS = frozenset(
@@ -75,6 +76,13 @@ def is_user_directed(query: str) -> bool:
     """About the user's own preferences or terminology ("my preferences", "what do I call")."""
     words = set(_WORD.findall(query.lower()))
     return bool(words & {"my", "i", "me"}) and bool(words & _USER_WORDS)
+
+
+PREFERENCE_EXPANSION_WEIGHT = 1.0
+"""Weight of the word "preference" added to a question about the user's own ways: stated
+and promoted preferences say "preference", the question says "prefer", "like", "setup"."""
+
+_PREFERENCE_TERMS = tuple(tokenize("preference preferences"))
 
 
 def is_project_specific(query: str, known_entity: Callable[[str], bool]) -> bool:
@@ -133,6 +141,9 @@ def plan_query(
     words make poor expansions); ``known_entities`` filters n-grams to real entity keys.
     """
     terms = {term: 1.0 for term in tokenize(query)}
+    if is_user_directed(query):
+        for term in _PREFERENCE_TERMS:
+            terms.setdefault(term, PREFERENCE_EXPANSION_WEIGHT)
     entities = {key: 1.0 for key in known_entities(entity_ngrams(query))}
     plan = QueryPlan(terms=terms, entities=entities)
     recent = list(context)[-CONTEXT_TURNS:]

@@ -275,7 +275,10 @@ def _candidates(
     graph_hits: list[Hit] = []
     for target in targets:
         lexical_hits += index.lexical(
-            target.partition, plan.terms, limit=LEXICAL_CANDIDATES, session_id=target.session_id
+            target.partition,
+            _shared_idf_terms(index, targets, target, plan.terms),
+            limit=LEXICAL_CANDIDATES,
+            session_id=target.session_id,
         )
         entities = dict(plan.entities)
         seeds = [key for key, weight in plan.entities.items() if weight >= 1.0]
@@ -302,6 +305,24 @@ def _candidates(
         "graph": normalise(dict(graph_hits)),
         "chain": {k: v / top_lexical for k, v in chain.items()} if top_lexical else {},
     }
+
+
+def _shared_idf_terms(
+    index: MemoryIndex, targets: Sequence[_Target], target: _Target, terms: Mapping[str, float]
+) -> Mapping[str, float]:
+    """Query weights for one partition's walk, rescaled so that its scores use the idf of
+    the searched partitions together: a user partition of a few promoted memories would
+    otherwise rate every word as common and lose to any workspace turn."""
+    if len({t.partition for t in targets}) < 2:
+        return terms
+    scaled: dict[str, float] = {}
+    for term, weight in terms.items():
+        stats = [index.doc_frequency(t.partition, term) for t in targets]
+        df, n = index.doc_frequency(target.partition, term)
+        total_df, total_n = sum(d for d, _ in stats), sum(m for _, m in stats)
+        own = idf(n, df) if df else 0.0
+        scaled[term] = weight * idf(total_n, total_df) / own if own > 0 else weight
+    return scaled
 
 
 def _in_sessions(index: MemoryIndex, key: int, session_ids: set[str]) -> bool:
