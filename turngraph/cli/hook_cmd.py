@@ -80,8 +80,14 @@ def _block_rich() -> None:
 
 
 def _configure_logging() -> None:
-    """Warnings and errors only, as JSON lines on stderr (stdout carries the answer)."""
+    """Warnings and errors only, as JSON lines on stderr (stdout carries the answer).
+
+    Called before anything that logs is imported (the clients, the error path): a call that
+    ends early (no consent, a bad payload) never loads structlog (nor asyncio with it)."""
     import structlog
+
+    if structlog.is_configured():
+        return
 
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.JSONRenderer()],
@@ -105,7 +111,6 @@ def run_hook(
     state: HookState | None = None
     try:
         _block_rich()
-        _configure_logging()
         from turngraph.settings import Settings
 
         settings = Settings()
@@ -132,6 +137,7 @@ def run_hook(
         try:
             import structlog
 
+            _configure_logging()
             structlog.get_logger(__name__).error("hook_failed", error=type(exc).__name__)
             if state is not None:
                 state.count(error_internal=1)
@@ -150,6 +156,7 @@ def _runner(settings: Any, state: HookState, editor: str, started: float) -> Any
     def publisher() -> Any:
         if url is None:
             return None
+        _configure_logging()
         from turngraph.producers.publisher import Publisher
 
         return Publisher(
@@ -180,6 +187,7 @@ def _runner(settings: Any, state: HookState, editor: str, started: float) -> Any
     def recaller() -> Any:
         if url is None:
             return None
+        _configure_logging()
         from turngraph.producers.recall_client import RecallClient
 
         conn = connection(settings.hook_deadline_ms * 4 / 1000 + RECALL_SOCKET_SLACK_S)
@@ -192,6 +200,7 @@ def _runner(settings: Any, state: HookState, editor: str, started: float) -> Any
     def distiller() -> Any:
         if url is None:
             return None
+        _configure_logging()
         from turngraph.producers.distill_client import DistillClient
         from turngraph.producers.hooks.runner import SUMMARY_DEADLINE_MS
 
