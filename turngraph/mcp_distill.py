@@ -14,8 +14,6 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from turngraph.mcp_server import REMEMBER_FLUSH_S, MemoryTools, server_version, tool_result
-from turngraph.producers.bridge_distill import secret_refusal
-from turngraph.producers.redaction import looks_secret
 
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
 """``server.tool(**options)``: registers the decorated function as a tool."""
@@ -122,6 +120,10 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
             "session_id": session_id or tools.session_id,
         }
         if session_id is None:
+            # the redaction rules load on the first promote, not at the server's start
+            from turngraph.producers.bridge_distill import secret_refusal
+            from turngraph.producers.redaction import looks_secret
+
             if looks_secret(text):  # refused before the note is published
                 return tool_result(secret_refusal().model_dump(mode="json", exclude_none=True))
             noted = await keep_note(tools, text, kind)

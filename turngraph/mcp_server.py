@@ -19,11 +19,12 @@ import inspect
 import itertools
 import json
 import secrets
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import anyio.to_thread
 from mcp.server.mcpserver import (
@@ -37,7 +38,6 @@ from mcp.server.mcpserver import (
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from turngraph.producers.bridge import Bridge
 from turngraph.schemas.bridge import BridgeErrorCode
 from turngraph.schemas.scopes import Scope
 
@@ -66,12 +66,57 @@ class ForgetConfirmation(BaseModel):
     confirm: bool = Field(description="Delete this memory for good (it cannot be undone).")
 
 
+class BridgeCore(Protocol):
+    """What the tools need of :class:`producers.bridge.Bridge` (or a lazy holder of one)."""
+
+    def handle_request(self, request: Any) -> dict[str, Any]: ...
+
+
+class LazyBridge:
+    """Builds the bridge (Redis client, publisher, recall and distill clients) on first use,
+    so the server answers ``initialize`` before those libraries are loaded; ``warm_up``
+    starts building it in the background."""
+
+    def __init__(self, build: Callable[[], BridgeCore]) -> None:
+        self._build = build
+        self._bridge: BridgeCore | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> BridgeCore:
+        with self._lock:
+            if self._bridge is None:
+                self._bridge = self._build()
+            return self._bridge
+
+    def warm_up(self) -> None:
+        threading.Thread(target=self._warm, name="bridge-warm-up", daemon=True).start()
+
+    def _warm(self) -> None:
+        try:
+            self._get()
+        except Exception as exc:  # the first tool call builds it again and reports it
+            import structlog
+
+            structlog.get_logger(__name__).warning("bridge_not_built", error=type(exc).__name__)
+
+    def handle_request(self, request: Any) -> dict[str, Any]:
+        return self._get().handle_request(request)
+
+    def close(self) -> None:
+        """Close the bridge if it was built (what it buffered is delivered)."""
+        with self._lock:
+            bridge = self._bridge
+        close = getattr(bridge, "close", None)
+        if close is not None:
+            close()
+
+
 @dataclass
 class MemoryTools:
     """The state behind the tools: one bridge core, the workspace this server serves, the
     user, and per-session turn counters for ``remember``."""
 
-    bridge: Bridge
+    bridge: BridgeCore
     workspace: str
     user: str = field(default_factory=getpass.getuser)
     forget_scope: ForgetFn | None = None

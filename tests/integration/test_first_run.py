@@ -108,3 +108,33 @@ def test_default_data_folder_is_found_from_any_folder(tmp_path: Path) -> None:
     finally:
         stop(services)
         kill_everything_of(default_dir)
+
+
+def test_the_demo_lives_in_its_own_workspace_that_forget_removes(tmp_path: Path) -> None:
+    """The demo conversation is not written into the user's own memory: `turngraph scopes`
+    names its workspace, and the line the demo prints removes it."""
+    data_dir = tmp_path / "data"
+    env = cli_env(data_dir)
+    try:
+        done = run(["up", "--exit-after-demo"], env, tmp_path)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        removal = next(line for line in done.stdout.splitlines() if "turngraph forget" in line)
+        command = removal.split("`")[1].split()[1:]  # turngraph forget ... --yes
+        assert command[:3] == ["forget", "--scope", "workspace"]
+
+        services = start(["services"], env, tmp_path, tmp_path / "services.log")
+        try:
+            wait_until(
+                lambda: services_owner(data_dir) == services.pid or services.poll() is not None,
+                STARTUP_TIMEOUT_S,
+                "services up",
+            )
+            listed = json.loads(run(["scopes", "--json"], env, tmp_path).stdout)
+            assert [row["folder"] for row in listed] == ["demo-workspace"], listed
+            forgotten = run(command, env, tmp_path)
+            assert forgotten.returncode == 0, forgotten.stderr
+            assert json.loads(run(["scopes", "--json"], env, tmp_path).stdout) == []
+        finally:
+            stop(services)
+    finally:
+        kill_everything_of(data_dir)

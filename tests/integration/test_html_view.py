@@ -24,18 +24,24 @@ def test_session_view_is_self_contained_and_complete(clients: Clients, tmp_path:
     out = tmp_path / "view" / "s-1.html"
 
     view = write_html_view(
-        clients.graph, clients.graph_database, Scope.SESSION, "s-1", out, ONTOLOGY
+        clients.graph,
+        clients.graph_database,
+        Scope.SESSION,
+        "s-1",
+        out,
+        ONTOLOGY,
+        folders={"ws-a": "my-project"},  # the folder hints kept on this machine
     )
 
     html = out.read_text()
     assert not re.search(r"<(script|link)[^>]+(src|href)=\"(https?:)?//", html)
     data = json.loads(DATA.search(html).group(1))  # type: ignore[union-attr]
     captions = sorted(n["caption"] for n in data["nodes"])
-    # the session, its workspace, its two turns, and what they mention (no other session)
-    # turns by their first words, cut at a word, never inside one
+    # the session (by its first turn's words), its workspace (by its folder's name), its
+    # two turns, and what they mention (no other session); cut at a word, never inside one
     assert captions == sorted(
-        ["s-1", "ws-a", "decision: retry…", "Done: src/app.py…", "retry with backoff",
-         "src/app.py", "tenacity"]
+        ["“decision: retry…”", "my-project", "decision: retry…", "Done: src/app.py…",
+         "retry with backoff", "src/app.py", "tenacity"]
     )  # fmt: skip
     types = sorted(r["caption"] for r in data["relationships"])
     assert types == sorted(
@@ -53,7 +59,8 @@ def test_session_view_is_self_contained_and_complete(clients: Clients, tmp_path:
         ]
     )
     assert (view.nodes, view.relationships, view.truncated) == (7, 10, False)
-    assert "<title>turngraph session s-1</title>" in html
+    # the page names the session by its first words, not by its hashed key
+    assert "<title>turngraph: session “decision: retry with exponential…”</title>" in html
     legend = re.findall(r'class="tg-swatch"[^>]*></span>(\w+)<span class="tg-count">(\d+)', html)
     assert dict(legend)["Episode"] == "2" and "Decision" in dict(legend)
     panel = json.loads(re.search(r'id="turngraph-view">(.*?)</script>', html).group(1))  # type: ignore[union-attr]

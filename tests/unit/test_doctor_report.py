@@ -32,3 +32,10 @@ def test_only_failures_fail() -> None:
 def test_metrics_port_setting(raw: str, port: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNGRAPH_METRICS_PORT", raw)
     assert Settings(_env_file=None).metrics_port == port
+
+
+def test_a_long_name_keeps_the_columns_aligned() -> None:
+    checks = [ok("redis", "up"), ok("recall.host-with-a-long-name:12345", "lag 0.1 s")]
+    width = max(len(check.name) for check in checks)
+    lines = [check.line(width) for check in checks]
+    assert lines[0].index("up") == lines[1].index("lag 0.1 s")

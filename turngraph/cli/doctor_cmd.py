@@ -77,8 +77,9 @@ def run_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"success": healthy, "checks": [c.as_dict() for c in checks]}))
     else:
+        width = max(len(check.name) for check in checks)
         for check in checks:
-            print(check.line())
+            print(check.line(width))
         print("healthy" if healthy else "NOT healthy: fix the FAIL lines above")
     return 0 if healthy else 1
 

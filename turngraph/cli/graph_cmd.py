@@ -47,9 +47,12 @@ def _output(path: str) -> Iterator[IO[str]]:
 
 def run_show(args: argparse.Namespace) -> int:
     from turngraph.inspection.html_view import write_html_view
+    from turngraph.producers.scope_hints import ScopeHints
 
     scope = Scope(args.scope)
     settings = Settings()
+    hints = ScopeHints(settings.data_dir).load()["workspaces"]
+    folders = {key: str(hint.get("folder") or "") for key, hint in hints.items()}
     key = _scope_id(settings, scope, args.key, hashed=args.hashed)
     out = Path(args.output or f"turngraph-{scope.value}-{key}.html")
     with _clients(settings) as clients:
@@ -62,6 +65,7 @@ def run_show(args: argparse.Namespace) -> int:
             load_ontology(settings),
             max_nodes=args.max_nodes,
             self_contained=args.self_contained,
+            folders=folders,
         )
     cut = f" (cut to {view.nodes} nodes: --max-nodes)" if view.truncated else ""
     print(f"wrote {view.path}: {view.nodes} nodes, {view.relationships} relationships{cut}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+from typing import Any
 
 MCP_DESCRIPTION = """\
 Serve the memory to an MCP client (VS Code, Cursor, Claude Code, Zed...) over stdio.
@@ -22,20 +23,28 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from turngraph.cli.bridge_cmd import build_bridge
-    from turngraph.forgetting import forget
     from turngraph.lifecycle import exit_on_signals
     from turngraph.logs import configure_logging
-    from turngraph.mcp_server import MemoryTools, build_server
+    from turngraph.mcp_server import LazyBridge, MemoryTools, build_server
     from turngraph.mcp_stdio import serve_stdio
     from turngraph.schemas.scopes import Scope
     from turngraph.scope_keys import raw_workspace
     from turngraph.settings import Settings
 
     settings = Settings()
-    bridge = build_bridge(settings, deadline_ms=args.deadline_ms)
+
+    def build() -> Any:
+        # Redis, the drivers and the redaction rules load here, after `initialize` could
+        # be answered (`python -m bench.startup`)
+        from turngraph.cli.bridge_cmd import build_bridge
+
+        return build_bridge(settings, deadline_ms=args.deadline_ms)
+
+    bridge = LazyBridge(build)
 
     def forget_scope(scope: Scope, key: str) -> dict[str, object]:
+        from turngraph.forgetting import forget
+
         return partial(forget, settings)(scope, key)
 
     tools = MemoryTools(
@@ -47,6 +56,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     )
     server = build_server(tools)
     configure_logging(settings)  # after the SDK's own set-up: ours wins, on stderr
+    bridge.warm_up()
     # SIGTERM and SIGINT alike (even when SIGINT came in ignored): deliver what is
     # buffered, then exit; the SDK's stdin thread would otherwise hold the process.
     exit_on_signals(bridge.close)

@@ -28,6 +28,7 @@ from turngraph.lifecycle import (
 )
 from turngraph.logs import configure_logging
 from turngraph.producers.recall_client import RecallClient
+from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
 from turngraph.workers.recall.replica import process_is_ready
@@ -86,6 +87,10 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
     assert settings.redis_url
     conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
     scopes = demo.DemoScopes.hashed(ScopeHasher.for_data_dir(settings.data_dir))
+    # its own workspace, named in `turngraph scopes`, removable with `turngraph forget`
+    ScopeHints(settings.data_dir).note(
+        workspace_id=scopes.workspace, raw_workspace=demo.DEMO_WORKSPACE, session_id=scopes.session
+    )
     events = demo.demo_events(scopes)
     with build_publisher(settings) as publisher:
         for event in events:
@@ -119,6 +124,10 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
         )
         response = demo.ask_until_found(client, scopes, DEMO_TIMEOUT_S)
         print(demo.render(response))
+        print(
+            f"(the demo lives in its own workspace '{demo.DEMO_WORKSPACE}'; remove it with "
+            f"`turngraph forget --scope workspace {demo.DEMO_WORKSPACE} --yes`)"
+        )
         return bool(response.results)
     finally:
         conn.close()

@@ -24,9 +24,10 @@ class Check:
     detail: str
     fix: str = ""
 
-    def line(self) -> str:
-        """``FAIL  redis.policy  maxmemory-policy is allkeys-lru (fix: …)``."""
-        text = f"{self.status.value.upper():<5} {self.name:<18} {self.detail}"
+    def line(self, name_width: int = 18) -> str:
+        """``FAIL  redis.policy  maxmemory-policy is allkeys-lru (fix: …)``, the name
+        padded to ``name_width`` (the longest name of a table keeps its columns)."""
+        text = f"{self.status.value.upper():<5} {self.name:<{name_width}} {self.detail}"
         if self.fix and self.status in (Status.FAIL, Status.WARN):
             text += f" (fix: {self.fix})"
         return text

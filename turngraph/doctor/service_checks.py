@@ -87,11 +87,19 @@ PROBE_SCHEMA = {
 """The doctor's probe answer: small enough for any model, structured like the real ones."""
 
 
+OWN = "checked with this shell's TURNGRAPH_LLM_* settings; running workers use their own"
+"""The LLM check probes the endpoint doctor is configured with: workers started elsewhere
+(another shell, ``up``, a container) read their own environment, which doctor cannot see."""
+
+
 def check_llm(settings: Settings) -> Check:
     """One structured request as extraction makes them: the output mode the endpoint
     accepts (``auto`` steps down as workers do) and whether the settings fit."""
     if not settings.llm_configured:
-        return ok("llm", "not configured: the offline rules extract")
+        return ok(
+            "llm",
+            f"not configured in this shell's settings: the offline rules extract here; {OWN}",
+        )
     from turngraph.clients import build_llm
     from turngraph.schemas.errors import TurngraphError
 
@@ -111,7 +119,7 @@ def check_llm(settings: Settings) -> Check:
     except TurngraphError as exc:
         return fail(
             "llm",
-            f"{where} did not answer ({exc}); batches fall back to the offline rules",
+            f"{where} did not answer ({exc}); batches fall back to the offline rules ({OWN})",
             "start the server or fix TURNGRAPH_LLM_BASE_URL / _MODEL / _API_KEY",
         )
     finally:
@@ -120,7 +128,7 @@ def check_llm(settings: Settings) -> Check:
     return ok(
         "llm",
         f"{where} answered in {answer.seconds:.1f} s; output mode {endpoint.mode.value}"
-        f"{stepped}, {answer.prompt_tokens} prompt tokens",
+        f"{stepped}, {answer.prompt_tokens} prompt tokens ({OWN})",
     )
 
 

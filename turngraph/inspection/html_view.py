@@ -114,6 +114,36 @@ def episode_caption(properties: dict[str, Any]) -> str:
     return shorten(content) if content else f"{role} #{properties.get('turn_index')}"
 
 
+def scope_names(subgraph: Subgraph, folders: dict[str, str]) -> dict[str, str]:
+    """Readable names of the scopes drawn, by their key: a workspace by its folder's name
+    (``folders``: the data folder's hints, kept on this machine only), a session by the
+    first words of its first turn."""
+    names = {key: folder for key, folder in folders.items() if folder}
+    first: dict[str, tuple[str, str]] = {}
+    for node in subgraph.nodes:
+        if "Episode" not in node.labels:
+            continue
+        props = node.properties
+        session, when = str(props.get("session_id") or ""), str(props.get("occurred_at") or "")
+        if session and (session not in first or when < first[session][0]):
+            first[session] = (when, str(props.get("content") or ""))
+    for session, (_, content) in first.items():
+        if content:
+            names[session] = f"“{shorten(content, TITLE_CHARS)}”"
+    return names
+
+
+def name_caption(name: str) -> str:
+    """A scope's name as a caption: a quoted session start keeps its quotes when cut."""
+    if name.startswith("“") and name.endswith("”"):
+        return f"“{shorten(name[1:-1])}”"
+    return shorten(name)
+
+
+TITLE_CHARS = 40
+"""A session is named by at most this much of its first turn."""
+
+
 def _truncate(subgraph: Subgraph, max_nodes: int) -> tuple[Subgraph, bool]:
     """Keep what was learnt (entities, summaries) and the newest turns."""
     if len(subgraph.nodes) <= max_nodes:
@@ -137,9 +167,12 @@ def render_html(
     *,
     assets_dir: Path | None = None,
     note: str | None = None,
+    names: dict[str, str] | None = None,
 ) -> str:
     """The page. With ``assets_dir`` the bundle is written there once and linked; without,
-    it is inlined (a self-contained file)."""
+    it is inlined (a self-contained file). ``names`` captions scope nodes (a session, a
+    workspace) by a readable name instead of their hashed key."""
+    names = names or {}
     try:
         from neo4j_viz import Node, Relationship, VisualizationGraph
     except ImportError as exc:  # an optional extra
@@ -160,6 +193,8 @@ def render_html(
         legend[shown] = (color, legend.get(shown, (color, 0))[1] + 1)
         if "Episode" in node.labels:
             text = episode_caption(node.properties)
+        elif str(node.properties.get("key")) in names:
+            text = name_caption(names[str(node.properties["key"])])
         else:
             text = caption(style.caption, node.properties, label) if style else label
         nodes.append(
@@ -260,9 +295,11 @@ def write_html_view(
     max_nodes: int = MAX_NODES,
     *,
     self_contained: bool = False,
+    folders: dict[str, str] | None = None,
 ) -> HtmlView:
     """Read the scope's subgraph and write it as an HTML page (the viz bundle beside it,
-    shared by every page in the folder, unless ``self_contained``)."""
+    shared by every page in the folder, unless ``self_contained``). ``folders``: the
+    workspace folders' names by workspace id, for the title and captions."""
     subgraph = read_scope(driver, database, scope, key, ontology.labels())
     total = len(subgraph.nodes)
     subgraph, truncated = _truncate(subgraph, max_nodes)
@@ -273,12 +310,14 @@ def write_html_view(
         else None
     )
     path.parent.mkdir(parents=True, exist_ok=True)
+    names = scope_names(subgraph, folders or {})
     html = render_html(
         subgraph,
         ontology,
-        f"turngraph {scope.value} {key}",
+        f"turngraph: {scope.value} {names.get(key, key)}",
         assets_dir=None if self_contained else path.parent,
         note=note,
+        names=names,
     )
     path.write_text(html, encoding="utf-8")
     return HtmlView(path, len(subgraph.nodes), len(subgraph.relationships), truncated)
