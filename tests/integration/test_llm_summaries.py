@@ -16,12 +16,14 @@ import structlog
 from structlog.testing import capture_logs
 
 from tests.integration.test_distill_ondemand import _env, _ingest
+from tests.support.distill import decision_events
 from tests.support.fake_openai import FakeOpenAI, Reply, answer, error, malformed
-from turngraph.app import build_distiller
+from turngraph.app import build_distiller, build_pipeline
 from turngraph.cli import main
 from turngraph.clients import Clients, build_clients
 from turngraph.schemas.summaries import SummaryMethod
 from turngraph.workers.extraction.endpoint import OutputMode
+from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.maintenance.summaries import summarize_last_turns
 
 GOOD = {
@@ -182,16 +184,19 @@ def cli_env(clients: Clients, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
 def test_summarize_command_with_the_endpoint_down_stores_the_offline_summary(
     cli_env: Clients, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _ingest(cli_env)
+    session = "s_" + "5e" * 16  # a stored session id, as `turngraph scopes` lists it
+    events = decision_events(session=session, workspace="w_od", user="u_od")
+    build_pipeline(cli_env, extractor=OfflineExtractor()).ingest(events)
     monkeypatch.setenv("TURNGRAPH_LLM_BASE_URL", f"http://127.0.0.1:{_closed_port()}/v1")
     monkeypatch.setenv("TURNGRAPH_LLM_MAX_RETRIES", "0")
     capsys.readouterr()
-    assert main(["summarize", "s_od", "--last", "3"]) == 0
+    assert main(["summarize", session, "--last", "3"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("Topic:")
     assert "Traceback" not in err and err.count("summary_llm_fallback") == 1
     rows = cli_env.graph.execute_query(
-        "MATCH (s:Summary {session_id: 's_od'}) RETURN s.method AS method",
+        "MATCH (s:Summary {session_id: $session}) RETURN s.method AS method",
+        session=session,
         database_=cli_env.graph_database,
     ).records
     assert [r["method"] for r in rows] == ["extractive"]
