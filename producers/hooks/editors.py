@@ -13,9 +13,12 @@ Files (``--project`` folder-relative / ``--user`` home-relative), shapes and tim
   ``hooks.event[{command, timeout (s)}]``.
 - gemini: ``.gemini/settings.json`` / ``~/.gemini/settings.json``;
   ``hooks.Event[{hooks: [{name, type, command, timeout (ms)}]}]``.
+- codex: ``.codex/hooks.json`` / ``~/.codex/hooks.json``; Claude Code's shape. Capture from
+  the payloads (``UserPromptSubmit``'s ``prompt``, ``Stop``'s ``last_assistant_message``,
+  one ``turn_id``), not from Codex's rollout file.
 
 Context goes back as ``hookSpecificOutput.additionalContext`` (Claude Code, VS Code,
-Gemini CLI), ``additionalContext`` (Copilot CLI's ``sessionStart``),
+Gemini CLI, Codex), ``additionalContext`` (Copilot CLI's ``sessionStart``),
 ``modifiedTransformedPrompt`` (Copilot CLI's ``userPromptTransformed``: the model-facing
 prompt with the memory block in front) or ``additional_context`` (Cursor's
 ``sessionStart``). Cursor's and VS Code's documented prompt hooks cannot add context:
@@ -29,7 +32,7 @@ from typing import Any, Literal
 
 from turngraph.producers.hooks.payload import HookAction
 
-Shape = Literal["claude", "vscode", "copilot", "cursor", "gemini"]
+Shape = Literal["claude", "vscode", "copilot", "cursor", "gemini", "codex"]
 
 A = HookAction
 
@@ -103,6 +106,13 @@ EDITORS: dict[str, EditorSpec] = {
             transcript=False, prompt_context=False, version_key=True,
         ),
         EditorSpec(
+            "codex", ".codex/hooks.json", ".codex/hooks.json", "codex",
+            (Binding("SessionStart", A.SESSION_START, 10),
+             Binding("UserPromptSubmit", A.PROMPT, PROMPT_TIMEOUT_S),
+             Binding("Stop", A.CAPTURE, 10), Binding("PreCompact", A.SUMMARIZE, 60)),
+            transcript=False, prompt_context=True,
+        ),
+        EditorSpec(
             "gemini", ".gemini/settings.json", ".gemini/settings.json", "gemini",
             (Binding("SessionStart", A.SESSION_START, 10),
              Binding("BeforeAgent", A.PROMPT, PROMPT_TIMEOUT_S),
@@ -120,7 +130,7 @@ PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PRO
 
 def hook_entry(spec: EditorSpec, binding: Binding, command: str) -> dict[str, Any]:
     """The configuration entry that runs ``command`` for ``binding``, in the editor's shape."""
-    if spec.shape == "claude":
+    if spec.shape in ("claude", "codex"):
         return {"hooks": [{"type": "command", "command": command, "timeout": binding.timeout_s}]}
     if spec.shape == "gemini":
         return {

@@ -3,7 +3,8 @@
 Claude Code, Gemini CLI and VS Code's Copilot-compatible payloads use snake_case
 (``session_id``, ``transcript_path``); Copilot CLI's camelCase configuration names
 (``sessionStart``) send camelCase fields (``sessionId``, ``transcriptPath``); Cursor sends
-``conversation_id`` and ``workspace_roots``. Only the fields a hook needs are read; a
+``conversation_id`` and ``workspace_roots``; Codex adds ``turn_id`` and, on ``Stop``,
+``last_assistant_message``. Only the fields a hook needs are read; a
 payload that is not a JSON object, or lacks a session, is a :class:`HookInputError`.
 """
 
@@ -58,7 +59,7 @@ class HookCall:
     transformed_prompt: str | None = None
     """Copilot CLI's model-facing prompt (``userPromptTransformed``)."""
     turn_id: str | None = None
-    """The editor's own id of this turn (Cursor's ``generation_id``), if any."""
+    """The editor's own id of this turn (Cursor's ``generation_id``, Codex's ``turn_id``)."""
     timestamp: str | None = None
     """When the editor fired the hook (tells two equal exchanges apart)."""
 
@@ -113,6 +114,6 @@ def parse_payload(raw: bytes, action: HookAction, *, project_dir: str | None = N
         prompt=_text(payload, "prompt"),
         response=_text(payload, "prompt_response", "text", "last_assistant_message"),
         transformed_prompt=_text(payload, "transformedPrompt", "transformed_prompt"),
-        turn_id=_text(payload, "generation_id"),
+        turn_id=_text(payload, "generation_id", "turn_id"),
         timestamp=str(payload.get("timestamp") or "")[:64] or None,
     )

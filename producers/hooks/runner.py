@@ -46,8 +46,11 @@ OUTPUT_MARGIN_MS = 30
 MIN_RECALL_MS = 50
 """Less time than this left: no recall at all."""
 
+STASHED_PROMPTS = frozenset({"cursor", "codex"})
+"""Editors whose answer hook lacks the prompt: the prompt hook keeps it for the answer."""
+
 LAST = "last"
-"""Where Cursor's prompt is kept when its payload has no ``generation_id``."""
+"""Where a prompt is kept when its payload names no turn (``generation_id``, ``turn_id``)."""
 
 MAX_PENDING = 20
 """Prompts kept waiting for their answer, per session (the oldest go first)."""
@@ -116,8 +119,8 @@ class HookRunner:
             return None
         action = call.action
         if action is HookAction.PROMPT:
-            if self.spec.shape == "cursor" and call.prompt:
-                self._stash_prompt(call, scope)  # sent with the answer: no network here
+            if self.spec.shape in STASHED_PROMPTS and call.prompt:
+                self._stash_prompt(call, scope)  # sent with its answer: no network for it
             return self._prompt(call, scope) if self.spec.prompt_context else None
         if action is HookAction.SESSION_START:
             return self._session_start(scope)
@@ -185,13 +188,13 @@ class HookRunner:
             self.state.save_position("session", scope.session, position)
 
     def _capture_payload(self, call: HookCall, scope: Scope) -> None:
-        """The exchange the payload carries (Gemini: prompt and answer; Cursor: the answer,
-        and the prompt kept by its ``beforeSubmitPrompt``), ids from the editor's turn id
+        """The exchange the payload carries (Gemini: prompt and answer; Cursor and Codex:
+        the answer, and the prompt kept by their prompt hook), ids from the editor's turn id
         or from the exchange itself."""
         with self.state.locked("session", scope.session):
             position: ReadPosition = self.state.position("session", scope.session)
             prompt = call.prompt if self.spec.shape == "gemini" else None
-            if self.spec.shape == "cursor":
+            if self.spec.shape in STASHED_PROMPTS:
                 prompt = position.pending.pop(call.turn_id or LAST, None)
             turns = [("user", prompt)] if prompt and prompt.strip() else []
             turns.append(("assistant", call.response or ""))

@@ -47,6 +47,7 @@ PROMPT_EVENT = {
     "copilot-cli": "userPromptTransformed",
     "cursor": "beforeSubmitPrompt",
     "gemini": "BeforeAgent",
+    "codex": "UserPromptSubmit",
 }
 START_EVENT = {
     "claude-code": "SessionStart",
@@ -54,6 +55,7 @@ START_EVENT = {
     "copilot-cli": "sessionStart",
     "cursor": "sessionStart",
     "gemini": "SessionStart",
+    "codex": "SessionStart",
 }
 CAPTURE_EVENTS = {
     "claude-code": ["Stop", "SessionEnd"],
@@ -61,6 +63,7 @@ CAPTURE_EVENTS = {
     "copilot-cli": ["agentStop", "sessionEnd"],
     "cursor": ["beforeSubmitPrompt", "afterAgentResponse", "sessionEnd"],
     "gemini": ["AfterAgent", "SessionEnd"],
+    "codex": ["UserPromptSubmit", "Stop", "PreCompact"],
 }
 
 
@@ -201,7 +204,9 @@ def test_session_2_starts_with_what_session_1_decided(live: Live, editor: str) -
         payload = _session_payload(editor, event, s1, project, transcript)
         if "prompt" in payload:
             payload["prompt"] = "Decision: the ingest queue uses drop_oldest when it is full."
-        assert _run_event(live, editor, config, event, payload, project) == []
+        answers = _run_event(live, editor, config, event, payload, project)
+        if event != PROMPT_EVENT.get(editor):  # a prompt hook may find other memories
+            assert answers == []
 
     workspace, user = hasher.workspace(str(project.resolve())), hasher.user(_login())
     recaller = RecallClient(redis.Redis.from_url(str(settings.redis_url)))

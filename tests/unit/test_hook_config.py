@@ -42,6 +42,10 @@ EXISTING = {
         '{"theme": "GitHub", "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": '
         '[{"type": "command", "command": "./guard.sh", "timeout": 5000}]}]}}'
     ),
+    "codex": (
+        '{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", '
+        '"command": "python3 .codex/hooks/check.py", "statusMessage": "Checking"}]}]}}\n'
+    ),
 }
 
 

@@ -52,6 +52,7 @@ def test_recent_turns_come_from_the_end_of_the_transcript(tmp_path: Path) -> Non
     [
         ("claude-code", "hookSpecificOutput", "hookSpecificOutput"),
         ("gemini", "hookSpecificOutput", "hookSpecificOutput"),
+        ("codex", "hookSpecificOutput", "hookSpecificOutput"),
         ("copilot-cli", "additionalContext", "modifiedTransformedPrompt"),
         ("cursor", "additional_context", None),
         ("vscode", "hookSpecificOutput", None),

@@ -228,3 +228,16 @@ def test_payload_editors_publish_each_exchange_once(tmp_path: Path) -> None:
     cursor_turns = sorted((e for e in queue.ids.values() if e.content in ("Use what?", "Use RQ.")),
                           key=lambda e: e.turn_index)  # fmt: skip
     assert [(e.role.value, e.turn_index) for e in cursor_turns] == [("user", 0), ("assistant", 1)]
+
+
+def test_codex_sends_the_prompt_with_its_answer_under_one_turn_id(tmp_path: Path) -> None:
+    queue = RecordingQueue()
+    codex = _runner(tmp_path, queue, editor="codex")
+    codex.run(HookCall(HookAction.PROMPT, "x1", tmp_path, prompt="Which queue?", turn_id="t-1"))
+    assert queue.ids == {}
+    stop = HookCall(HookAction.CAPTURE, "x1", tmp_path, response="RQ.", turn_id="t-1")
+    codex.run(stop)
+    codex.run(stop)  # a repeat: the prompt is gone, the answer is a duplicate
+    assert sorted((e.role.value, e.content) for e in queue.ids.values()) == [
+        ("assistant", "RQ."), ("user", "Which queue?")]  # fmt: skip
+    assert queue.duplicates == 1
