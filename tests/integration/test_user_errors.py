@@ -142,3 +142,15 @@ def test_an_oversized_turn_states_the_limit_and_echoes_the_id(tmp_path: Path) ->
     assert published.returncode == 1
     answer = json.loads(published.stdout)
     assert "200000" in answer["user_message"], answer
+
+
+def test_an_oversized_line_states_the_limit_and_echoes_the_id(tmp_path: Path) -> None:
+    env = cli_env(tmp_path / "data")
+    line = json.dumps({"id": "long-1", "op": "status", "pad": "y" * 4_100_000})
+    done = _turngraph(["bridge"], env, tmp_path, stdin=line + "\n" + '{"id": 2, "op": "status"}\n')
+    replies = [json.loads(reply) for reply in done.stdout.splitlines() if reply.strip()]
+    assert [reply["id"] for reply in replies] == ["long-1", 2], done.stdout[:2000]
+    refused = replies[0]
+    assert refused["success"] is False and refused["error_code"] == "INVALID_REQUEST"
+    assert "4000000 bytes" in refused["user_message"] + refused["remediation"]
+    assert "Traceback" not in done.stderr
