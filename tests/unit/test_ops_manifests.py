@@ -188,3 +188,49 @@ def test_keda_scales_ingest_on_the_rq_queue_length() -> None:
     secret = by_kind("Secret")
     for ref in auth["spec"]["secretTargetRef"]:
         assert ref["key"] in secret[ref["name"]]["stringData"]
+
+
+def test_unsharded_recall_scales_on_cpu() -> None:
+    hpa = by_kind("HorizontalPodAutoscaler")["turngraph-recall"]
+    target = hpa["spec"]["scaleTargetRef"]
+    assert (target["kind"], target["name"]) == ("Deployment", "turngraph-recall")
+    assert "turngraph-recall" in by_kind("Deployment")
+    assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["resource"]["name"] == "cpu"
+
+
+SHARDED = OPS / "k8s-sharded"
+
+
+def test_sharded_recall_overlay_places_pods_on_shards_by_their_index() -> None:
+    overlay = yaml.safe_load((SHARDED / "kustomization.yaml").read_text())
+    assert overlay["resources"] == ["../k8s", "recall-shards.yaml"]
+    (stateful,) = load_all(SHARDED / "recall-shards.yaml")
+    kubernetes_validate.validate(stateful, KUBERNETES_VERSION, strict=True)
+    patches = {(p["target"]["kind"], p["target"]["name"]): p["patch"] for p in overlay["patches"]}
+    assert yaml.safe_load(patches[("Deployment", "turngraph-recall")]) == [
+        {"op": "replace", "path": "/spec/replicas", "value": 0}
+    ]  # the unsharded replicas off, and their autoscaler gone
+    removed = yaml.safe_load(patches[("HorizontalPodAutoscaler", "turngraph-recall")])
+    assert removed["$patch"] == "delete"
+    (shards_patch,) = yaml.safe_load(patches[("ConfigMap", "turngraph-settings")])
+    assert shards_patch["path"] == "/data/TURNGRAPH_RECALL_SHARDS"
+    shards = int(shards_patch["value"])
+    spec = stateful["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+    assert_runs_process(container["args"], "recall")
+    (ordinal,) = container["env"]
+    assert ordinal["name"] == "TURNGRAPH_RECALL_REPLICA_ORDINAL"
+    assert ordinal["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.labels['apps.kubernetes.io/pod-index']"
+    )
+    assert spec["replicas"] % shards == 0 and spec["replicas"] >= 2 * shards  # 2 per shard
+    config = by_kind("ConfigMap")["turngraph-settings"]["data"]
+    served = [
+        settings_from(
+            {**config, "TURNGRAPH_RECALL_SHARDS": str(shards), ordinal["name"]: str(pod)}
+        ).recall_shard_set()
+        for pod in range(spec["replicas"])
+    ]
+    assert [sorted(s.owned) for s in served] == [[pod % shards] for pod in range(8)]
