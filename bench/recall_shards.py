@@ -135,7 +135,8 @@ def _replica_main(url: str, name: str, shards: int, owned: list[int], args: dict
 
 def wait_ready(conn: redis.Redis, names: set[str], timeout_s: float) -> dict[str, float]:
     """When each replica's heartbeat first said it was bootstrapped (seconds from now)."""
-    started, ready = time.monotonic(), {}
+    started = time.monotonic()
+    ready: dict[str, float] = {}
     while len(ready) < len(names):
         if time.monotonic() - started > timeout_s:
             raise SystemExit("replicas not ready in time")
