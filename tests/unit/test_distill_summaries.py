@@ -85,8 +85,8 @@ def test_every_section_of_an_offline_summary() -> None:
     assert any(
         "Segment of 6 turns" in line and "1 tool results" in line for line in content.context
     )
-    assert content.decisions[0] == "Stream rows in batches of 500 for the export writer"
-    assert content.decisions[1] == "Preference: keep commit messages in the imperative mood"
+    # the preference is a memory of its own, not a decision
+    assert content.decisions == ("Stream rows in batches of 500 for the export writer",)
     assert content.rationale[0].endswith("because memory must stay flat")
     assert content.open_questions == ("Should the batch size be configurable?",)
     assert content.next_steps == ("Next I will add a setting for it on branch feat/export-stream.",)

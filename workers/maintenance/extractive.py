@@ -61,15 +61,18 @@ def split_reason(decision: str) -> tuple[str, str | None]:
     return decision, None
 
 
-def decisions_of(turns: Sequence[SessionTurn]) -> list[tuple[str, SessionTurn]]:
-    """Decisions and directives stated in the turns, in order, with the stating turn."""
+def decisions_of(
+    turns: Sequence[SessionTurn], *, directives: bool = True
+) -> list[tuple[str, SessionTurn]]:
+    """Decisions (and, unless ``directives`` is off, memory directives: preference,
+    procedure …) stated in the turns, in order, with the stating turn."""
     found: list[tuple[str, SessionTurn]] = []
     seen: set[str] = set()
     for turn in turns:
         for mention in turn.mentions:
             if mention.type == "Decision":
                 text = mention.summary or mention.name
-            elif mention.type in DIRECTIVE_LABELS:
+            elif directives and mention.type in DIRECTIVE_LABELS:
                 text = f"{DIRECTIVE_LABELS[mention.type]}: {mention.summary or mention.name}"
             else:
                 continue
@@ -206,7 +209,8 @@ def extractive_summary(turns: Sequence[SessionTurn], title: str) -> SummaryConte
     """The seed schema's sections for ``turns`` (at least one), without an LLM."""
     if not turns:
         raise ValueError("nothing to summarize")
-    decided = decisions_of(turns)[-5:]
+    # a preference or a procedure is no decision: they are memories of their own
+    decided = decisions_of(turns, directives=False)[-5:]
     decision_turns = {turn.turn_index for _, turn in decided}
     near = {i + 1 for i in decision_turns} | {i - 1 for i in decision_turns}
     decisions: list[str] = []

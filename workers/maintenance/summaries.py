@@ -103,7 +103,7 @@ def build_summary(
             turns, content, references.model_dump(mode="json")
         )
         method = SummaryMethod.LLM if used else SummaryMethod.EXTRACTIVE
-    decided = decisions_of(turns)
+    decided = decisions_of(turns, directives=False)
     return ConversationSummary(
         id=summary_uid(first.session_id, first.turn_index, last.turn_index),
         topic_id=topic.topic_id,
