@@ -47,8 +47,9 @@ from bench.retrieval_data import DEFAULT_OUT
 from bench.retrieval_data import load as load_own
 from bench.retrieval_realtalk import load as load_realtalk
 from turngraph.app import build_pipeline
-from turngraph.clients import build_clients, build_publisher, with_endpoints
+from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.settings import Settings
@@ -218,7 +219,7 @@ def time_to_recall(settings: Settings, samples: int) -> list[float]:
     conn = redis.Redis.from_url(str(settings.redis_url), socket_timeout=5)
     client = RecallClient(conn, deadline_ms=1_000)
     results = []
-    with build_publisher(settings) as publisher:
+    with open_publisher(settings) as publisher:
         for i in range(samples):
             marker = f"zq{uuid.uuid4().hex[:10]}"
             event = TurnEvent(

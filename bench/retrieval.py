@@ -61,9 +61,10 @@ from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_replay import replay
 from bench.retrieval_split import own_split
 from turngraph.app import build_ingest_worker, build_recall_worker
-from turngraph.clients import Clients, build_clients, build_publisher, with_endpoints
+from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.producers.bounded_queue import is_ingested
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.turn_event import TurnEvent
@@ -89,7 +90,7 @@ def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, Recall
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
         settings = with_endpoints(Settings(_env_file=None), endpoints)
         clients = build_clients(settings)
-        with build_publisher(settings) as publisher:
+        with open_publisher(settings) as publisher:
             for start in range(0, len(turns), PUBLISH_CHUNK):
                 for turn in turns[start : start + PUBLISH_CHUNK]:
                     publisher.publish(turn)

@@ -29,8 +29,9 @@ import redis
 
 from bench.retrieval_eval import CUTOFFS
 from turngraph.app import build_ingest_worker, build_maintenance_worker, build_recall_worker
-from turngraph.clients import build_clients, build_publisher, with_endpoints
+from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.turn_event import TurnEvent
@@ -109,7 +110,7 @@ def replay(
         recapped: set[str] = set()
         previous_session: dict[str, str] = {}
         try:
-            with build_publisher(settings) as publisher:
+            with open_publisher(settings) as publisher:
                 published = 0
                 for question in ordered:
                     target = first[question["workspace"]] + question["position"]

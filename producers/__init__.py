@@ -1,0 +1,76 @@
+"""What an editor (or any Python caller) imports to give a chat assistant its memory.
+
+    from turngraph.producers import ConsentStore, ScopeHasher, connect, consent_endpoint
+
+    consent = ConsentStore(settings.data_dir)
+    endpoint = consent_endpoint(settings.redis_url, settings.data_dir)
+    memory = connect(settings, consent=consent.checker(endpoint))
+    memory.publisher.publish(event)          # never blocks, never raises
+    memory.recaller.recall("what did we decide about retries?", workspace=hashed_workspace)
+    memory.close()
+
+``settings`` is ``turngraph.settings.Settings`` (or anything with the fields of
+:class:`ProducerSettings`); docs/producers.md has the rest. The names below are imported
+on first use (PEP 562): an editor hook importing one small module stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from turngraph.producers.connection import (
+        Connection,
+        ProducerSettings,
+        Recaller,
+        connect,
+        open_publisher,
+    )
+    from turngraph.producers.consent import ConsentStore, consent_endpoint
+    from turngraph.producers.distill_client import DistillClient
+    from turngraph.producers.publisher import ConsentCheck, Publisher
+    from turngraph.producers.recall_client import RecallClient
+    from turngraph.producers.scopes import ScopeHasher
+    from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+
+_HOMES = {
+    "ClientInfo": "turngraph.schemas.turn_event",
+    "Connection": "turngraph.producers.connection",
+    "ConsentCheck": "turngraph.producers.publisher",
+    "ConsentStore": "turngraph.producers.consent",
+    "DistillClient": "turngraph.producers.distill_client",
+    "ProducerSettings": "turngraph.producers.connection",
+    "Publisher": "turngraph.producers.publisher",
+    "RecallClient": "turngraph.producers.recall_client",
+    "Recaller": "turngraph.producers.connection",
+    "ScopeHasher": "turngraph.producers.scopes",
+    "TurnEvent": "turngraph.schemas.turn_event",
+    "connect": "turngraph.producers.connection",
+    "consent_endpoint": "turngraph.producers.consent",
+    "open_publisher": "turngraph.producers.connection",
+}
+
+__all__ = [
+    "ClientInfo",
+    "Connection",
+    "ConsentCheck",
+    "ConsentStore",
+    "DistillClient",
+    "ProducerSettings",
+    "Publisher",
+    "RecallClient",
+    "Recaller",
+    "ScopeHasher",
+    "TurnEvent",
+    "connect",
+    "consent_endpoint",
+    "open_publisher",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

@@ -26,7 +26,6 @@ from redis.commands.core import Script
 from turngraph.schemas.defaults import (
     FAILURE_TTL_S,
     INGEST_QUEUE,
-    INGESTED_TTL_S,
     JOB_TIMEOUT_S,
     RESULT_TTL_S,
     DropPolicy,
@@ -175,16 +174,8 @@ def ingested_key(event_id: str) -> str:
     return INGESTED_PREFIX + event_id
 
 
-def mark_ingested(conn: redis.Redis, event_id: str, ttl_s: int = INGESTED_TTL_S) -> None:
-    """Record that ``event_id`` is in the graph; the ingest job calls this at its end.
-
-    Later publications of the same event are then counted as duplicates, not enqueued.
-    """
-    conn.set(ingested_key(event_id), b"1", ex=ttl_s)
-
-
 def is_ingested(conn: redis.Redis, event_id: str) -> bool:
-    """True when the ingest job has marked ``event_id`` as in the graph."""
+    """True when an ingest worker has written ``event_id`` to the graph (its marker is set)."""
     return bool(conn.exists(ingested_key(event_id)))
 
 

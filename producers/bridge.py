@@ -30,14 +30,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from turngraph.producers import bridge_io
 from turngraph.producers.bridge_distill import DistillBackend, DistillOps
+from turngraph.producers.connection import Connection, Reachability, Recaller
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.redaction import secret_free_id
@@ -46,7 +47,6 @@ from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge import (
     MAX_FLUSH_TIMEOUT_S,
     REQUEST_MODELS,
-    BridgeErrorCode,
     Clamped,
     ErrorReply,
     FlushReply,
@@ -58,15 +58,14 @@ from turngraph.schemas.bridge import (
     StatusReply,
     StatusRequest,
 )
+from turngraph.schemas.bridge_common import error_reply
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.json_lines import InvalidLineError, parse_line, request_id
-from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, RecallResponse, clamp_option
+from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, clamp_option
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import described_fields
 
 log = structlog.get_logger(__name__)
-
-BridgeError = BridgeErrorCode
-"""Error codes of the bridge's replies (defined with the contract in ``schemas.bridge``)."""
 
 REACHABILITY_TTL_S = 1.0
 """A publish trusts a PING answered this recently (``status`` always asks anew)."""
@@ -75,32 +74,13 @@ RECONNECT_EVERY_S = 2.0
 """Without a backend, the bridge looks for one at most this often."""
 
 
-class Recaller(Protocol):
-    """What the bridge needs from :class:`producers.recall_client.RecallClient`:
-    ``recall(query, **options) -> RecallResponse``."""
-
-    @property
-    def recall(self) -> Callable[..., RecallResponse]:
-        """``recall(query, **options)``, failing open with a degraded response."""
-        ...
-
-
-def error_reply(code: BridgeErrorCode, user_message: str, remediation: str) -> dict[str, Any]:
-    """A failure in the seed bridge's contract."""
-    return ErrorReply(
-        error_code=code, user_message=user_message, remediation=remediation
-    ).model_dump(mode="json", exclude_none=True)
-
-
 def line_refusal(refused: InvalidLineError, request_id: str | int | None) -> dict[str, Any]:
     """The reply to a line that cannot be read, with its ``id`` when that could be read."""
-    code = BridgeError.INVALID_JSON if refused.reason == "not_json" else BridgeError.INVALID_REQUEST
-    reply = error_reply(code, refused.user_message, refused.remediation)
+    code = ErrorCode.INVALID_JSON if refused.reason == "not_json" else ErrorCode.INVALID_REQUEST
+    reply = error_reply(code, refused.user_message, refused.remediation).model_dump(
+        mode="json", exclude_none=True
+    )
     return {"id": request_id, **reply} if request_id is not None else reply
-
-
-def _failure(code: BridgeErrorCode, user_message: str, remediation: str) -> ErrorReply:
-    return ErrorReply(error_code=code, user_message=user_message, remediation=remediation)
 
 
 def _invalid_fields(exc: ValidationError) -> str:
@@ -108,32 +88,12 @@ def _invalid_fields(exc: ValidationError) -> str:
     return ", ".join(described_fields(exc, "(root)"))
 
 
-@dataclass(frozen=True)
-class Backend:
-    """What the bridge talks to once a Redis endpoint is known."""
-
-    publisher: Publisher
-    recaller: Recaller
-    queue_status: Callable[[], Mapping[str, int]] | None = None
-    distiller: DistillBackend | None = None
-    probe: Callable[[], Reachability] | None = None
-
-
-@dataclass(frozen=True)
-class Reachability:
-    """What one round trip found: Redis answered PING within the status deadline, and how
-    many recall replicas have a live heartbeat (None: this credential cannot read them)."""
-
-    redis: bool
-    recall_replicas: int | None = None
-
-
 class Bridge:
     """Answers requests.
 
     ``publisher`` / ``recaller`` may be None when no Redis is known at start-up: with
     ``connect`` given, the bridge asks it again (at most every ``RECONNECT_EVERY_S``) until
-    it returns a :class:`Backend`, so a bridge started before ``turngraph up`` starts
+    it returns a :class:`Connection`, so a bridge started before ``turngraph up`` starts
     working once the services run; meanwhile those ops answer ``BACKEND_UNAVAILABLE``.
     """
 
@@ -147,7 +107,7 @@ class Bridge:
         recaller: Recaller | None,
         queue_status: Callable[[], Mapping[str, int]] | None = None,
         probe: Callable[[], Reachability] | None = None,
-        connect: Callable[[], Backend | None] | None = None,
+        connect: Callable[[], Connection | None] | None = None,
         hints: ScopeHints | None = None,
         distiller: DistillBackend | None = None,
     ) -> None:
@@ -201,18 +161,18 @@ class Bridge:
         try:
             if not isinstance(request, dict):
                 return error_reply(
-                    BridgeError.INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     "the request must be a JSON object",
                     'send an object such as {"op": "status"}',
-                )
+                ).model_dump(mode="json", exclude_none=True)
             raw_id = request.get("id")
             if isinstance(raw_id, str | int) and not isinstance(raw_id, bool):
                 request_id = raw_id
             reply = self._dispatch(request, line)
         except Exception as exc:  # the bridge must outlive any bug
             log.error("bridge_internal_error", error=type(exc).__name__)
-            reply = _failure(
-                BridgeError.INTERNAL_ERROR,
+            reply = error_reply(
+                ErrorCode.INTERNAL_ERROR,
                 "the bridge failed on this request",
                 "retry; if it persists, report it with the bridge's log",
             )
@@ -224,8 +184,8 @@ class Bridge:
         op = request.get("op")
         model = REQUEST_MODELS.get(op) if isinstance(op, str) else None
         if model is None or not isinstance(op, str):
-            return _failure(
-                BridgeError.UNKNOWN_OP,
+            return error_reply(
+                ErrorCode.UNKNOWN_OP,
                 "unknown or missing op",
                 f"use one of: {', '.join(self._ops)}",
             )
@@ -234,8 +194,8 @@ class Bridge:
             typed = model.model_validate_json(line if line is not None else json.dumps(request))
         except ValidationError as exc:
             what = "turn event" if op == "publish" else f"{op} request"
-            return _failure(
-                BridgeError.INVALID_REQUEST,
+            return error_reply(
+                ErrorCode.INVALID_REQUEST,
                 f"invalid {what}: {_invalid_fields(exc)}",
                 f"fix the named fields (see schemas/json/bridge_{op}_request.schema.json)",
             )
@@ -244,15 +204,11 @@ class Bridge:
 
     def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
         """Answer JSON lines until end of input (see :func:`producers.bridge_io.serve`)."""
-        from turngraph.producers.bridge_io import serve
-
-        return serve(self, lines_in, lines_out)
+        return bridge_io.serve(self, lines_in, lines_out)
 
     def handle_bytes(self, raw: bytes) -> dict[str, Any]:
         """One request line as bytes (see :func:`producers.bridge_io.handle_bytes`)."""
-        from turngraph.producers.bridge_io import handle_bytes
-
-        return handle_bytes(self, raw)
+        return bridge_io.handle_bytes(self, raw)
 
     def close(self) -> None:
         """Deliver what is buffered (bounded wait) and stop the publisher."""
@@ -305,14 +261,14 @@ class Bridge:
             event = self.build_event(request.event)
         except (ValidationError, ValueError) as exc:
             fields = _invalid_fields(exc) if isinstance(exc, ValidationError) else str(exc)
-            return _failure(
-                BridgeError.INVALID_REQUEST,
+            return error_reply(
+                ErrorCode.INVALID_REQUEST,
                 f"invalid turn event: {fields}",
                 "fix the named fields (see schemas/json/bridge_publish_request.schema.json)",
             )
         if not self._consent.is_enabled(event.workspace, self._endpoint):
-            return _failure(
-                BridgeError.CONSENT_REQUIRED,
+            return error_reply(
+                ErrorCode.CONSENT_REQUIRED,
                 "publishing is not enabled for this workspace",
                 "run: turngraph consent enable --workspace <path>",
             )
@@ -328,8 +284,8 @@ class Bridge:
         if buffered and not self._delivering():
             # Kept in this bridge's buffer, not delivered: say so (success false), with what
             # the client needs to follow it (flush reports when it has gone through).
-            return _failure(
-                BridgeError.BACKEND_UNAVAILABLE,
+            return error_reply(
+                ErrorCode.BACKEND_UNAVAILABLE,
                 "memory is not reachable: the turn is kept in this bridge and sent when Redis "
                 "answers again, unless the bridge closes first",
                 "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL); `flush` says "
@@ -436,8 +392,8 @@ class Bridge:
 
 
 def _backend_unavailable() -> ErrorReply:
-    return _failure(
-        BridgeError.BACKEND_UNAVAILABLE,
+    return error_reply(
+        ErrorCode.BACKEND_UNAVAILABLE,
         "memory is unavailable right now",
         "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL)",
     )

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.redaction import looks_secret
 from turngraph.producers.scopes import ScopeHasher
-from turngraph.schemas.bridge_common import BridgeErrorCode, Clamped, ErrorReply
+from turngraph.schemas.bridge_common import Clamped, ErrorReply
 from turngraph.schemas.bridge_distill import (
     MAX_DISTILL_DEADLINE_MS,
     MIN_DISTILL_DEADLINE_MS,
@@ -35,7 +35,8 @@ from turngraph.schemas.bridge_distill import (
     SummaryReply,
     SummaryRequest,
 )
-from turngraph.schemas.distill import DistillErrorCode, DistillResponse
+from turngraph.schemas.distill import DistillResponse
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.recap import RollingContext
 
@@ -71,7 +72,7 @@ class DistillBackend(Protocol):
 def secret_refusal() -> ErrorReply:
     """``promote``'s refusal of secret-looking text (never quotes it)."""
     return ErrorReply(
-        error_code=BridgeErrorCode.REFUSED,
+        error_code=ErrorCode.REFUSED,
         user_message="refused: the text looks like a secret",
         remediation="remove the credential and promote again",
     )
@@ -79,7 +80,7 @@ def secret_refusal() -> ErrorReply:
 
 def unavailable() -> ErrorReply:
     return ErrorReply(
-        error_code=BridgeErrorCode.BACKEND_UNAVAILABLE,
+        error_code=ErrorCode.BACKEND_UNAVAILABLE,
         user_message="memory is unavailable right now",
         remediation="start it with `turngraph up` (or check TURNGRAPH_REDIS_URL)",
     )
@@ -98,16 +99,16 @@ def _clamp_deadline(requested: int | None) -> tuple[dict[str, Any], dict[str, Cl
 
 def _incomplete() -> ErrorReply:
     return ErrorReply(
-        error_code=BridgeErrorCode.INTERNAL_ERROR,
+        error_code=ErrorCode.INTERNAL_ERROR,
         user_message="memory sent an incomplete answer",
         remediation="check that producers and workers run the same version",
     )
 
 
 def _failure(response: DistillResponse) -> ErrorReply:
-    code = response.error_code or DistillErrorCode.INTERNAL_ERROR
+    code = response.error_code or ErrorCode.INTERNAL_ERROR
     return ErrorReply(
-        error_code=BridgeErrorCode(code.value),
+        error_code=code,
         user_message=response.user_message or "memory could not answer",
         remediation=response.remediation or "retry",
     )
@@ -227,7 +228,7 @@ class DistillOps:
         workspace = self._hasher.workspace(request.workspace)
         if not self._consent.is_enabled(workspace, self._endpoint):
             return ErrorReply(
-                error_code=BridgeErrorCode.CONSENT_REQUIRED,
+                error_code=ErrorCode.CONSENT_REQUIRED,
                 user_message="promoting is not enabled for this workspace",
                 remediation="run: turngraph consent enable --workspace <path>",
             )

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
-from turngraph.schemas.bridge import BridgeErrorCode, ErrorReply
+from turngraph.schemas.bridge_common import error_reply
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.json_lines import ID_WINDOW_CHARS, MAX_LINE_BYTES, request_id, too_long
-
-if TYPE_CHECKING:
-    from turngraph.producers.bridge import Bridge
 
 
 @dataclass(frozen=True)
@@ -24,6 +22,14 @@ class LongLine:
     """A line over the limit: skipped, only its beginning kept (to read its ``id``)."""
 
     head: bytes
+
+
+class LineHandler(Protocol):
+    """What answers the lines (:class:`producers.bridge.Bridge`)."""
+
+    def handle_line(self, line: str) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 def read_lines(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[bytes | LongLine]:
@@ -58,7 +64,7 @@ def encode_reply(reply: dict[str, Any]) -> bytes:
     return (json.dumps(reply, ensure_ascii=True) + "\n").encode("ascii")
 
 
-def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
+def serve(bridge: LineHandler, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
     """Answer every line of ``lines_in`` until its end, then close the bridge.
 
     Reads and writes bytes (``sys.stdin.buffer``, ``sys.stdout.buffer``): decoding per line
@@ -69,9 +75,9 @@ def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
         for raw in read_lines(lines_in):
             if isinstance(raw, LongLine):
                 refused = too_long()
-                reply = _error(
-                    BridgeErrorCode.INVALID_REQUEST, refused.user_message, refused.remediation
-                )
+                reply = error_reply(
+                    ErrorCode.INVALID_REQUEST, refused.user_message, refused.remediation
+                ).model_dump(mode="json", exclude_none=True)
                 found = request_id(raw.head.decode("utf-8", "replace"))
                 if found is not None:
                     reply = {"id": found, **reply}
@@ -84,21 +90,15 @@ def serve(bridge: Bridge, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
     return 0
 
 
-def handle_bytes(bridge: Bridge, raw: bytes) -> dict[str, Any]:
+def handle_bytes(bridge: LineHandler, raw: bytes) -> dict[str, Any]:
     """One request line as bytes: invalid UTF-8 is one ``INVALID_ENCODING`` reply."""
     line = decode_line(raw)
     if line is None:
-        reply = _error(
-            BridgeErrorCode.INVALID_ENCODING,
+        reply = error_reply(
+            ErrorCode.INVALID_ENCODING,
             "the request line is not valid UTF-8",
             "encode every line as UTF-8",
-        )
+        ).model_dump(mode="json", exclude_none=True)
         found = request_id(raw.decode("utf-8", "replace"))
         return {"id": found, **reply} if found is not None else reply
     return bridge.handle_line(line)
-
-
-def _error(code: BridgeErrorCode, user_message: str, remediation: str) -> dict[str, Any]:
-    return ErrorReply(
-        error_code=code, user_message=user_message, remediation=remediation
-    ).model_dump(mode="json", exclude_none=True)

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 
 from turngraph.schemas.distill import (
     DEFAULT_DISTILL_DEADLINE_MS,
-    DistillErrorCode,
     DistillOp,
     DistillRequest,
     DistillResponse,
 )
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import DISTILL_REPLY_PREFIX, DISTILL_REQUESTS, ROLLING_CONTEXT_PREFIX
 from turngraph.schemas.memories import PromotionKind
 from turngraph.schemas.recap import RollingContext
@@ -133,7 +133,7 @@ class DistillClient:
         except ValidationError as exc:
             return DistillResponse.failure(
                 request_id,
-                DistillErrorCode.INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 f"invalid {op.value} request: {', '.join(invalid_fields(exc, 'request'))}",
                 "fix the named fields and try again",
             )
@@ -160,14 +160,14 @@ class DistillClient:
             )
             return DistillResponse.failure(
                 request.request_id,
-                DistillErrorCode.BACKEND_UNAVAILABLE,
+                ErrorCode.BACKEND_UNAVAILABLE,
                 "memory is unavailable right now",
                 "check that Redis and a maintenance worker are running (turngraph up)",
             )
         if popped is None:
             return DistillResponse.failure(
                 request.request_id,
-                DistillErrorCode.DEADLINE_EXCEEDED,
+                ErrorCode.DEADLINE_EXCEEDED,
                 "memory did not answer in time",
                 "start a maintenance worker, or raise deadline_ms",
             )
@@ -176,7 +176,7 @@ class DistillClient:
         except ValidationError:
             return DistillResponse.failure(
                 request.request_id,
-                DistillErrorCode.INTERNAL_ERROR,
+                ErrorCode.INTERNAL_ERROR,
                 "memory sent an unreadable answer",
                 "check that producers and workers run the same schema version",
             )

@@ -72,7 +72,9 @@ ConsentCheck = Callable[[str], bool]
 """Called with an event's (hashed) workspace; False means: do not publish."""
 
 
-def connect(redis_url: str, *, socket_timeout_s: float, connect_timeout_s: float) -> redis.Redis:
+def _publishing_redis(
+    redis_url: str, *, socket_timeout_s: float, connect_timeout_s: float
+) -> redis.Redis:
     """A Redis client for publishing: short timeouts and no retries of its own (the
     publisher's backoff is the one retry layer)."""
     return redis.Redis.from_url(
@@ -120,7 +122,7 @@ class Publisher:
             raise ValueError("give exactly one of redis= or redis_url=")
         if buffer_size < 1 or batch_size < 1:
             raise ValueError("buffer_size and batch_size must be at least 1")
-        conn = redis or connect(
+        conn = redis or _publishing_redis(
             str(redis_url), socket_timeout_s=socket_timeout_s, connect_timeout_s=connect_timeout_s
         )
         self._owns_connection = redis is None

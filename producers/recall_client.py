@@ -10,11 +10,11 @@ import redis
 import structlog
 from pydantic import ValidationError
 
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
 from turngraph.schemas.recall import (
     DEFAULT_DEADLINE_MS,
     ConversationTurn,
-    ErrorCode,
     RecallRequest,
     RecallResponse,
     ScopeName,

@@ -22,7 +22,6 @@ from turngraph.schemas.bridge_common import (
     MAX_RAW_KEY_CHARS,
     REPLY_CONFIG,
     REQUEST_CONFIG,
-    BridgeErrorCode,
     Clamped,
     ClampedOptions,
     ErrorReply,
@@ -37,14 +36,21 @@ from turngraph.schemas.bridge_distill import (
     SummarizeRequest,
     SummaryRequest,
 )
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.recall import (
     CLAMPED_RECALL_OPTIONS,
     ConversationTurn,
-    ErrorCode,
     RecallResponse,
     ScopeName,
 )
-from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, GitInfo, Reference, Role
+from turngraph.schemas.turn_event import (
+    MAX_CONTENT_CHARS,
+    MAX_TURN_INDEX,
+    ClientInfo,
+    GitInfo,
+    Reference,
+    Role,
+)
 
 
 class BridgeTurn(BaseModel):
@@ -60,7 +66,7 @@ class BridgeTurn(BaseModel):
     session_id: RawKey
     workspace: RawKey
     user: RawKey
-    turn_index: int = Field(ge=0, le=10_000_000)
+    turn_index: int = Field(ge=0, le=MAX_TURN_INDEX)
     role: Role
     speaker: str = Field(default="", max_length=100)
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
@@ -234,7 +240,6 @@ REPLY_MODELS: dict[str, tuple[type[BaseModel], ...]] = {
 __all__ = [
     "MAX_FLUSH_TIMEOUT_S",
     "MAX_RAW_KEY_CHARS",
-    "BridgeErrorCode",
     "BridgeRequest",
     "Clamped",
     "ErrorCode",

@@ -3,10 +3,11 @@ error codes and the failure reply (``schemas.bridge`` and ``schemas.bridge_disti
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from turngraph.schemas.errors import ErrorCode
 
 MAX_RAW_KEY_CHARS = 4_096
 """Longest raw scope key (a workspace path) the bridge hashes."""
@@ -32,29 +33,6 @@ REQUEST_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True)
 REPLY_CONFIG = ConfigDict(extra="forbid")
 
 
-class BridgeErrorCode(StrEnum):
-    """Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
-
-    ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
-    ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
-    ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
-    ``REFUSED``: promote refused content that looks like a secret.
-    """
-
-    INVALID_JSON = "INVALID_JSON"
-    INVALID_ENCODING = "INVALID_ENCODING"
-    INVALID_REQUEST = "INVALID_REQUEST"
-    UNKNOWN_OP = "UNKNOWN_OP"
-    CONSENT_REQUIRED = "CONSENT_REQUIRED"
-    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
-    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
-    NOT_AVAILABLE = "NOT_AVAILABLE"
-    CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
-    NOT_FOUND = "NOT_FOUND"
-    REFUSED = "REFUSED"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
-
-
 class Clamped(BaseModel):
     """An option outside its range: what was asked and what was used."""
 
@@ -77,7 +55,7 @@ class ErrorReply(BaseModel):
 
     id: RequestId | None = None
     success: Literal[False] = False
-    error_code: BridgeErrorCode
+    error_code: ErrorCode
     user_message: str
     remediation: str
     pending: int | None = Field(default=None, description="flush: events still buffered.")
@@ -91,3 +69,11 @@ class ErrorReply(BaseModel):
         description="MCP forget, where the client cannot ask its user: send it back as "
         "`confirm` once the user has agreed.",
     )
+
+
+def error_reply(code: ErrorCode, user_message: str, remediation: str) -> ErrorReply:
+    """A failure reply (the one builder: the bridge, its stdin reader and the MCP tools).
+
+    ``user_message`` and ``remediation`` say what failed and what to change; never chat text.
+    """
+    return ErrorReply(error_code=code, user_message=user_message, remediation=remediation)

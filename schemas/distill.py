@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.memories import PromotedMemory, PromotionKind
 from turngraph.schemas.recap import SessionRecap
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
@@ -39,15 +40,6 @@ class DistillOp(StrEnum):
     """Compact the topic ``topic_id`` of ``workspace`` into its decision record now."""
     PROMOTE = "promote"
     """Keep ``text`` as a ``kind`` memory in the workspace or user scope."""
-
-
-class DistillErrorCode(StrEnum):
-    INVALID_REQUEST = "INVALID_REQUEST"
-    NOT_FOUND = "NOT_FOUND"
-    REFUSED = "REFUSED"
-    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
-    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
 class DistillRequest(BaseModel):
@@ -86,13 +78,13 @@ class DistillResponse(BaseModel):
     record: DecisionRecord | None = None
     recap: SessionRecap | None = None
     memory: PromotedMemory | None = None
-    error_code: DistillErrorCode | None = None
+    error_code: ErrorCode | None = None
     user_message: str | None = None
     remediation: str | None = None
 
     @classmethod
     def failure(
-        cls, request_id: str, code: DistillErrorCode, user_message: str, remediation: str
+        cls, request_id: str, code: ErrorCode, user_message: str, remediation: str
     ) -> DistillResponse:
         return cls(
             request_id=request_id,

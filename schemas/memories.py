@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from turngraph.schemas.scopes import ScopeValue
+
 MEMORY_SCHEMA_VERSION: Literal[1] = 1
 
 MAX_MEMORY_CHARS = 2_000
@@ -46,7 +48,7 @@ class PromotedMemory(BaseModel):
     schema_version: Literal[1] = MEMORY_SCHEMA_VERSION
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")
     kind: PromotionKind
-    scope: Literal["session", "workspace", "user"]
+    scope: ScopeValue
     workspace: str | None = None
     user: str
     session_id: str | None = None

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from enum import Enum, StrEnum
+from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from turngraph.schemas.errors import ErrorCode
+from turngraph.schemas.scopes import ScopeValue
 
 RECALL_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of the recall models."""
@@ -109,7 +112,7 @@ class RecallResult(BaseModel):
     status: str = "Active"
     created_at: str
     source_created_at: str | None = None
-    scope: Literal["session", "workspace", "user"]
+    scope: ScopeValue
     score: ScoreBreakdown
     tokens: int
     source_event_ids: list[str] = Field(min_length=1)
@@ -118,15 +121,6 @@ class RecallResult(BaseModel):
         description="The memory's id: ask for the full stored summary or record with it "
         "(the bridge's `summary` op).",
     )
-
-
-class ErrorCode(StrEnum):
-    """Why a recall failed; prints as its value (``DEADLINE_EXCEEDED``)."""
-
-    INVALID_REQUEST = "INVALID_REQUEST"
-    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
-    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
 class RecallResponse(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 
 class Scope(StrEnum):
@@ -17,6 +18,10 @@ class Scope(StrEnum):
     WORKSPACE = "workspace"
     USER = "user"
 
+
+ScopeValue = Literal["session", "workspace", "user"]
+"""A :class:`Scope` as its plain value, where a field or a hot path holds text (a test keeps
+the two equal)."""
 
 SCOPE_ORDER: tuple[Scope, ...] = (Scope.SESSION, Scope.WORKSPACE, Scope.USER)
 """The order in which recall prefers scopes (the bridge seed's order)."""

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import openai
 
     from turngraph.workers.extraction.endpoint import LLMEndpoint
-    from turngraph.workers.maintenance.reextract import Reextractor
+    from turngraph.workers.maintenance.context import Reextractor
 
 INGEST_MAINTENANCE_INTERVAL_S = 10
 """How often an idle ingest worker cleans RQ's registries and gives back the claims of
@@ -236,7 +236,8 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         return None
     from turngraph.workers.extraction.llm import LLMExtractor
     from turngraph.workers.extraction.shared_counts import SharedCounts
-    from turngraph.workers.maintenance.reextract import NoFallback, Reextractor
+    from turngraph.workers.maintenance.context import Reextractor
+    from turngraph.workers.maintenance.reextract import NoFallback
 
     settings = clients.settings
     ontology = load_ontology(settings)

@@ -7,10 +7,15 @@ from typing import TYPE_CHECKING
 
 import neo4j
 import redis
+import structlog
 from pydantic import SecretStr
 
-from turngraph.embedded.services import ServiceEndpoints, wait_for_endpoints
-from turngraph.producers.publisher import ConsentCheck, Publisher
+from turngraph.embedded.services import ServiceEndpoints, read_endpoints, wait_for_endpoints
+from turngraph.producers.bridge import Bridge
+from turngraph.producers.connection import Connection, connect
+from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.scope_hints import ScopeHints
+from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.errors import ConfigurationError
 from turngraph.settings import Settings
 
@@ -18,6 +23,8 @@ if TYPE_CHECKING:
     import openai
 
     from turngraph.workers.extraction.endpoint import LLMEndpoint
+
+log = structlog.get_logger(__name__)
 
 EMBEDDED_WAIT_S = 90.0
 """How long a process waits for ``turngraph services`` to publish the embedded endpoints."""
@@ -134,21 +141,48 @@ def build_llm(settings: Settings) -> tuple[openai.OpenAI, LLMEndpoint]:
     return client, endpoint
 
 
-def build_publisher(
-    settings: Settings, *, consent: ConsentCheck | None = None, **overrides: object
-) -> Publisher:
-    """A publisher for the configured Redis and ingest queue (``redis_url`` must be set)."""
-    if not settings.redis_url:
-        raise ConfigurationError("settings.redis_url is not set: resolve the endpoints first")
-    options: dict[str, object] = {
-        "redis_url": settings.redis_url,
-        "queue_name": settings.ingest_queue,
-        "max_queue_length": settings.max_queue_length,
-        "drop_policy": settings.drop_policy,
-        "job_timeout_s": settings.job_timeout_s,
-        "buffer_size": settings.publish_buffer_size,
-        "consent": consent,
-        "tenant": settings.tenant,
-    }
-    options.update(overrides)
-    return Publisher(**options)  # type: ignore[arg-type]
+def producer_redis_url(settings: Settings) -> str | None:
+    """The configured Redis URL, or the embedded one if ``turngraph up`` runs; never waits."""
+    if settings.redis_url:
+        return settings.redis_url
+    running = read_endpoints(settings.data_dir)
+    return running.redis_url if running else None
+
+
+def producer_consent_endpoint(settings: Settings) -> str:
+    """The endpoint consent is recorded for under these settings."""
+    return consent_endpoint(settings.redis_url, settings.data_dir)
+
+
+def build_bridge(
+    settings: Settings, *, deadline_ms: int | None = None, note_hints: bool = True
+) -> Bridge:
+    """A bridge on the configured (or running embedded) Redis. Without one yet, publish and
+    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds.
+    ``note_hints=False``: the folder hints of ``turngraph scopes`` are left alone."""
+    consent = ConsentStore(settings.data_dir)
+    endpoint = producer_consent_endpoint(settings)
+
+    def connect_when_running() -> Connection | None:
+        url = producer_redis_url(settings)
+        if url is None:
+            return None
+        try:
+            return connect(
+                settings.model_copy(update={"redis_url": url}),
+                consent=consent.checker(endpoint),
+                deadline_ms=deadline_ms,
+            )
+        except ConfigurationError:
+            log.warning("bridge_redis_url_invalid")  # a bad URL: no backend, not a crash
+            return None
+
+    return Bridge(
+        hasher=ScopeHasher.for_data_dir(settings.data_dir),
+        hints=ScopeHints(settings.data_dir) if note_hints else None,
+        consent=consent,
+        endpoint=endpoint,
+        publisher=None,
+        recaller=None,
+        connect=connect_when_running,
+    )

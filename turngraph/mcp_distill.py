@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from turngraph.mcp_server import REMEMBER_FLUSH_S, MemoryTools, server_version, tool_result
+from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
 
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
 """``server.tool(**options)``: registers the decorated function as a tool."""
@@ -32,13 +32,7 @@ async def keep_note(tools: MemoryTools, text: str, kind: str) -> dict[str, Any]:
         "client": {"name": "turngraph-mcp", "version": server_version()},
         "tags": ["note", kind],
     }
-    reply = await tools.call({"op": "publish", "event": event})
-    if not reply.get("success"):
-        return reply
-    flushed = await tools.call({"op": "flush", "timeout_s": REMEMBER_FLUSH_S})
-    if not flushed.get("success"):
-        return {**flushed, "event_id": reply.get("event_id")}
-    return reply
+    return await publish_and_flush(tools, event)
 
 
 def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:

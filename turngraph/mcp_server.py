@@ -12,19 +12,12 @@ evaluates the tools' annotations, and ``forget``'s names a resolver defined insi
 ``build_server``.
 """
 
-import getpass
-import hashlib
 import hmac
 import inspect
-import itertools
 import json
-import secrets
-import threading
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from mcp.server.mcpserver import (
@@ -35,17 +28,17 @@ from mcp.server.mcpserver import (
     MCPServer,
     Resolve,
 )
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from turngraph.schemas.bridge import BridgeErrorCode
+from turngraph.mcp_distill import register_distill_tools
+from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
+from turngraph.schemas.bridge_common import error_reply
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import Scope
 
 SERVER_NAME = "turngraph"
 """How the server introduces itself to MCP clients."""
-
-REMEMBER_FLUSH_S = 2.0
-"""``remember`` waits this long for Redis to take the turn before it answers."""
 
 INSTRUCTIONS = (
     "turngraph is the user's long-term memory of earlier chats in this workspace. Call "
@@ -56,86 +49,11 @@ INSTRUCTIONS = (
     "of a chat to see where the previous one stopped."
 )
 
-ForgetFn = Callable[[Scope, str], dict[str, Any]]
-"""Deletes one scope (by raw key or id) and returns a JSON-able report."""
-
 
 class ForgetConfirmation(BaseModel):
     """What the user is asked before a scope is deleted."""
 
     confirm: bool = Field(description="Delete this memory for good (it cannot be undone).")
-
-
-class BridgeCore(Protocol):
-    """What the tools need of :class:`producers.bridge.Bridge` (or a lazy holder of one)."""
-
-    def handle_request(self, request: Any) -> dict[str, Any]: ...
-
-
-class LazyBridge:
-    """Builds the bridge (Redis client, publisher, recall and distill clients) on first use,
-    so the server answers ``initialize`` before those libraries are loaded; ``warm_up``
-    starts building it in the background."""
-
-    def __init__(self, build: Callable[[], BridgeCore]) -> None:
-        self._build = build
-        self._bridge: BridgeCore | None = None
-        self._lock = threading.Lock()
-
-    def _get(self) -> BridgeCore:
-        with self._lock:
-            if self._bridge is None:
-                self._bridge = self._build()
-            return self._bridge
-
-    def warm_up(self) -> None:
-        threading.Thread(target=self._warm, name="bridge-warm-up", daemon=True).start()
-
-    def _warm(self) -> None:
-        try:
-            self._get()
-        except Exception as exc:  # the first tool call builds it again and reports it
-            import structlog
-
-            structlog.get_logger(__name__).warning("bridge_not_built", error=type(exc).__name__)
-
-    def handle_request(self, request: Any) -> dict[str, Any]:
-        return self._get().handle_request(request)
-
-    def close(self) -> None:
-        """Close the bridge if it was built (what it buffered is delivered)."""
-        with self._lock:
-            bridge = self._bridge
-        close = getattr(bridge, "close", None)
-        if close is not None:
-            close()
-
-
-@dataclass
-class MemoryTools:
-    """The state behind the tools: one bridge core, the workspace this server serves, the
-    user, and per-session turn counters for ``remember``."""
-
-    bridge: BridgeCore
-    workspace: str
-    user: str = field(default_factory=getpass.getuser)
-    forget_scope: ForgetFn | None = None
-    session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4().hex}")
-    _turns: dict[str, Iterator[int]] = field(default_factory=dict)
-    _secret: bytes = field(default_factory=lambda: secrets.token_bytes(16))
-
-    def next_turn(self, session_id: str) -> int:
-        """The next turn index of ``session_id`` in this server's life."""
-        return next(self._turns.setdefault(session_id, itertools.count()))
-
-    def confirmation_token(self, scope: Scope, key: str) -> str:
-        """A token the client must echo to confirm a forget (clients without elicitation)."""
-        digest = hmac.new(self._secret, f"{scope.value}\x1f{key}".encode(), hashlib.sha256)
-        return digest.hexdigest()[:12]
-
-    async def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One bridge request, off the event loop (recall blocks up to its deadline)."""
-        return await anyio.to_thread.run_sync(self.bridge.handle_request, request)
 
 
 def reachability_line(status: dict[str, Any]) -> str:
@@ -150,41 +68,14 @@ def reachability_line(status: dict[str, Any]) -> str:
     return f"memory reachable; {replicas} recall worker{'s' * (replicas != 1)} answering"
 
 
-def tool_result(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
-    """A bridge reply as a tool result: structured content, a readable text, and
-    ``isError`` when the reply is a failure."""
-    if text is None:
-        if reply.get("success"):
-            text = json.dumps(reply, indent=2)
-        else:
-            text = (
-                f"{reply.get('error_code')}: {reply.get('user_message')} "
-                f"({reply.get('remediation')})"
-            )
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=reply,
-        is_error=not reply.get("success", False),
-    )
-
-
-def _error(code: BridgeErrorCode, user_message: str, remediation: str) -> dict[str, Any]:
-    return {
-        "success": False,
-        "error_code": code.value,
-        "user_message": user_message,
-        "remediation": remediation,
-    }
-
-
 def not_available(tool: str) -> CallToolResult:
     """A typed refusal for a tool whose backend this version does not have."""
     return tool_result(
-        _error(
-            BridgeErrorCode.NOT_AVAILABLE,
+        error_reply(
+            ErrorCode.NOT_AVAILABLE,
             f"{tool} is not available in this version of turngraph",
             "upgrade turngraph; meanwhile use recall",
-        )
+        ).model_dump(mode="json", exclude_none=True)
     )
 
 
@@ -210,7 +101,6 @@ def build_server(tools: MemoryTools) -> MCPServer:
             return register
 
     server = _Tools()
-    from turngraph.mcp_distill import register_distill_tools  # it imports this module
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def recall(
@@ -283,12 +173,9 @@ def build_server(tools: MemoryTools) -> MCPServer:
             "importance": importance,
             "tags": tags if tags is not None else ([] if session_id else ["note"]),
         }
-        reply = await tools.call({"op": "publish", "event": event})
+        reply = await publish_and_flush(tools, event)
         if not reply.get("success"):
             return tool_result(reply)
-        flushed = await tools.call({"op": "flush", "timeout_s": REMEMBER_FLUSH_S})
-        if not flushed.get("success"):
-            return tool_result({**flushed, "event_id": reply.get("event_id")})
         return tool_result(reply, f"Remembered (event {reply['event_id']}).")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
@@ -349,22 +236,22 @@ def build_server(tools: MemoryTools) -> MCPServer:
         named = key or (tools.workspace if target is Scope.WORKSPACE else None)
         if not named:
             return tool_result(
-                _error(
-                    BridgeErrorCode.INVALID_REQUEST,
+                error_reply(
+                    ErrorCode.INVALID_REQUEST,
                     f"forget needs the {target.value} to delete",
                     "pass key",
-                )
+                ).model_dump(mode="json", exclude_none=True)
             )
         confirmed = isinstance(answer, AcceptedElicitation) and answer.data.confirm
         if not confirmed:
-            reply = _error(
-                BridgeErrorCode.CONFIRMATION_REQUIRED,
+            reply = error_reply(
+                ErrorCode.CONFIRMATION_REQUIRED,
                 f"nothing deleted: the user has not confirmed forgetting this {target.value}",
                 "ask the user"
                 if can_elicit(ctx)
                 else "ask the user; if they agree, call forget again with confirm set to "
                 "confirmation_token",
-            )
+            ).model_dump(mode="json", exclude_none=True)
             if not can_elicit(ctx) and confirm is None:
                 reply["confirmation_token"] = tools.confirmation_token(target, named)
             return tool_result(reply)
@@ -374,12 +261,3 @@ def build_server(tools: MemoryTools) -> MCPServer:
         return tool_result(report)
 
     return mcp_server
-
-
-def server_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("turngraph")
-    except PackageNotFoundError:
-        return "0"

@@ -15,14 +15,14 @@ from typing import Any
 import structlog
 from rq.job import Job
 
+from turngraph.producers.bounded_queue import INGEST_FUNCTION
 from turngraph.schemas.errors import PermanentError
 
 log = structlog.get_logger(__name__)
 
-INGEST_TURN = "turngraph.workers.ingest.job.ingest_turn"
 """The ingest job: one TurnEvent (a JSON dict), plus the turns batched beside it."""
 
-ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_TURN})
+ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_FUNCTION})
 """Dotted names of every job function an ingest worker will run."""
 
 MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset(

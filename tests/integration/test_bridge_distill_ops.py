@@ -20,8 +20,7 @@ from tests.support.distill import decision_events
 from tests.support.maintenance import UNFINISHED, long_session, maintenance_worker, service_env
 from tests.support.turns import T0, turn
 from turngraph.app import build_pipeline, build_recall_worker
-from turngraph.cli.bridge_cmd import build_bridge
-from turngraph.clients import Clients
+from turngraph.clients import Clients, build_bridge
 from turngraph.producers.bridge import Bridge
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.scopes import ScopeHasher

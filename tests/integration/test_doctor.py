@@ -19,8 +19,7 @@ import redis
 from tests.support.tcp_gate import free_port
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
 from turngraph.app import build_recall_worker
-from turngraph.cli.endpoints import producer_consent_endpoint
-from turngraph.clients import Clients
+from turngraph.clients import Clients, producer_consent_endpoint
 from turngraph.doctor.smoke import SMOKE_WORKSPACE
 from turngraph.embedded import ServiceEndpoints
 from turngraph.embedded.process import ServerProcess

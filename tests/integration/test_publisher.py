@@ -12,9 +12,9 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from tests.support.turn_factory import make_turn
-from turngraph.clients import build_publisher
 from turngraph.embedded import RedisServer
 from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.publisher import Publisher
 from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, TurnEvent
 from turngraph.settings import Settings
@@ -25,7 +25,7 @@ BUDGET_S = 0.001
 
 
 def test_published_events_become_queued_jobs(redis_conn: redis.Redis, settings: Settings) -> None:
-    with build_publisher(settings, max_queue_length=1000) as pub:
+    with open_publisher(settings, max_queue_length=1000) as pub:
         for i in range(300):
             assert pub.publish(make_turn(i))
         pub.publish(make_turn(0))  # a duplicate
@@ -97,7 +97,7 @@ def test_redis_stopped_mid_run_publish_stays_in_budget_and_events_flow_after(
 def test_the_sender_thread_survives_an_unexpected_error(
     redis_conn: redis.Redis, settings: Settings
 ) -> None:
-    pub = build_publisher(settings, min_backoff_ms=1, max_backoff_ms=5)
+    pub = open_publisher(settings, min_backoff_ms=1, max_backoff_ms=5)
     real_send = pub._sender.send
     calls = []
 
@@ -118,7 +118,7 @@ def test_a_turn_redaction_grows_past_its_limit_is_sent_truncated_and_counted(
 ) -> None:
     grows = "pwd=abc "
     event = make_turn(0, content=(grows * MAX_CONTENT_CHARS)[:MAX_CONTENT_CHARS])
-    with build_publisher(settings, max_queue_length=10) as pub:
+    with open_publisher(settings, max_queue_length=10) as pub:
         assert pub.publish(event)
         assert pub.flush(timeout_s=10)
         stats = pub.stats()

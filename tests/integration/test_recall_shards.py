@@ -13,7 +13,8 @@ from tests.support.turns import turn
 from turngraph.app import build_graph_store, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.producers.recall_client import RecallClient
-from turngraph.schemas.recall import ErrorCode, RecallRequest
+from turngraph.schemas.errors import ErrorCode
+from turngraph.schemas.recall import RecallRequest
 from turngraph.schemas.scopes import Scope
 from turngraph.schemas.shards import NO_REPLICA, shard_of, shard_requests_key
 from turngraph.schemas.tenants import TENANTS_KEY, qualify

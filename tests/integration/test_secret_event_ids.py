@@ -14,8 +14,9 @@ from structlog.testing import capture_logs
 
 from tests.integration.test_secrets_never_leave import _redis_bytes
 from turngraph.app import build_pipeline
-from turngraph.clients import Clients, build_publisher
+from turngraph.clients import Clients
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.redaction import HASHED_ID_PREFIX, contains_secret, secret_free_id
 from turngraph.producers.scopes import ScopeHasher
@@ -62,7 +63,7 @@ def test_a_secret_id_never_leaves_the_producer(
     hasher = ScopeHasher.for_data_dir(settings.data_dir)
     consent = ConsentStore(settings.data_dir)
     consent.enable(hasher.workspace(WORKSPACE), settings.redis_url)
-    publisher = build_publisher(settings, consent=consent.checker(settings.redis_url))
+    publisher = open_publisher(settings, consent=consent.checker(settings.redis_url))
     bridge = Bridge(
         hasher=hasher, consent=consent, endpoint=settings.redis_url, publisher=publisher,
         recaller=None,

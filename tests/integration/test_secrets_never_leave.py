@@ -10,8 +10,8 @@ import pytest
 import redis
 from structlog.testing import capture_logs
 
-from turngraph.clients import build_publisher
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
@@ -67,7 +67,7 @@ def test_no_secret_reaches_redis_or_the_logs(
     hasher = ScopeHasher.for_data_dir(settings.data_dir)
     consent = ConsentStore(settings.data_dir)
     consent.enable(hasher.workspace(RAW_WORKSPACE), settings.redis_url)
-    publisher = build_publisher(settings, consent=consent.checker(settings.redis_url))
+    publisher = open_publisher(settings, consent=consent.checker(settings.redis_url))
     bridge = Bridge(
         hasher=hasher,
         consent=consent,

@@ -20,9 +20,8 @@ from turngraph.credentials import issue
 from turngraph.forgetting import forget
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.recall_client import RecallClient
-from turngraph.schemas.errors import ConfigurationError
+from turngraph.schemas.errors import ConfigurationError, ErrorCode
 from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
-from turngraph.schemas.recall import ErrorCode
 from turngraph.schemas.scopes import Scope
 from turngraph.schemas.tenants import recall_reply_prefix, recall_requests_key
 from turngraph.workers.recall.worker import RecallWorker

@@ -19,7 +19,7 @@ from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
 from turngraph.schemas.keys import RQ_JOB_PREFIX
 from turngraph.workers.ingest import dead_letters
-from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS, INGEST_TURN
+from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def _episodes(clients: Clients) -> int:
 
 
 def test_the_producers_function_is_the_allowed_one() -> None:
-    assert INGEST_FUNCTION == INGEST_TURN and {INGEST_TURN} == ALLOWED_FUNCTIONS
+    assert {INGEST_FUNCTION} == ALLOWED_FUNCTIONS
 
 
 @pytest.mark.parametrize("kind", ["ingest", "maintenance"])
@@ -66,7 +66,7 @@ def test_a_forged_job_naming_os_system_is_refused_and_dead_lettered(
     call = json.dumps(["os.system", None, [f"touch {marker}"], {}]).encode()
     _forge(clients, queue_name, "forged1", call)
     # a callback name is never imported either
-    good_call = json.dumps([INGEST_TURN, None, [{"content": "x"}], {}]).encode()
+    good_call = json.dumps([INGEST_FUNCTION, None, [{"content": "x"}], {}]).encode()
     _forge(clients, queue_name, "forged2", good_call, failure_callback_name="os.abort")
     events = [turn("edit src/a.py", 0), turn("edit src/b.py", 1)]
     if kind == "ingest":

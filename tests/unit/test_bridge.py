@@ -13,14 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from turngraph.embedded.process import free_port
-from turngraph.producers.bridge import Bridge, BridgeError
+from turngraph.producers.bridge import Bridge
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.recall import RecallResponse
 
 ENDPOINT = "redis://127.0.0.1:1/0"
-CODES = {code.value for code in BridgeError}
+CODES = {code.value for code in ErrorCode}
 
 
 class FakeRecaller:
@@ -312,17 +313,17 @@ def test_a_bridge_started_before_redis_connects_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import turngraph.producers.bridge as bridge_module
-    from turngraph.producers.bridge import Backend
+    from turngraph.producers.connection import Connection
 
     monkeypatch.setattr(bridge_module, "RECONNECT_EVERY_S", 0.0)
     attempts: list[int] = []
     publisher = Publisher(redis_url=f"redis://127.0.0.1:{free_port()}/0")
 
-    def connect() -> Backend | None:
+    def connect() -> Connection | None:
         attempts.append(1)
         if len(attempts) < 2:
             return None
-        return Backend(publisher=publisher, recaller=FakeRecaller())
+        return Connection(publisher=publisher, recaller=FakeRecaller())
 
     bridge = Bridge(
         hasher=ScopeHasher(b"s" * 32),

@@ -18,7 +18,8 @@ from turngraph.producers.bridge import Bridge
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge import REPLY_MODELS
-from turngraph.schemas.distill import DistillErrorCode, DistillOp, DistillResponse
+from turngraph.schemas.distill import DistillOp, DistillResponse
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind
 from turngraph.schemas.recap import ContextTurn, RollingContext
 
@@ -38,7 +39,7 @@ class FakeDistill:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self.failure: DistillErrorCode | None = None
+        self.failure: ErrorCode | None = None
         self.rolling: RollingContext | None = None
         self.redis_down = False
 
@@ -139,11 +140,11 @@ def test_a_reply_without_its_payload_is_an_internal_error(bridge: Bridge) -> Non
 
 
 @pytest.mark.parametrize(
-    "code", [DistillErrorCode.NOT_FOUND, DistillErrorCode.DEADLINE_EXCEEDED,
-             DistillErrorCode.REFUSED, DistillErrorCode.BACKEND_UNAVAILABLE],
+    "code", [ErrorCode.NOT_FOUND, ErrorCode.DEADLINE_EXCEEDED,
+             ErrorCode.REFUSED, ErrorCode.BACKEND_UNAVAILABLE],
 )  # fmt: skip
 def test_worker_failures_keep_their_code(
-    bridge: Bridge, distill: FakeDistill, code: DistillErrorCode
+    bridge: Bridge, distill: FakeDistill, code: ErrorCode
 ) -> None:
     distill.failure = code
     reply = _ask(bridge, "recap", workspace="/work/proj")

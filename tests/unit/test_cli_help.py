@@ -43,11 +43,10 @@ def test_bridge_help_describes_the_protocol(capsys: object) -> None:
 
 
 def test_error_codes_print_as_their_value() -> None:
-    from turngraph.schemas.bridge import BridgeErrorCode
-    from turngraph.schemas.recall import ErrorCode
+    from turngraph.schemas.errors import ErrorCode
 
     assert f"{ErrorCode.DEADLINE_EXCEEDED}" == "DEADLINE_EXCEEDED"
-    assert str(BridgeErrorCode.CONSENT_REQUIRED) == "CONSENT_REQUIRED"
+    assert str(ErrorCode.CONSENT_REQUIRED) == "CONSENT_REQUIRED"
 
 
 def test_the_light_listing_matches_the_commands_modules() -> None:

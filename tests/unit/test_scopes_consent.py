@@ -78,3 +78,11 @@ def test_git_metadata_without_paths(tmp_path: Path) -> None:
 @pytest.mark.parametrize("url", ["redis://localhost", "rediss://u:p@h:7000/3"])
 def test_endpoint_ids_have_no_credentials(url: str) -> None:
     assert "p@" not in endpoint_id(url) and endpoint_id(url).count(":") == 2
+
+
+def test_the_scope_literal_and_the_scope_enum_name_the_same_scopes() -> None:
+    from typing import get_args
+
+    from turngraph.schemas.scopes import Scope, ScopeValue
+
+    assert get_args(ScopeValue) == tuple(scope.value for scope in Scope)

@@ -12,25 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import redis
 import structlog
 
-from turngraph.cli.endpoints import producer_consent_endpoint, producer_redis_url
-from turngraph.clients import build_publisher
+from turngraph.clients import build_bridge
 from turngraph.lifecycle import StopSignal, stop_on_signals
 from turngraph.logs import configure_logging
-from turngraph.producers.bounded_queue import read_stats
-from turngraph.producers.bridge import Backend, Bridge, Reachability
-from turngraph.producers.consent import ConsentStore
-from turngraph.producers.distill_client import DistillClient
 from turngraph.producers.git_info import git_metadata
-from turngraph.producers.recall_client import RecallClient
-from turngraph.producers.scope_hints import ScopeHints
-from turngraph.producers.scopes import ScopeHasher
-from turngraph.producers.tenant_inbox import read_inbox_stats
-from turngraph.schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
-from turngraph.schemas.keys import DISTILL_REQUESTS, RECALL_REPLICA_PREFIX
-from turngraph.schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -71,109 +58,6 @@ producers/typescript/types/.
 
 ONE_SHOT_FLUSH_S = 3.0
 """How long ``turngraph publish`` waits for Redis to take the event."""
-
-RECALL_SOCKET_SLACK_S = 0.5
-"""The recall connection's socket timeout is the deadline plus this."""
-
-DISTILL_SOCKET_TIMEOUT_S = MAX_DISTILL_DEADLINE_MS / 1000 + 1.0
-"""The distill connection waits at most the longest deadline a request may ask for."""
-
-
-STATUS_DEADLINE_S = 0.5
-"""How long ``status`` waits for Redis to answer before it says memory is unreachable."""
-
-
-def reachability(conn: redis.Redis) -> Reachability:
-    """One PING (within the connection's timeouts) and the recall replicas' heartbeats."""
-    try:
-        conn.ping()
-    except redis.RedisError:
-        return Reachability(redis=False)
-    try:
-        replicas = sum(1 for _ in conn.scan_iter(match=RECALL_REPLICA_PREFIX + "*", count=100))
-    except redis.RedisError:  # a tenant's credential may not read them
-        return Reachability(redis=True)
-    return Reachability(redis=True, recall_replicas=replicas)
-
-
-def build_bridge(
-    settings: Settings, *, deadline_ms: int | None = None, note_hints: bool = True
-) -> Bridge:
-    """A bridge on the configured (or running embedded) Redis. Without one yet, publish and
-    recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds.
-    ``note_hints=False``: the folder hints of ``turngraph scopes`` are left alone."""
-    consent = ConsentStore(settings.data_dir)
-    endpoint = producer_consent_endpoint(settings)
-
-    def connect() -> Backend | None:
-        url = producer_redis_url(settings)
-        if url is None:
-            return None
-        try:
-            redis.connection.parse_url(url)
-        except ValueError:
-            log.warning("bridge_redis_url_invalid")  # a bad URL: no backend, not a crash
-            return None
-        publisher = build_publisher(
-            settings.model_copy(update={"redis_url": url}), consent=consent.checker(endpoint)
-        )
-        recall_conn = redis.Redis.from_url(
-            url,
-            socket_timeout=(deadline_ms or 750) / 1000 + RECALL_SOCKET_SLACK_S,
-            socket_connect_timeout=0.25,
-        )
-        recaller = (
-            RecallClient.for_tenant(
-                recall_conn,
-                tenant,
-                deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS,
-                shards=settings.recall_shards,
-            )
-            if (tenant := settings.tenant)
-            else RecallClient(
-                recall_conn,
-                requests_key=settings.recall_requests_key,
-                deadline_ms=deadline_ms or DEFAULT_DEADLINE_MS,
-                shards=settings.recall_shards,
-            )
-        )
-        queue_conn = publisher.queue.conn
-
-        def queue_status() -> dict[str, int]:
-            if settings.tenant:
-                return read_inbox_stats(queue_conn, settings.tenant).as_dict()
-            return read_stats(queue_conn, settings.ingest_queue).as_dict()
-
-        probe_conn = redis.Redis.from_url(
-            url, socket_timeout=STATUS_DEADLINE_S, socket_connect_timeout=STATUS_DEADLINE_S
-        )
-
-        def probe() -> Reachability:
-            return reachability(probe_conn)
-
-        distiller = DistillClient(
-            redis.Redis.from_url(
-                url, socket_timeout=DISTILL_SOCKET_TIMEOUT_S, socket_connect_timeout=0.25
-            ),
-            requests_key=DISTILL_REQUESTS,
-        )
-        return Backend(
-            publisher=publisher,
-            recaller=recaller,
-            queue_status=queue_status,
-            distiller=distiller,
-            probe=probe,
-        )
-
-    return Bridge(
-        hasher=ScopeHasher.for_data_dir(settings.data_dir),
-        hints=ScopeHints(settings.data_dir) if note_hints else None,
-        consent=consent,
-        endpoint=endpoint,
-        publisher=None,
-        recaller=None,
-        connect=connect,
-    )
 
 
 def run_bridge(args: argparse.Namespace) -> int:

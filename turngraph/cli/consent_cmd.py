@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from turngraph.cli.endpoints import producer_consent_endpoint
+from turngraph.clients import producer_consent_endpoint
 from turngraph.producers.consent import ConsentStore, endpoint_id
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings

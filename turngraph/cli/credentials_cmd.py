@@ -15,8 +15,8 @@ from pathlib import Path
 
 import redis
 
-from turngraph.cli.endpoints import producer_redis_url
 from turngraph.cli.failures import report_failure
+from turngraph.clients import producer_redis_url
 from turngraph.credentials import issue, issued_tenants, revoke, write_private
 from turngraph.schemas.tenants import InvalidTenantError
 from turngraph.settings import Settings

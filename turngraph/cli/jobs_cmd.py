@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import redis
 
-from turngraph.cli.endpoints import producer_redis_url
 from turngraph.cli.failures import report_failure
+from turngraph.clients import producer_redis_url
 from turngraph.settings import Settings
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.envelope import EnvelopeError

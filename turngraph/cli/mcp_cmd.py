@@ -25,8 +25,9 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     from turngraph.lifecycle import exit_on_signals
     from turngraph.logs import configure_logging
-    from turngraph.mcp_server import LazyBridge, MemoryTools, build_server
+    from turngraph.mcp_server import build_server
     from turngraph.mcp_stdio import serve_stdio
+    from turngraph.mcp_tools import LazyBridge, MemoryTools
     from turngraph.schemas.scopes import Scope
     from turngraph.scope_keys import raw_workspace
     from turngraph.settings import Settings
@@ -36,7 +37,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     def build() -> Any:
         # Redis, the drivers and the redaction rules load here, after `initialize` could
         # be answered (`python -m bench.startup`)
-        from turngraph.cli.bridge_cmd import build_bridge
+        from turngraph.clients import build_bridge
 
         return build_bridge(settings, deadline_ms=args.deadline_ms)
 

@@ -8,8 +8,8 @@ from typing import cast
 
 import redis
 
-from turngraph.cli.endpoints import producer_redis_url
 from turngraph.cli.failures import report_failure
+from turngraph.clients import producer_redis_url
 from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.tenant_inbox import read_inbox_stats
 from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS

@@ -17,7 +17,6 @@ import structlog
 
 from turngraph import demo
 from turngraph.cli.engine_option import add_graph_option, with_graph_option
-from turngraph.clients import build_publisher
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import (
@@ -27,6 +26,7 @@ from turngraph.lifecycle import (
     wait_for_stop,
 )
 from turngraph.logs import configure_logging
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
@@ -92,7 +92,7 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
         workspace_id=scopes.workspace, raw_workspace=demo.DEMO_WORKSPACE, session_id=scopes.session
     )
     events = demo.demo_events(scopes)
-    with build_publisher(settings) as publisher:
+    with open_publisher(settings) as publisher:
         for event in events:
             publisher.publish(event)
         publisher.flush(timeout_s=10)

@@ -9,8 +9,7 @@ import secrets
 import string
 import time
 
-from turngraph.cli.bridge_cmd import build_bridge
-from turngraph.cli.endpoints import producer_consent_endpoint
+from turngraph.clients import build_bridge, producer_consent_endpoint
 from turngraph.doctor.checks import Check, fail, ok
 from turngraph.forgetting import forget
 from turngraph.producers.consent import ConsentStore

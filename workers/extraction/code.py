@@ -20,10 +20,10 @@ _PY_FRAME = re.compile(r'File "[^"\n]+", line \d+, in ([A-Za-z_]\w*)')
 _JS_FRAME = re.compile(r"^[ \t]+at (?:async )?([A-Za-z_$][\w$.]*) \(", re.M)
 _JAVA_FRAME = re.compile(r"^[ \t]+at ((?:[a-z_]\w*\.)+[A-Z]\w*\.[\w$<>]+)\(", re.M)
 _GO_METHOD = re.compile(r"\(\*?([A-Z]\w*)\)\.([A-Za-z_]\w*)")
+_DOTTED_EXCEPTION_WORDS = ("Error", "Exception", "Warning", "Failure", "Timeout", "Fault")
 _DOTTED_EXCEPTION = re.compile(
-    r"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*(?:Error|Exception|Warning|Failure|Timeout|Fault))\b"
+    rf"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*(?:{'|'.join(_DOTTED_EXCEPTION_WORDS)}))\b"
 )
-_EXCEPTION_WORDS = ("Error", "Exception", "Warning", "Failure", "Timeout", "Fault")
 _DEFINITION = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:pub(?:\([\w ]+\))?[ \t]+)?(?:async[ \t]+)?"
     r"(?:def|class|function\*?|fn|struct|enum|trait|interface|type|func(?:[ \t]+\([^)]*\))?|"
@@ -41,9 +41,9 @@ _SOURCE_LINE = re.compile(r'File "[^"\n]+", line \d+, in [^\n]*\n([^\n]+)')
 
 
 _SYMBOL = re.compile(r"^([A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*)(?:\([^()]*\))?[;!]?$")
-_EXCEPTION_SUFFIX = re.compile(r"(?:Error|Exception|Failed|Failure|Warning|Timeout)\b")
-_CAMEL_BEFORE = re.compile(r"(?:[A-Z][a-z0-9]+)+$")
 _EXCEPTION_WORDS = ("Error", "Exception", "Failed", "Failure", "Warning", "Timeout")
+_EXCEPTION_SUFFIX = re.compile(rf"(?:{'|'.join(_EXCEPTION_WORDS)})\b")
+_CAMEL_BEFORE = re.compile(r"(?:[A-Z][a-z0-9]+)+$")
 _TEST_ID = re.compile(r"test_\w+\b(?!\.\w)")
 _NOT_SYMBOLS = frozenset({"True", "False", "None", "null", "true", "false", "nil", "self"})
 LANGUAGE_WORDS = frozenset(
@@ -227,7 +227,7 @@ def find_trace_symbols(text: str) -> list[Hit]:
             Hit(*m.span(), "Symbol", f"{m.group(1)}.{m.group(2)}")
             for m in _GO_METHOD.finditer(text)
         ]
-    if "." in text and any(word in text for word in _EXCEPTION_WORDS):
+    if "." in text and any(word in text for word in _DOTTED_EXCEPTION_WORDS):
         hits += [Hit(*m.span(1), "Symbol", m.group(1)) for m in _DOTTED_EXCEPTION.finditer(text)]
     return hits
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from turngraph.workers.extraction.references import ascii_lower
 
-DIRECTIVE_TYPES: dict[str, str] = {
+DIRECTIVE_KEYWORDS: dict[str, str] = {
     "decision": "Decision",
     "preference": "Preference",
     "terminology": "Terminology",
@@ -125,7 +125,7 @@ def find_directives(text: str) -> list[Statement]:
             continue
         keyword, scope, _ = match.groups()
         body = text[match.start(3) : match.end(3)].strip()[:MAX_TEXT_CHARS]
-        type_name = DIRECTIVE_TYPES[re.sub(r"[ _-]+", " ", keyword.lower())]
+        type_name = DIRECTIVE_KEYWORDS[re.sub(r"[ _-]+", " ", keyword.lower())]
         attributes = {"origin": "directive"}
         if scope:
             attributes["scope"] = scope.lower()

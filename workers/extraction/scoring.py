@@ -40,7 +40,6 @@ EVERYDAY_TYPES: tuple[str, ...] = ("Person", "Place", "Organization", "Event")
 
 TUNE, SCORE = "tune", "score"
 
-DIRECTIVE_TYPES = ("Decision", "Preference", "Terminology", "LessonLearned", "Procedure")
 STATEMENT_TYPES = DIRECTIVES
 TEXT_TYPES = STATEMENT_TYPES | {"Task", "Incident"}
 """Types named by a clause, matched on word overlap rather than on the exact name."""
@@ -102,7 +101,7 @@ class Report:
 
     @property
     def directives(self) -> TypeScore:
-        return self.total(DIRECTIVE_TYPES)
+        return self.total(sorted(DIRECTIVES))
 
     @property
     def everyday(self) -> TypeScore:

@@ -7,8 +7,8 @@ import json
 import redis
 import structlog
 
-from turngraph.schemas.distill import DistillErrorCode, DistillOp, DistillRequest, DistillResponse
-from turngraph.schemas.errors import PermanentError
+from turngraph.schemas.distill import DistillOp, DistillRequest, DistillResponse
+from turngraph.schemas.errors import ErrorCode, PermanentError
 from turngraph.schemas.memories import PromotedMemory, render_memory
 from turngraph.schemas.summaries import DecisionRecord, render_decision_record, render_summary
 from turngraph.workers.maintenance import compaction, promotion, recaps, summaries
@@ -22,7 +22,7 @@ log = structlog.get_logger(__name__)
 def _invalid(request: DistillRequest, what: str) -> DistillResponse:
     return DistillResponse.failure(
         request.request_id,
-        DistillErrorCode.INVALID_REQUEST,
+        ErrorCode.INVALID_REQUEST,
         f"invalid {request.op.value} request: {what}",
         "send the fields the op needs (see schemas/distill.py)",
     )
@@ -31,7 +31,7 @@ def _invalid(request: DistillRequest, what: str) -> DistillResponse:
 def _not_found(request: DistillRequest, what: str) -> DistillResponse:
     return DistillResponse.failure(
         request.request_id,
-        DistillErrorCode.NOT_FOUND,
+        ErrorCode.NOT_FOUND,
         f"nothing found: {what}",
         "check the key (scope keys are the hashed ones the producers send)",
     )
@@ -124,7 +124,7 @@ def _promote(distiller: Distiller, request: DistillRequest, ok: DistillResponse)
     except promotion.SecretContentError:
         return DistillResponse.failure(
             request.request_id,
-            DistillErrorCode.REFUSED,
+            ErrorCode.REFUSED,
             "refused: the text looks like a secret",
             "remove the credential and promote again",
         )

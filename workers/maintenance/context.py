@@ -1,8 +1,8 @@
 """What maintenance jobs work with: clients, options, the optional LLM summarizer.
 
 Built once per worker process by the application shell (``turngraph.app``) and installed
-here, as ``workers.runtime`` does for ingest: RQ job arguments are JSON, so clients cannot
-travel with the job. Nothing is created at import.
+here: RQ job arguments are JSON, so clients cannot travel with the job. Nothing is created
+at import.
 """
 
 from __future__ import annotations
@@ -22,8 +22,18 @@ from turngraph.schemas.errors import BackendUnavailableError, ConfigurationError
 from turngraph.schemas.keys import LOCK_PREFIX
 
 if TYPE_CHECKING:
+    from turngraph.workers.extraction.llm import LLMExtractor
+    from turngraph.workers.graph.store import GraphStore
     from turngraph.workers.maintenance.llm_summary import LLMSummarizer
-    from turngraph.workers.maintenance.reextract import Reextractor
+
+DEFAULT_REEXTRACT_LIMIT = 200
+"""Pending turns taken per run (the oldest first)."""
+
+DEFAULT_REEXTRACT_BUDGET_S = 240.0
+"""One run's LLM work ends within this (its job timeout leaves a margin beyond)."""
+
+JOB_MARGIN_S = 60
+"""A run's job timeout (and lock) exceeds its budget by this."""
 
 LOCK_TIMEOUT_S = 120
 """A lock outlives a stuck job by at most this long."""
@@ -46,6 +56,21 @@ class DistillOptions:
     recap_budget_tokens: int = defaults.RECAP_BUDGET_TOKENS
     maintenance_queue: str = defaults.MAINTENANCE_QUEUE
     reextract_every_s: int = defaults.REEXTRACT_EVERY_S
+
+
+@dataclass
+class Reextractor:
+    """What the pass needs besides the distiller's clients: the LLM extractor (built with
+    :class:`NoFallback` as its fallback) and the graph store ingest writes with."""
+
+    extractor: LLMExtractor
+    store: GraphStore
+    limit: int = DEFAULT_REEXTRACT_LIMIT
+    budget_s: float = DEFAULT_REEXTRACT_BUDGET_S
+
+    @property
+    def job_timeout_s(self) -> int:
+        return int(self.budget_s) + JOB_MARGIN_S
 
 
 @dataclass

@@ -37,8 +37,6 @@ DIRECTIVE_LABELS = {
     "LessonLearned": "Lesson learned",
 }
 
-DIRECTIVE_TYPES = frozenset({"Decision", *DIRECTIVE_LABELS})
-
 CONTEXT_ENTITY_TYPES = ("File", "Tool", "Service", "Symbol", "Task", "Problem", "Incident")
 
 

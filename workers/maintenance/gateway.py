@@ -20,7 +20,8 @@ import structlog
 from rq import Queue
 
 from turngraph.schemas.defaults import DISTILL_REPLY_TTL_S, FAILURE_TTL_S
-from turngraph.schemas.distill import DistillErrorCode, DistillResponse
+from turngraph.schemas.distill import DistillResponse
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import DISTILL_REPLY_PREFIX
 from turngraph.workers.maintenance import answers, jobs
 
@@ -58,7 +59,7 @@ class DistillGateway:
                     reply_to,
                     DistillResponse.failure(
                         request_id or "unknown",
-                        DistillErrorCode.INVALID_REQUEST,
+                        ErrorCode.INVALID_REQUEST,
                         "invalid distill request",
                         "see schemas/distill.py for the fields of each op",
                     ),

@@ -23,8 +23,8 @@ from turngraph.schemas.defaults import (
     RETRIES,
     RETRY_INTERVALS_S,
 )
-from turngraph.schemas.distill import DistillErrorCode, DistillRequest, DistillResponse
-from turngraph.schemas.errors import InvalidPayloadError, PermanentError, TransientError
+from turngraph.schemas.distill import DistillRequest, DistillResponse
+from turngraph.schemas.errors import ErrorCode, InvalidPayloadError, PermanentError, TransientError
 from turngraph.workers.maintenance import (
     answers,
     compaction,
@@ -165,7 +165,7 @@ def answer_request_job(request: dict[str, Any]) -> dict[str, bool]:
     except TransientError:
         response = DistillResponse.failure(
             parsed.request_id,
-            DistillErrorCode.BACKEND_UNAVAILABLE,
+            ErrorCode.BACKEND_UNAVAILABLE,
             "memory is busy or unavailable right now",
             "retry in a moment",
         )
@@ -173,7 +173,7 @@ def answer_request_job(request: dict[str, Any]) -> dict[str, bool]:
         log.error("distill_request_failed", error=type(exc).__name__)
         response = DistillResponse.failure(
             parsed.request_id,
-            DistillErrorCode.INTERNAL_ERROR,
+            ErrorCode.INTERNAL_ERROR,
             "the request failed",
             "retry; if it persists, report it with the maintenance worker's log",
         )

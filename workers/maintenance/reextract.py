@@ -39,24 +39,14 @@ from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTR
 from turngraph.schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
 from turngraph.workers.extraction.llm_calls import micro_batches
 from turngraph.workers.extraction.models import Extraction
-from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.ingest.changes import changes_for
-from turngraph.workers.maintenance.context import Distiller
+from turngraph.workers.maintenance.context import Distiller, Reextractor
 from turngraph.workers.maintenance.turns import parse_time
 
 if TYPE_CHECKING:
-    from turngraph.workers.extraction.llm import LLMExtractor
+    pass
 
 log = structlog.get_logger(__name__)
-
-DEFAULT_REEXTRACT_LIMIT = 200
-"""Pending turns taken per run (the oldest first)."""
-
-DEFAULT_REEXTRACT_BUDGET_S = 240.0
-"""One run's LLM work ends within this (its job timeout leaves a margin beyond)."""
-
-JOB_MARGIN_S = 60
-"""A run's job timeout (and lock) exceeds its budget by this."""
 
 MAX_ANSWERED_ATTEMPTS = 3
 """Answers with nothing usable for a turn before it is given up (offline entities kept)."""
@@ -84,21 +74,6 @@ class NoFallback:
 
     def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
         return [Extraction(event_id=turn.event_id, reextract=True) for turn in turns]
-
-
-@dataclass
-class Reextractor:
-    """What the pass needs besides the distiller's clients: the LLM extractor (built with
-    :class:`NoFallback` as its fallback) and the graph store ingest writes with."""
-
-    extractor: LLMExtractor
-    store: GraphStore
-    limit: int = DEFAULT_REEXTRACT_LIMIT
-    budget_s: float = DEFAULT_REEXTRACT_BUDGET_S
-
-    @property
-    def job_timeout_s(self) -> int:
-        return int(self.budget_s) + JOB_MARGIN_S
 
 
 @dataclass

@@ -14,6 +14,7 @@ from datetime import datetime
 
 import structlog
 
+from turngraph.schemas.ontology import DIRECTIVES
 from turngraph.schemas.summaries import (
     ConversationSummary,
     SummaryContent,
@@ -28,7 +29,6 @@ from turngraph.workers.graph.retry import run_write
 from turngraph.workers.maintenance import statements as cypher
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.extractive import (
-    DIRECTIVE_TYPES,
     decisions_of,
     extractive_summary,
     references_of,
@@ -79,7 +79,7 @@ def mentioned_names(turns: Sequence[SessionTurn]) -> tuple[str, ...]:
     counts: dict[str, int] = {}
     for turn in turns:
         for mention in turn.mentions:
-            if mention.type not in DIRECTIVE_TYPES and mention.type != UNSIGNALLED_ENTITY_TYPE:
+            if mention.type not in DIRECTIVES and mention.type != UNSIGNALLED_ENTITY_TYPE:
                 counts[mention.name] = counts.get(mention.name, 0) + 1
     ranked = sorted(counts, key=lambda name: (-counts[name], name))
     return tuple(ranked[:MAX_ENTITIES])

@@ -9,6 +9,8 @@ from typing import Any
 
 import neo4j
 
+from turngraph.schemas.turn_event import MAX_TURN_INDEX
+
 SESSION_TURNS = """
 MATCH (e:Episode {session_id: $session_id})
 WHERE e.turn_index >= $first AND e.turn_index <= $last
@@ -32,9 +34,6 @@ RETURN e.session_id AS session_id, max(e.occurred_at) AS last
 ORDER BY last DESC
 LIMIT 1
 """
-
-MAX_TURN_INDEX = 10_000_000
-"""The largest turn index a TurnEvent may carry."""
 
 
 @dataclass(frozen=True, slots=True)

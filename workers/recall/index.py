@@ -31,10 +31,11 @@ from turngraph.schemas.changes import (
     ScopeForgotten,
     StatusChange,
 )
+from turngraph.schemas.scopes import ScopeValue
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.embeddings.texts import embedding_text
 from turngraph.workers.recall import bm25, entity_signal
-from turngraph.workers.recall.memory import Memory, MemoryScope
+from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.postings import (
     Hit,
     Partition,
@@ -96,7 +97,7 @@ class MemoryIndex:
         elif isinstance(change, StatusChange):
             self.set_status(change.memory_id, change.status)
         elif isinstance(change, ScopeForgotten):
-            self.forget(cast(MemoryScope, change.scope.value), change.scope_key)
+            self.forget(cast(ScopeValue, change.scope.value), change.scope_key)
 
     def add(self, memory: Memory, vector: Vector | None = None) -> None:
         """Insert or replace ``memory`` (same id: re-indexed only if its text changed).
@@ -211,7 +212,7 @@ class MemoryIndex:
             self._remove_locked(internal)
             return True
 
-    def forget(self, scope: MemoryScope, key: str) -> int:
+    def forget(self, scope: ScopeValue, key: str) -> int:
         """Remove every memory of a session, workspace or user; returns how many."""
         with self._lock:
             members = self._members.pop((scope, key), array("i"))

@@ -11,17 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from turngraph.schemas.changes import MemoryKind, MemoryRecord
 from turngraph.schemas.errors import InvalidPayloadError
-from turngraph.schemas.scopes import Scope
+from turngraph.schemas.scopes import Scope, ScopeValue
 from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.recall.text import entity_key
 
-__all__ = ["Memory", "MemoryKind", "MemoryScope", "normalise_entities"]
-
-MemoryScope = Literal["session", "workspace", "user"]
+__all__ = ["Memory", "MemoryKind", "normalise_entities"]
 
 _SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
 """Fields whose few distinct values many memories repeat: interned."""
@@ -42,7 +40,7 @@ class Memory:
     id: str
     text: str
     kind: MemoryKind
-    scope: MemoryScope
+    scope: ScopeValue
     created_at: datetime
     source_event_ids: tuple[str, ...]
     session_id: str | None = None
@@ -103,7 +101,7 @@ class Memory:
             id=record.id,
             text=record.text,
             kind=record.kind,
-            scope=cast(MemoryScope, record.scope.value),
+            scope=cast(ScopeValue, record.scope.value),
             created_at=record.created_at,
             source_event_ids=record.source_event_ids,
             session_id=record.session_id,

@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
 
 from turngraph.schemas.recall import (
     RecallRequest,
@@ -16,6 +15,7 @@ from turngraph.schemas.recall import (
     ScopeName,
     ScoreBreakdown,
 )
+from turngraph.schemas.scopes import ScopeValue
 from turngraph.workers.recall.followups import (
     CONTEXT_BOOST_MAX,
     QueryPlan,
@@ -73,8 +73,6 @@ it can only reorder near the top)."""
 
 PACK_POOL = 3
 """Scored candidates kept per requested result before de-duplication and packing."""
-
-ScopeLabel = Literal["session", "workspace", "user"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +159,7 @@ class _Factors:
 
     key: int
     memory: Memory
-    label: ScopeLabel
+    label: ScopeValue
     semantic: float
     recency: float
     status: float
@@ -375,7 +373,7 @@ def _context_scores(
 
 def _scope_label(
     memory: Memory, request: RecallRequest, scopes: Sequence[ScopeName]
-) -> ScopeLabel | None:
+) -> ScopeValue | None:
     for scope in scopes:
         if scope is ScopeName.SESSION and request.session_id:
             if memory.session_id == request.session_id and memory.scope != "user":

@@ -34,9 +34,9 @@ from pydantic import ValidationError
 
 from turngraph.schemas.changes import decode_change
 from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
-from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.errors import ErrorCode, InvalidPayloadError
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX
-from turngraph.schemas.recall import ErrorCode, RecallRequest, RecallResponse
+from turngraph.schemas.recall import RecallRequest, RecallResponse
 from turngraph.schemas.shards import SHARDED_REQUESTS_SUFFIX, ShardSet
 from turngraph.schemas.tenants import tenant_of_key
 from turngraph.schemas.validation import invalid_fields

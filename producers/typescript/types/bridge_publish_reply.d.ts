@@ -22,14 +22,15 @@ export type Used = number;
  */
 export type ConfirmationToken = string | null;
 /**
- * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
+ * Every ``error_code`` a reply can carry: the bridge, the MCP tools, recall and distill
+ * workers (one enum; prints as its value, ``DEADLINE_EXCEEDED``).
  *
  * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
  * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
  * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
  * ``REFUSED``: promote refused content that looks like a secret.
  */
-export type BridgeErrorCode =
+export type ErrorCode =
   | "INVALID_JSON"
   | "INVALID_ENCODING"
   | "INVALID_REQUEST"
@@ -68,7 +69,7 @@ export interface PublishReply {
 export interface ErrorReply {
   clamped?: Clamped;
   confirmation_token?: ConfirmationToken;
-  error_code: BridgeErrorCode;
+  error_code: ErrorCode;
   event_id?: EventId1;
   id?: Id1;
   pending?: Pending;

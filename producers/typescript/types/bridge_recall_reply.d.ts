@@ -11,9 +11,27 @@ export type Requested = number;
 export type Used = number;
 export type Degraded = string[];
 /**
- * Why a recall failed; prints as its value (``DEADLINE_EXCEEDED``).
+ * Every ``error_code`` a reply can carry: the bridge, the MCP tools, recall and distill
+ * workers (one enum; prints as its value, ``DEADLINE_EXCEEDED``).
+ *
+ * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
+ * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
+ * ``REFUSED``: promote refused content that looks like a secret.
  */
-export type ErrorCode = "INVALID_REQUEST" | "DEADLINE_EXCEEDED" | "BACKEND_UNAVAILABLE" | "INTERNAL_ERROR";
+export type ErrorCode =
+  | "INVALID_JSON"
+  | "INVALID_ENCODING"
+  | "INVALID_REQUEST"
+  | "UNKNOWN_OP"
+  | "CONSENT_REQUIRED"
+  | "BACKEND_UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_AVAILABLE"
+  | "CONFIRMATION_REQUIRED"
+  | "NOT_FOUND"
+  | "REFUSED"
+  | "INTERNAL_ERROR";
 export type Id = (string | number) | null;
 /**
  * The results rendered as a <memory> block, ready to put in a prompt and framed as optional background context; empty when there are no results.
@@ -66,27 +84,6 @@ export type Clamped2 = {
  * MCP forget, where the client cannot ask its user: send it back as `confirm` once the user has agreed.
  */
 export type ConfirmationToken = string | null;
-/**
- * Every ``error_code`` a bridge or MCP reply can carry (the recall codes included).
- *
- * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
- * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
- * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
- * ``REFUSED``: promote refused content that looks like a secret.
- */
-export type BridgeErrorCode =
-  | "INVALID_JSON"
-  | "INVALID_ENCODING"
-  | "INVALID_REQUEST"
-  | "UNKNOWN_OP"
-  | "CONSENT_REQUIRED"
-  | "BACKEND_UNAVAILABLE"
-  | "DEADLINE_EXCEEDED"
-  | "NOT_AVAILABLE"
-  | "CONFIRMATION_REQUIRED"
-  | "NOT_FOUND"
-  | "REFUSED"
-  | "INTERNAL_ERROR";
 /**
  * publish (and MCP remember): the turn kept but not delivered yet.
  */
@@ -156,7 +153,7 @@ export interface ScoreBreakdown {
 export interface ErrorReply {
   clamped?: Clamped2;
   confirmation_token?: ConfirmationToken;
-  error_code: BridgeErrorCode;
+  error_code: ErrorCode;
   event_id?: EventId;
   id?: Id1;
   pending?: Pending;

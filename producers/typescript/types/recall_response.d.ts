@@ -2,9 +2,27 @@
 
 export type Degraded = string[];
 /**
- * Why a recall failed; prints as its value (``DEADLINE_EXCEEDED``).
+ * Every ``error_code`` a reply can carry: the bridge, the MCP tools, recall and distill
+ * workers (one enum; prints as its value, ``DEADLINE_EXCEEDED``).
+ *
+ * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
+ * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
+ * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
+ * ``REFUSED``: promote refused content that looks like a secret.
  */
-export type ErrorCode = "INVALID_REQUEST" | "DEADLINE_EXCEEDED" | "BACKEND_UNAVAILABLE" | "INTERNAL_ERROR";
+export type ErrorCode =
+  | "INVALID_JSON"
+  | "INVALID_ENCODING"
+  | "INVALID_REQUEST"
+  | "UNKNOWN_OP"
+  | "CONSENT_REQUIRED"
+  | "BACKEND_UNAVAILABLE"
+  | "DEADLINE_EXCEEDED"
+  | "NOT_AVAILABLE"
+  | "CONFIRMATION_REQUIRED"
+  | "NOT_FOUND"
+  | "REFUSED"
+  | "INTERNAL_ERROR";
 /**
  * The results rendered as a <memory> block, ready to put in a prompt and framed as optional background context; empty when there are no results.
  */
