@@ -46,6 +46,16 @@ URL_SCHEMES: dict[str, tuple[frozenset[str], str]] = {
 """Each URL setting's accepted schemes and the form an error message shows."""
 
 
+def url_problem(field: str, value: str) -> str | None:
+    """What is wrong with ``value`` as the URL setting ``field`` (its expected form), or
+    None; never quotes the value (it can hold a password)."""
+    schemes, form = URL_SCHEMES[field]
+    scheme, separator, rest = value.strip().partition("://")
+    if not separator or scheme.lower() not in schemes or not rest:
+        return f"expected {form}"
+    return None
+
+
 class LogFormat(str, Enum):
     AUTO = "auto"
     JSON = "json"
@@ -233,11 +243,9 @@ class Settings(BaseSettings):
             return None
         if not isinstance(value, str):
             return value
-        field = info.field_name or ""
-        schemes, form = URL_SCHEMES[field]
-        scheme, separator, rest = value.strip().partition("://")
-        if not separator or scheme.lower() not in schemes or not rest:
-            raise ValueError(f"expected {form}")
+        problem = url_problem(info.field_name or "", value)
+        if problem:
+            raise ValueError(problem)
         return value.strip()
 
     @field_validator("data_dir", mode="after")

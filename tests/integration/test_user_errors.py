@@ -154,3 +154,14 @@ def test_an_oversized_line_states_the_limit_and_echoes_the_id(tmp_path: Path) ->
     assert refused["success"] is False and refused["error_code"] == "INVALID_REQUEST"
     assert "4000000 bytes" in refused["user_message"] + refused["remediation"]
     assert "Traceback" not in done.stderr
+
+
+def test_a_consent_endpoint_without_its_scheme_is_refused(tmp_path: Path) -> None:
+    env = cli_env(tmp_path / "data")
+    done = _turngraph(["consent", "enable", "--endpoint", "localhost:6379"], env, tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        "invalid --endpoint: expected redis://[user:password@]"
+        "host:port[/db] (or rediss://, unix:///path.sock)"
+    )
+    assert not (tmp_path / "data" / "consent.json").exists()  # no grant recorded

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from turngraph.clients import producer_consent_endpoint
 from turngraph.producers.consent import ConsentStore, endpoint_id
 from turngraph.producers.scopes import ScopeHasher
-from turngraph.settings import Settings
+from turngraph.settings import Settings, url_problem
 
 
 def run_consent(args: argparse.Namespace) -> int:
     settings = Settings()
+    problem = url_problem("redis_url", args.endpoint) if args.endpoint else None
+    if problem:  # the rule of TURNGRAPH_REDIS_URL
+        print(f"turngraph consent: error: invalid --endpoint: {problem}", file=sys.stderr)
+        return 1
     workspace_key = str(Path(args.workspace).resolve())
     workspace = ScopeHasher.for_data_dir(settings.data_dir).workspace(workspace_key)
     endpoint = endpoint_id(args.endpoint) if args.endpoint else producer_consent_endpoint(settings)
