@@ -13,6 +13,7 @@ import argparse
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Sequence
 
 from turngraph.lifecycle import stop_on_signals
@@ -111,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     and a stop signal at any moment in one line too."""
     # First: SIGTERM and SIGINT (even when SIGINT came in ignored, as in a script's
     # background job) stop the command in one line from here on, imports included.
-    stop_on_signals()
+    # (Only the main thread may set handlers: a caller running commands from a thread
+    # keeps its own.)
+    if threading.current_thread() is threading.main_thread():
+        stop_on_signals()
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(argv)
     try:
