@@ -180,3 +180,23 @@ def test_a_summary_never_lists_as_open_a_question_its_own_span_answered() -> Non
     assert "version the package" not in open_questions  # a later statement took it up
     assert "Should the CI publish it on every tag?" in content.open_questions  # no reply
     assert "Not sure yet." in content.open_questions  # an open cue, not a question
+
+
+def test_a_topic_comes_from_what_the_span_is_about_not_a_keyword_accident() -> None:
+    turns = [
+        _turn(0, "user", "Let me tell you how I like my pull requests and commit messages."),
+        _turn(1, "assistant", "Sure, what do you prefer for pull requests?"),
+        _turn(
+            2,
+            "user",
+            "Small pull requests, one concern each. We run RQ workers, whatever.",
+            Mention("Tool", "RQ"),
+        ),
+        _turn(3, "assistant", "Got it: small pull requests. And commit messages?"),
+        _turn(4, "user", "Commit messages in the imperative mood, pull requests squash-merged."),
+    ]
+    topic = topic_of(turns)
+    assert topic.topic_id != "rq" and topic.title != "RQ"
+    assert {"pull", "requests"} <= set(topic.topic_id.split("-")), topic
+    named_twice = [*turns, _turn(5, "user", "RQ again: RQ retries.", Mention("Tool", "RQ"))]
+    assert topic_of(named_twice).title == "RQ"  # a thing two turns name can be the topic

@@ -3,7 +3,8 @@ a readable title, and its plan id.
 
 Computed from what extraction put in the graph, never asked of an LLM, so the same topic
 gets the same id in every summary: the subject of the latest decision, else the plan, else
-the most mentioned thing, else the session's opening words. A new id that names an
+the thing most turns mention (at least two), else the words most turns keep saying, else
+the session's opening words. A new id that names an
 existing topic with extra words ("job queue instead" vs "job queue") reuses the existing.
 """
 
@@ -14,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from turngraph.workers.maintenance.text import first_words
+from turngraph.workers.maintenance.text import content_words, first_words
 from turngraph.workers.maintenance.turns import SessionTurn
 
 TOPIC_ENTITY_TYPES = (
@@ -41,6 +42,33 @@ TOPIC_STOPWORDS = frozenset(
 )
 
 MAX_TOPIC_WORDS = 4
+
+MIN_TOPIC_TURNS = 2
+"""A thing names a segment's topic only when at least this many of its turns mention it
+(a tool named once in a preferences chat is a keyword accident, not the topic)."""
+
+TOPIC_WORDS = 3
+"""Words of a topic taken from what the turns keep saying, when no decision, plan or
+recurring thing names it."""
+
+
+def recurring_words(turns: Sequence[SessionTurn]) -> list[str]:
+    """Up to :data:`TOPIC_WORDS` content words that most of the prose turns share (each in
+    at least :data:`MIN_TOPIC_TURNS` turns), in the order the conversation first says
+    them."""
+    prose = [t for t in turns if t.role in ("user", "assistant")]
+    seen: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for position, turn in enumerate(prose):
+        for word in content_words(turn.content):
+            if len(word) > 2 and not word.isdigit():
+                seen[word] += 1
+                first.setdefault(word, position)
+    best = sorted(
+        (w for w, n in seen.items() if n >= MIN_TOPIC_TURNS),
+        key=lambda w: (-seen[w], first[w], w),
+    )[:TOPIC_WORDS]
+    return sorted(best, key=lambda w: (first[w], w))
 
 
 @dataclass(frozen=True)
@@ -97,12 +125,17 @@ def topic_of(turns: Sequence[SessionTurn], existing: Iterable[str] = ()) -> Topi
     else:
         counts: Counter[tuple[int, str]] = Counter()
         for turn in turns:
-            for mention in turn.mentions:
-                if mention.type in TOPIC_ENTITY_TYPES:
-                    counts[(TOPIC_ENTITY_TYPES.index(mention.type), mention.name)] += 1
+            # distinct turns: one turn naming a thing five times is still one mention
+            for kind, name in {(m.type, m.name) for m in turn.mentions}:
+                if kind in TOPIC_ENTITY_TYPES:
+                    counts[(TOPIC_ENTITY_TYPES.index(kind), name)] += 1
+        counts = Counter({key: n for key, n in counts.items() if n >= MIN_TOPIC_TURNS})
+        words = recurring_words(turns)
         if counts:
             (_, name), _ = min(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
             candidate, title = slug(name), name
+        elif words:
+            candidate, title = slug(" ".join(words)), _title(" ".join(words))
         else:
             opening = next((t.content for t in turns if t.role == "user"), turns[0].content)
             title = first_words(opening, 8)
