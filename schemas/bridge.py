@@ -52,6 +52,10 @@ from turngraph.schemas.turn_event import (
     Role,
 )
 
+SESSION_KEY = "The chat's id in the editor (or its s_ id); hashed by the bridge."
+WORKSPACE_KEY = "The workspace folder's absolute path (or its w_ id); hashed by the bridge."
+USER_KEY = "The user's name, e.g. the login name (or its u_ id); hashed by the bridge."
+
 
 class BridgeTurn(BaseModel):
     """A finished turn as an editor sends it: ``TurnEvent`` with raw scope keys."""
@@ -63,9 +67,9 @@ class BridgeTurn(BaseModel):
         pattern=r"^([A-Za-z0-9_-]{1,128})?$",
         description="Idempotency key; default: a stable hash of session, turn index and role.",
     )
-    session_id: RawKey
-    workspace: RawKey
-    user: RawKey
+    session_id: RawKey = Field(description=SESSION_KEY)
+    workspace: RawKey = Field(description=WORKSPACE_KEY)
+    user: RawKey = Field(description=USER_KEY)
     turn_index: int = Field(ge=0, le=MAX_TURN_INDEX)
     role: Role
     speaker: str = Field(default="", max_length=100)
@@ -111,9 +115,9 @@ class RecallBridgeRequest(BaseModel):
     id: RequestId | None = None
     op: Literal["recall"]
     query: str = Field(min_length=1, max_length=4_000)
-    session_id: RawKey | None = None
-    workspace: RawKey | None = None
-    user: RawKey | None = None
+    session_id: RawKey | None = Field(default=None, description=SESSION_KEY)
+    workspace: RawKey | None = Field(default=None, description=WORKSPACE_KEY)
+    user: RawKey | None = Field(default=None, description=USER_KEY)
     scopes: tuple[ScopeName, ...] | None = None
     conversation_context: tuple[ConversationTurn, ...] | None = Field(default=None, max_length=20)
     max_results: int | None = _clamped("max_results", "Results wanted (default 5).")

@@ -24,8 +24,9 @@ RawKey = Annotated[
     Field(
         min_length=1,
         max_length=MAX_RAW_KEY_CHARS,
-        description="A raw scope key (e.g. the workspace folder's path); the bridge hashes "
-        "it with the installation's salt before anything leaves this machine.",
+        description="A scope key as the editor knows it (hashed by the bridge with the "
+        "installation's salt before anything leaves this machine), or its id as `turngraph "
+        "scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.",
     ),
 ]
 

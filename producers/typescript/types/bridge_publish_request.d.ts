@@ -24,7 +24,7 @@ export type Value = string;
 export type References = Reference[];
 export type Role = "user" | "assistant" | "system" | "tool";
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * The chat's id in the editor (or its s_ id); hashed by the bridge.
  */
 export type SessionId = string;
 export type Speaker = string;
@@ -34,11 +34,11 @@ export type Speaker = string;
 export type Tags = string[];
 export type TurnIndex = number;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * The user's name, e.g. the login name (or its u_ id); hashed by the bridge.
  */
 export type User = string;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * The workspace folder's absolute path (or its w_ id); hashed by the bridge.
  */
 export type Workspace = string;
 export type Id = (string | number) | null;

@@ -25,8 +25,17 @@ export type Op = "recall";
 export type Query = string;
 export type Scopes = ScopeName[] | null;
 export type ScopeName = "session" | "workspace" | "user" | "auto";
+/**
+ * The chat's id in the editor (or its s_ id); hashed by the bridge.
+ */
 export type SessionId = string | null;
+/**
+ * The user's name, e.g. the login name (or its u_ id); hashed by the bridge.
+ */
 export type User = string | null;
+/**
+ * The workspace folder's absolute path (or its w_ id); hashed by the bridge.
+ */
 export type Workspace = string | null;
 
 /**

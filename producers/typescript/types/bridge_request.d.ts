@@ -34,7 +34,7 @@ export type Value = string;
 export type References = Reference[];
 export type Role = "user" | "assistant" | "system" | "tool";
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * The chat's id in the editor (or its s_ id); hashed by the bridge.
  */
 export type SessionId = string;
 export type Speaker = string;
@@ -44,11 +44,11 @@ export type Speaker = string;
 export type Tags = string[];
 export type TurnIndex = number;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * The user's name, e.g. the login name (or its u_ id); hashed by the bridge.
  */
 export type User = string;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * The workspace folder's absolute path (or its w_ id); hashed by the bridge.
  */
 export type Workspace = string;
 export type Id = (string | number) | null;
@@ -78,8 +78,17 @@ export type Op1 = "recall";
 export type Query = string;
 export type Scopes = ScopeName[] | null;
 export type ScopeName = "session" | "workspace" | "user" | "auto";
+/**
+ * The chat's id in the editor (or its s_ id); hashed by the bridge.
+ */
 export type SessionId1 = string | null;
+/**
+ * The user's name, e.g. the login name (or its u_ id); hashed by the bridge.
+ */
 export type User1 = string | null;
+/**
+ * The workspace folder's absolute path (or its w_ id); hashed by the bridge.
+ */
 export type Workspace1 = string | null;
 export type Id2 = (string | number) | null;
 export type Op2 = "flush";
@@ -100,7 +109,7 @@ export type Id4 = (string | number) | null;
 export type LastN = number;
 export type Op4 = "summarize";
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * A scope key as the editor knows it (hashed by the bridge with the installation's salt before anything leaves this machine), or its id as `turngraph scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.
  */
 export type SessionId2 = string;
 export type BudgetTokens = number;
@@ -119,7 +128,7 @@ export type Op5 = "recap";
  */
 export type SessionId3 = string | null;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * A scope key as the editor knows it (hashed by the bridge with the installation's salt before anything leaves this machine), or its id as `turngraph scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.
  */
 export type Workspace2 = string;
 /**
@@ -152,17 +161,17 @@ export type SessionId4 = string;
 export type SourceEventIds = string[];
 export type Text = string;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * A scope key as the editor knows it (hashed by the bridge with the installation's salt before anything leaves this machine), or its id as `turngraph scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.
  */
 export type User2 = string;
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * A scope key as the editor knows it (hashed by the bridge with the installation's salt before anything leaves this machine), or its id as `turngraph scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.
  */
 export type Workspace3 = string;
 export type Id8 = (string | number) | null;
 export type Op8 = "context";
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * A scope key as the editor knows it (hashed by the bridge with the installation's salt before anything leaves this machine), or its id as `turngraph scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.
  */
 export type SessionId5 = string;
 

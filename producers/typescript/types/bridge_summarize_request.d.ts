@@ -11,7 +11,7 @@ export type Id = (string | number) | null;
 export type LastN = number;
 export type Op = "summarize";
 /**
- * A raw scope key (e.g. the workspace folder's path); the bridge hashes it with the installation's salt before anything leaves this machine.
+ * A scope key as the editor knows it (hashed by the bridge with the installation's salt before anything leaves this machine), or its id as `turngraph scopes` lists it (s_, w_ or u_ and 32 hex digits), taken as it is.
  */
 export type SessionId = string;
 
