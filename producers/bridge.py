@@ -28,6 +28,7 @@ hashed here (``producers.scopes``) before anything leaves.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -95,6 +96,10 @@ class Bridge:
     ``connect`` given, the bridge asks it again (at most every ``RECONNECT_EVERY_S``) until
     it returns a :class:`Connection`, so a bridge started before ``turngraph up`` starts
     working once the services run; meanwhile those ops answer ``BACKEND_UNAVAILABLE``.
+    With ``locate`` given too (embedded services: it re-reads ``services.json``), a bridge
+    whose Redis stopped answering looks there as often, and moves to a restarted
+    ``turngraph services`` that came back on another port or password; turns still
+    buffered for the old endpoint are abandoned (counted in the old publisher's stats).
     """
 
     def __init__(
@@ -108,6 +113,7 @@ class Bridge:
         queue_status: Callable[[], Mapping[str, int]] | None = None,
         probe: Callable[[], Reachability] | None = None,
         connect: Callable[[], Connection | None] | None = None,
+        locate: Callable[[], str | None] | None = None,
         hints: ScopeHints | None = None,
         distiller: DistillBackend | None = None,
     ) -> None:
@@ -123,6 +129,8 @@ class Bridge:
         self._reached_at = 0.0
         self._distiller = distiller
         self._connect = connect
+        self._locate = locate
+        self._backend_url = ""
         self._last_connect = -RECONNECT_EVERY_S
         self._ops: dict[str, Callable[[Any], BaseModel]] = {
             "publish": self.publish,
@@ -216,12 +224,16 @@ class Bridge:
             self._publisher.close()
 
     def _ensure_backend(self) -> None:
-        if self._publisher is not None or self._connect is None:
+        if self._connect is None:
+            return
+        moved = self._publisher is not None and self._endpoint_moved()
+        if self._publisher is not None and not moved:
             return
         now = time.monotonic()
-        if now - self._last_connect < RECONNECT_EVERY_S:
+        if not moved and now - self._last_connect < RECONNECT_EVERY_S:
             return
         self._last_connect = now
+        old = self._publisher if moved else None
         try:
             backend = self._connect()
         except Exception as exc:  # no backend yet: answer BACKEND_UNAVAILABLE, try later
@@ -233,7 +245,29 @@ class Bridge:
             self._queue_status = backend.queue_status
             self._probe = backend.probe
             self._distiller = backend.distiller
-            log.info("bridge_connected", endpoint=self._endpoint)
+            self._backend_url = backend.redis_url
+            self._reached = None
+            log.info("bridge_connected", endpoint=self._endpoint, moved=old is not None)
+            if old is not None:  # its Redis is gone: closing waits, not on this thread
+                threading.Thread(target=old.close, name="old-publisher", daemon=True).start()
+
+    def _endpoint_moved(self) -> bool:
+        """Redis stopped answering and ``locate`` names another endpoint (checked at most
+        every ``RECONNECT_EVERY_S``)."""
+        if self._locate is None or self._publisher is None:
+            return False
+        if self._publisher.redis_available and self._reachable().redis:
+            return False
+        now = time.monotonic()
+        if now - self._last_connect < RECONNECT_EVERY_S:
+            return False
+        self._last_connect = now
+        try:
+            url = self._locate()
+        except Exception as exc:  # an unreadable services.json: stay where we are
+            log.warning("bridge_locate_failed", error=type(exc).__name__)
+            return False
+        return url is not None and url != self._backend_url
 
     # -- ops -----------------------------------------------------------------------------
 
@@ -290,7 +324,12 @@ class Bridge:
                 "answers again, unless the bridge closes first",
                 "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL); `flush` says "
                 "when it went through",
-            ).model_copy(update={"event_id": event.event_id, "pending": self._publisher.pending})
+            ).model_copy(
+                update={
+                    "event_id": secret_free_id(event.event_id),
+                    "pending": self._publisher.pending,
+                }
+            )
         return PublishReply(
             event_id=secret_free_id(event.event_id),  # the id it is stored under
             buffered=buffered,

@@ -104,6 +104,9 @@ class Connection:
     queue_status: Callable[[], Mapping[str, int]] | None = None
     distiller: DistillBackend | None = None
     probe: Callable[[], Reachability] | None = None
+    redis_url: str = ""
+    """Where this connection's Redis is (a bridge compares it with where the embedded
+    services say they are now)."""
 
     def close(self) -> None:
         """Deliver what is buffered (bounded wait) and stop the publisher."""
@@ -197,4 +200,5 @@ def connect(
         queue_status=queue_status,
         distiller=distiller,
         probe=probe,
+        redis_url=url,
     )

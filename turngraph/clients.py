@@ -185,4 +185,6 @@ def build_bridge(
         publisher=None,
         recaller=None,
         connect=connect_when_running,
+        # embedded services may come back elsewhere (a restarted `turngraph services`)
+        locate=None if settings.redis_url else (lambda: producer_redis_url(settings)),
     )

@@ -1,16 +1,21 @@
 """``turngraph services`` keeps its endpoints (issue 26, item 8): a server that dies is
-started again on the same port and credentials while ``services`` runs, and a restarted
+started again on the same port and credentials while ``services`` runs, a restarted
 ``services`` comes back on the ports and Redis password of the one before, so a worker
-started against the first one ingests a turn published after the restart."""
+started against the first one ingests a turn published after the restart, and a bridge
+follows one that had to take another port (it re-reads ``services.json``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
+import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import neo4j
 import pytest
@@ -25,9 +30,14 @@ from tests.support.processes import (
     stop,
     wait_until,
 )
+from turngraph.embedded.process import port_free
 from turngraph.embedded.services import STATE_FILE, ServiceEndpoints
 from turngraph.producers.bounded_queue import is_ingested
+from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.publisher import Publisher
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.defaults import INGEST_QUEUE
+from turngraph.schemas.keys import RQ_QUEUE_PREFIX
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 pytestmark = pytest.mark.timeout(600)
@@ -143,6 +153,74 @@ def test_a_worker_follows_a_restarted_services(tmp_path: Path) -> None:
         conn.close()
     finally:
         stop(worker)
+        if second is not None:
+            stop(second)
+        stop(first)
+        kill_everything_of(data_dir)
+
+
+def _ask(bridge: subprocess.Popen[bytes], request: dict[str, object]) -> dict[str, object]:
+    assert bridge.stdin is not None and bridge.stdout is not None
+    bridge.stdin.write(json.dumps(request).encode() + b"\n")
+    bridge.stdin.flush()
+    reply: dict[str, object] = json.loads(bridge.stdout.readline())
+    return reply
+
+
+def test_a_bridge_follows_services_restarted_on_another_port(tmp_path: Path) -> None:
+    """The old Redis port is taken when ``services`` comes back, so it gets a new one: the
+    bridge re-reads ``services.json`` once its Redis stops answering."""
+    data_dir = tmp_path / "data"
+    first = _services(tmp_path, data_dir, "first")
+    hashed = ScopeHasher.for_data_dir(data_dir).workspace("/w")
+    ConsentStore(data_dir).enable(hashed, consent_endpoint(None, data_dir))
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "turngraph.cli", "bridge"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=(tmp_path / "bridge.log").open("wb"),
+        env=cli_env(data_dir),
+        cwd=tmp_path,
+    )
+    second = None
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+
+        def publish(index: int) -> bool:
+            event = {
+                **{"session_id": "s", "workspace": "/w", "user": "u", "role": "user"},
+                **{"turn_index": index, "content": f"turn {index}", "client": {"name": "t"}},
+            }
+            # while Redis is away a publish is kept and answered BACKEND_UNAVAILABLE
+            _ask(bridge, {"op": "publish", "event": event})
+            return _ask(bridge, {"op": "flush", "timeout_s": 2})["success"] is True
+
+        assert publish(0)
+        before = _state(data_dir)
+        old_port = urlsplit(before.redis_url).port
+        assert old_port is not None
+        first.kill()
+        first.wait()
+        wait_until(lambda: port_free(old_port), 30, "the old Redis gone with its owner")
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+        squatter.bind(("127.0.0.1", old_port))
+        squatter.listen()
+        second = _services(tmp_path, data_dir, "second")
+        after = _state(data_dir)
+        assert after.redis_url != before.redis_url
+        index = 1
+        deadline = time.monotonic() + 60
+        while not publish(index):
+            assert time.monotonic() < deadline, (tmp_path / "bridge.log").read_text()[-3000:]
+            index += 1
+        with redis.Redis.from_url(after.redis_url) as conn:
+            assert conn.llen(RQ_QUEUE_PREFIX + INGEST_QUEUE) >= 1  # it reached the new Redis
+        assert bridge.poll() is None
+    finally:
+        squatter.close()
+        if bridge.stdin is not None:
+            bridge.stdin.close()
+        bridge.wait(timeout=60)
         if second is not None:
             stop(second)
         stop(first)
