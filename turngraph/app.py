@@ -248,7 +248,9 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         concurrency=settings.llm_concurrency,
         fallback=NoFallback(),
         stats=ExtractionStats(mirror=SharedCounts(clients.redis, "reextract")),
-        cooldown_s=settings.llm_fallback_cooldown_s,
+        # no cooldown: a failing batch ends its run, so a dead endpoint costs one call
+        # per run already (ingest's long cooldown would idle re-extraction for minutes)
+        cooldown_s=0.0,
         endpoint=clients.llm_endpoint,
         **llm_request_options(settings, clients.llm_endpoint),
     )
