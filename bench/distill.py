@@ -258,9 +258,8 @@ def recap_run(clients: Clients, session_turns: int = RECAP_TURNS) -> tuple[float
     total = time.perf_counter() - started
     assert recap is not None
     from turngraph.workers.maintenance.recap import build_recap
-    from turngraph.workers.maintenance.turns import read_turns
 
-    stored = read_turns(distiller.driver, distiller.database, "bench-recap")
+    stored = distiller.store.session_turns("bench-recap")
     started = time.perf_counter()
     build_recap(stored, 1_000)
     building = time.perf_counter() - started

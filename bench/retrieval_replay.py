@@ -36,7 +36,6 @@ from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
-from turngraph.workers.maintenance import context as maintenance_context
 from turngraph.workers.maintenance.recaps import recap_session
 from turngraph.workers.recall.worker import RecallWorker
 
@@ -101,7 +100,7 @@ def replay(
         clients = build_clients(settings)
         ingest = build_ingest_worker(clients)
         maintenance = build_maintenance_worker(clients) if distill else None
-        distiller = maintenance_context.current() if distill else None
+        distiller = maintenance.distiller if maintenance is not None else None
         recall = build_recall_worker(clients)
         recall.bootstrap()
         server = threading.Thread(target=recall.run, daemon=True)
@@ -154,8 +153,6 @@ def replay(
         finally:
             recall.stop()
             server.join(timeout=10)
-            if distill:
-                maintenance_context.install(None)
             clients.close()
     return out
 

@@ -21,6 +21,7 @@ from turngraph.workers.extraction.models import Extractor
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.graph.bolt_store import BoltGraphStore
+from turngraph.workers.graph.distill_store import BoltDistillStore
 from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.vectors import GraphVectors
@@ -32,13 +33,12 @@ from turngraph.workers.ingest.batching import (
 )
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.pipeline import IngestPipeline
-from turngraph.workers.maintenance import context as maintenance_context
 from turngraph.workers.maintenance.context import Distiller, DistillOptions
 from turngraph.workers.maintenance.gateway import DistillGateway
 from turngraph.workers.maintenance.jobs import schedule_reextract, schedule_sweep
 from turngraph.workers.maintenance.triggers import FollowUps
+from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.recall.worker import LatencyObserver, RecallWorker
-from turngraph.workers.stoppable import StoppableWorker
 from turngraph.workers.trusted_jobs import MaintenanceJob, TrustedJob
 
 if TYPE_CHECKING:
@@ -218,8 +218,7 @@ def build_distiller(clients: Clients) -> Distiller:
         )
         reextractor = build_reextractor(clients)
     return Distiller(
-        driver=clients.graph,
-        database=clients.graph_database,
+        store=BoltDistillStore(clients.graph, clients.graph_database),
         redis=clients.redis,
         changes_stream=clients.settings.changes_stream,
         options=distill_options(clients.settings),
@@ -317,13 +316,12 @@ def maintenance_queue(clients: Clients) -> Queue:
     )
 
 
-def build_maintenance_worker(clients: Clients) -> StoppableWorker:
+def build_maintenance_worker(clients: Clients) -> MaintenanceWorker:
     """Summaries, compaction, promotion, recap: the distiller installed for its jobs, and
     the next periodic compaction sweep (and, with an LLM endpoint, the next LLM
     re-extraction run) scheduled (RQ's scheduler runs them)."""
     queue = maintenance_queue(clients)
     distiller = build_distiller(clients)
-    maintenance_context.install(distiller)
     schedule_sweep(queue, clients.settings.compact_sweep_every_s)
     if distiller.reextractor is not None:
         schedule_reextract(
@@ -331,8 +329,12 @@ def build_maintenance_worker(clients: Clients) -> StoppableWorker:
             clients.settings.llm_reextract_every_s,
             job_timeout_s=distiller.reextractor.job_timeout_s,
         )
-    return StoppableWorker(
-        [queue], connection=clients.redis, serializer=JSONSerializer, job_class=MaintenanceJob
+    return MaintenanceWorker(
+        [queue],
+        connection=clients.redis,
+        serializer=JSONSerializer,
+        job_class=MaintenanceJob,
+        distiller=distiller,
     )
 
 

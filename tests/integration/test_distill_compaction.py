@@ -25,8 +25,7 @@ class FixedClock(Distiller):
 def _fixed(clients: Clients, **options: Any) -> FixedClock:
     plain = distiller_for(clients, **options)
     return FixedClock(
-        driver=plain.driver,
-        database=plain.database,
+        store=plain.store,
         redis=plain.redis,
         changes_stream=plain.changes_stream,
         options=plain.options,

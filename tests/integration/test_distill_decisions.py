@@ -21,7 +21,6 @@ from turngraph.clients import Clients, build_clients
 from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.recall import RecallRequest
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.maintenance import context
 from turngraph.workers.recall.search import search
 
 
@@ -36,14 +35,11 @@ def _converse(clients: Clients, steps: list[range]) -> list[str]:
     events = decision_events()
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=100)
     pipeline = build_pipeline(clients, extractor=OfflineExtractor())
-    try:
-        for step in steps:
-            queue.enqueue_many([events[i] for i in step])
-            assert build_ingest_worker(clients, pipeline).work(burst=True, with_scheduler=False)
-            maintenance = build_maintenance_worker(clients)
-            maintenance.work(burst=True, with_scheduler=False)
-    finally:
-        context.install(None)
+    for step in steps:
+        queue.enqueue_many([events[i] for i in step])
+        assert build_ingest_worker(clients, pipeline).work(burst=True, with_scheduler=False)
+        maintenance = build_maintenance_worker(clients)
+        maintenance.work(burst=True, with_scheduler=False)
     return [event.event_id for event in events]
 
 

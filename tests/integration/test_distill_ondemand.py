@@ -21,7 +21,6 @@ from turngraph.clients import Clients
 from turngraph.producers.distill_client import DistillClient
 from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.maintenance import context
 from turngraph.workers.maintenance.gateway import DistillGateway
 
 T = TypeVar("T")
@@ -34,10 +33,7 @@ def _served(clients: Clients, ask: Callable[[], T]) -> T:
     thread.start()
     gateway = DistillGateway(clients.redis, maintenance_queue(clients), DISTILL_REQUESTS)
     assert gateway.serve_once(timeout_s=10.0)
-    try:
-        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
-    finally:
-        context.install(None)
+    build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
     thread.join(timeout=30)
     assert result, "no reply"
     return result[0]
@@ -112,10 +108,7 @@ def test_rolling_context_is_kept_incrementally(clients: Clients) -> None:
     seen: list[int] = []
     for start in range(0, len(events), 3):
         pipeline.ingest(events[start : start + 3])
-        try:
-            build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
-        finally:
-            context.install(None)
+        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
         rolling = client.rolling_context("s_roll")
         assert rolling is not None
         seen.append(rolling.summarized_through)

@@ -17,7 +17,6 @@ from turngraph.app import build_maintenance_worker, build_pipeline
 from turngraph.clients import Clients
 from turngraph.schemas.memories import PromotionKind
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.maintenance import context
 from turngraph.workers.maintenance.promotion import SecretContentError, looks_secret, promote
 
 CORPUS = [
@@ -35,10 +34,7 @@ def _rows(clients: Clients, query: str, **params: Any) -> list[dict[str, Any]]:
 
 
 def _run_maintenance(clients: Clients) -> None:
-    try:
-        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
-    finally:
-        context.install(None)
+    build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
 
 
 def test_every_corpus_secret_looks_secret() -> None:

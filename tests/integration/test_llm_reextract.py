@@ -19,7 +19,7 @@ from turngraph.clients import Clients, build_clients
 from turngraph.schemas.changes import MemoryUpsert, decode_change
 from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.settings import Settings
-from turngraph.workers.maintenance import context, jobs
+from turngraph.workers.maintenance import jobs
 from turngraph.workers.trusted_jobs import MAINTENANCE_FUNCTIONS
 
 pytestmark = pytest.mark.integration
@@ -45,9 +45,7 @@ def with_llm(fake: FakeOpenAI, clients: Clients, settings: Settings) -> Iterator
         }
     )
     built = build_clients(configured)
-    context.install(build_distiller(built))
     yield built
-    context.install(None)
     built.close()
 
 
@@ -82,7 +80,8 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     assert names(with_llm, "Service") == ["Redis", "Valkey"]  # offline entities
 
     fake.add(error(500))  # first run: still failing; the turns stay pending
-    assert jobs.reextract_job(reschedule=False) == {
+    distiller = build_distiller(with_llm)
+    assert jobs.reextract_job(reschedule=False, distiller=distiller) == {
         "succeeded": 0,
         "failed": 2,
         "missing": 0,
@@ -95,7 +94,7 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     with_llm.redis.zadd(REEXTRACT_PENDING, {"forgotten-turn": 1.0})  # its episode is gone
     stream_before = with_llm.redis.xlen(with_llm.settings.changes_stream)
     fake.add(answer({"turns": [{**E1, "entities": [*E1["entities"], CONCEPT]}, E2]}))
-    counts = jobs.reextract_job(reschedule=False)
+    counts = jobs.reextract_job(reschedule=False, distiller=distiller)
     assert counts == {
         "succeeded": 2,
         "failed": 0,
@@ -131,16 +130,14 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     assert (stats["runs"], stats["missing"]) == (2, 1)
 
     requests = len(fake.requests)
-    assert jobs.reextract_job(reschedule=False)["succeeded"] == 0  # nothing pending: no call
+    assert jobs.reextract_job(reschedule=False, distiller=distiller)["succeeded"] == 0  # no call
     assert len(fake.requests) == requests
 
 
 def test_no_llm_endpoint_skips_the_pass(clients: Clients) -> None:
-    context.install(build_distiller(clients))
-    try:
-        assert jobs.reextract_job(reschedule=False) == {"skipped": 1}
-    finally:
-        context.install(None)
+    assert jobs.reextract_job(reschedule=False, distiller=build_distiller(clients)) == {
+        "skipped": 1
+    }
 
 
 def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(

@@ -51,18 +51,14 @@ def ingest(clients: Clients, events: Iterable[TurnEvent], *, distill: bool = Fal
 
 def _distill(clients: Clients) -> None:
     from turngraph.app import build_maintenance_worker
-    from turngraph.workers.maintenance import context
     from turngraph.workers.maintenance.compaction import compact_topic
     from turngraph.workers.maintenance.summaries import workspace_topics
 
-    try:
-        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
-        distiller = context.current()
-        for workspace in sorted({event.workspace for event in CONVERSATION}):
-            for topic_id in workspace_topics(distiller, workspace):
-                compact_topic(distiller, workspace, topic_id)
-    finally:
-        context.install(None)
+    worker = build_maintenance_worker(clients)
+    worker.work(burst=True, with_scheduler=False)
+    for workspace in sorted({event.workspace for event in CONVERSATION}):
+        for topic_id in workspace_topics(worker.distiller, workspace):
+            compact_topic(worker.distiller, workspace, topic_id)
 
 
 def publish(clients: Clients, events: Iterable[TurnEvent]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.graph.distill_store import BoltDistillStore
 from turngraph.workers.maintenance.context import Distiller, DistillOptions
 
 DECISION_CONVERSATION: list[tuple[str, str]] = [
@@ -44,8 +45,7 @@ def decision_events(
 
 def distiller_for(clients: Clients, **options: object) -> Distiller:
     return Distiller(
-        driver=clients.graph,
-        database=clients.graph_database,
+        store=BoltDistillStore(clients.graph, clients.graph_database),
         redis=clients.redis,
         changes_stream=clients.settings.changes_stream,
         options=DistillOptions(**options),  # type: ignore[arg-type]

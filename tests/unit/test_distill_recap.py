@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from turngraph.workers.graph.session_turns import Mention, SessionTurn
 from turngraph.workers.maintenance.recap import build_recap
 from turngraph.workers.maintenance.tool_calls import collapse
-from turngraph.workers.maintenance.turns import Mention, SessionTurn
 from turngraph.workers.recall.text import estimate_tokens
 
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)

@@ -14,10 +14,10 @@ from turngraph.schemas.summaries import (
     render_summary,
     summary_json_schema,
 )
+from turngraph.workers.graph.session_turns import Mention, SessionTurn
 from turngraph.workers.maintenance.compaction import merge
 from turngraph.workers.maintenance.extractive import extractive_summary, references_of
 from turngraph.workers.maintenance.topics import match_existing, subject_words, topic_of
-from turngraph.workers.maintenance.turns import Mention, SessionTurn
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 

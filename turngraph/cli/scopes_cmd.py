@@ -14,19 +14,7 @@ from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.scopes import Scope
 from turngraph.scope_keys import raw_workspace, scope_id
 from turngraph.settings import Settings
-
-WORKSPACES = """
-MATCH (w:Workspace)
-OPTIONAL MATCH (e:Episode) WHERE e.workspace = w.key
-RETURN w.key AS key, count(e) AS turns, min(e.occurred_at) AS first, max(e.occurred_at) AS last
-"""
-
-SESSIONS = """
-MATCH (s:Session)
-OPTIONAL MATCH (e:Episode) WHERE e.session_id = s.key
-RETURN s.key AS key, s.workspace AS workspace, count(e) AS turns,
-       min(e.occurred_at) AS first, max(e.occurred_at) AS last
-"""
+from turngraph.workers.graph.inventory import scope_counts
 
 
 @dataclass
@@ -82,28 +70,27 @@ def list_scopes(settings: Settings, *, here: str | None = None) -> list[Workspac
         return local_scopes(settings, here=here)
     hints = ScopeHints(settings.data_dir).load()
     with _clients(settings) as clients:
-        workspaces, _, _ = clients.graph.execute_query(WORKSPACES, database_=clients.graph_database)
-        sessions, _, _ = clients.graph.execute_query(SESSIONS, database_=clients.graph_database)
+        workspaces, sessions = scope_counts(clients.graph, clients.graph_database)
     rows = {
-        record["key"]: WorkspaceRow(
-            id=record["key"],
-            folder=hints["workspaces"].get(record["key"], {}).get("folder"),
-            turns=int(record["turns"]),
-            first_turn=_time(record["first"]),
-            last_turn=_time(record["last"]),
-            here=record["key"] == here,
+        counted.key: WorkspaceRow(
+            id=counted.key,
+            folder=hints["workspaces"].get(counted.key, {}).get("folder"),
+            turns=counted.turns,
+            first_turn=_time(counted.first),
+            last_turn=_time(counted.last),
+            here=counted.key == here,
         )
-        for record in workspaces
+        for counted in workspaces
     }
-    for record in sessions:
-        workspace = rows.get(record["workspace"])
+    for counted in sessions:
+        workspace = rows.get(counted.workspace or "")
         if workspace is not None:
             workspace.sessions.append(
                 SessionRow(
-                    id=record["key"],
-                    turns=int(record["turns"]),
-                    first_turn=_time(record["first"]),
-                    last_turn=_time(record["last"]),
+                    id=counted.key,
+                    turns=counted.turns,
+                    first_turn=_time(counted.first),
+                    last_turn=_time(counted.last),
                 )
             )
     for row in rows.values():

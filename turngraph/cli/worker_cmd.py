@@ -50,13 +50,13 @@ from turngraph.metrics import (
     recall_histogram,
     serve_metrics,
 )
-from turngraph.schemas.errors import ConfigurationError, PermanentError, TransientError
+from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
 from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.graph.errors import convert
 from turngraph.workers.ingest.batching import BatchingIngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline
-from turngraph.workers.maintenance import context as maintenance_context
+from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.stoppable import StoppableWorker
 
 log = structlog.get_logger(__name__)
@@ -222,8 +222,16 @@ def run_worker(args: argparse.Namespace) -> int:
                 admission.stop()
                 join_helper(helper)
 
+        built: list[MaintenanceWorker] = []
+
         def build() -> StoppableWorker:
-            return build_maintenance_worker(clients)
+            built.append(build_maintenance_worker(clients))
+            return built[-1]
+
+        def summary_snapshot() -> dict[str, int] | None:
+            """The LLM summarizer's counters (None: offline summaries only, or not built)."""
+            summarizer = built[-1].distiller.summarizer if built else None
+            return summarizer.stats.snapshot() if summarizer is not None else None
 
         registry.register(LLMCollector(summary=summary_snapshot))
         server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
@@ -252,15 +260,6 @@ def run_worker(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-
-
-def summary_snapshot() -> dict[str, int] | None:
-    """The maintenance worker's LLM summarizer counters (None: offline summaries only)."""
-    try:
-        summarizer = maintenance_context.current().summarizer
-    except ConfigurationError:  # not installed yet (the RQ worker is being built)
-        return None
-    return summarizer.stats.snapshot() if summarizer is not None else None
 
 
 CLIENTS_LEAVE_TIMEOUT_S = 15.0

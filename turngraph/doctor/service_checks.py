@@ -12,6 +12,7 @@ from turngraph.app import build_embedder, load_ontology
 from turngraph.doctor.checks import Check, fail, ok
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.settings import Settings
+from turngraph.workers.graph.inventory import constraint_names
 from turngraph.workers.graph.schema import schema_statements
 
 TIMEOUT_S = 5.0
@@ -61,14 +62,10 @@ def _schema(driver: neo4j.Driver, settings: Settings) -> Check:
         labels = ONTOLOGY.labels()
     expected = {m.group(1) for s in schema_statements(labels) if (m := _CONSTRAINT_NAME.match(s))}
     try:
-        records, _, _ = driver.execute_query(
-            "SHOW CONSTRAINTS YIELD name RETURN name",
-            database_=settings.graph_database,
-            routing_=neo4j.RoutingControl.READ,
-        )
+        present = constraint_names(driver, settings.graph_database)
     except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
         return fail("graph.schema", f"constraints not readable ({type(exc).__name__})", "")
-    missing = sorted(expected - {str(r["name"]) for r in records})
+    missing = sorted(expected - present)
     if missing:
         return fail(
             "graph.schema",

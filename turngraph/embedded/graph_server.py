@@ -21,6 +21,7 @@ from turngraph.embedded.process import (
 )
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.schemas.errors import EmbeddedServiceError
+from turngraph.workers.graph.inventory import ping
 
 GRAPH_DATABASE = "turngraph"
 """Name of the database the embedded server creates on first start."""
@@ -125,7 +126,7 @@ class GraphServer:
                 connection_timeout=2.0,
                 max_transaction_retry_time=0,
             ) as driver:
-                driver.execute_query("RETURN 1", database_=GRAPH_DATABASE)
+                ping(driver, GRAPH_DATABASE)
             return True
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
             return False

@@ -25,6 +25,7 @@ from turngraph.embedded.neo4j_fetch import fetch, find_tools
 from turngraph.embedded.process import ServerProcess, free_port, port_open
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.schemas.errors import EmbeddedServiceError
+from turngraph.workers.graph.inventory import ping
 
 NEO4J_USER = "neo4j"
 """Neo4j's initial administrative user."""
@@ -172,7 +173,7 @@ class Neo4jServer:
                 connection_timeout=2.0,
                 max_transaction_retry_time=0,
             ) as driver:
-                driver.execute_query("RETURN 1", database_=NEO4J_DATABASE)
+                ping(driver, NEO4J_DATABASE)
             return True
         except neo4j.exceptions.AuthError:
             raise EmbeddedServiceError(

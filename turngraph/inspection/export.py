@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 from xml.etree import ElementTree as ET
@@ -24,37 +24,13 @@ import neo4j.time
 
 from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.scopes import Scope
-from turngraph.workers.graph.neo4j_only import quote_identifier
-from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.graph_import import NODE_KEYS, write_subgraph
 from turngraph.workers.graph.subgraph import GraphNode, GraphRelationship, Subgraph
 
 FORMAT = "turngraph-scope"
 FORMAT_VERSION = 1
-IMPORT_BATCH = 500
-"""Rows per write transaction on import."""
-
-NODE_KEYS: tuple[str, ...] = ("uid", "event_id", "key")
-"""Unique properties a node is merged on, in order of preference (see the graph schema)."""
-
 Item = dict[str, Any]
-"""One JSON object: a line of the file, or a row sent to the graph."""
-
-# Statements: labels, key and type are formatted in, always through quote_identifier.
-CREATE_NODES = """
-UNWIND $rows AS r CREATE (n{labels}) SET n = r.props
-RETURN r.id AS id, elementId(n) AS eid
-"""
-MERGE_NODES = """
-UNWIND $rows AS r MERGE (n{labels} {{{key}: r.key}}) SET n = r.props
-RETURN r.id AS id, elementId(n) AS eid
-"""
-MERGE_RELATIONSHIPS = """
-UNWIND $rows AS r
-MATCH (a) WHERE elementId(a) = r.s
-MATCH (b) WHERE elementId(b) = r.t
-MERGE (a)-[x:{rel_type}]->(b) SET x = r.props
-RETURN count(x) AS written
-"""
+"""One JSON object: a line of the file."""
 
 _TEMPORAL = {
     "DateTime": neo4j.time.DateTime,
@@ -254,57 +230,18 @@ def read_jsonl(
     return header, nodes, relationships
 
 
-def _batches(rows: Sequence[Item]) -> Iterator[list[Item]]:
-    for start in range(0, len(rows), IMPORT_BATCH):
-        yield list(rows[start : start + IMPORT_BATCH])
-
-
-def _returning(
-    statement: str, rows: list[Item]
-) -> Callable[[neo4j.ManagedTransaction], list[Item]]:
-    """A transaction function running one batch and keeping its records."""
-
-    def work(tx: neo4j.ManagedTransaction) -> list[Item]:
-        return [record.data() for record in tx.run(statement, rows=rows)]
-
-    return work
-
-
-def _node_statement(labels: Sequence[str], merge_key: str | None) -> str:
-    label_text = "".join(f":{quote_identifier(label)}" for label in labels)
-    if merge_key is None:
-        return CREATE_NODES.format(labels=label_text)
-    return MERGE_NODES.format(labels=label_text, key=quote_identifier(merge_key))
-
-
 def import_jsonl(
     driver: neo4j.Driver, database: str | None, lines: Iterable[str]
 ) -> tuple[int, int]:
     """Import an export; returns (nodes, relationships) written."""
     _, nodes, relationships = read_jsonl(lines)
-    groups: dict[tuple[tuple[str, ...], str | None], list[Item]] = defaultdict(list)
-    for node in nodes:
-        props = {k: decode_value(v) for k, v in node["properties"].items()}
-        merge_key = next((k for k in NODE_KEYS if k in props), None)
-        row = {"id": node["id"], "key": props.get(merge_key) if merge_key else None,
-               "props": props}  # fmt: skip
-        groups[(tuple(node["labels"]), merge_key)].append(row)
-    engine_ids: dict[str, str] = {}
-    for (labels, merge_key), rows in groups.items():
-        statement = _node_statement(labels, merge_key)
-        for batch in _batches(rows):
-            for record in run_write(driver, database, _returning(statement, batch)):
-                engine_ids[record["id"]] = record["eid"]
-    by_type: dict[str, list[Item]] = defaultdict(list)
-    for rel in relationships:
-        try:
-            ends = {"s": engine_ids[rel["start"]], "t": engine_ids[rel["end"]]}
-        except KeyError as exc:
-            raise InvalidPayloadError(f"relationship {rel.get('id')} names no node") from exc
-        props = {k: decode_value(v) for k, v in rel["properties"].items()}
-        by_type[rel["type"]].append({**ends, "props": props})
-    for rel_type, rows in by_type.items():
-        statement = MERGE_RELATIONSHIPS.format(rel_type=quote_identifier(rel_type))
-        for batch in _batches(rows):
-            run_write(driver, database, _returning(statement, batch))
+    decoded_nodes = [
+        {**node, "properties": {k: decode_value(v) for k, v in node["properties"].items()}}
+        for node in nodes
+    ]
+    decoded_relationships = [
+        {**rel, "properties": {k: decode_value(v) for k, v in rel["properties"].items()}}
+        for rel in relationships
+    ]
+    write_subgraph(driver, database, decoded_nodes, decoded_relationships)
     return len(nodes), len(relationships)

@@ -12,9 +12,7 @@ from turngraph.schemas.errors import ErrorCode, PermanentError
 from turngraph.schemas.memories import PromotedMemory, render_memory
 from turngraph.schemas.summaries import DecisionRecord, render_decision_record, render_summary
 from turngraph.workers.maintenance import compaction, promotion, recaps, summaries
-from turngraph.workers.maintenance import statements as cypher
 from turngraph.workers.maintenance.context import Distiller
-from turngraph.workers.maintenance.turns import last_turn_index, latest_session, read_turns
 
 log = structlog.get_logger(__name__)
 
@@ -43,18 +41,13 @@ def _full(distiller: Distiller, request: DistillRequest, memory_id: str) -> Dist
     summary = summaries.load_summary(distiller, memory_id)
     if summary is not None:
         return ok.model_copy(update={"summary": summary, "text": render_summary(summary)})
-    records, _, _ = distiller.driver.execute_query(
-        cypher.DECISION_RECORD_BY_UID, uid=memory_id, database_=distiller.database
-    )
-    if records and records[0]["record"]:
-        record = DecisionRecord.model_validate_json(records[0]["record"])
+    stored = distiller.store.decision_record(memory_id)
+    if stored is not None:
+        record = DecisionRecord.model_validate_json(stored.json)
         return ok.model_copy(update={"record": record, "text": render_decision_record(record)})
-    records, _, _ = distiller.driver.execute_query(
-        "MATCH (m:Memory {uid: $uid}) RETURN m.text AS text", uid=memory_id,
-        database_=distiller.database,
-    )  # fmt: skip
-    if records and records[0]["text"]:
-        return ok.model_copy(update={"text": str(records[0]["text"])})
+    text = distiller.store.memory_text(memory_id)
+    if text is not None:
+        return ok.model_copy(update={"text": text})
     return _not_found(request, "no summary, record or memory with that id")
 
 
@@ -75,8 +68,8 @@ def answer(distiller: Distiller, request: DistillRequest) -> DistillResponse:
     if request.op is DistillOp.RECAP:
         session_id = request.session_id
         if not session_id and request.workspace:
-            session_id = latest_session(
-                distiller.driver, distiller.database, request.workspace, request.current_session_id
+            session_id = distiller.store.latest_session(
+                request.workspace, request.current_session_id
             )
             if session_id is None:
                 return _not_found(request, "the workspace has no earlier session")
@@ -101,10 +94,9 @@ def _promote(distiller: Distiller, request: DistillRequest, ok: DistillResponse)
         return _invalid(request, "kind, text and user")
     sources = request.source_event_ids
     if not sources and request.session_id:
-        last = last_turn_index(distiller.driver, distiller.database, request.session_id)
-        turns = [] if last is None else read_turns(
-            distiller.driver, distiller.database, request.session_id, last, last
-        )  # fmt: skip
+        store = distiller.store
+        last = store.last_turn_index(request.session_id)
+        turns = [] if last is None else store.session_turns(request.session_id, last, last)
         sources = tuple(t.event_id for t in turns)
         if not sources:
             return _not_found(request, "the session has no turns to point back to")

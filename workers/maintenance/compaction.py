@@ -26,13 +26,10 @@ from turngraph.schemas.summaries import (
     render_decision_record,
 )
 from turngraph.workers.graph.batch_plan import iso
-from turngraph.workers.graph.retry import run_write
-from turngraph.workers.maintenance import statements as cypher
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.memories import decision_record_memory, status_changes, upserts
 from turngraph.workers.maintenance.summaries import topic_key
 from turngraph.workers.maintenance.text import words
-from turngraph.workers.maintenance.turns import parse_time
 
 log = structlog.get_logger(__name__)
 
@@ -141,17 +138,10 @@ def merge(workspace: str, summaries: Sequence[ConversationSummary]) -> DecisionR
 def topic_summaries(
     distiller: Distiller, workspace: str, topic_id: str
 ) -> list[ConversationSummary]:
-    records, _, _ = distiller.driver.execute_query(
-        cypher.TOPIC_SUMMARIES,
-        topic_key=topic_key(workspace, topic_id),
-        database_=distiller.database,
-    )
     found = []
-    for r in records:
-        if not r["summary"]:
-            continue
-        summary = ConversationSummary.model_validate_json(r["summary"])
-        found.append(summary.model_copy(update={"status": SummaryStatus(r["status"])}))
+    for stored in distiller.store.topic_summaries(topic_key(workspace, topic_id)):
+        summary = ConversationSummary.model_validate_json(stored.json)
+        found.append(summary.model_copy(update={"status": SummaryStatus(stored.status)}))
     return found
 
 
@@ -187,11 +177,7 @@ def compact_topic(
             "source_event_ids": list(memory.source_event_ids),
             "summary_uids": list(record.summary_ids),
         }
-        run_write(
-            distiller.driver,
-            distiller.database,
-            lambda tx: tx.run(cypher.UPSERT_DECISION_RECORD, row=row).consume(),
-        )
+        distiller.store.upsert_decision_record(row)
         distiller.announce(
             [*upserts([memory]), *status_changes((s.id for s in still_open), "Superseded")]
         )
@@ -210,20 +196,14 @@ def _due(distiller: Distiller, still_open: Sequence[ConversationSummary], has_re
 
 def compact_due(distiller: Distiller) -> list[DecisionRecord]:
     """The periodic sweep: every topic whose open summaries are due, in every workspace."""
-    records, _, _ = distiller.driver.execute_query(
-        cypher.WORKSPACES_WITH_OPEN_SUMMARIES, database_=distiller.database
-    )
     written: list[DecisionRecord] = []
-    for workspace in sorted(str(r["workspace"]) for r in records if r["workspace"]):
-        rows, _, _ = distiller.driver.execute_query(
-            cypher.TOPICS_TO_COMPACT, workspace=workspace, database_=distiller.database
-        )
-        for row in sorted(rows, key=lambda r: str(r["topic_id"])):
-            aged = distiller.now() - parse_time(row["oldest"]) >= timedelta(
+    for workspace in distiller.store.workspaces_with_open_summaries():
+        for topic in distiller.store.open_topics(workspace):
+            aged = distiller.now() - topic.oldest >= timedelta(
                 days=distiller.options.compact_after_days
             )
-            if int(row["open"]) >= distiller.options.compact_min_summaries or aged:
-                record = compact_topic(distiller, workspace, str(row["topic_id"]), force=False)
+            if topic.open >= distiller.options.compact_min_summaries or aged:
+                record = compact_topic(distiller, workspace, topic.topic_id, force=False)
                 if record is not None:
                     written.append(record)
     return written

@@ -1,8 +1,9 @@
 """What maintenance jobs work with: clients, options, the optional LLM summarizer.
 
-Built once per worker process by the application shell (``turngraph.app``) and installed
-here: RQ job arguments are JSON, so clients cannot travel with the job. Nothing is created
-at import.
+Built once per worker process by the application shell (``turngraph.app``) and passed to
+the maintenance worker, which binds it to each job it performs (RQ job arguments are JSON,
+so clients cannot travel with the job); job functions ask :func:`bound_distiller`. Nothing
+is created at import and no module holds a client.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-import neo4j
 import redis
 from redis.exceptions import LockError
+from rq import get_current_job
 
 from turngraph.schemas import defaults
 from turngraph.schemas.errors import BackendUnavailableError, ConfigurationError, TransientError
 from turngraph.schemas.keys import LOCK_PREFIX
+from turngraph.workers.graph.distill_store import DistillStore
 
 if TYPE_CHECKING:
     from turngraph.workers.extraction.llm import LLMExtractor
@@ -77,8 +79,7 @@ class Reextractor:
 class Distiller:
     """One per maintenance process (and per test)."""
 
-    driver: neo4j.Driver
-    database: str | None
+    store: DistillStore
     redis: redis.Redis
     changes_stream: str
     options: DistillOptions = field(default_factory=DistillOptions)
@@ -125,16 +126,12 @@ class Distiller:
                 lock.release()
 
 
-_current: Distiller | None = None
-
-
-def install(distiller: Distiller | None) -> None:
-    """Make ``distiller`` the one this process's maintenance jobs use (None uninstalls)."""
-    global _current
-    _current = distiller
-
-
-def current() -> Distiller:
-    if _current is None:
-        raise ConfigurationError("no distiller installed in this worker process")
-    return _current
+def bound_distiller() -> Distiller:
+    """The distiller the maintenance worker bound to the job it is performing (RQ's
+    ``get_current_job``): jobs carry JSON arguments only, the worker lends the clients."""
+    distiller = getattr(get_current_job(), "distiller", None)
+    if not isinstance(distiller, Distiller):
+        raise ConfigurationError(
+            "maintenance jobs run in `turngraph worker maintenance`, not a stock RQ worker"
+        )
+    return distiller

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from turngraph.schemas.summaries import MAX_ITEM_CHARS, SummaryContent, SummaryReferences
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import (
     NEXT_STEP_CUES,
     OPEN_CUES,
@@ -25,7 +26,6 @@ from turngraph.workers.maintenance.text import (
     sentences,
     shorten,
 )
-from turngraph.workers.maintenance.turns import SessionTurn
 
 BULLET_CHARS = 200
 """Longest bullet the offline summarizer writes."""

@@ -1,5 +1,6 @@
 """RQ job functions of the maintenance queue. Arguments are JSON (hashed scope keys and
-numbers only); the clients come from ``workers.maintenance.context``.
+numbers only); the clients come from the distiller the maintenance worker binds to the
+job (``context.bound_distiller``), or the ``distiller`` a caller passes in directly.
 
 Transient errors propagate and RQ retries the job with back-off (one retry layer); a
 permanent one (bad arguments, a broken configuration) fails it at once.
@@ -67,7 +68,9 @@ def _field(target: dict[str, Any], name: str, kind: type[T]) -> T:
     return value
 
 
-def summarize_session_job(target: dict[str, Any]) -> dict[str, int]:
+def summarize_session_job(
+    target: dict[str, Any], *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """The session's next automatic summaries (``target``: ``session_id`` and optional
     ``through_turn``); a topic that reached its threshold is compacted in the same job.
 
@@ -77,7 +80,7 @@ def summarize_session_job(target: dict[str, Any]) -> dict[str, int]:
         through_turn = target.get("through_turn")
         if through_turn is not None:
             through_turn = _field(target, "through_turn", int)
-        distiller = context.current()
+        distiller = distiller or context.bound_distiller()
         made = summaries.summarize_session(distiller, session_id, through_turn=through_turn)
         compacted = 0
         for workspace, topic_id in sorted({(s.workspace, s.topic_id) for s in made}):
@@ -86,19 +89,25 @@ def summarize_session_job(target: dict[str, Any]) -> dict[str, int]:
         return {"summaries": len(made), "compacted": compacted}
 
 
-def compact_topic_job(target: dict[str, Any]) -> dict[str, int]:
+def compact_topic_job(
+    target: dict[str, Any], *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """On demand: merge the topic's summaries (``workspace``, ``topic_id``) now."""
     with _permanent_fails_once():
         workspace = _field(target, "workspace", str)
         topic_id = _field(target, "topic_id", str)
-        record = compaction.compact_topic(context.current(), workspace, topic_id, force=True)
+        record = compaction.compact_topic(
+            distiller or context.bound_distiller(), workspace, topic_id, force=True
+        )
         return {"compacted": int(record is not None)}
 
 
-def compact_sweep_job(reschedule: bool = True) -> dict[str, int]:
+def compact_sweep_job(
+    reschedule: bool = True, *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """The periodic sweep: compact every due topic, then schedule the next sweep."""
     with _permanent_fails_once():
-        distiller = context.current()
+        distiller = distiller or context.bound_distiller()
         written = compaction.compact_due(distiller)
         if reschedule:
             job = get_current_job()
@@ -110,12 +119,14 @@ def compact_sweep_job(reschedule: bool = True) -> dict[str, int]:
         return {"compacted": len(written)}
 
 
-def reextract_job(reschedule: bool = True) -> dict[str, int]:
+def reextract_job(
+    reschedule: bool = True, *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """The periodic LLM re-extraction pass (``workers/maintenance/reextract.py``): the
     oldest pending turns asked again, the LLM's entities written, then the next run
     scheduled. Nothing to do (and nothing scheduled) without an LLM endpoint."""
     with _permanent_fails_once():
-        distiller = context.current()
+        distiller = distiller or context.bound_distiller()
         if distiller.reextractor is None:
             return {"skipped": 1}
         result = reextract.reextract_pending(distiller, distiller.reextractor)
@@ -130,36 +141,48 @@ def reextract_job(reschedule: bool = True) -> dict[str, int]:
         return result.as_counts()
 
 
-def rolling_context_job(target: dict[str, Any]) -> dict[str, int]:
+def rolling_context_job(
+    target: dict[str, Any], *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """Bring a session's rolling context up to date (``session_id``)."""
     with _permanent_fails_once():
-        state = rolling.update_rolling(context.current(), _field(target, "session_id", str))
+        state = rolling.update_rolling(
+            distiller or context.bound_distiller(), _field(target, "session_id", str)
+        )
         return {"tokens": state.tokens if state else 0}
 
 
-def ownership_job(target: dict[str, Any]) -> dict[str, int]:
+def ownership_job(
+    target: dict[str, Any], *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """Write the ownership context of a session and its workspace, once (``session_id``)."""
     with _permanent_fails_once():
-        written = promotion.ownership_context(context.current(), _field(target, "session_id", str))
+        written = promotion.ownership_context(
+            distiller or context.bound_distiller(), _field(target, "session_id", str)
+        )
         return {"written": written}
 
 
-def promote_turn_job(target: dict[str, Any]) -> dict[str, int]:
+def promote_turn_job(
+    target: dict[str, Any], *, distiller: context.Distiller | None = None
+) -> dict[str, int]:
     """Auto-promote the memory directives of one user turn (``session_id``,
     ``turn_index``); secret-looking ones are refused and counted."""
     with _permanent_fails_once():
         return promotion.auto_promote_turn(
-            context.current(),
+            distiller or context.bound_distiller(),
             _field(target, "session_id", str),
             _field(target, "turn_index", int),
         )
 
 
-def answer_request_job(request: dict[str, Any]) -> dict[str, bool]:
+def answer_request_job(
+    request: dict[str, Any], *, distiller: context.Distiller | None = None
+) -> dict[str, bool]:
     """Answer one on-demand request (from the gateway) on its reply key; never retried:
     the client waits only until its deadline."""
     parsed = DistillRequest.model_validate(request)
-    distiller = context.current()
+    distiller = distiller or context.bound_distiller()
     try:
         response = answers.answer(distiller, parsed)
     except TransientError:

@@ -32,9 +32,9 @@ from turngraph.workers.extraction.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import shorten
 from turngraph.workers.maintenance.tool_calls import narrative_line
-from turngraph.workers.maintenance.turns import SessionTurn
 
 log = structlog.get_logger(__name__)
 

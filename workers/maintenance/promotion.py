@@ -27,11 +27,8 @@ from turngraph.schemas.memories import MemoryOrigin, PromotedMemory, PromotionKi
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.extraction.directives import find_directives
 from turngraph.workers.graph.batch_plan import iso
-from turngraph.workers.graph.retry import run_write
-from turngraph.workers.maintenance import statements as cypher
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.memories import upserts
-from turngraph.workers.maintenance.turns import read_turns
 
 log = structlog.get_logger(__name__)
 
@@ -95,15 +92,8 @@ def store_memory(distiller: Distiller, memory: PromotedMemory) -> bool:
         "memory": recalled.model_dump_json(),
         "source_event_ids": list(memory.source_event_ids),
     }
-    records, _, _ = distiller.driver.execute_query(
-        cypher.MEMORY_EXISTS, uid=memory.id, database_=distiller.database
-    )
-    existed = bool(records)
-    run_write(
-        distiller.driver,
-        distiller.database,
-        lambda tx: tx.run(cypher.UPSERT_MEMORY, row=row).consume(),
-    )
+    existed = distiller.store.memory_exists(memory.id)
+    distiller.store.upsert_memory(row)
     if not existed:
         distiller.announce(upserts([recalled]))
         log.info("memory_promoted", memory_id=memory.id, kind=memory.kind.value)
@@ -152,7 +142,7 @@ def promote(
 def auto_promote_turn(distiller: Distiller, session_id: str, turn_index: int) -> dict[str, int]:
     """Promote the memory directives of one user turn; counts promoted and refused."""
     counts = {"promoted": 0, "refused_secret": 0}
-    turns = read_turns(distiller.driver, distiller.database, session_id, turn_index, turn_index)
+    turns = distiller.store.session_turns(session_id, turn_index, turn_index)
     for turn in turns:
         if turn.role != "user":
             continue
@@ -182,7 +172,7 @@ def auto_promote_turn(distiller: Distiller, session_id: str, turn_index: int) ->
 def ownership_context(distiller: Distiller, session_id: str) -> int:
     """Once per scope (the session, its workspace): who owns it, and the git branch and
     commit of its first turn; never a path. Returns how many were new."""
-    turns = read_turns(distiller.driver, distiller.database, session_id, 0, 0)
+    turns = distiller.store.session_turns(session_id, 0, 0)
     if not turns:
         return 0
     first = turns[0]

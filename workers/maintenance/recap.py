@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from turngraph.schemas.recap import RecapSection, SessionRecap
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.extractive import decisions_of
 from turngraph.workers.maintenance.text import sentences, shorten
 from turngraph.workers.maintenance.tool_calls import CHANGE, OBSERVE, RUN, collapse, tool_name
-from turngraph.workers.maintenance.turns import SessionTurn
 from turngraph.workers.recall.text import STOPWORDS, estimate_tokens
 
 CHUNK_TOKENS = 150

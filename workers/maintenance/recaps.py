@@ -8,12 +8,9 @@ from turngraph.schemas.changes import MemoryKind, MemoryRecord
 from turngraph.schemas.recap import SessionRecap
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.batch_plan import iso
-from turngraph.workers.graph.retry import run_write
-from turngraph.workers.maintenance import statements as cypher
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.memories import upserts
 from turngraph.workers.maintenance.recap import build_recap
-from turngraph.workers.maintenance.turns import read_turns
 
 
 def recap_uid(session_id: str) -> str:
@@ -42,7 +39,7 @@ def recap_session(
 ) -> SessionRecap | None:
     """The session's recap within ``budget_tokens`` (None: no turns), stored unless asked
     not to."""
-    turns = read_turns(distiller.driver, distiller.database, session_id)
+    turns = distiller.store.session_turns(session_id)
     if not turns:
         return None
     recap = build_recap(turns, budget_tokens, session_id)
@@ -63,10 +60,6 @@ def recap_session(
             "memory": memory.model_dump_json(),
             "source_event_ids": list(memory.source_event_ids[-50:]),
         }
-        run_write(
-            distiller.driver,
-            distiller.database,
-            lambda tx: tx.run(cypher.UPSERT_RECAP, row=row).consume(),
-        )
+        distiller.store.upsert_recap(row)
         distiller.announce(upserts([memory]))
     return recap

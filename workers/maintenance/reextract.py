@@ -27,24 +27,19 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-import neo4j
 import redis
 import structlog
 
 from turngraph.schemas.changes import encode_change
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
-from turngraph.schemas.turn_event import ClientInfo, GitInfo, Role, TurnEvent
+from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.llm_calls import micro_batches
 from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.ingest.changes import changes_for
 from turngraph.workers.maintenance.context import Distiller, Reextractor
-from turngraph.workers.maintenance.turns import parse_time
-
-if TYPE_CHECKING:
-    pass
 
 log = structlog.get_logger(__name__)
 
@@ -55,16 +50,6 @@ ANSWERED_BUT_UNUSABLE = frozenset(
     {"answer_cut_at_token_limit", "unreadable_answer", "turns_missing_from_answer"}
 )
 """Fallback reasons that mean the endpoint works but could not answer these turns."""
-
-EPISODES_BY_EVENT_ID = """
-UNWIND $ids AS id
-MATCH (e:Episode {event_id: id})
-RETURN e.event_id AS event_id, e.session_id AS session_id, e.workspace AS workspace,
-  e.user AS user, e.turn_index AS turn_index, e.role AS role, e.speaker AS speaker,
-  e.content AS content, e.occurred_at AS occurred_at, e.client AS client,
-  e.importance AS importance, e.tags AS tags, e.git_branch AS git_branch,
-  e.git_commit AS git_commit
-"""
 
 
 class NoFallback:
@@ -97,41 +82,6 @@ class ReextractResult:
         }
 
 
-def _turn(row: Any) -> TurnEvent:
-    client_name, _, client_version = str(row["client"] or "unknown").partition("/")
-    branch, commit = row["git_branch"], row["git_commit"]
-    return TurnEvent(
-        event_id=row["event_id"],
-        session_id=row["session_id"],
-        workspace=row["workspace"],
-        user=row["user"],
-        turn_index=int(row["turn_index"]),
-        role=Role(row["role"] or "user"),
-        speaker=row["speaker"] or "",
-        content=row["content"] or " ",
-        occurred_at=parse_time(row["occurred_at"]),
-        client=ClientInfo(name=client_name or "unknown", version=client_version or "0"),
-        git=GitInfo(branch=branch, commit=commit) if branch or commit else None,
-        importance=float(row["importance"] if row["importance"] is not None else 0.5),
-        tags=tuple(row["tags"] or ()),
-    )
-
-
-def read_pending_turns(
-    driver: neo4j.Driver, database: str | None, event_ids: Sequence[str]
-) -> list[TurnEvent]:
-    """The stored turns of ``event_ids``, grouped by session in turn order (so the LLM's
-    micro-batches follow sessions as at ingest); ids with no episode are left out."""
-    records, _, _ = driver.execute_query(
-        EPISODES_BY_EVENT_ID,
-        ids=list(event_ids),
-        database_=database,
-        routing_=neo4j.RoutingControl.READ,
-    )
-    turns = [_turn(r) for r in records]
-    return sorted(turns, key=lambda t: (t.session_id, t.turn_index, t.event_id))
-
-
 def reextract_pending(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     """One run of the pass (under a lock: one run at a time across workers)."""
     with distiller.lock("reextract", timeout_s=reextractor.job_timeout_s):
@@ -149,7 +99,7 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     ids = [r.decode() if isinstance(r, bytes) else str(r) for r in cast(list[Any], raw)]
     if not ids:
         return result
-    turns = read_pending_turns(distiller.driver, distiller.database, ids)
+    turns = distiller.store.turns_by_event_id(ids)
     found = {t.event_id for t in turns}
     gone = [event_id for event_id in ids if event_id not in found]
     result.missing = len(gone)

@@ -21,11 +21,11 @@ from turngraph.schemas.defaults import ROLLING_SUMMARY_WORDS, ROLLING_VERBATIM_T
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.schemas.keys import ROLLING_CONTEXT_PREFIX
 from turngraph.schemas.recap import ContextTurn, RollingContext
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.extractive import decisions_of
 from turngraph.workers.maintenance.text import sentences, shorten
 from turngraph.workers.maintenance.tool_calls import CHANGE, RUN, collapse, tool_name
-from turngraph.workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
 from turngraph.workers.recall.text import estimate_tokens
 
 ROLLING_TTL_S = 14 * 24 * 3600
@@ -104,16 +104,14 @@ def update_rolling(distiller: Distiller, session_id: str) -> RollingContext | No
             state = load_rolling(distiller.redis, session_id)
         except redis.RedisError as exc:
             raise BackendUnavailableError("redis unavailable for the rolling context") from exc
-        last = last_turn_index(distiller.driver, distiller.database, session_id)
+        last = distiller.store.last_turn_index(session_id)
         if last is None:
             return state
         window_start = max(0, last - ROLLING_VERBATIM_TURNS + 1)
         summary = state.summary if state else ""
         folded_through = state.summarized_through if state else -1
         if folded_through + 1 <= window_start - 1:
-            older = read_turns(
-                distiller.driver,
-                distiller.database,
+            older = distiller.store.session_turns(
                 session_id,
                 folded_through + 1,
                 window_start - 1,
@@ -123,10 +121,7 @@ def update_rolling(distiller: Distiller, session_id: str) -> RollingContext | No
         recent = [
             turn
             for turn in (
-                _verbatim(t)
-                for t in read_turns(
-                    distiller.driver, distiller.database, session_id, window_start, last
-                )
+                _verbatim(t) for t in distiller.store.session_turns(session_id, window_start, last)
             )
             if turn is not None
         ]

@@ -25,8 +25,7 @@ from turngraph.schemas.summaries import (
 )
 from turngraph.workers.graph.batch_plan import iso
 from turngraph.workers.graph.recallable import UNSIGNALLED_ENTITY_TYPE
-from turngraph.workers.graph.retry import run_write
-from turngraph.workers.maintenance import statements as cypher
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.extractive import (
     decisions_of,
@@ -35,7 +34,6 @@ from turngraph.workers.maintenance.extractive import (
 )
 from turngraph.workers.maintenance.memories import status_changes, summary_memory, upserts
 from turngraph.workers.maintenance.topics import topic_of
-from turngraph.workers.maintenance.turns import SessionTurn, last_turn_index, read_turns
 
 log = structlog.get_logger(__name__)
 
@@ -53,20 +51,13 @@ def topic_key(workspace: str, topic_id: str) -> str:
     return f"{workspace}|{topic_id}"
 
 
-def _read(distiller: Distiller, query: str, **params: object) -> list[dict[str, object]]:
-    records, _, _ = distiller.driver.execute_query(query, params, database_=distiller.database)
-    return [dict(r) for r in records]
-
-
 def covered_through(distiller: Distiller, session_id: str) -> int:
     """The last turn an automatic summary of the session covers (-1: none yet)."""
-    rows = _read(distiller, cypher.SESSION_SUMMARIES, session_id=session_id)
-    return max((int(str(r["last_turn"])) for r in rows), default=-1)
+    return max((s.last_turn for s in distiller.store.session_summaries(session_id)), default=-1)
 
 
 def workspace_topics(distiller: Distiller, workspace: str) -> list[str]:
-    rows = _read(distiller, cypher.WORKSPACE_TOPICS, workspace=workspace)
-    return sorted(str(r["topic_id"]) for r in rows if r["topic_id"])
+    return distiller.store.workspace_topics(workspace)
 
 
 MAX_ENTITIES = 50
@@ -150,11 +141,7 @@ def store_summary(distiller: Distiller, summary: ConversationSummary) -> None:
         "source_event_ids": list(summary.source_event_ids),
         "decision_event_ids": list(summary.decision_event_ids),
     }
-    run_write(
-        distiller.driver,
-        distiller.database,
-        lambda tx: tx.run(cypher.UPSERT_SUMMARY, row=row).consume(),
-    )
+    distiller.store.upsert_summary(row)
     distiller.announce(upserts([memory]))
     log.info(
         "summary_stored",
@@ -174,13 +161,13 @@ def summarize_session(
     with distiller.lock(f"summary:{session_id}"):
         last = through_turn
         if last is None:
-            last = last_turn_index(distiller.driver, distiller.database, session_id)
+            last = distiller.store.last_turn_index(session_id)
         if last is None:
             return made
         first = covered_through(distiller, session_id) + 1
         if first > last:
             return made
-        turns = read_turns(distiller.driver, distiller.database, session_id, first, last)
+        turns = distiller.store.session_turns(session_id, first, last)
         for start in range(0, len(turns), MAX_SEGMENT_TURNS):
             segment = turns[start : start + MAX_SEGMENT_TURNS]
             summary = build_summary(
@@ -197,12 +184,10 @@ def summarize_last_turns(
     """On demand: a Final summary of the session's last ``last_n`` turns, stored."""
     if last_n < 1:
         raise ValueError("last_n must be at least 1")
-    last = last_turn_index(distiller.driver, distiller.database, session_id)
+    last = distiller.store.last_turn_index(session_id)
     if last is None:
         return None
-    turns = read_turns(
-        distiller.driver, distiller.database, session_id, max(0, last - last_n + 1), last
-    )
+    turns = distiller.store.session_turns(session_id, max(0, last - last_n + 1), last)
     turns = turns[-last_n:]
     if not turns:
         return None
@@ -216,23 +201,15 @@ def replace_drafts(distiller: Distiller, final: ConversationSummary) -> list[str
     """One copy per span: the session's Drafts that lie mostly inside the Final's span
     (at least half of their turns) become Superseded, ``superseded_by`` the Final, and
     recall is told; returns their ids."""
-    rows = _read(distiller, cypher.SESSION_SUMMARIES, session_id=final.session_id)
     replaced = []
-    for row in rows:
-        first, last = int(str(row["first_turn"])), int(str(row["last_turn"]))
+    for span in distiller.store.session_summaries(final.session_id):
+        first, last = span.first_turn, span.last_turn
         inside = min(last, final.last_turn) - max(first, final.first_turn) + 1
-        if row["status"] == SummaryStatus.DRAFT.value and 2 * inside >= last - first + 1:
-            replaced.append(str(row["uid"]))
+        if span.status == SummaryStatus.DRAFT.value and 2 * inside >= last - first + 1:
+            replaced.append(span.uid)
     if not replaced:
         return []
-    statuses = run_write(
-        distiller.driver,
-        distiller.database,
-        lambda tx: [
-            (str(r["uid"]), str(r["status"]))
-            for r in tx.run(cypher.REPLACE_DRAFTS, uids=replaced, final_uid=final.id)
-        ],
-    )
+    statuses = distiller.store.replace_drafts(replaced, final.id)
     superseded = [uid for uid, status in statuses if status == "Superseded"]
     distiller.announce(status_changes(superseded, "Superseded"))
     log.info("summary_drafts_replaced", summary_id=final.id, replaced=len(superseded))
@@ -241,8 +218,8 @@ def replace_drafts(distiller: Distiller, final: ConversationSummary) -> list[str
 
 def load_summary(distiller: Distiller, uid: str) -> ConversationSummary | None:
     """A stored summary by id, with its current status."""
-    rows = _read(distiller, cypher.SUMMARY_BY_UID, uid=uid)
-    if not rows or not rows[0]["summary"]:
+    stored = distiller.store.summary(uid)
+    if stored is None:
         return None
-    summary = ConversationSummary.model_validate_json(str(rows[0]["summary"]))
-    return summary.model_copy(update={"status": SummaryStatus(str(rows[0]["status"]))})
+    summary = ConversationSummary.model_validate_json(stored.json)
+    return summary.model_copy(update={"status": SummaryStatus(stored.status)})

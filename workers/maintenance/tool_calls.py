@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import shorten
-from turngraph.workers.maintenance.turns import SessionTurn
 
 OBSERVE = {
     "read": "Read", "read_file": "Read", "view": "Read", "cat": "Read", "open": "Read",

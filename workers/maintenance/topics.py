@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import content_words, first_words
-from turngraph.workers.maintenance.turns import SessionTurn
 
 TOPIC_ENTITY_TYPES = (
     "Task", "Problem", "Incident", "Concept", "Service", "Tool", "File", "Symbol", "Topic",

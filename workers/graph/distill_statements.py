@@ -1,4 +1,5 @@
-"""Cypher of distilled memory: Summary, DecisionRecord and Memory nodes and their links.
+"""Cypher of distilled memory: Summary, DecisionRecord and Memory nodes and their links, and
+the turns distillation reads back (``BoltDistillStore`` runs them).
 
 Every node carries ``uid`` (unique), the scope keys (``session_id`` where it has one,
 ``workspace``, ``user``, ``scope`` and ``scope_key``: forget and export find it by them),
@@ -128,3 +129,41 @@ SET m.kind = $row.kind, m.status = $row.status, m.scope = $row.scope,
   m.name = $row.topic, m.updated_at = $row.created_at
 """
 """A session has one recap memory, replaced by each new recap."""
+
+MEMORY_TEXT_BY_UID = """
+MATCH (m:Memory {uid: $uid}) RETURN m.text AS text
+"""
+
+SESSION_TURNS = """
+MATCH (e:Episode {session_id: $session_id})
+WHERE e.turn_index >= $first AND e.turn_index <= $last
+OPTIONAL MATCH (e)-[:MENTIONS]->(n)
+RETURN e.event_id AS event_id, e.session_id AS session_id, e.turn_index AS turn_index,
+  e.role AS role, e.content AS content, e.occurred_at AS occurred_at, e.workspace AS workspace,
+  e.user AS user, e.git_branch AS git_branch, e.speaker AS speaker,
+  collect([labels(n)[0], n.name, n.subject, n.summary, n.status]) AS mentions
+ORDER BY turn_index
+"""
+
+LAST_TURN = """
+MATCH (e:Episode {session_id: $session_id})
+RETURN max(e.turn_index) AS last
+"""
+
+LATEST_SESSION = """
+MATCH (e:Episode {workspace: $workspace})
+WHERE $current IS NULL OR e.session_id <> $current
+RETURN e.session_id AS session_id, max(e.occurred_at) AS last
+ORDER BY last DESC
+LIMIT 1
+"""
+
+EPISODES_BY_EVENT_ID = """
+UNWIND $ids AS id
+MATCH (e:Episode {event_id: id})
+RETURN e.event_id AS event_id, e.session_id AS session_id, e.workspace AS workspace,
+  e.user AS user, e.turn_index AS turn_index, e.role AS role, e.speaker AS speaker,
+  e.content AS content, e.occurred_at AS occurred_at, e.client AS client,
+  e.importance AS importance, e.tags AS tags, e.git_branch AS git_branch,
+  e.git_commit AS git_commit
+"""
