@@ -52,3 +52,11 @@ def test_reference_time_prefers_the_source_turn() -> None:
     item = memory("m1", "x", days_ago=3)
     assert isinstance(item.reference_time, datetime)
     assert item.reference_time == item.source_created_at
+
+
+def test_the_index_memory_and_the_wire_record_have_the_same_fields() -> None:
+    from dataclasses import fields
+
+    from turngraph.schemas.changes import MemoryRecord
+
+    assert {f.name for f in fields(Memory)} == set(MemoryRecord.model_fields)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, cast
@@ -96,44 +96,18 @@ class Memory:
 
     @classmethod
     def from_record(cls, record: MemoryRecord) -> Memory:
-        """The index form of a validated change-stream memory."""
-        return cls(
-            id=record.id,
-            text=record.text,
-            kind=record.kind,
-            scope=cast(ScopeValue, record.scope.value),
-            created_at=record.created_at,
-            source_event_ids=record.source_event_ids,
-            session_id=record.session_id,
-            workspace=record.workspace,
-            user=record.user,
-            status=record.status,
-            topic=record.topic,
-            source_created_at=record.source_created_at,
-            entities=record.entities,
-            turn_index=record.turn_index,
-            extra=record.extra,
-        )
+        """The index form of a validated change-stream memory (the same fields)."""
+        values = {name: getattr(record, name) for name in _FIELDS}
+        return cls(**{**values, "scope": cast(ScopeValue, record.scope.value)})
 
     def to_record(self) -> MemoryRecord:
         """The wire form (entities as the index keys them)."""
-        return MemoryRecord(
-            id=self.id,
-            text=self.text,
-            kind=self.kind,
-            scope=Scope(self.scope),
-            created_at=self.created_at,
-            source_event_ids=self.source_event_ids,
-            session_id=self.session_id,
-            workspace=self.workspace,
-            user=self.user,
-            status=self.status,
-            topic=self.topic,
-            source_created_at=self.source_created_at,
-            entities=self.entities,
-            turn_index=self.turn_index,
-            extra=dict(self.extra),
-        )
+        values = {name: getattr(self, name) for name in _FIELDS}
+        return MemoryRecord(**{**values, "scope": Scope(self.scope), "extra": dict(self.extra)})
+
+
+_FIELDS = tuple(f.name for f in fields(Memory))
+"""The fields a memory has in the index and on the wire (a test keeps them the same)."""
 
 
 def normalise_entities(names: Any) -> tuple[str, ...]:
