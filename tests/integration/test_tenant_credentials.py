@@ -19,9 +19,18 @@ from turngraph.credentials import issue, issued_tenants, revoke
 from turngraph.embedded import RedisServer
 from turngraph.embedded.redis_server import ACL_FILE
 from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.tenant_inbox import TenantInbox, read_inbox_stats
 from turngraph.schemas.keys import CHANGES_STREAM, RECALL_REPLY_PREFIX, RECALL_REQUESTS
-from turngraph.schemas.tenants import TENANTS_KEY, acl_user, inbox_key, recall_reply_prefix
+from turngraph.schemas.shards import NO_REPLICA, request_shard, shard_alive_key, shard_requests_key
+from turngraph.schemas.tenants import (
+    TENANTS_KEY,
+    acl_user,
+    inbox_key,
+    qualify,
+    recall_reply_prefix,
+    recall_requests_key,
+)
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -73,6 +82,8 @@ FORBIDDEN = [
     ("ACL", "SETUSER", "tenant-acme", "+@all"),
     ("ACL", "LIST"),
     ("SUBSCRIBE", "anything"),
+    ("ZADD", "turngraph:recall:shard-alive:0", "99999999999999", "forged"),  # read-only claims
+    ("ZRANGE", "turngraph:recall:shard-alive:0", "0", "-1"),  # which replicas: not a tenant's
 ]
 
 
@@ -85,6 +96,20 @@ def test_a_producer_credential_can_do_nothing_else(
         acme.execute_command(*command)
     assert not redis_conn.exists("rq:job:forged", "turngraph:t:other:inbox")
     assert redis_conn.xlen(CHANGES_STREAM) == 1
+
+
+def test_a_sharded_tenant_client_fails_fast_without_a_replica_and_routes_with_one(
+    acme: redis.Redis, redis_conn: redis.Redis
+) -> None:
+    client = RecallClient.for_tenant(acme, "acme", deadline_ms=2_000, shards=4)
+    missing = client.recall("anything", workspace="w1", scopes=("workspace",))
+    assert missing.degraded == [NO_REPLICA]  # ZCOUNT allowed on the claims, nothing else
+    shard = request_shard(qualify("acme", "w1"), None, 4)
+    redis_conn.zadd(shard_alive_key(shard), {"replica": 99_999_999_999_999})
+    late = client.recall("anything", workspace="w1", scopes=("workspace",), deadline_ms=100)
+    assert late.degraded == ["deadline_exceeded"]  # pushed: nobody pops it here
+    key = shard_requests_key(recall_requests_key("acme"), shard, 4)
+    assert redis_conn.llen(key) == 1
 
 
 def test_the_bounded_queue_script_cannot_write_jobs_for_a_tenant(acme: redis.Redis) -> None:
