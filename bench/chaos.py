@@ -20,6 +20,10 @@ only when the offered rate was below the sustained one: otherwise it is capacity
 docs/operations.md says how many workers a rate needs.
 
     python -m bench.chaos [--seconds 60] [--rate 100] [--kills 20] [--appendfsync everysec]
+                          [--graph arcadedb,neo4j]
+
+Both graph engines by default, one chaos run after the other (the RESULT keys are
+prefixed with the engine).
 """
 
 from __future__ import annotations
@@ -249,13 +253,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backlog", type=int, default=200, help="jobs waiting for the sustained rate to count"
     )
+    parser.add_argument(
+        "--graph",
+        default="arcadedb,neo4j",
+        help="graph engines, one chaos run each in this run (comma-separated)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    outcomes = {e.strip(): run(e.strip(), args) for e in args.graph.split(",") if e.strip()}
+    combined: dict[str, float | int | str] = {}
+    for engine, (_, figures) in outcomes.items():
+        combined.update({f"{engine}_{k}": v for k, v in figures.items()})
+    print(result_line("chaos", **combined))
+    return 0 if all(ok for ok, _ in outcomes.values()) else 1
+
+
+def run(engine: str, args: argparse.Namespace) -> tuple[bool, dict[str, float | int | str]]:
+    """One chaos run on ``engine``: its tables printed, (passed, the RESULT figures)."""
+    print(f"== graph: {engine}")
     rng = random.Random(args.seed)
     log: list[tuple[float, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        services = EmbeddedServices(Path(tmp))
+        services = EmbeddedServices(Path(tmp), engine)
         services.redis = RedisServer(Path(tmp) / "redis", appendfsync=args.appendfsync)
         endpoints = services.start()
         t0 = time.monotonic()
@@ -372,29 +392,26 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     capacity_bound = sustained is not None and offered_per_s >= sustained
-    print(
-        result_line(
-            "chaos",
-            kills=len(workers.reaped),
-            redis_kills=1,
-            graph_kills=1,
-            published=len(published),
-            accepted=result.accepted,
-            unanswered=len(published) - answered,
-            in_graph=result.in_graph,
-            lost=result.lost,
-            lost_by_redis=result.lost_by_redis,
-            duplicated=result.duplicated,
-            mention_errors=result.mention_errors,
-            unknown=result.unknown,
-            stuck=stuck,
-            crashes=crashes,
-            drain_s=round(drain_s, 1),
-            offered_per_s=round(offered_per_s, 1),
-            sustained_per_s=round(sustained, 1) if sustained is not None else -1,
-            kept_up=int(kept_up),
-        )
-    )
+    figures: dict[str, float | int | str] = {
+        "kills": len(workers.reaped),
+        "redis_kills": 1,
+        "graph_kills": 1,
+        "published": len(published),
+        "accepted": result.accepted,
+        "unanswered": len(published) - answered,
+        "in_graph": result.in_graph,
+        "lost": result.lost,
+        "lost_by_redis": result.lost_by_redis,
+        "duplicated": result.duplicated,
+        "mention_errors": result.mention_errors,
+        "unknown": result.unknown,
+        "stuck": stuck,
+        "crashes": crashes,
+        "drain_s": round(drain_s, 1),
+        "offered_per_s": round(offered_per_s, 1),
+        "sustained_per_s": round(sustained, 1) if sustained is not None else -1,
+        "kept_up": int(kept_up),
+    }
     ok = (
         answered == len(published)
         and result.lost == result.duplicated == result.mention_errors == result.unknown == 0
@@ -402,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         and crashes == 0
         and (drain_s <= DRAIN_LIMIT_S or capacity_bound)
     )
-    return 0 if ok else 1
+    return ok, figures
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ Starts the embedded services, enqueues N realistic turns through the bounded que
 ingested. Prints a table and ends with ``RESULT ingest …``.
 
     python -m bench.ingest [--turns 3000] [--embedding local|static|none]
+                           [--graph arcadedb,neo4j]
+
+Both graph engines by default, one after the other in the same run (Neo4j is fetched
+through Maven into the run's folder first: Java 17+ and Maven needed).
 """
 
 from __future__ import annotations
@@ -113,41 +117,63 @@ def run_workers(
     return elapsed, worker_cpu, graph_cpu
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--turns", type=int, default=3000)
-    parser.add_argument("--embedding", choices=tuple(EMBEDDINGS), default="local")
-    args = parser.parse_args(argv)
-    turns = make_turns(args.turns)
+def measure(engine: str, turns: list[TurnEvent], embedding: str) -> dict[str, float]:
+    """One and two workers on ``engine`` (its own data folder), after a warm-up run."""
     with tempfile.TemporaryDirectory() as tmp:
-        services = EmbeddedServices(Path(tmp))
+        services = EmbeddedServices(Path(tmp), engine)
         with services as endpoints:
             graph_pid = services.graph.pid
             assert graph_pid is not None
             warm = turns[: min(200, len(turns))]
-            run_workers(endpoints, 1, warm, graph_pid, args.embedding)  # warm the JIT
-            one, one_cpu, one_graph = run_workers(endpoints, 1, turns, graph_pid, args.embedding)
-            two, two_cpu, two_graph = run_workers(endpoints, 2, turns, graph_pid, args.embedding)
-    rate_one, rate_two = len(turns) / one, len(turns) / two
-    print(f"cores: {os.cpu_count()}; embedding: {args.embedding}")
-    rows = [
-        [1, len(turns), one, rate_one, one_cpu, one_graph, (one_cpu + one_graph) / one],
-        [2, len(turns), two, rate_two, two_cpu, two_graph, (two_cpu + two_graph) / two],
-    ]
-    headers = ["workers", "turns", "seconds", "turns_per_s", "worker_cpu_s", "graph_cpu_s"]
-    print(table([*headers, "cores_busy"], rows))
-    print(
-        result_line(
-            "ingest",
-            turns=len(turns),
-            embedding=args.embedding,
-            one_worker_turns_per_s=round(rate_one, 1),
-            two_workers_turns_per_s=round(rate_two, 1),
-            scaling_ratio=round(rate_two / rate_one, 2),
-            worker_cpu_ms_per_turn=round(one_cpu / len(turns) * 1000, 3),
-            graph_cpu_ms_per_turn=round(one_graph / len(turns) * 1000, 3),
-        )
+            run_workers(endpoints, 1, warm, graph_pid, embedding)  # warm the JIT
+            one, one_cpu, one_graph = run_workers(endpoints, 1, turns, graph_pid, embedding)
+            two, two_cpu, two_graph = run_workers(endpoints, 2, turns, graph_pid, embedding)
+    return {
+        "one_s": one,
+        "one_cpu": one_cpu,
+        "one_graph": one_graph,
+        "two_s": two,
+        "two_cpu": two_cpu,
+        "two_graph": two_graph,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--embedding", choices=tuple(EMBEDDINGS), default="local")
+    parser.add_argument(
+        "--graph",
+        default="arcadedb,neo4j",
+        help="graph engines to measure, one after the other in this run (comma-separated)",
     )
+    args = parser.parse_args(argv)
+    engines = [e.strip() for e in args.graph.split(",") if e.strip()]
+    turns = make_turns(args.turns)
+    figures = {engine: measure(engine, turns, args.embedding) for engine in engines}
+    n = len(turns)
+    print(f"cores: {os.cpu_count()}; embedding: {args.embedding}")
+    rows = []
+    for engine, f in figures.items():
+        for workers, key in ((1, "one"), (2, "two")):
+            seconds, cpu, graph = f[f"{key}_s"], f[f"{key}_cpu"], f[f"{key}_graph"]
+            rows.append(
+                [engine, workers, n, seconds, n / seconds, cpu * 1000 / n, graph * 1000 / n,
+                 (cpu + graph) / seconds]
+            )  # fmt: skip
+    headers = ["graph", "workers", "turns", "seconds", "turns_per_s", "worker_cpu_ms_per_turn"]
+    print(table([*headers, "graph_cpu_ms_per_turn", "cores_busy"], rows))
+    result: dict[str, float | int | str] = {"turns": n, "embedding": args.embedding}
+    for engine, f in figures.items():
+        result[f"{engine}_one_worker_turns_per_s"] = round(n / f["one_s"], 1)
+        result[f"{engine}_two_workers_turns_per_s"] = round(n / f["two_s"], 1)
+        result[f"{engine}_worker_cpu_ms_per_turn"] = round(f["one_cpu"] / n * 1000, 3)
+        result[f"{engine}_graph_cpu_ms_per_turn"] = round(f["one_graph"] / n * 1000, 3)
+    if {"arcadedb", "neo4j"} <= figures.keys():
+        result["neo4j_vs_arcadedb_turns_per_s"] = round(
+            figures["arcadedb"]["one_s"] / figures["neo4j"]["one_s"], 2
+        )
+    print(result_line("ingest", **result))
     return 0
 
 

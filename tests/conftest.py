@@ -13,8 +13,15 @@ from pathlib import Path
 import neo4j
 import pytest
 import redis
+from pydantic import SecretStr
 
 from tests.support.leftovers import MARKER, kill_all, tag_this_run, tagged_processes
+from tests.support.neo4j_tier import (
+    BackgroundNeo4j,
+    Neo4jEndpoint,
+    neo4j_param,
+    unavailable_reason,
+)
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.settings import LogFormat, Settings
@@ -48,8 +55,48 @@ def _tag_processes(
     request.config.stash[_RUN_FOLDER] = tmp_path_factory.getbasetemp().resolve()
 
 
+NEO4J_CACHE = _SANDBOX / "neo4j-cache"
+"""Where the run fetches Neo4j's jars (from Maven's own cache after the install step)."""
+
+_NEO4J_TIER = pytest.StashKey[BackgroundNeo4j]()
+_NEO4J_COLLECTED = pytest.StashKey[bool]()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``both_engines`` tests run on the embedded ArcadeDB and on a real Neo4j."""
+    if "graph_engine" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_engines") is None:
+        return
+    metafunc.parametrize(
+        "graph_engine", [pytest.param("arcadedb", id="arcadedb"), neo4j_param()], indirect=True
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Boot Neo4j beside the first tests when any collected test will use it."""
+    neo4j_items = [item for item in session.items if item.get_closest_marker("neo4j")]
+    session.config.stash[_NEO4J_COLLECTED] = bool(neo4j_items)
+    if any(item.get_closest_marker("skip") is None for item in neo4j_items):
+        tier = BackgroundNeo4j(_SANDBOX / "neo4j", cache_root=NEO4J_CACHE)
+        tier.start()
+        session.config.stash[_NEO4J_TIER] = tier
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The one line saying the Neo4j tier did not run, and why."""
+    if not terminalreporter.config.stash.get(_NEO4J_COLLECTED, False):
+        return
+    reason = unavailable_reason()
+    if reason:
+        terminalreporter.write_line(f"Neo4j tier skipped: {reason}", yellow=True)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run if a process it started outlived it (session fixtures are torn down)."""
+    tier = session.config.stash.get(_NEO4J_TIER, None)
+    if tier is not None:
+        tier.stop()
     run_id = session.config.stash.get(_RUN_ID, None)
     if run_id is None:
         return
@@ -106,9 +153,37 @@ def embedded_services(embedded: ServiceEndpoints, request: pytest.FixtureRequest
 
 
 @pytest.fixture
-def settings(embedded: ServiceEndpoints, tmp_path: Path) -> Settings:
+def graph_engine(request: pytest.FixtureRequest) -> str:
+    """The graph engine of this test: ``arcadedb``, or each of both for ``both_engines``."""
+    return str(getattr(request, "param", "arcadedb"))
+
+
+@pytest.fixture(scope="session")
+def neo4j_endpoint(request: pytest.FixtureRequest) -> Neo4jEndpoint:
+    """The run's real Neo4j server (booted at collection; waits until it answers)."""
+    tier = request.config.stash.get(_NEO4J_TIER, None)
+    if tier is None:
+        pytest.skip(f"Neo4j tier skipped: {unavailable_reason() or 'no Neo4j test collected'}")
+    return tier.endpoint()
+
+
+@pytest.fixture
+def settings(
+    embedded: ServiceEndpoints, graph_engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Settings:
     base = Settings(_env_file=None, data_dir=tmp_path / "data", log_format=LogFormat.JSON)
-    return with_endpoints(base, embedded)
+    configured = with_endpoints(base, embedded)
+    if graph_engine != "neo4j":
+        return configured
+    neo4j_at: Neo4jEndpoint = request.getfixturevalue("neo4j_endpoint")
+    return configured.model_copy(
+        update={
+            "graph_uri": neo4j_at.uri,
+            "graph_user": neo4j_at.user,
+            "graph_password": SecretStr(neo4j_at.password),
+            "graph_database": neo4j_at.database,
+        }
+    )
 
 
 @pytest.fixture

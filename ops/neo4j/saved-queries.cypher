@@ -120,6 +120,17 @@ RETURN node.session_id AS session_id, node.turn_index AS turn, node.role AS role
 ORDER BY score DESC
 LIMIT 25;
 
+// name: Turns like this one (Neo4j only: vector index episode_embedding_640)
+// The nearest turns to one turn by its stored vector. The index is named by the vector's
+// dimension: 640 for the shipped model pair; `SHOW VECTOR INDEXES` lists yours.
+:param event_id => 'EVENT-ID';
+:param index => 'episode_embedding_640';
+MATCH (e:Episode {event_id: $event_id})
+CALL db.index.vector.queryNodes($index, 10, e.embedding) YIELD node, score
+RETURN node.session_id AS session_id, node.turn_index AS turn, node.role AS role,
+       left(node.content, 300) AS content, score
+ORDER BY score DESC;
+
 // name: Decision records and what they were made from
 // One record per topic: the current decision, the summaries it superseded (in order) and
 // the turns each summary covers. Draw it: replace the RETURN with `RETURN d, s, e`.

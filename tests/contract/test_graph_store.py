@@ -11,6 +11,7 @@ import pytest
 
 import turngraph.schemas.ontology as ontology
 from tests.support.conversation import CONVERSATION, VOLATILE
+from tests.support.neo4j_tier import neo4j_param
 from tests.support.turns import turn
 from turngraph.producers.redaction import redact_event
 from turngraph.schemas.scopes import Scope
@@ -46,9 +47,27 @@ def bolt_store(request: pytest.FixtureRequest) -> GraphStore:
     return build_graph_store(clients)
 
 
-@pytest.fixture(params=["memory", pytest.param("bolt", marks=pytest.mark.integration)])
-def store(request: pytest.FixtureRequest) -> Iterator[GraphStore]:
-    yield memory_store() if request.param == "memory" else bolt_store(request)
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("arcadedb", marks=pytest.mark.integration),
+        neo4j_param(),
+    ]
+)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The in-memory fake, or the Bolt store on the embedded ArcadeDB or a real Neo4j."""
+    return str(request.param)
+
+
+@pytest.fixture
+def graph_engine(backend: str) -> str:
+    """The engine behind ``clients`` for the Bolt backends (conftest's ``settings``)."""
+    return "neo4j" if backend == "neo4j" else "arcadedb"
+
+
+@pytest.fixture
+def store(backend: str, request: pytest.FixtureRequest) -> Iterator[GraphStore]:
+    yield memory_store() if backend == "memory" else bolt_store(request)
 
 
 def memories(store: GraphStore) -> dict[str, Any]:
@@ -142,7 +161,10 @@ def _view(subgraph: Subgraph) -> tuple[set[Any], set[Any]]:
 
 
 @pytest.mark.integration
-def test_the_fake_holds_what_the_bolt_store_holds(request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize("backend", ["arcadedb", neo4j_param()])
+def test_the_fake_holds_what_the_bolt_store_holds(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
     bolt, fake = bolt_store(request), memory_store()
     steps: list[tuple[str, Any]] = [
         ("write", CONVERSATION[:3]),

@@ -4,6 +4,7 @@ in-memory store except where the Bolt store is the point."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
@@ -19,6 +20,8 @@ from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.store import Batch, WriteReport
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.batching import claim_key, requeue_expired_claims
+
+pytestmark = pytest.mark.both_engines
 
 
 def _statuses(conn: redis.Redis, ids: list[str]) -> set[str]:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 
+import pytest
+
 from tests.support.turns import turn
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients, build_clients
 from turngraph.settings import Settings
+
+pytestmark = pytest.mark.both_engines
 
 FILES = [f"src/core/module_{i}.py" for i in range(6)]
 BRANCHES = ["feat/cache", "fix/race"]

@@ -7,12 +7,16 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from tests.support.distill import decision_events, distiller_for
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients, build_clients
 from turngraph.workers.maintenance.compaction import compact_due, compact_topic
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.summaries import summarize_session
+
+pytestmark = pytest.mark.both_engines
 
 FIXED_NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support import fake_openai
 from tests.support.distill import DECISION_TURNS, decision_events
 from turngraph.app import (
@@ -22,6 +24,8 @@ from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.recall import RecallRequest
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.recall.search import search
+
+pytestmark = pytest.mark.both_engines
 
 
 def _rows(clients: Clients, query: str, **params: Any) -> list[dict[str, Any]]:

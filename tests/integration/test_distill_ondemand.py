@@ -23,6 +23,8 @@ from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.maintenance.gateway import DistillGateway
 
+pytestmark = pytest.mark.both_engines
+
 T = TypeVar("T")
 
 

@@ -19,6 +19,8 @@ from turngraph.schemas.memories import PromotionKind
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.maintenance.promotion import SecretContentError, looks_secret, promote
 
+pytestmark = pytest.mark.both_engines
+
 CORPUS = [
     json.loads(line)
     for line in (Path(__file__).parents[1] / "data" / "secrets_corpus.jsonl")

@@ -31,7 +31,7 @@ from turngraph.producers.scopes import ScopeHasher
 from turngraph.workers.recall.replica import read_heartbeats
 from turngraph.workers.recall.worker import RecallWorker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
 
 def doctor(env: dict[str, str], *args: str) -> tuple[int, str]:

@@ -27,7 +27,7 @@ from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.subgraph import read_scope
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
 GRAPHML = "{http://graphml.graphdrawing.org/xmlns}"
 

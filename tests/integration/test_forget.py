@@ -17,7 +17,7 @@ from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.forget import decode_job_data, forget_scope, mentions_scope
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
 CASES = [
     (Scope.SESSION, "s1"),  # its decision was later superseded

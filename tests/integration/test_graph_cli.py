@@ -11,7 +11,7 @@ from tests.support.conversation import CONVERSATION, ingest
 from turngraph.cli import main
 from turngraph.clients import Clients
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
 
 @pytest.fixture

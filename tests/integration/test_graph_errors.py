@@ -16,7 +16,7 @@ from turngraph.workers.graph.retry import run_write
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.subgraph import read_scope
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
 
 def _free_port() -> int:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support.turns import turn
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients
+
+pytestmark = pytest.mark.both_engines
 
 CONVERSATION = [
     ("user", "The export job fails on branch feat/export, see src/export/writer.py and #31."),

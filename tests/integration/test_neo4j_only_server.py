@@ -1,10 +1,13 @@
-"""The Neo4j-only statements against the embedded engine: never applied, truly Neo4j-only."""
+"""The Neo4j-only statements on both engines: created by a worker's start on a real Neo4j
+(and queryable there), never applied on the embedded engine, which rejects each."""
 
 from __future__ import annotations
 
 import neo4j
 import pytest
 
+from tests.support.conversation import CONVERSATION, ingest
+from turngraph.app import build_embedder
 from turngraph.clients import Clients
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.workers.graph.neo4j_only import (
@@ -14,7 +17,7 @@ from turngraph.workers.graph.neo4j_only import (
     server_is_neo4j,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
 STATEMENTS = neo4j_only_statements(ONTOLOGY.labels(), ONTOLOGY.relationship_types())
 
@@ -26,26 +29,71 @@ def index_names(clients: Clients) -> set[str]:
     return {r["name"] for r in records}
 
 
-def test_the_embedded_engine_is_not_taken_for_neo4j(clients: Clients) -> None:
-    # It answers dbms.components() exactly like Neo4j; the Bolt agent gives it away.
+def test_only_a_real_neo4j_is_taken_for_neo4j(clients: Clients, graph_engine: str) -> None:
+    # ArcadeDB answers dbms.components() exactly like Neo4j; the Bolt agent gives it away.
     records, _, _ = clients.graph.execute_query(
         "CALL dbms.components() YIELD name RETURN name", database_=clients.graph_database
     )
     assert [r["name"] for r in records] == ["Neo4j Kernel"]
-    assert not server_is_neo4j(clients.graph, clients.graph_database)
+    assert server_is_neo4j(clients.graph, clients.graph_database) is (graph_engine == "neo4j")
 
 
-def test_nothing_is_applied_on_the_embedded_engine(clients: Clients) -> None:
+def test_a_worker_start_creates_them_on_neo4j_only(clients: Clients, graph_engine: str) -> None:
+    embedder = build_embedder(clients.settings)
+    assert embedder is not None
+    wanted = neo4j_only_statements(
+        ONTOLOGY.labels(), ONTOLOGY.relationship_types(), embedder.dimension
+    )
     before = index_names(clients)
 
-    applied = apply_neo4j_only(clients.graph, STATEMENTS, clients.graph_database)
+    ingest(clients, CONVERSATION)  # builds the ingest pipeline: the worker's start
 
-    assert applied == []
-    assert index_names(clients) == before
+    after = index_names(clients)
+    if graph_engine == "neo4j":
+        assert {s.name for s in wanted} <= after
+        assert f"episode_embedding_{embedder.dimension}" in after
+        records, _, _ = clients.graph.execute_query(
+            "SHOW INDEXES YIELD name, type, state WHERE type IN ['FULLTEXT', 'VECTOR'] "
+            "RETURN name, type, state",
+            database_=clients.graph_database,
+        )
+        assert {r["name"]: r["type"] for r in records} == {
+            s.name: "VECTOR" if "VECTOR" in s.cypher else "FULLTEXT" for s in wanted
+        }
+    else:
+        assert after == before
+
+
+def test_the_entity_and_fact_indexes_answer_on_neo4j(clients: Clients, graph_engine: str) -> None:
+    if graph_engine != "neo4j":
+        assert apply_neo4j_only(clients.graph, STATEMENTS, clients.graph_database) == []
+        return
+    ingest(clients, CONVERSATION)
+    clients.graph.execute_query("CALL db.awaitIndexes(120)", database_=clients.graph_database)
+
+    entities, _, _ = clients.graph.execute_query(
+        "CALL db.index.fulltext.queryNodes('entity_names', 'upload.py') YIELD node "
+        "RETURN node.name AS name",
+        database_=clients.graph_database,
+    )
+    facts, _, _ = clients.graph.execute_query(
+        "CALL db.index.fulltext.queryRelationships('fact_statements', 'retry') "
+        "YIELD relationship RETURN type(relationship) AS type",
+        database_=clients.graph_database,
+    )
+
+    assert "src/upload.py" in {r["name"] for r in entities}
+    assert facts, "no fact statement mentions retry"
 
 
 @pytest.mark.parametrize("statement", STATEMENTS, ids=lambda s: s.name)
-def test_each_statement_really_needs_neo4j(clients: Clients, statement: Neo4jOnlyStatement) -> None:
+def test_each_statement_runs_on_neo4j_only(
+    clients: Clients, graph_engine: str, statement: Neo4jOnlyStatement
+) -> None:
     # If the embedded engine ever accepts one, it belongs with the portable schema instead.
+    if graph_engine == "neo4j":
+        clients.graph.execute_query(statement.cypher, database_=clients.graph_database)
+        assert statement.name in index_names(clients)
+        return
     with pytest.raises(neo4j.exceptions.Neo4jError):
         clients.graph.execute_query(statement.cypher, database_=clients.graph_database)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from tests.support.turns import turn
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.producers.recall_client import RecallClient
 from turngraph.workers.recall.worker import RecallWorker
+
+pytestmark = pytest.mark.both_engines
 
 
 def _serve(workers: list[RecallWorker]) -> list[threading.Thread]:
