@@ -87,8 +87,15 @@ def test_a_broken_import_file_is_one_clear_line(
     assert "error: not a turngraph export" in capsys.readouterr().err
 
 
-def test_indexes_are_not_created_on_the_embedded_engine(
-    env: Clients, capsys: pytest.CaptureFixture[str]
+def test_indexes_are_created_on_neo4j_only(
+    env: Clients, graph_engine: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["graph", "indexes"]) == 0
-    assert "not Neo4j" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    if graph_engine == "neo4j":
+        assert out.splitlines() == [
+            f"ensured {name}"
+            for name in ("episode_text", "memory_text", "entity_names", "fact_statements")
+        ]
+    else:
+        assert "not Neo4j" in out

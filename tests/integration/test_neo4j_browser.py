@@ -44,6 +44,21 @@ EDITOR_CENTRE = """(() => {
   return [r.x + r.width / 2, r.y + r.height / 2];
 })()"""
 
+CLOSE_BANNER = """(() => {
+  const close = Array.from(document.querySelectorAll('button, [role=button], i, span'))
+    .find(e => e.textContent.trim() === '×' || e.getAttribute('aria-label') === 'Close');
+  if (close) close.click();
+  return !!close;
+})()"""
+
+LAYOUT_SETTLED = """(() => {
+  const now = Array.from(document.querySelectorAll('svg.neod3viz g.node'))
+    .map(n => n.getAttribute('transform')).join(';');
+  const same = window.__tgLastLayout === now;
+  window.__tgLastLayout = now;
+  return same;
+})()"""
+
 FRAMES = "document.querySelectorAll('[data-testid=frame]').length"
 LATEST_FRAME_TEXT = "document.querySelector('[data-testid=frame]').innerText"
 
@@ -74,7 +89,7 @@ def run_in_editor(browser: Browser, text: str) -> None:
 
 @pytest.mark.parametrize("graph_engine", [neo4j_param()], indirect=True)
 def test_browser_connects_styles_and_runs_saved_queries(
-    clients: Clients, neo4j_endpoint: Neo4jEndpoint, graph_engine: str
+    clients: Clients, neo4j_endpoint: Neo4jEndpoint, graph_engine: str, tmp_path: Path
 ) -> None:
     ingest(clients, CONVERSATION)  # the worker's start creates the full-text indexes
     clients.graph.execute_query("CALL db.awaitIndexes(120)", database_=clients.graph_database)
@@ -86,6 +101,7 @@ def test_browser_connects_styles_and_runs_saved_queries(
         browser.evaluate(TYPE_PASSWORD % json.dumps(neo4j_endpoint.password))
         browser.evaluate("document.querySelector('[data-testid=connect]').click()")
         browser.wait_for("document.body.innerText.includes('You are connected')", 60)
+        browser.evaluate(CLOSE_BANNER)  # Browser's note about usage data, over the results
 
         # The style, as a person would apply it by pasting after :style.
         run_in_editor(browser, f":style {GRASS}")
@@ -99,11 +115,22 @@ def test_browser_connects_styles_and_runs_saved_queries(
 
         timeline = QUERIES["Session graph"]
         run_saved_query(browser, timeline, {"session_id": "s1"})
-        # Drawn: Browser's graph view renders each node as an SVG group.
-        browser.wait_for("document.querySelectorAll('svg g.node').length >= 3", 60)
-        nodes = browser.evaluate("document.querySelectorAll('svg g.node').length")
-        assert nodes >= 3
-        png = browser.screenshot()
+        try:
+            # Browser counts what it draws, then draws each node as an SVG group (late,
+            # under load) and lets the layout settle.
+            browser.wait_for(f"{LATEST_FRAME_TEXT}.includes('Displaying')", 120)
+            browser.wait_for("document.querySelectorAll('svg.neod3viz g.node').length >= 3", 180)
+            browser.wait_for(LAYOUT_SETTLED, 60)
+        finally:
+            png = browser.screenshot()
+            (tmp_path / "neo4j-browser.png").write_bytes(png)
+        overview = browser.evaluate(LATEST_FRAME_TEXT)
+        assert "Episode" in overview and "Session" in overview and "MENTIONS" in overview
+        captions = browser.evaluate(
+            "Array.from(document.querySelectorAll('svg.neod3viz g.node text'))"
+            ".map(t => t.textContent).join('|')"
+        )
+        assert "upload" in captions  # the style's caption: an entity shows its name
 
     assert png.startswith(b"\x89PNG")
     target = os.environ.get("TURNGRAPH_SAVE_SCREENSHOT")
