@@ -61,10 +61,20 @@ def replica(clients: Clients) -> Iterator[RecallWorker]:
 
 def embedded_defaults_env(clients: Clients, embedded: ServiceEndpoints) -> dict[str, str]:
     """No URLs at all: every process finds the running embedded services through
-    ``services.json`` in the data folder, as after ``turngraph services``."""
+    ``services.json`` in the data folder, as after ``turngraph services`` (with
+    ``--graph neo4j`` for the Neo4j tier)."""
     data_dir = clients.settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    state = {**dataclasses.asdict(embedded), "owner_pid": os.getpid()}
+    settings = clients.settings  # the Redis of the embedded services; the graph of the test
+    assert settings.graph_uri is not None
+    state = {
+        **dataclasses.asdict(embedded),
+        "graph_uri": settings.graph_uri,
+        "graph_user": settings.graph_user,
+        "graph_password": settings.graph_password.get_secret_value(),
+        "graph_database": settings.graph_database,
+        "owner_pid": os.getpid(),
+    }
     (data_dir / STATE_FILE).write_text(json.dumps(state))
     (data_dir / STATE_FILE).chmod(0o600)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")}

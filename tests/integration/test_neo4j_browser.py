@@ -44,13 +44,6 @@ EDITOR_CENTRE = """(() => {
   return [r.x + r.width / 2, r.y + r.height / 2];
 })()"""
 
-CLOSE_BANNER = """(() => {
-  const close = Array.from(document.querySelectorAll('button, [role=button], i, span'))
-    .find(e => e.textContent.trim() === '×' || e.getAttribute('aria-label') === 'Close');
-  if (close) close.click();
-  return !!close;
-})()"""
-
 LAYOUT_SETTLED = """(() => {
   const now = Array.from(document.querySelectorAll('svg.neod3viz g.node'))
     .map(n => n.getAttribute('transform')).join(';');
@@ -79,10 +72,11 @@ def run_saved_query(browser: Browser, query: CypherText, values: dict[str, str])
 
 
 def run_in_editor(browser: Browser, text: str) -> None:
-    """Type ``text`` into Browser's editor and press its run button; wait for the frame."""
+    """Type ``text`` into Browser's editor and press its run button; wait for the frame.
+    On one line: typed into the one-line editor, a newline would run the text so far."""
     before = browser.evaluate(FRAMES)
     browser.click(*browser.evaluate(EDITOR_CENTRE))
-    browser.call("Input.insertText", {"text": text})
+    browser.call("Input.insertText", {"text": " ".join(text.split())})
     browser.evaluate("document.querySelector('[data-testid=editor-Run]').click()")
     browser.wait_for(f"{FRAMES} > {before}", 60)
 
@@ -101,7 +95,6 @@ def test_browser_connects_styles_and_runs_saved_queries(
         browser.evaluate(TYPE_PASSWORD % json.dumps(neo4j_endpoint.password))
         browser.evaluate("document.querySelector('[data-testid=connect]').click()")
         browser.wait_for("document.body.innerText.includes('You are connected')", 60)
-        browser.evaluate(CLOSE_BANNER)  # Browser's note about usage data, over the results
 
         # The style, as a person would apply it by pasting after :style.
         run_in_editor(browser, f":style {GRASS}")

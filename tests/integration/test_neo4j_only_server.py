@@ -61,10 +61,10 @@ def test_a_worker_start_creates_them_on_neo4j_only(clients: Clients, graph_engin
             s.name: "VECTOR" if "VECTOR" in s.cypher else "FULLTEXT" for s in wanted
         }
     else:
-        assert after == before
+        assert not {s.name for s in wanted} & (after | before)
 
 
-def test_the_entity_and_fact_indexes_answer_on_neo4j(clients: Clients, graph_engine: str) -> None:
+def test_the_entity_index_answers_on_neo4j(clients: Clients, graph_engine: str) -> None:
     if graph_engine != "neo4j":
         assert apply_neo4j_only(clients.graph, STATEMENTS, clients.graph_database) == []
         return
@@ -76,14 +76,7 @@ def test_the_entity_and_fact_indexes_answer_on_neo4j(clients: Clients, graph_eng
         "RETURN node.name AS name",
         database_=clients.graph_database,
     )
-    facts, _, _ = clients.graph.execute_query(
-        "CALL db.index.fulltext.queryRelationships('fact_statements', 'retry') "
-        "YIELD relationship RETURN type(relationship) AS type",
-        database_=clients.graph_database,
-    )
-
     assert "src/upload.py" in {r["name"] for r in entities}
-    assert facts, "no fact statement mentions retry"
 
 
 @pytest.mark.parametrize("statement", STATEMENTS, ids=lambda s: s.name)
