@@ -17,8 +17,12 @@ from typing import Any
 import numpy as np
 import openai
 
-from turngraph.workers.embeddings.errors import EmbeddingModelError, EmbeddingUnavailableError
+from turngraph.workers.embeddings.errors import (
+    EMBEDDING_ERRORS,
+    EmbeddingUnavailableError,
+)
 from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
+from turngraph.workers.llm_provider import convert_error
 
 DEFAULT_BATCH_SIZE = 128
 """Texts per request (OpenAI accepts up to 2,048; local servers prefer fewer)."""
@@ -101,7 +105,7 @@ class EndpointEmbedder:
         except openai.OpenAIError as err:
             with self._lock:
                 self.counters.failures += 1
-            raise _convert(err) from err
+            raise convert_error(err, EMBEDDING_ERRORS) from err
         usage = getattr(answer, "usage", None)
         if usage is not None and isinstance(getattr(usage, "prompt_tokens", None), int):
             with self._lock:
@@ -113,12 +117,3 @@ class EndpointEmbedder:
 
     def close(self) -> None:
         self._client.close()
-
-
-def _convert(err: openai.OpenAIError) -> Exception:
-    """An openai error as one of ours (status and type only: never the texts)."""
-    if isinstance(err, openai.APIStatusError) and err.status_code in (400, 401, 403, 404, 422):
-        return EmbeddingModelError(f"embeddings endpoint refused the request ({err.status_code})")
-    if isinstance(err, openai.APIStatusError):
-        return EmbeddingUnavailableError(f"embeddings endpoint answered {err.status_code}")
-    return EmbeddingUnavailableError(f"embeddings endpoint unavailable ({type(err).__name__})")

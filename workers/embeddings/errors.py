@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from turngraph.schemas.errors import ConfigurationError, TransientError
+from turngraph.workers.llm_provider import ProviderErrors
 
 
 class EmbeddingUnavailableError(TransientError):
@@ -11,3 +12,14 @@ class EmbeddingUnavailableError(TransientError):
 
 class EmbeddingModelError(ConfigurationError):
     """A model folder that cannot be loaded: missing, incomplete or not the shipped bytes."""
+
+
+EMBEDDING_ERRORS = ProviderErrors(
+    service="embeddings endpoint",
+    unavailable=EmbeddingUnavailableError,
+    configuration=EmbeddingModelError,
+    unknown=EmbeddingUnavailableError,
+    rejected=EmbeddingModelError,
+)
+"""What the embeddings endpoint's failures become (a refused request: the model or its
+input is wrong, retrying cannot help)."""

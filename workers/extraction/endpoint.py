@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 import openai
 import structlog
 
-from turngraph.workers.extraction.errors import LLMUnavailableError
-from turngraph.workers.extraction.llm_calls import convert, server_text
+from turngraph.workers.extraction.errors import LLM_ERRORS, LLMUnavailableError
+from turngraph.workers.extraction.llm_calls import server_text
 from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.llm_provider import convert_error
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -324,7 +325,7 @@ class LLMEndpoint:
         )
 
     def _converted(self, err: openai.OpenAIError) -> Exception:
-        converted = convert(err)
+        converted = convert_error(err, LLM_ERRORS)
         if isinstance(err, openai.APIStatusError) and refuses_response_format(err):
             converted = type(converted)(
                 f"{converted} (it refused response_format {self.mode.value}: set "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from turngraph.schemas.errors import ConfigurationError, PermanentError, TransientError
+from turngraph.workers.llm_provider import ProviderErrors
 
 
 class LLMUnavailableError(TransientError):
@@ -16,3 +17,13 @@ class LLMConfigurationError(ConfigurationError):
 
 class LLMRequestError(PermanentError):
     """The endpoint rejected the request itself (400/422): retrying the same cannot help."""
+
+
+LLM_ERRORS = ProviderErrors(
+    service="LLM endpoint",
+    unavailable=LLMUnavailableError,
+    configuration=LLMConfigurationError,
+    unknown=LLMRequestError,
+    rejected=LLMRequestError,
+)
+"""What the chat endpoint's failures become (extraction and summaries)."""

@@ -9,11 +9,6 @@ from collections.abc import Sequence
 import openai
 
 from turngraph.schemas.turn_event import TurnEvent
-from turngraph.workers.extraction.errors import (
-    LLMConfigurationError,
-    LLMRequestError,
-    LLMUnavailableError,
-)
 from turngraph.workers.extraction.prompts import MAX_TURN_CHARS
 
 DEFAULT_BATCH_MAX_TURNS = 8
@@ -21,9 +16,6 @@ DEFAULT_BATCH_MAX_TURNS = 8
 
 DEFAULT_BATCH_MAX_CHARS = 16_000
 """Most turn characters in one call (the prompt stays well inside small context windows)."""
-
-TRANSIENT_STATUS = frozenset({408, 409, 429})
-"""Besides 5xx: statuses worth another try later (the client already retried them)."""
 
 MAX_SERVER_TEXT_CHARS = 200
 """How much of a server's error message goes into the log (never the request)."""
@@ -71,21 +63,3 @@ def server_text(err: openai.OpenAIError) -> str:
             text = str(body)
         text = text or err.message
     return " ".join(text.split())[:MAX_SERVER_TEXT_CHARS]
-
-
-def convert(err: openai.OpenAIError) -> Exception:
-    """An openai error as one of ours: transient (try later) or permanent."""
-    if isinstance(err, openai.APITimeoutError):
-        return LLMUnavailableError("LLM request timed out")
-    if isinstance(err, openai.APIConnectionError):
-        return LLMUnavailableError("LLM endpoint unreachable")
-    if isinstance(err, openai.APIStatusError):
-        status = err.status_code
-        if status >= 500 or status in TRANSIENT_STATUS:
-            return LLMUnavailableError(f"LLM endpoint answered {status} after retries")
-        if status in (401, 403, 404):
-            return LLMConfigurationError(
-                f"LLM endpoint answered {status}: check the API key, base URL and model"
-            )
-        return LLMRequestError(f"LLM endpoint rejected the request ({status})")
-    return LLMRequestError(f"LLM call failed ({type(err).__name__})")
