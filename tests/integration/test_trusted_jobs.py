@@ -89,3 +89,24 @@ def test_a_forged_job_naming_os_system_is_refused_and_dead_lettered(
     if kind == "ingest":
         assert _episodes(clients) == 2  # the good turns around it got in
         assert ingest_queue(clients).count == 0
+
+
+def test_a_stock_worker_cannot_run_a_maintenance_job(clients: Clients) -> None:
+    """Maintenance jobs get their clients from the worker that performs them (no module holds
+    them): a stock RQ worker finds none and the job fails with a ConfigurationError."""
+    from rq import SimpleWorker
+
+    from turngraph.app import maintenance_queue
+    from turngraph.workers.maintenance.jobs import rolling_context_job
+
+    queue = maintenance_queue(clients)
+    job = queue.enqueue(rolling_context_job, {"session_id": "s_none"})
+    SimpleWorker([queue], connection=clients.redis, serializer=JSONSerializer).work(
+        burst=True, with_scheduler=False
+    )
+    job.refresh()
+    assert job.is_failed and "ConfigurationError" in (job.exc_info or "")
+    again = queue.enqueue(rolling_context_job, {"session_id": "s_none"})
+    build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
+    again.refresh()
+    assert again.is_finished and again.return_value() == {"tokens": 0}
