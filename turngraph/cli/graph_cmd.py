@@ -64,14 +64,13 @@ def run_show(args: argparse.Namespace) -> int:
             out,
             load_ontology(settings),
             max_nodes=args.max_nodes,
-            self_contained=args.self_contained,
             folders=folders,
         )
     cut = f" (cut to {view.nodes} nodes: --max-nodes)" if view.truncated else ""
     print(f"wrote {view.path}: {view.nodes} nodes, {view.relationships} relationships{cut}")
-    if not args.self_contained:
-        print("  (the view's script and style sit beside it, shared by every view in that folder)")
-    print("open it in a browser; on Neo4j, Neo4j Browser: see ops/neo4j/README.md")
+    print(
+        "open it in a browser (offline); to explore and query, Neo4j Browser: ops/neo4j/README.md"
+    )
     return 0
 
 
@@ -200,7 +199,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = graph.add_subparsers(dest="graph_action", required=True)
 
     show = actions.add_parser(
-        "show", help="write an HTML view of a scope: graph, legend, details on click"
+        "show", help="write an HTML view of a scope: graph, legend, a node's properties on click"
     )
     _scope_arguments(show)
     show.add_argument("-o", "--output", help="HTML file (default turngraph-SCOPE-KEY.html)")
@@ -209,12 +208,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=2_000,
         help="draw at most this many nodes (the page says when it was cut)",
-    )
-    show.add_argument(
-        "--self-contained",
-        action="store_true",
-        help="inline the graph view's 4.4 MB script and style (one file to mail around) "
-        "instead of writing them once beside the page",
     )
     show.set_defaults(handler=_guarded(run_show))
 

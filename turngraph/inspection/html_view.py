@@ -1,14 +1,14 @@
 """``turngraph graph show``: an HTML view of a scope's subgraph.
 
-Rendered with Neo4j's ``neo4j-viz`` (the NVL graph view Neo4j's own tools use), offline:
-nothing is fetched from a CDN. Its 4.4 MB bundle is written once per folder next to the
-pages (:mod:`turngraph.inspection.viz_assets`), so a page holds only its data;
-``self_contained`` inlines it instead, for a file to mail around. Colours are the Neo4j
-Browser style's (:mod:`turngraph.inspection.browser_style`); captions are cut at a word,
-turns are captioned by the start of their text; a legend lists the types shown and a
-details panel shows a clicked turn's text or a clicked fact's provenance
-(:mod:`turngraph.inspection.view_page`). The page holds the scope's turns verbatim: it is
-the user's own data, written to a file they chose.
+Rendered by Neo4j's ``neo4j-viz`` through its public API only (``VisualizationGraph``,
+``set_legend``, ``render``): one page of about 4.4 MB, its bundle inlined, that opens
+offline. Colours are the Neo4j Browser style's
+(:mod:`turngraph.inspection.browser_style`); captions come from names, cut at a word;
+turns are captioned by the start of their text. neo4j-viz's own legend lists the types
+shown and its side panel shows a clicked node's properties (a turn's whole text, a
+fact's ``episode_ids``); Neo4j Browser is the tool for exploring further
+(ops/neo4j/README.md). The page holds the scope's turns verbatim: it is the user's own
+data, written to a file they chose.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
+from html import escape
 from pathlib import Path
 from typing import Any
 
 import neo4j
 
 from turngraph.inspection.browser_style import OntologyLike, node_styles
-from turngraph.inspection.view_page import render_shell
-from turngraph.inspection.viz_assets import split_page, write_assets
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.subgraph import Subgraph, read_scope
 from turngraph.workers.graph.vectors import VECTOR_PROPERTIES
@@ -38,9 +37,6 @@ caption stays a few short words."""
 
 MIN_RADIUS_PX = 32
 """Nodes are drawn at least this big, so a short word fits on one caption line."""
-
-SNIPPET_CHARS = 160
-"""How much of a turn the provenance list shows."""
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VIZ_INSTALL = "pip install 'turngraph[viz]'"
@@ -107,8 +103,8 @@ def caption(template: str, properties: dict[str, Any], fallback: str) -> str:
 
 
 def episode_caption(properties: dict[str, Any]) -> str:
-    """A turn by the start of what was said (``how do we bound…``); the details panel has
-    the role, the time and the whole text."""
+    """A turn by the start of what was said (``how do we bound…``); its properties in the
+    view's side panel have the role, the time and the whole text."""
     content = str(properties.get("content") or "")
     role = str(properties.get("role") or "turn")
     return shorten(content) if content else f"{role} #{properties.get('turn_index')}"
@@ -165,13 +161,11 @@ def render_html(
     ontology: OntologyLike,
     title: str,
     *,
-    assets_dir: Path | None = None,
-    note: str | None = None,
     names: dict[str, str] | None = None,
 ) -> str:
-    """The page. With ``assets_dir`` the bundle is written there once and linked; without,
-    it is inlined (a self-contained file). ``names`` captions scope nodes (a session, a
-    workspace) by a readable name instead of their hashed key."""
+    """The page as neo4j-viz renders it (its bundle inlined), titled ``title``. ``names``
+    captions scope nodes (a session, a workspace) by a readable name instead of their
+    hashed key."""
     names = names or {}
     try:
         from neo4j_viz import Node, Relationship, VisualizationGraph
@@ -180,7 +174,7 @@ def render_html(
 
     styles = {s.label: s for s in node_styles(ontology)}
     nodes: list[Any] = []
-    legend: dict[str, tuple[str, int]] = {}
+    legend: dict[str, str] = {}
     for node in subgraph.nodes:
         style = next((styles[label] for label in node.labels if label in styles), None)
         label = node.labels[0] if node.labels else "node"
@@ -189,8 +183,7 @@ def render_html(
         }
         properties["labels"] = ":".join(node.labels)
         color = style.color if style else "#A5ABB6"
-        shown = style.label if style else label
-        legend[shown] = (color, legend.get(shown, (color, 0))[1] + 1)
+        legend[style.label if style else label] = color
         if "Episode" in node.labels:
             text = episode_caption(node.properties)
         elif str(node.properties.get("key")) in names:
@@ -217,72 +210,10 @@ def render_html(
         for rel in subgraph.relationships
     ]
     graph = VisualizationGraph(nodes=nodes, relationships=relationships)
+    graph.set_legend(nodes=sorted(legend.items()))
     page: str = graph.render(height="100vh", theme="light").data
-    split = split_page(page)
-    if assets_dir is not None:
-        script_name, style_name = write_assets(split, assets_dir)
-        head = f'<link rel="stylesheet" href="{style_name}">'
-        body = f'<script defer src="{script_name}"></script>'
-    else:
-        head = f"<style>{split.style}</style>"
-        body = f"<script>{split.script}</script>"
-    return render_shell(
-        title=title,
-        summary=f"{len(subgraph.nodes)} nodes, {len(subgraph.relationships)} relationships",
-        note=note,
-        legend=sorted(((k, c, n) for k, (c, n) in legend.items()), key=lambda t: -t[2]),
-        view_data=panel_data(subgraph),
-        data_block=split.data_block,
-        head_assets=head,
-        body_assets=body,
-    )
-
-
-def panel_data(subgraph: Subgraph) -> dict[str, Any]:
-    """What the details panel shows per node and relationship, and the turns by event id
-    (for provenance)."""
-    turns: dict[str, dict[str, str]] = {}
-    nodes: dict[str, dict[str, Any]] = {}
-    for node in subgraph.nodes:
-        props = node.properties
-        if "Episode" in node.labels:
-            when = str(_plain(props.get("occurred_at")) or "")[:16].replace("T", " ")
-            turns[str(props.get("event_id"))] = {
-                "when": when,
-                "role": str(props.get("role") or ""),
-                "snippet": shorten(str(props.get("content") or ""), SNIPPET_CHARS),
-            }
-            nodes[node.element_id] = {
-                "title": f"{props.get('role', 'turn')} turn {props.get('turn_index', '')}",
-                "meta": when,
-                "text": str(props.get("content") or ""),
-            }
-            continue
-        kind = next((label for label in node.labels), "node")
-        details = [kind, str(props.get("status") or "")]
-        nodes[node.element_id] = {
-            "title": str(props.get("name") or props.get("key") or kind),
-            "meta": " · ".join(part for part in details if part),
-            "text": str(props.get("summary") or props.get("subject") or ""),
-            "provenance": [str(e) for e in props.get("episode_ids") or []],
-        }
-    rels = {
-        rel.element_id: {
-            "title": rel.type,
-            "meta": " · ".join(
-                str(rel.properties[k]) for k in ("status", "valid_at") if rel.properties.get(k)
-            ),
-            "text": str(rel.properties.get("statement") or ""),
-            "provenance": [str(e) for e in rel.properties.get("episode_ids") or []],
-        }
-        for rel in subgraph.relationships
-    }
-    return {
-        "nodes": nodes,
-        "rels": rels,
-        "turns": turns,
-        "hint": "Click a turn to read it, or a fact or entity to see the turns it came from.",
-    }
+    # The template's title is its own name; a tab should say which scope it shows.
+    return page.replace("<title>neo4j-viz</title>", f"<title>{escape(title)}</title>", 1)
 
 
 def write_html_view(
@@ -294,29 +225,19 @@ def write_html_view(
     ontology: OntologyLike,
     max_nodes: int = MAX_NODES,
     *,
-    self_contained: bool = False,
     folders: dict[str, str] | None = None,
 ) -> HtmlView:
-    """Read the scope's subgraph and write it as an HTML page (the viz bundle beside it,
-    shared by every page in the folder, unless ``self_contained``). ``folders``: the
-    workspace folders' names by workspace id, for the title and captions."""
+    """Read the scope's subgraph and write it as one HTML page that opens offline.
+    ``folders``: the workspace folders' names by workspace id, for the title and
+    captions."""
     subgraph = read_scope(driver, database, scope, key, ontology.labels())
-    total = len(subgraph.nodes)
     subgraph, truncated = _truncate(subgraph, max_nodes)
-    note = (
-        f"Cut to {len(subgraph.nodes)} of {total} nodes (the newest turns and everything "
-        "learnt): --max-nodes shows more."
-        if truncated
-        else None
-    )
     path.parent.mkdir(parents=True, exist_ok=True)
     names = scope_names(subgraph, folders or {})
     html = render_html(
         subgraph,
         ontology,
         f"turngraph: {scope.value} {names.get(key, key)}",
-        assets_dir=None if self_contained else path.parent,
-        note=note,
         names=names,
     )
     path.write_text(html, encoding="utf-8")
