@@ -15,6 +15,7 @@ from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.schemas.ontology import ONTOLOGY, Ontology
 from turngraph.schemas.ontology.turtle import ontology_from
 from turngraph.settings import Settings
+from turngraph.worker_config import config_fingerprint
 from turngraph.workers.embeddings.factory import build_embedder as embedder_for
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.extraction.models import Extractor
@@ -379,4 +380,5 @@ def build_recall_worker(
         changes_stream=clients.settings.changes_stream,
         reply_ttl_s=clients.settings.recall_reply_ttl_s,
         shards=clients.settings.recall_shard_set(),
+        config_fingerprint=config_fingerprint(clients.settings),
     )

@@ -28,6 +28,10 @@ SCHEDULER_KILL_S = 10.0
 """After this long the scheduler process is killed (its locks expire on their own)."""
 
 
+CONFIG_FIELD = "turngraph_config"
+"""The field of RQ's worker hash (``rq:worker:<name>``) holding the configuration's hash."""
+
+
 def _never() -> bool:
     return False
 
@@ -49,6 +53,14 @@ class StoppableWorker(SimpleWorker):
 
     stop_requested: bool = False
     pending_stop: Callable[[], bool] = staticmethod(_never)
+    config_fingerprint: str = ""
+    """The hash of its configuration (``turngraph/worker_config.py``), kept in RQ's worker
+    hash under ``CONFIG_FIELD`` for ``turngraph doctor`` to compare."""
+
+    def register_birth(self) -> None:
+        super().register_birth()
+        if self.config_fingerprint:
+            self.connection.hset(self.key, CONFIG_FIELD, self.config_fingerprint)
 
     @property
     def dequeue_timeout(self) -> int:

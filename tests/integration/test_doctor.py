@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from rq import Worker
 
 from tests.support.tcp_gate import free_port
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
@@ -115,6 +116,41 @@ def test_doctor_smoke_passes_with_real_workers(
     endpoint = producer_consent_endpoint(clients.settings)
     assert not ConsentStore(clients.settings.data_dir).is_enabled(workspace_id, endpoint)
     assert workspace_id not in ScopeHints(clients.settings.data_dir).load()["workspaces"]
+
+
+def test_doctor_says_when_the_workers_use_other_settings(clients: Clients) -> None:
+    key = "sk-not-to-be-seen-anywhere"
+    env = worker_env(
+        clients,
+        TURNGRAPH_LLM_BASE_URL=f"http://{_closed()}/v1",
+        TURNGRAPH_LLM_MODEL="model-a",
+        TURNGRAPH_LLM_API_KEY=key,
+        TURNGRAPH_EMBEDDING_PROVIDER="none",
+    )
+    ingest = start_worker("ingest", env)
+    recall = start_worker("recall", env)
+    try:
+        # both publish: the ingest worker in RQ's worker hash, the replica in its heartbeat
+        assert wait_for(lambda: read_heartbeats(clients.redis), 90), "no recall replica"
+        assert wait_for(lambda: Worker.all(connection=clients.redis), 90), "no ingest worker"
+        same = _worker_config(env)
+        other = _worker_config({**env, "TURNGRAPH_LLM_MODEL": "model-b"})
+        other_host = _worker_config({**env, "TURNGRAPH_LLM_BASE_URL": f"http://{_closed()}/v1"})
+        beats = [b.config for b in read_heartbeats(clients.redis)]
+    finally:
+        outputs = [stop(ingest), stop(recall)]
+    assert same["status"] == "ok" and "2 running workers" in same["detail"], same
+    for seen in (other, other_host):
+        assert seen["status"] == "warn" and "2 of 2 running workers" in seen["detail"], seen
+        assert "restart the workers" in seen["fix"], seen
+    assert beats and all(len(b) == 12 for b in beats)  # a hash, not the settings
+    for code, output in outputs:
+        assert code == 0 and key not in output and "model-a" not in output, output
+
+
+def _worker_config(env: dict[str, str]) -> dict[str, str]:
+    _, out = doctor(env, "--json")
+    return dict(next(c for c in json.loads(out)["checks"] if c["name"] == "workers.config"))
 
 
 def _closed() -> str:

@@ -17,6 +17,7 @@ from turngraph.doctor.redis_checks import (
     check_queue,
     check_replicas,
     check_server,
+    check_worker_config,
     connect,
 )
 from turngraph.doctor.service_checks import START_GRAPH, check_embeddings, check_graph, check_llm
@@ -45,6 +46,7 @@ def run_checks(settings: Settings, *, smoke: bool, smoke_timeout_s: float) -> li
             if redis_up:
                 checks += check_queue(conn, settings)
                 checks += check_replicas(conn, settings)
+                checks.append(check_worker_config(conn, settings))
         except redis.RedisError as exc:
             checks.append(fail("redis", f"stopped answering ({type(exc).__name__})", START_REDIS))
             redis_up = False

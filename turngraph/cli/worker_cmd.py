@@ -52,6 +52,7 @@ from turngraph.metrics import (
 )
 from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
+from turngraph.worker_config import config_fingerprint
 from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.graph.errors import convert
 from turngraph.workers.ingest.batching import BatchingIngestWorker
@@ -88,6 +89,7 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             # (StoppableWorker.pending_stop).
             raise_if_stopping()
             worker.pending_stop = stop_was_requested
+            worker.config_fingerprint = config_fingerprint(clients.settings)
             defer_stops()
             # The scheduler runs retries with back-off (see producers/enqueue.lua).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py

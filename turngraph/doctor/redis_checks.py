@@ -13,8 +13,10 @@ from turngraph.doctor.checks import Check, fail, ok, warn
 from turngraph.producers.bounded_queue import read_stats
 from turngraph.schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
 from turngraph.settings import Settings
+from turngraph.worker_config import config_fingerprint
 from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import read_heartbeats, stream_lag_s
+from turngraph.workers.stoppable import CONFIG_FIELD
 
 MIN_REDIS_MAJOR = 7
 """Redis 7+ (or Valkey 7+): Lua, streams with exclusive ranges, ACLs."""
@@ -197,3 +199,31 @@ def check_replicas(conn: redis.Redis, settings: Settings) -> list[Check]:
         else:
             checks.append(ok(name, f"{beat.memories} memories, {lag_s:.1f} s behind the stream"))
     return checks
+
+
+def check_worker_config(conn: redis.Redis, settings: Settings) -> Check:
+    """Whether the running workers use the LLM and embedding configuration this shell has
+    (their heartbeats carry its hash: ``turngraph/worker_config.py``)."""
+    own = config_fingerprint(settings)
+    published: list[str] = [beat.config for beat in read_heartbeats(conn) if beat.config]
+    for worker in Worker.all(connection=conn):
+        value: Any = conn.hget(worker.key, CONFIG_FIELD)
+        if value:
+            published.append(value.decode() if isinstance(value, bytes) else str(value))
+    if not published:
+        return warn(
+            "workers.config",
+            "no running worker published its configuration: llm and embeddings below are "
+            "this shell's settings only",
+            "start the workers (`turngraph up`) to compare theirs",
+        )
+    other = sum(1 for fingerprint in published if fingerprint != own)
+    if other:  # not a fault of the workers: this shell's checks do not describe them
+        return warn(
+            "workers.config",
+            f"{other} of {len(published)} running workers use another LLM or embedding "
+            "configuration than this shell (endpoint host, model, output mode, embeddings)",
+            "run doctor with the workers' TURNGRAPH_LLM_* / TURNGRAPH_EMBEDDING_* settings, "
+            "or restart the workers with these",
+        )
+    return ok("workers.config", f"{len(published)} running workers use this shell's settings")

@@ -51,6 +51,8 @@ class ReplicaHeartbeat:
     shards: list[int] = field(default_factory=lambda: [0])
     """The shards the replica serves (``schemas/shards.py``)."""
     shard_count: int = 1
+    config: str = ""
+    """The hash of the replica's configuration (``turngraph/worker_config.py``)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -110,6 +112,7 @@ def read_heartbeats(conn: redis.Redis) -> list[ReplicaHeartbeat]:
                     at=float(data["at"]),
                     shards=[int(x) for x in data.get("shards", [0])],
                     shard_count=int(data.get("shard_count", 1)),
+                    config=str(data.get("config", "")),
                 )
             )
         except (ValueError, KeyError, TypeError):

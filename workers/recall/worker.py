@@ -147,8 +147,10 @@ class RecallWorker:
         graph_probe: GraphProbe | None = None,
         name: str | None = None,
         shards: ShardSet | None = None,
+        config_fingerprint: str = "",
     ) -> None:
         self._redis = redis_client
+        self._config_fingerprint = config_fingerprint
         self.shards = shards if shards is not None else ShardSet.every()
         """The shards this replica serves (every one when unsharded)."""
         self._store = store
@@ -420,6 +422,7 @@ class RecallWorker:
             at=time.time(),
             shards=sorted(self.shards.owned),
             shard_count=self.shards.count,
+            config=self._config_fingerprint,
         )
         publish_heartbeat(self._redis, beat)
         claim_shards(self._redis, self.shards, self.name)
