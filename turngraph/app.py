@@ -10,7 +10,6 @@ from rq.serializers import JSONSerializer
 
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.schemas.ontology import ONTOLOGY, Ontology
 from turngraph.schemas.ontology.turtle import ontology_from
@@ -304,8 +303,7 @@ def build_admission(clients: Clients) -> Admission:
         policy=settings.drop_policy,
         job_timeout_s=settings.job_timeout_s,
     )
-    load_inbox_function(conn)  # tenants' producers call it; a restored Redis may lack it
-    return Admission(conn, queue)
+    return Admission(conn, queue)  # it loads the inbox function tenants' producers call
 
 
 def maintenance_queue(clients: Clients) -> Queue:

@@ -32,6 +32,7 @@ import structlog
 from pydantic import ValidationError
 
 from turngraph.producers.bounded_queue import BoundedQueue, Outcome
+from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.tenants import (
     TENANTS_KEY,
@@ -99,6 +100,7 @@ class Admission:
         self._batch = batch
         self._release = conn.register_script(_RELEASE)
         self._stop = threading.Event()
+        self._function_loaded = False
         self.counters = AdmissionCounters()
 
     def tenants(self) -> list[str]:
@@ -113,7 +115,16 @@ class Admission:
 
     def admit_all(self) -> int:
         """One pass over every tenant; returns the entries taken from inboxes."""
+        self._load_function()
         return sum(self.admit(tenant) for tenant in self.tenants())
+
+    def _load_function(self) -> None:
+        """Load the inbox function tenants' producers call, once Redis answers (not at the
+        worker's start: a worker waits out a Redis that is away), and again after Redis
+        was lost (a restored Redis may lack it)."""
+        if not self._function_loaded:
+            load_inbox_function(self._redis)
+            self._function_loaded = True
 
     def admit(self, tenant: str) -> int:
         """Admit up to one batch of ``tenant``'s entries (leftovers of a dead admitter
@@ -191,6 +202,7 @@ class Admission:
                 self._redis.blpop([inbox_wake_key(t) for t in tenants], timeout=WAKE_TIMEOUT_S)
             except redis.RedisError as exc:
                 log.warning("admission_redis_error", error=type(exc).__name__)
+                self._function_loaded = False
                 self._stop.wait(0.5)
 
     def stop(self) -> None:
