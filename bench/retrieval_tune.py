@@ -6,20 +6,21 @@ change to ranking can be checked in seconds. Only the development questions are 
 here; ``bench.retrieval`` (the real pipeline) reports dev and test.
 
 Options: ``--lexical`` (no embedder), ``--model DIR`` (one model folder instead of the
-shipped pair), ``--pair C,S`` (the pair's weights), ``--weights semantic=0.5,chain=0.5``,
-``--no-prev`` (embed turns without the previous one), ``--rrf`` (rank fusion), ``--floor
-F`` (recency floor), ``--quick`` (real dates only), ``--ann-min-rows N`` (HNSW from N rows
-per partition instead of exact search, to measure its effect on ranking), ``--realmem``
-(the RealMem development personas instead, replayed online: each query is asked over the
-turns published before it, from inside its session with its context; turns only, no
-distilled memories: those need the real pipeline), ``--no-context`` (ask without the
-conversation context), ``--set module.NAME=value,…`` (any numeric constant of
-``workers/recall/``, e.g. ``bm25.POSTINGS_BUDGET=9000``).
+shipped pair), ``--pair C,S`` (the pair's weights), ``--preset NAME`` (a named ranking of
+``workers/recall/ranking.py``, default ``default``), ``--set name=value,…`` (that preset
+with settings changed, e.g. ``--set bm25_b=0.75,chain_weight=0``), ``--quick`` (real
+dates only), ``--ann-min-rows N`` (HNSW from N rows per partition instead of exact
+search, to measure its effect on ranking), ``--realmem`` (the RealMem development
+personas instead, replayed online: each query is asked over the turns published before
+it, from inside its session with its context; turns only, no distilled memories: those
+need the real pipeline), ``--no-context`` (ask without the conversation context).
+
+The ranking is one frozen :class:`~workers.recall.ranking.Ranking` passed to the index;
+nothing here assigns module constants.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 from collections.abc import Sequence
@@ -37,20 +38,24 @@ from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
 from turngraph.schemas.recall import ConversationTurn, RecallRequest
 from turngraph.schemas.turn_event import TurnEvent
-from turngraph.workers.embeddings import factory, texts
 from turngraph.workers.embeddings.factory import default_local_embedder, local_embedder
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
-from turngraph.workers.recall import ann, scoring
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.ranking import Ranking, preset
 from turngraph.workers.recall.search import search
 
 BENCH_SESSION = "bench_question_session"
 
 
-def build_index(turns: Sequence[TurnEvent], embedder: Embedder | None = None) -> MemoryIndex:
+def build_index(
+    turns: Sequence[TurnEvent],
+    embedder: Embedder | None = None,
+    ranking: Ranking | None = None,
+    ann_min_rows: int | None = None,
+) -> MemoryIndex:
     store = InMemoryGraphStore(
         entity_labels=ontology.labels(), relation_types=ontology.relationship_types()
     )
@@ -58,7 +63,7 @@ def build_index(turns: Sequence[TurnEvent], embedder: Embedder | None = None) ->
     for start in range(0, len(turns), 500):
         chunk = list(turns[start : start + 500])
         store.write(list(zip(chunk, extractor.extract(chunk), strict=True)))
-    index = MemoryIndex(embedder)
+    index = MemoryIndex(embedder, ranking or preset("default"), ann_min_rows=ann_min_rows)
     index.add_many(Memory.from_record(record) for record in store.recallable_memories())
     return index
 
@@ -95,7 +100,9 @@ def _answer(ranked: dict[str, list[str]], question: dict[str, Any]) -> list[str]
     return ranked[question["id"]]
 
 
-def realmem_rows(embedder: Embedder | None, now: datetime) -> list[list[Any]]:
+def realmem_rows(
+    embedder: Embedder | None, now: datetime, ranking: Ranking, ann_min_rows: int | None
+) -> list[list[Any]]:
     """The RealMem development personas, replayed online in process (turns only)."""
     rm = load_realmem(now=now, split="dev")
     store = InMemoryGraphStore(
@@ -114,7 +121,7 @@ def realmem_rows(embedder: Embedder | None, now: datetime) -> list[list[Any]]:
     first: dict[str, int] = {}
     for n, turn in enumerate(rm.turns):
         first.setdefault(turn.workspace, n)
-    index = MemoryIndex(embedder)
+    index = MemoryIndex(embedder, ranking, ann_min_rows=ann_min_rows)
     added = dict.fromkeys(by_workspace, 0)
     for memories in by_workspace.values():
         memories.sort(key=lambda item: item[0])
@@ -153,36 +160,36 @@ def realmem_rows(embedder: Embedder | None, now: datetime) -> list[list[Any]]:
     return rows
 
 
+def _option(name: str) -> str | None:
+    """The value after ``name`` on the command line, if it is there."""
+    if name not in sys.argv[:-1]:
+        return None
+    return sys.argv[sys.argv.index(name) + 1]
+
+
+def ranking_from_argv() -> Ranking:
+    """``--preset NAME`` (default ``default``) with ``--set name=value,…`` applied."""
+    ranking = preset(_option("--preset") or "default")
+    overrides = _option("--set")
+    return Ranking.parse(overrides, ranking) if overrides else ranking
+
+
 def main() -> int:
-    if "--floor" in sys.argv:  # sweep: python -m bench.retrieval_tune --floor 0.5
-        scoring.RECENCY_FLOOR = float(sys.argv[sys.argv.index("--floor") + 1])
+    ranking = ranking_from_argv()
+    ann_rows = _option("--ann-min-rows")
+    ann_min_rows = int(ann_rows) if ann_rows is not None else None
     embedder: Embedder | None = None if "--lexical" in sys.argv else default_local_embedder()
-    if "--pair" in sys.argv:  # --pair 1.0,0.5: contextual and static weights of the pair
-        pair = sys.argv[sys.argv.index("--pair") + 1].split(",")
-        factory.CONTEXTUAL_WEIGHT, factory.STATIC_WEIGHT = (float(w) for w in pair)
-        embedder = default_local_embedder()
-    if "--model" in sys.argv:  # another model2vec folder
-        embedder = local_embedder(Path(sys.argv[sys.argv.index("--model") + 1]))
-    for name, value in zip(sys.argv, sys.argv[1:], strict=False):
-        if name == "--weights":  # sweep: --weights semantic=1.5,chain=0.5
-            pairs = dict(pair.split("=") for pair in value.split(","))
-            weights = {key: float(weight) for key, weight in pairs.items()}
-            scoring.SIGNAL_WEIGHTS = {**scoring.SIGNAL_WEIGHTS, **weights}
-        if name == "--set":  # sweep any recall constant: --set bm25.POSTINGS_BUDGET=9000
-            for assignment in value.split(","):
-                target, number = assignment.split("=")
-                module, constant = target.rsplit(".", 1)
-                found = importlib.import_module(f"turngraph.workers.recall.{module}")
-                setattr(found, constant, type(getattr(found, constant))(float(number)))
-    if "--ann-min-rows" in sys.argv:
-        ann.ANN_MIN_ROWS = int(sys.argv[sys.argv.index("--ann-min-rows") + 1])
-    if "--no-prev" in sys.argv:  # embed each turn alone, without the previous one
-        texts.EMBED_PREVIOUS_TURN = False
-    if "--rrf" in sys.argv:
-        scoring.FUSION_SCORE_SHARE = 0.0
+    pair = _option("--pair")
+    if pair is not None:  # --pair 1.0,0.5: contextual and static weights of the pair
+        contextual, static = (float(w) for w in pair.split(","))
+        embedder = default_local_embedder(contextual_weight=contextual, static_weight=static)
+    model = _option("--model")
+    if model is not None:  # another model2vec folder
+        embedder = local_embedder(Path(model))
+    print(f"ranking: {ranking}", file=sys.stderr)
     now = datetime.now(UTC)
     if "--realmem" in sys.argv:
-        rows = realmem_rows(embedder, now)
+        rows = realmem_rows(embedder, now, ranking, ann_min_rows)
         print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "session hit@10", "n"], rows))
         return 0
     own_turns, own_questions, own_now = load(DEFAULT_OUT)
@@ -198,7 +205,7 @@ def main() -> int:
     rows = []
     for name, (turns, questions) in sets.items():
         started = time.perf_counter()
-        index = build_index(turns, embedder)
+        index = build_index(turns, embedder, ranking, ann_min_rows)
         bm25 = SameTokenizerBM25(turns)
         systems = {
             "recall": index_ranker(index, now),

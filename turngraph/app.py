@@ -38,6 +38,7 @@ from turngraph.workers.maintenance.gateway import DistillGateway
 from turngraph.workers.maintenance.jobs import schedule_reextract, schedule_sweep
 from turngraph.workers.maintenance.triggers import FollowUps
 from turngraph.workers.maintenance.worker import MaintenanceWorker
+from turngraph.workers.recall.ranking import preset as ranking_preset
 from turngraph.workers.recall.worker import LatencyObserver, RecallWorker
 from turngraph.workers.trusted_jobs import MaintenanceJob, TrustedJob
 
@@ -379,4 +380,5 @@ def build_recall_worker(
         reply_ttl_s=clients.settings.recall_reply_ttl_s,
         shards=clients.settings.recall_shard_set(),
         config_fingerprint=config_fingerprint(clients.settings),
+        ranking=ranking_preset(clients.settings.recall_ranking),
     )

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from turngraph.schemas import defaults, keys
 from turngraph.schemas.defaults import DropPolicy
 from turngraph.schemas.shards import ShardSet, parse_shard_list
+from turngraph.workers.recall.ranking import PRESETS as RANKING_PRESETS
 
 __all__ = ["DropPolicy", "LogFormat", "Settings", "default_data_dir"]
 
@@ -162,6 +163,8 @@ class Settings(BaseSettings):
     recall_replica_ordinal: int | None = Field(default=None, ge=0)
     """The replica's index in its deployment (a StatefulSet's pod index): it serves shard
     ``ordinal % recall_shards``."""
+    recall_ranking: str = "default"
+    """The named ranking preset recall replicas use (``workers/recall/ranking.py``)."""
 
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     """Prometheus endpoint of this process (``/metrics``); unset: none. Each process needs
@@ -247,6 +250,13 @@ class Settings(BaseSettings):
         if problem:
             raise ValueError(problem)
         return value.strip()
+
+    @field_validator("recall_ranking", mode="after")
+    @classmethod
+    def _known_ranking(cls, value: str) -> str:
+        if value not in RANKING_PRESETS:
+            raise ValueError(f"expected one of {', '.join(sorted(RANKING_PRESETS))}")
+        return value
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -6,8 +6,6 @@ import pytest
 
 from turngraph.schemas.recall import ConversationTurn, ScopeName
 from turngraph.workers.recall.followups import (
-    CONTEXT_BOOST_MAX,
-    EXPANSION_WEIGHT,
     QueryPlan,
     auto_scopes,
     context_boost,
@@ -15,6 +13,7 @@ from turngraph.workers.recall.followups import (
     plan_query,
     resolve_scopes,
 )
+from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.text import stem, tokenize
 
 
@@ -73,6 +72,7 @@ def _plan(query: str, context: list[tuple[Literal["user", "assistant"], str]]) -
         turns,
         idf_of=lambda term: 1.0,
         known_entities=lambda grams: [g for g in grams if g == "determination date"],
+        ranking=DEFAULT,
     )
 
 
@@ -82,7 +82,7 @@ def test_follow_up_is_expanded_with_the_context_terms_and_entities() -> None:
         [("user", "What is the Determination Date?"), ("assistant", "The 15th of each month.")],
     )
     assert plan.follow_up
-    assert 0 < plan.terms[stem("determination")] <= EXPANSION_WEIGHT
+    assert 0 < plan.terms[stem("determination")] <= DEFAULT.expansion_weight
     assert plan.terms["weekend"] == 1.0
     assert all(w <= 1.0 for w in plan.terms.values())
     assert plan.entities == {"determination date": 0.5}
@@ -105,6 +105,6 @@ def test_no_context_means_no_expansion() -> None:
 
 
 def test_context_boost_is_small_and_bounded() -> None:
-    assert context_boost(0, 0.0) == 1.0
-    assert context_boost(1, 0.5) > 1.0
-    assert context_boost(50, 10.0) == pytest.approx(1.0 + CONTEXT_BOOST_MAX)
+    assert context_boost(0, 0.0, 0.15) == 1.0
+    assert context_boost(1, 0.5, 0.15) > 1.0
+    assert context_boost(50, 10.0, 0.15) == pytest.approx(1.15)

@@ -6,8 +6,8 @@ import threading
 from tests.support.recall import memory
 from turngraph.schemas.changes import ScopeForgotten
 from turngraph.schemas.scopes import Scope
-from turngraph.workers.recall import bm25
 from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.text import tokenize
 
 WS_A = ("workspace", "ws_a")
@@ -97,9 +97,8 @@ def test_compaction_after_many_removals_keeps_answers_right() -> None:
     assert n_docs == 50 and df <= 60  # removed ids were compacted away
 
 
-def test_common_terms_beyond_the_budget_still_rescore(monkeypatch) -> None:
-    monkeypatch.setattr(bm25, "POSTINGS_BUDGET", 20)
-    index = MemoryIndex()
+def test_common_terms_beyond_the_budget_still_rescore() -> None:
+    index = MemoryIndex(ranking=DEFAULT.with_values(postings_budget=20))
     # Same length and inserted first: without rescoring it would tie and win the tie.
     index.add(memory("rare_only", "zebra giraffe lion tiger"))
     for n in range(100):

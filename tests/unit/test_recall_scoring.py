@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 
 from tests.support.recall import NOW
+from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.scoring import (
     Scored,
     deduplicate,
@@ -54,20 +55,20 @@ def test_status_multipliers_and_visibility() -> None:
 
 
 def test_rrf_rewards_agreement_between_lists_and_normalises() -> None:
-    fused = rrf_fuse({"lexical": ["a", "b", "c"], "graph": ["b", "d"]})
+    fused = rrf_fuse({"lexical": ["a", "b", "c"], "graph": ["b", "d"]}, DEFAULT)
     assert max(fused.values()) == 1.0
     assert max(fused, key=fused.__getitem__) == "b"
     assert fused["a"] > fused["c"]
 
 
 def test_score_fusion_keeps_the_contrast_between_strong_and_weak() -> None:
-    fused = fuse({"lexical": {"strong": 10.0, "weak": 1.0}, "graph": {}})
+    fused = fuse({"lexical": {"strong": 10.0, "weak": 1.0}, "graph": {}}, DEFAULT)
     assert fused["strong"] == 1.0
     assert fused["weak"] == pytest.approx(0.1)
 
 
 def test_fusion_adds_signals() -> None:
-    fused = fuse({"lexical": {"a": 1.0, "b": 1.0}, "graph": {"b": 1.0}})
+    fused = fuse({"lexical": {"a": 1.0, "b": 1.0}, "graph": {"b": 1.0}}, DEFAULT)
     assert fused["b"] == 1.0 and fused["a"] < 1.0
 
 

@@ -11,7 +11,7 @@ from turngraph.schemas.recall import ConversationTurn, RecallRequest, ScopeName
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import MemoryKind
 from turngraph.workers.recall.memory_block import render_memory_block
-from turngraph.workers.recall.scoring import RECENCY_FLOOR
+from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.search import search
 
 
@@ -121,7 +121,7 @@ def test_recency_orders_equally_relevant_memories() -> None:
     results = search(idx, request("rotate signing key", half_life_days=7), NOW).results
     assert results[0].text.endswith("(new note)")
     decay = 0.5 ** (30 / 7)
-    floor = RECENCY_FLOOR
+    floor = DEFAULT.recency_floor
     assert results[1].score.recency_multiplier == pytest.approx(
         floor + (1 - floor) * decay, rel=1e-3
     )

@@ -57,14 +57,17 @@ STATIC_WEIGHT = 1.0
 """The shipped pair's weights in the joined vector (measured: docs/recall.md)."""
 
 
-def default_local_embedder() -> Embedder:
+def default_local_embedder(
+    *, contextual_weight: float = CONTEXTUAL_WEIGHT, static_weight: float = STATIC_WEIGHT
+) -> Embedder:
     """The shipped pair: all-MiniLM-L6-v2 (ONNX, int8) on each memory alone, joined with
-    its static distillation on the memory after its previous turn."""
+    its static distillation on the memory after its previous turn (the weights: each
+    model's share of the joined vector, for the tuning loop)."""
     return CompositeEmbedder(
         TransformerEmbedder(DEFAULT_CONTEXTUAL_DIR),
         StaticEmbedder(DEFAULT_MODEL_DIR),
-        contextual_weight=CONTEXTUAL_WEIGHT,
-        static_weight=STATIC_WEIGHT,
+        contextual_weight=contextual_weight,
+        static_weight=static_weight,
     )
 
 

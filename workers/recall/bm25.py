@@ -13,26 +13,25 @@ from collections.abc import Container, Iterable, Mapping
 from operator import itemgetter
 
 from turngraph.workers.recall.postings import Hit, Partition, Postings, idf
-
-POSTINGS_BUDGET = 3_000
-"""Postings one query may walk to generate lexical candidates (newest first)."""
-
-RESCORE_CANDIDATES = 100
-"""Candidates that terms too common to walk still rescore (by binary search)."""
+from turngraph.workers.recall.ranking import Ranking
 
 
 def walk(
-    part: Partition, query: Mapping[str, float], alive: Container[int], limit: int
+    part: Partition,
+    query: Mapping[str, float],
+    alive: Container[int],
+    limit: int,
+    ranking: Ranking,
 ) -> list[Hit]:
     """The ``limit`` best memories for ``query`` (term -> weight), best first.
 
-    Terms are walked rarest first, newest postings first, within ``POSTINGS_BUDGET``;
+    Terms are walked rarest first, newest postings first, within the ranking's ``postings_budget``;
     terms too common for what is left only rescore the best candidates found so far.
     """
     found = [(p.ready(), term, p) for term in query if (p := part.postings.get(term)) is not None]
     found.sort(key=itemgetter(0))
     acc: dict[int, float] = {}
-    budget = POSTINGS_BUDGET
+    budget = ranking.postings_budget
     late: list[tuple[float, Postings]] = []
     for df, term, postings in found:
         weight = idf(part.n_docs, df) * query[term]
@@ -45,7 +44,7 @@ def walk(
         for internal, w in zip(postings.ids[start:df], postings.weights[start:df], strict=True):
             acc[internal] = get(internal, 0.0) + weight * w
     if late:
-        acc = dict(heapq.nlargest(RESCORE_CANDIDATES, acc.items(), key=itemgetter(1)))
+        acc = dict(heapq.nlargest(ranking.rescore_candidates, acc.items(), key=itemgetter(1)))
         for weight, postings in late:
             ids, weights, n = postings.ids, postings.weights, postings.ready()
             for internal in acc:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from turngraph.schemas.recall import ConversationTurn, ScopeName
+from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.text import entity_ngrams, tokenize
 
 REFERENCE_WORDS = frozenset(
@@ -26,21 +27,6 @@ REFERENCE_WORDS = frozenset(
 """Words that point back into the conversation instead of naming something."""
 
 FOLLOW_UP_OPENERS = ("and ", "what about", "how about", "so ", "also ", "but ", "then ", "ok ")
-
-CONTEXT_TURNS = 6
-"""Recent turns of ``conversation_context`` considered (coreferences resolve within 2-3)."""
-
-CONTEXT_TERMS = 8
-"""Key terms taken from the context to expand a follow-up query."""
-
-EXPANSION_WEIGHT = 0.5
-"""Weight of a context term in the expanded query (the query's own terms weigh 1.0)."""
-
-CONTEXT_ENTITY_WEIGHT = 0.5
-"""Weight of a context entity in the graph signal of a follow-up."""
-
-CONTEXT_BOOST_MAX = 0.15
-"""Largest boost for a memory tied to the session's recent turns (the seed's 15 %)."""
 
 SHORT_QUERY_TERMS = 3
 """A query with this few content terms is treated as a follow-up when context exists."""
@@ -134,6 +120,7 @@ def plan_query(
     *,
     idf_of: Callable[[str], float],
     known_entities: Callable[[Iterable[str]], list[str]],
+    ranking: Ranking,
 ) -> QueryPlan:
     """Analyse the query; with context, expand a follow-up and note the session's topics.
 
@@ -146,23 +133,24 @@ def plan_query(
             terms.setdefault(term, PREFERENCE_EXPANSION_WEIGHT)
     entities = {key: 1.0 for key in known_entities(entity_ngrams(query))}
     plan = QueryPlan(terms=terms, entities=entities)
-    recent = list(context)[-CONTEXT_TURNS:]
+    recent = list(context)[-ranking.context_turns :]
     if not recent:
         return plan
     plan.follow_up = is_follow_up(query)
-    plan.context_terms = _key_terms(recent, idf_of)
+    plan.context_terms = _key_terms(recent, idf_of, ranking.context_terms)
     context_text = " ".join(turn.content for turn in recent)
     plan.context_entities = set(known_entities(entity_ngrams(context_text)))
     if plan.follow_up:
         for term, strength in plan.context_terms.items():
-            plan.terms[term] = max(plan.terms.get(term, 0.0), EXPANSION_WEIGHT * strength)
+            weight = ranking.expansion_weight * strength
+            plan.terms[term] = max(plan.terms.get(term, 0.0), weight)
         for key in plan.context_entities:
-            plan.entities.setdefault(key, CONTEXT_ENTITY_WEIGHT)
+            plan.entities.setdefault(key, ranking.context_entity_weight)
     return plan
 
 
 def _key_terms(
-    turns: Sequence[ConversationTurn], idf_of: Callable[[str], float]
+    turns: Sequence[ConversationTurn], idf_of: Callable[[str], float], count: int
 ) -> dict[str, float]:
     """The most specific terms of the recent turns, the latest and the user's counting more."""
     scores: dict[str, float] = {}
@@ -173,15 +161,16 @@ def _key_terms(
             specificity = idf_of(term)
             if specificity > 0:
                 scores[term] = scores.get(term, 0.0) + position * role * specificity
-    best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:CONTEXT_TERMS]
+    best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:count]
     if not best:
         return {}
     top = best[0][1]
     return {term: score / top for term, score in best}
 
 
-def context_boost(shared_entities: int, context_match: float) -> float:
-    """``1 + CONTEXT_BOOST_MAX x tie`` where ``tie`` in [0, 1] grows with shared entities
-    and with how well the memory matches the context's key terms (normalised 0..1)."""
+def context_boost(shared_entities: int, context_match: float, boost_max: float) -> float:
+    """``1 + boost_max x tie`` (``Ranking.context_boost_max``) where ``tie`` in [0, 1]
+    grows with shared entities and with how well the memory matches the context's key
+    terms (normalised 0..1)."""
     tie = min(1.0, 0.5 * shared_entities + 0.5 * max(0.0, min(1.0, context_match)))
-    return 1.0 + CONTEXT_BOOST_MAX * tie
+    return 1.0 + boost_max * tie

@@ -45,6 +45,7 @@ from turngraph.workers.recall.postings import (
     idf,
     partition_of,
 )
+from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.semantic import EMBED_BATCH, SemanticSignal
 from turngraph.workers.recall.speakers import name_words
 from turngraph.workers.recall.text import tokenize
@@ -73,8 +74,17 @@ class _Doc:
 class MemoryIndex:
     """Add, update, remove and search memories; see the module docstring."""
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
-        self.semantic = SemanticSignal(embedder) if embedder is not None else None
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        ranking: Ranking = DEFAULT,
+        *,
+        ann_min_rows: int | None = None,
+    ) -> None:
+        self.ranking = ranking
+        """How every search of this index ranks (``ranking.py``); fixed for its life, since
+        the postings' BM25 weights depend on it."""
+        self.semantic = SemanticSignal(embedder, ann_min_rows) if embedder is not None else None
         self._lock = threading.Lock()
         self._next_id = 0
         self._docs: dict[int, _Doc] = {}
@@ -246,7 +256,7 @@ class MemoryIndex:
             if postings is None:
                 postings = part.postings[term] = Postings()
             tf = min(tf, 255)
-            postings.append(internal, tf, bm25_weight(tf, length, avgdl))
+            postings.append(internal, tf, bm25_weight(tf, length, avgdl, self.ranking))
         for key in memory.entities:
             ents = part.entities.get(key)
             if ents is None:
@@ -292,7 +302,7 @@ class MemoryIndex:
 
     def _rebuild_locked(self, part: Partition) -> None:
         docs = self._docs
-        part.rebuild(lambda internal: d.length if (d := docs.get(internal)) else None)
+        part.rebuild(lambda internal: d.length if (d := docs.get(internal)) else None, self.ranking)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -352,7 +362,7 @@ class MemoryIndex:
         if session_id is not None:
             members = self._members.get(("session", session_id), array("i"))
             return bm25.score_members(part, query, members[-SESSION_SCAN_CAP:], self._docs, limit)
-        return bm25.walk(part, query, self._docs, limit)
+        return bm25.walk(part, query, self._docs, limit, self.ranking)
 
     def term_scores(
         self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]

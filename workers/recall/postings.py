@@ -9,18 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from turngraph.workers.recall.memory import Memory
-
-K1 = 1.2
-"""BM25 term-frequency saturation."""
-
-B = 0.3
-"""BM25 document-length normalisation. Lower than the usual 0.75: chat turns vary from
-"Hey Kate!" to paragraphs, and 0.75 lets greetings that name someone outrank the turns
-about them (development sets, docs/recall.md: R@10 +1.5 points on REALTALK, +2.9 on
-our own, lexical only)."""
-
-SHORT_LENGTH_FLOOR = 0.0
-"""Length ratio below which a memory counts as this short (0: plain BM25)."""
+from turngraph.workers.recall.ranking import Ranking
 
 PartitionKey = tuple[str, str]
 
@@ -35,10 +24,10 @@ def partition_of(memory: Memory) -> PartitionKey:
     return ("workspace", memory.workspace)
 
 
-def bm25_weight(tf: int, length: int, avgdl: float) -> float:
+def bm25_weight(tf: int, length: int, avgdl: float, ranking: Ranking) -> float:
     """The length-normalised term-frequency part of BM25 (idf is applied at query time)."""
-    ratio = max(length / max(avgdl, 1.0), SHORT_LENGTH_FLOOR)
-    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * ratio))
+    k1, b = ranking.bm25_k1, ranking.bm25_b
+    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / max(avgdl, 1.0)))
 
 
 def idf(n_docs: int, df: int) -> float:
@@ -88,7 +77,7 @@ class Partition:
     def avgdl(self) -> float:
         return self.total_len / self.n_docs if self.n_docs else 1.0
 
-    def rebuild(self, length_of: Callable[[int], int | None]) -> None:
+    def rebuild(self, length_of: Callable[[int], int | None], ranking: Ranking) -> None:
         """Drop removed ids (``length_of`` returns None for them) and recompute weights
         for the current mean length.
 
@@ -101,7 +90,7 @@ class Partition:
             for internal, tf in zip(old.ids, old.tfs, strict=True):
                 length = length_of(internal)
                 if length is not None:
-                    new.append(internal, tf, bm25_weight(tf, length, avgdl))
+                    new.append(internal, tf, bm25_weight(tf, length, avgdl, ranking))
             if new.ids:
                 self.postings[term] = new
             else:

@@ -4,7 +4,7 @@
 speaker_multiplier`` where ``semantic`` is the normalised fused relevance of the candidate
 signals (lexical, graph, episode chain, and semantic vectors when the index has an
 embedder), ``recency_multiplier`` is the time factor: relevance first, so the decay is
-floored (:data:`RECENCY_FLOOR`) and only reorders near-equals; time named in the query
+floored (``Ranking.recency_floor``) and only reorders near-equals; time named in the query
 replaces it (:func:`time_multiplier`); ``speaker_multiplier`` lifts what a person the
 query names said (``speakers.py``).
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
+from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.timeq import TimeIntent, TimeMode
 
 STATUS_MULTIPLIERS: Mapping[str, float] = {
@@ -28,18 +29,6 @@ STATUS_MULTIPLIERS: Mapping[str, float] = {
 """The bridge seed's multipliers; any other status (Draft, Final…) counts as 1.0."""
 
 SUPERSEDED = "Superseded"
-
-RRF_K = 10
-"""Reciprocal-rank-fusion constant. Smaller than the usual 60 on purpose: the fused score
-is multiplied by recency, so it must still separate rank 1 from rank 10 (about 1.9x)."""
-
-SIGNAL_WEIGHTS: Mapping[str, float] = {
-    "lexical": 1.0,
-    "graph": 0.8,
-    "chain": 0.5,
-    "semantic": 0.5,
-}
-"""How much each candidate list counts in the fusion."""
 
 DEDUP_JACCARD = 0.85
 """Two results whose word sets overlap this much are the same memory said twice."""
@@ -53,28 +42,19 @@ def recency_multiplier(reference: datetime, now: datetime, half_life_days: float
     return math.exp(-math.log(2) * age_days / half_life_days)
 
 
-RECENCY_FLOOR = 0.8
-"""Lowest recency multiplier of the default ranking: a memory of any age keeps 80 % of its
-relevance, so a clearly relevant old memory is never buried under a weakly related new
-one, while of two near-equals the newer wins. Chosen on the development sets
-(docs/recall.md): the bare product (floor 0) lost 2-5 points R@10 at real dates."""
-
-LATEST_FLOOR = 0.4
-"""Floor when the query asks for "the latest" / "most recent": new memories count more."""
-
-OUTSIDE_WINDOW = 0.5
-"""Multiplier of a memory outside the time window the query names ("last week")."""
-
-
 def time_multiplier(
-    intent: TimeIntent, reference: datetime, now: datetime, half_life_days: float
+    intent: TimeIntent,
+    reference: datetime,
+    now: datetime,
+    half_life_days: float,
+    ranking: Ranking,
 ) -> float:
     """The recency factor of one memory under the query's time intent."""
     if intent.mode is TimeMode.NEUTRAL:
         return 1.0
     if intent.mode is TimeMode.WINDOW:
-        return 1.0 if intent.contains(reference) else OUTSIDE_WINDOW
-    floor = LATEST_FLOOR if intent.mode is TimeMode.LATEST else RECENCY_FLOOR
+        return 1.0 if intent.contains(reference) else ranking.outside_window
+    floor = ranking.latest_floor if intent.mode is TimeMode.LATEST else ranking.recency_floor
     return floor + (1.0 - floor) * recency_multiplier(reference, now, half_life_days)
 
 
@@ -86,39 +66,34 @@ def is_visible(status: str, include_superseded: bool) -> bool:
     return include_superseded or status != SUPERSEDED
 
 
-def rrf_fuse(ranked: Mapping[str, Sequence[K]], k: int = RRF_K) -> dict[K, float]:
+def rrf_fuse(ranked: Mapping[str, Sequence[K]], ranking: Ranking) -> dict[K, float]:
     """Weighted reciprocal rank fusion, normalised so the best candidate scores 1.0."""
     fused: dict[K, float] = {}
     for signal, items in ranked.items():
-        weight = SIGNAL_WEIGHTS.get(signal, 1.0)
+        weight = ranking.signal_weight(signal)
         for rank, item in enumerate(items, start=1):
-            fused[item] = fused.get(item, 0.0) + weight / (k + rank)
+            fused[item] = fused.get(item, 0.0) + weight / (ranking.rrf_k + rank)
     if not fused:
         return fused
     top = max(fused.values())
     return {item: score / top for item, score in fused.items()}
 
 
-FUSION_SCORE_SHARE = 1.0
-"""Share of the fused relevance taken from the signals' normalised scores (CombSUM); the
-rest is rank-based (RRF). Ranks alone are robust but flat; scores keep the contrast
-between a strong match and a weak one, which must survive the recency multiplier."""
-
-
-def fuse(signals: Mapping[str, Mapping[K, float]]) -> dict[K, float]:
-    """Fused relevance in [0, 1]: RRF over each signal's ranking, blended with the
-    weighted sum of the signals' max-normalised scores; the best candidate gets 1.0."""
-    share = FUSION_SCORE_SHARE
+def fuse(signals: Mapping[str, Mapping[K, float]], ranking: Ranking) -> dict[K, float]:
+    """Fused relevance in [0, 1]: RRF over each signal's ranking, blended (by
+    ``ranking.fusion_score_share``) with the weighted sum of the signals' max-normalised
+    scores; the best candidate gets 1.0."""
+    share = ranking.fusion_score_share
     by_rank: dict[K, float] = {}
     if share < 1.0:
         ranked = {
             name: sorted(scores, key=scores.__getitem__, reverse=True)
             for name, scores in signals.items()
         }
-        by_rank = rrf_fuse(ranked)
+        by_rank = rrf_fuse(ranked, ranking)
     by_score: dict[K, float] = {}
     for name, scores in signals.items():
-        weight = SIGNAL_WEIGHTS.get(name, 1.0)
+        weight = ranking.signal_weight(name)
         for item, score in scores.items():
             by_score[item] = by_score.get(item, 0.0) + weight * score
     by_score = normalise(by_score)

@@ -17,7 +17,6 @@ from turngraph.schemas.recall import (
 )
 from turngraph.schemas.scopes import ScopeValue
 from turngraph.workers.recall.followups import (
-    CONTEXT_BOOST_MAX,
     QueryPlan,
     context_boost,
     plan_query,
@@ -25,6 +24,7 @@ from turngraph.workers.recall.followups import (
 )
 from turngraph.workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
 from turngraph.workers.recall.memory import Memory, MemoryKind
+from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.scoring import (
     STATUS_MULTIPLIERS,
     Scored,
@@ -37,7 +37,6 @@ from turngraph.workers.recall.scoring import (
 )
 from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
 from turngraph.workers.recall.speakers import (
-    SPEAKER_MULTIPLIER,
     query_names,
     speaker_multiplier,
     without_names,
@@ -46,33 +45,6 @@ from turngraph.workers.recall.text import estimate_tokens, truncate_to_tokens
 from turngraph.workers.recall.timeq import TimeIntent, parse_time
 from turngraph.workers.recall.vectors import Vector
 from turngraph.workers.recall.window import Window
-
-LEXICAL_CANDIDATES = 60
-"""Lexical candidates per partition entering the fusion."""
-
-GRAPH_CANDIDATES = 40
-"""Entity (graph) candidates per partition entering the fusion."""
-
-CHAIN_SOURCES = 10
-"""Top lexical hits whose neighbouring turns join as episode-chain candidates."""
-
-CHAIN_DECAY = 0.6
-"""A neighbouring turn's chain score relative to the hit it neighbours."""
-
-NEIGHBOUR_ENTITIES = 5
-"""Co-mentioned entities added to the graph signal (one hop), at NEIGHBOUR_WEIGHT."""
-
-NEIGHBOUR_WEIGHT = 0.3
-
-SCOPE_DECAY = 0.95
-"""Scope order as a prior: each later scope in the request's order weighs 5 % less."""
-
-CONTEXT_SCORED = 40
-"""Best fused candidates checked against the session's key terms (the boost is small, so
-it can only reorder near the top)."""
-
-PACK_POOL = 3
-"""Scored candidates kept per requested result before de-duplication and packing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +58,11 @@ def search(
     request: RecallRequest,
     now: datetime | None = None,
 ) -> RecallResponse:
-    """Answer ``request`` from ``index``. With an embedder on the index, the query is
-    embedded within its budget (else the answer is lexical, ``degraded`` says why)."""
+    """Answer ``request`` from ``index``, ranked by ``index.ranking``. With an embedder on
+    the index, the query is embedded within its budget (else the answer is lexical,
+    ``degraded`` says why)."""
     started = time.perf_counter()
+    ranking = index.ranking
     now = now or datetime.now(UTC)
 
     def known(gram: str) -> bool:
@@ -106,8 +80,9 @@ def search(
         request.conversation_context,
         idf_of=lambda term: _best_idf(index, targets, term),
         known_entities=lambda grams: _known(index, targets, grams),
+        ranking=ranking,
     )
-    signals = _candidates(index, targets, plan)
+    signals = _candidates(index, targets, plan, ranking)
     named = query_names(intent.query)
     names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     degraded: list[str] = []
@@ -120,8 +95,8 @@ def search(
             signals["semantic"] = _semantic(index, semantic, targets, vector, signals)
         elif reason is not None:
             degraded.append(reason)
-    fused = fuse(signals)
-    context_scores = _context_scores(index, targets, plan, fused)
+    fused = fuse(signals, ranking)
+    context_scores = _context_scores(index, targets, plan, fused, ranking.context_scored)
 
     window = Window.of(request.session_id, request.conversation_context, request.query)
     factors = _score(
@@ -137,7 +112,7 @@ def search(
             tokens=estimate_tokens(f.memory.text),
             source_event_ids=f.memory.source_event_ids,
         )
-        for f in factors[: request.max_results * PACK_POOL]
+        for f in factors[: request.max_results * ranking.pack_pool]
     ]
     packed = pack(
         pool,
@@ -190,13 +165,14 @@ def _score(
     Candidates are visited by falling ``semantic``; once even the largest possible
     multiplier cannot lift one into the packing pool, the rest cannot either (exact).
     """
+    ranking = index.ranking
     order = [scope.value for scope in scopes]
-    pool_size = request.max_results * PACK_POOL
-    ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + CONTEXT_BOOST_MAX)
+    pool_size = request.max_results * ranking.pack_pool
+    ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
     if speakers_named:
-        ceiling *= SPEAKER_MULTIPLIER  # no lift when the query names no speaker
+        ceiling *= max(1.0, ranking.speaker_multiplier)  # no lift when no speaker is named
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
     for key in sorted(fused, key=fused.__getitem__, reverse=True):
@@ -211,14 +187,18 @@ def _score(
         label = _scope_label(memory, request, scopes)
         if label is None:
             continue  # defence in depth: never return a memory outside the asked scopes
-        recency = time_multiplier(intent, memory.reference_time, now, request.half_life_days)
+        recency = time_multiplier(
+            intent, memory.reference_time, now, request.half_life_days, ranking
+        )
         status = status_multiplier(memory.status)
         boost = 1.0
         if plan.context_terms:
             shared = len(plan.context_entities.intersection(memory.entities))
-            boost = context_boost(shared, context_scores.get(key, 0.0))
-        speaker = speaker_multiplier(memory.extra.get("speaker"), speakers_named)
-        prior = SCOPE_DECAY ** order.index(label)
+            boost = context_boost(shared, context_scores.get(key, 0.0), ranking.context_boost_max)
+        speaker = speaker_multiplier(
+            memory.extra.get("speaker"), speakers_named, ranking.speaker_multiplier
+        )
+        prior = ranking.scope_decay ** order.index(label)
         decision = memory.kind is MemoryKind.DECISION_RECORD or memory.status == "DecisionRecord"
         final = semantic * recency * status * boost * speaker * prior
         found.append(
@@ -266,7 +246,7 @@ def _known(index: MemoryIndex, targets: Sequence[_Target], grams: Iterable[str])
 
 
 def _candidates(
-    index: MemoryIndex, targets: Sequence[_Target], plan: QueryPlan
+    index: MemoryIndex, targets: Sequence[_Target], plan: QueryPlan, ranking: Ranking
 ) -> dict[str, dict[int, float]]:
     """Candidate scores per signal, each normalised so its best candidate has 1.0."""
     lexical_hits: list[Hit] = []
@@ -275,24 +255,27 @@ def _candidates(
         lexical_hits += index.lexical(
             target.partition,
             _shared_idf_terms(index, targets, target, plan.terms),
-            limit=LEXICAL_CANDIDATES,
+            limit=ranking.lexical_candidates,
             session_id=target.session_id,
         )
         entities = dict(plan.entities)
         seeds = [key for key, weight in plan.entities.items() if weight >= 1.0]
-        for name in index.entity_neighbours(target.partition, seeds, NEIGHBOUR_ENTITIES):
-            entities.setdefault(name, NEIGHBOUR_WEIGHT)
+        for name in index.entity_neighbours(target.partition, seeds, ranking.neighbour_entities):
+            entities.setdefault(name, ranking.neighbour_weight)
         graph_hits += index.entity_hits(
-            target.partition, entities, limit=GRAPH_CANDIDATES, session_id=target.session_id
+            target.partition,
+            entities,
+            limit=ranking.graph_candidates,
+            session_id=target.session_id,
         )
     lexical_hits.sort(key=lambda hit: hit[1], reverse=True)
     graph_hits.sort(key=lambda hit: hit[1], reverse=True)
     chain: dict[int, float] = {}
     lexical_keys = {key for key, _ in lexical_hits}
-    for key, score in lexical_hits[:CHAIN_SOURCES]:
+    for key, score in lexical_hits[: ranking.chain_sources]:
         for neighbour in index.turn_neighbours(key):
             if neighbour not in lexical_keys:
-                chain[neighbour] = max(chain.get(neighbour, 0.0), CHAIN_DECAY * score)
+                chain[neighbour] = max(chain.get(neighbour, 0.0), ranking.chain_decay * score)
     session_ids = {t.session_id for t in targets if t.session_id}
     if session_ids:
         chain = {k: v for k, v in chain.items() if _in_sessions(index, k, session_ids)}
@@ -359,12 +342,17 @@ def _query_budget_s(request: RecallRequest, started: float) -> float:
 
 
 def _context_scores(
-    index: MemoryIndex, targets: Sequence[_Target], plan: QueryPlan, fused: Mapping[int, float]
+    index: MemoryIndex,
+    targets: Sequence[_Target],
+    plan: QueryPlan,
+    fused: Mapping[int, float],
+    scored: int,
 ) -> dict[int, float]:
-    """How well each candidate matches the session's recent key terms, normalised 0..1."""
+    """How well the ``scored`` best candidates match the session's recent key terms,
+    normalised 0..1."""
     if not plan.context_terms or not fused:
         return {}
-    top = heapq.nlargest(CONTEXT_SCORED, fused, key=fused.__getitem__)
+    top = heapq.nlargest(scored, fused, key=fused.__getitem__)
     scores: dict[int, float] = {}
     for target in targets:
         scores.update(index.term_scores(target.partition, plan.context_terms, top))

@@ -54,8 +54,10 @@ class SemanticCounters:
 class SemanticSignal:
     """Vectors for one :class:`~workers.recall.index.MemoryIndex`, from one embedder."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, ann_min_rows: int | None = None) -> None:
         self.embedder = embedder
+        self._ann_min_rows = ann_min_rows
+        """Rows from which a partition is searched through HNSW (None: ``ann``'s default)."""
         self.queries: QueryEmbedder = query_embedder(embedder)
         self.vectors: VectorIndex | None = None
         self.counters = SemanticCounters()
@@ -87,7 +89,7 @@ class SemanticSignal:
         if vector is None or not np.isfinite(vector).all():
             return
         if self.vectors is None:
-            self.vectors = VectorIndex(int(vector.shape[0]))
+            self.vectors = VectorIndex(int(vector.shape[0]), self._ann_min_rows)
             if self._bulk:
                 self.vectors.begin_bulk()
         if vector.shape[0] == self.vectors.dimension:

@@ -6,7 +6,7 @@ person said. In a two-person chat Dana's name is in half the turns (the index an
 ``speaker: text``), so it barely counts lexically, and the other person's "Dana, when
 are you moving?" matches more of the question's words. So:
 
-- a memory spoken by a person the query names gets :data:`SPEAKER_MULTIPLIER`;
+- a memory spoken by a person the query names gets ``Ranking.speaker_multiplier``;
 - the semantic signal embeds the query without the names of the searched partitions'
   speakers: a name in the query vector pulls toward every turn that person said or was
   addressed in, whatever it is about, and the multiplier already carries who.
@@ -22,10 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-SPEAKER_MULTIPLIER = 1.6
-"""Multiplier of a memory spoken by a person the query names: 1.15-2.0 all helped on
-the development sets, R@10 +0.8-1.1 points at real dates from 1.6 on."""
-
 _WORDS = re.compile(r"\w+")
 
 
@@ -39,9 +35,10 @@ def query_names(query: str) -> frozenset[str]:
     return frozenset(_WORDS.findall(query))
 
 
-def speaker_multiplier(speaker: str | None, named: frozenset[str]) -> float:
-    """:data:`SPEAKER_MULTIPLIER` when a word of the speaker's name is in ``named``."""
-    return SPEAKER_MULTIPLIER if any(w in named for w in name_words(speaker)) else 1.0
+def speaker_multiplier(speaker: str | None, named: frozenset[str], multiplier: float) -> float:
+    """``multiplier`` (``Ranking.speaker_multiplier``) when a word of the speaker's name
+    is in ``named``, else 1.0."""
+    return multiplier if any(w in named for w in name_words(speaker)) else 1.0
 
 
 def without_names(query: str, names: Collection[str]) -> str:

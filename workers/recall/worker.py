@@ -50,6 +50,8 @@ from turngraph.workers.recall.bootstrap import (
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.memory_block import render_memory_block
+from turngraph.workers.recall.ranking import DEFAULT as DEFAULT_RANKING
+from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.replica import (
     CHANGE_STREAM_LAG,
     GRAPH_UNAVAILABLE,
@@ -148,6 +150,7 @@ class RecallWorker:
         name: str | None = None,
         shards: ShardSet | None = None,
         config_fingerprint: str = "",
+        ranking: Ranking = DEFAULT_RANKING,
     ) -> None:
         self._redis = redis_client
         self._config_fingerprint = config_fingerprint
@@ -161,7 +164,7 @@ class RecallWorker:
         self._tenants_read_at = float("-inf")
         self._changes_stream = changes_stream
         self._reply_ttl_s = reply_ttl_s
-        self.index = MemoryIndex(embedder)
+        self.index = MemoryIndex(embedder, ranking)
         self.counters = RecallCounters()
         self._stop = threading.Event()
         self._last_change_id = "0-0"

@@ -1,0 +1,161 @@
+"""Every number that decides recall's order, as one frozen value with named presets.
+
+A :class:`Ranking` is given to the index when it is built (``MemoryIndex(ranking=...)``:
+the BM25 weights of the postings depend on it) and every search of that index uses it.
+The recall worker takes the preset its ``Settings.recall_ranking`` names; benches and the
+tuning loop pass a preset or a :meth:`Ranking.with_values` copy of one. Nothing is
+changed by assigning module attributes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from turngraph.schemas.errors import ConfigurationError
+
+
+class RankingValueError(ConfigurationError):
+    """A ranking preset or override names no setting, or gives a value of the wrong kind."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ranking:
+    """The ranking's settings (``docs/recall.md`` says how each was chosen)."""
+
+    # -- lexical signal (BM25) ------------------------------------------------------
+    bm25_k1: float = 1.2
+    """BM25 term-frequency saturation."""
+    bm25_b: float = 0.3
+    """BM25 document-length normalisation. Lower than the usual 0.75: chat turns vary from
+    "Hey Kate!" to paragraphs, and 0.75 lets greetings that name someone outrank the turns
+    about them (REALTALK R@10 +1.5 points, our own set +2.9, lexical only)."""
+    postings_budget: int = 3_000
+    """Postings one query may walk to generate lexical candidates (newest first)."""
+    rescore_candidates: int = 100
+    """Candidates that terms too common to walk still rescore (by binary search)."""
+
+    # -- candidates -----------------------------------------------------------------
+    lexical_candidates: int = 60
+    """Lexical candidates per partition entering the fusion."""
+    graph_candidates: int = 40
+    """Entity (graph) candidates per partition entering the fusion."""
+    neighbour_entities: int = 5
+    """Co-mentioned entities added to the graph signal (one hop), at ``neighbour_weight``."""
+    neighbour_weight: float = 0.3
+    chain_sources: int = 10
+    """Top lexical hits whose neighbouring turns join as episode-chain candidates."""
+    chain_decay: float = 0.6
+    """A neighbouring turn's chain score relative to the hit it neighbours."""
+
+    # -- fusion ---------------------------------------------------------------------
+    lexical_weight: float = 1.0
+    graph_weight: float = 0.8
+    chain_weight: float = 0.5
+    semantic_weight: float = 0.5
+    """How much each candidate list counts in the fusion."""
+    fusion_score_share: float = 1.0
+    """Share of the fused relevance taken from the signals' normalised scores (CombSUM);
+    the rest is rank-based (RRF). Ranks alone are robust but flat; scores keep the
+    contrast between a strong match and a weak one, which must survive the multipliers."""
+    rrf_k: int = 10
+    """Reciprocal-rank-fusion constant. Smaller than the usual 60 on purpose: the fused
+    score is multiplied by recency, so it must still separate rank 1 from rank 10."""
+
+    # -- multipliers ----------------------------------------------------------------
+    recency_floor: float = 0.8
+    """Lowest recency multiplier: a memory of any age keeps 80 % of its relevance, so a
+    clearly relevant old memory is never buried under a weakly related new one, while of
+    two near-equals the newer wins (the bare product, floor 0, lost 2-5 points R@10 at
+    real dates)."""
+    latest_floor: float = 0.4
+    """Floor when the query asks for "the latest" / "most recent": new memories count more."""
+    outside_window: float = 0.5
+    """Multiplier of a memory outside the time window the query names ("last week")."""
+    speaker_multiplier: float = 1.6
+    """Multiplier of a memory spoken by a person the query names: 1.15-2.0 all helped on
+    the development sets, R@10 +0.8-1.1 points at real dates from 1.6 on."""
+    scope_decay: float = 0.95
+    """Scope order as a prior: each later scope in the request's order weighs 5 % less."""
+
+    # -- conversation context -------------------------------------------------------
+    context_turns: int = 6
+    """Recent turns of ``conversation_context`` considered (coreferences resolve within 2-3)."""
+    context_terms: int = 8
+    """Key terms taken from the context to expand a follow-up query."""
+    expansion_weight: float = 0.5
+    """Weight of a context term in the expanded query (the query's own terms weigh 1.0)."""
+    context_entity_weight: float = 0.5
+    """Weight of a context entity in the graph signal of a follow-up."""
+    context_boost_max: float = 0.15
+    """Largest boost for a memory tied to the session's recent turns (the seed's 15 %)."""
+    context_scored: int = 40
+    """Best fused candidates checked against the session's key terms (the boost is small,
+    so it can only reorder near the top)."""
+
+    # -- packing --------------------------------------------------------------------
+    pack_pool: int = 3
+    """Scored candidates kept per requested result before de-duplication and packing."""
+
+    def signal_weight(self, signal: str) -> float:
+        """The fusion weight of one candidate list (1.0 for one not named here)."""
+        return {
+            "lexical": self.lexical_weight,
+            "graph": self.graph_weight,
+            "chain": self.chain_weight,
+            "semantic": self.semantic_weight,
+        }.get(signal, 1.0)
+
+    def with_values(self, **values: float) -> Ranking:
+        """A copy with the given settings changed; :class:`RankingValueError` names an
+        unknown setting or a value of the wrong kind (an integer setting given 2.5)."""
+        known = {f.name: f for f in dataclasses.fields(self)}
+        typed: dict[str, float | int] = {}
+        for name, value in values.items():
+            if name not in known:
+                raise RankingValueError(
+                    f"no ranking setting {name!r}; known: {', '.join(sorted(known))}"
+                )
+            if getattr(self, name).__class__ is int:
+                if float(value) != int(value):
+                    raise RankingValueError(f"ranking setting {name!r} takes a whole number")
+                typed[name] = int(value)
+            else:
+                typed[name] = float(value)
+        return dataclasses.replace(self, **typed)  # type: ignore[arg-type]
+
+    @staticmethod
+    def parse(assignments: str, base: Ranking | None = None) -> Ranking:
+        """``"bm25_b=0.75,chain_weight=0"`` applied to ``base`` (the default preset)."""
+        values: dict[str, float] = {}
+        for item in filter(None, (part.strip() for part in assignments.split(","))):
+            name, _, number = item.partition("=")
+            try:
+                values[name.strip()] = float(number)
+            except ValueError:
+                raise RankingValueError(
+                    f"expected name=number in the ranking override, got {item!r}"
+                ) from None
+        return (base or DEFAULT).with_values(**values)
+
+
+DEFAULT = Ranking()
+"""The product's ranking."""
+
+RANK_FUSION = DEFAULT.with_values(fusion_score_share=0.0)
+"""Rank-based fusion (RRF) only, for comparison in the tuning loop."""
+
+PRESETS: Mapping[str, Ranking] = MappingProxyType({"default": DEFAULT, "rank_fusion": RANK_FUSION})
+"""The named presets ``Settings.recall_ranking`` and the benches choose from."""
+
+
+def preset(name: str) -> Ranking:
+    """The preset called ``name``; :class:`RankingValueError` lists the known ones."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise RankingValueError(
+            f"no ranking preset {name!r}; known: {', '.join(sorted(PRESETS))}"
+        ) from None
