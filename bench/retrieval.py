@@ -1,5 +1,5 @@
 """Retrieval quality: ``python -m bench.retrieval [--split dev|test|all] [--embedding none]
-[--realmem [--distill off] [--max-questions N]]``.
+[--realmem [--distill off] [--max-questions N] [--capture FILE | --from-capture FILE]]``.
 
 The dataset's turns go through the real pipeline: the embedded Redis and graph servers
 are started, every turn is published with the :class:`~producers.publisher.Publisher`
@@ -26,6 +26,8 @@ alone); Recall@k and session hit@10 overall, per category and per session type, 
 with its question count, with and without the context, against the same-tokenizer BM25
 over the turns published before each question (and with the context appended). Split:
 three personas to tune on (``dev``), two scored only when a change is done (``test``).
+``--capture FILE`` keeps the replayed store and the requests; ``--from-capture FILE``
+re-runs only the questions against it, in process (``bench.retrieval_capture``).
 
 The reference is Okapi BM25 over the raw turns of the same workspace with recall's own
 tokenizer and stopwords, plus a row with the conversation context appended to the query,
@@ -53,14 +55,15 @@ import redis
 import structlog
 
 from bench.report import percentile, result_line, table
+from bench.retrieval_capture import Rerun, rerun
 from bench.retrieval_data import DEFAULT_OUT, load
 from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
 from bench.retrieval_realmem import load as load_realmem
 from bench.retrieval_realtalk import RealTalk
 from bench.retrieval_realtalk import load as load_realtalk
-from bench.retrieval_replay import replay
+from bench.retrieval_replay import Replay, replay
 from bench.retrieval_split import own_split
-from turngraph.app import build_ingest_worker, build_recall_worker
+from turngraph.app import build_embedder, build_ingest_worker, build_recall_worker
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.producers.bounded_queue import is_ingested
@@ -150,7 +153,13 @@ def _groups(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any
     return groups
 
 
-def run_realmem(split: str, distill: bool, max_questions: int | None) -> int:
+def run_realmem(
+    split: str,
+    distill: bool,
+    max_questions: int | None,
+    capture: Path | None = None,
+    from_capture: Path | None = None,
+) -> int:
     """The editor's flow on RealMem (module docstring), one table and one RESULT line."""
     rm = load_realmem(split=split)
     questions = rm.questions
@@ -162,8 +171,25 @@ def run_realmem(split: str, distill: bool, max_questions: int | None) -> int:
             <= max_questions
         ]  # fmt: skip
     started = time.perf_counter()
-    run = replay(rm.turns, questions, distill=distill)
+    run: Replay | Rerun
+    if from_capture is not None:
+        run = rerun(
+            from_capture, build_embedder(Settings(_env_file=None)), {q["id"] for q in questions}
+        )
+        distill = bool(run.meta.get("distill"))
+        missing = [q["id"] for q in questions if q["id"] not in run.with_context]
+        if missing:
+            raise SystemExit(f"{len(missing)} questions are not in {from_capture}: replay again")
+    else:
+        run = replay(rm.turns, questions, distill=distill, capture=capture)
     elapsed = time.perf_counter() - started
+    recaps = run.recaps if isinstance(run, Replay) else int(run.meta.get("recaps", 0))
+    how = (
+        f"re-run from the capture {from_capture.name} in {elapsed:.0f} s (in process; "
+        f"{run.same_as_replay} of {2 * len(questions)} answers identical to the replay's)"
+        if isinstance(run, Rerun) and from_capture is not None
+        else f"replay {elapsed:.0f} s"
+    )
     bm25 = SameTokenizerBM25(rm.turns)
     systems: dict[str, Ranker] = {
         "recall, context": lambda q: run.with_context[q["id"]],
@@ -190,18 +216,20 @@ def run_realmem(split: str, distill: bool, max_questions: int | None) -> int:
         f"{rm.evidence_resolved} of {rm.evidence_total}, {rm.evidence_unpublished} not yet "
         f"published at its question dropped; {rm.sessions_clamped} sessions moved later to "
         f"keep time monotonic); distilled memories {'on' if distill else 'off'}: "
-        f"{run.recaps} recaps made at session start; recall index at the end: "
+        f"{recaps} recaps made at session start; recall index at the end: "
         f"{run.memories} memories {dict(sorted(run.kinds.items()))}, embedding model "
-        f"{run.model}; replay {elapsed:.0f} s"
+        f"{run.model}; {how}"
     )
     print(table(["dataset split questions", "system", *(f"R@{k}" for k in CUTOFFS),
                  "session hit@10", "n"], rows))  # fmt: skip
     print(
-        f"recall end to end over Redis: p50 {percentile(run.timings_ms, 50):.3f} ms, "
+        f"recall {'in process' if from_capture else 'end to end over Redis'}: "
+        f"p50 {percentile(run.timings_ms, 50):.3f} ms, "
         f"p95 {percentile(run.timings_ms, 95):.3f} ms"
     )
     summary: dict[str, float | int | str] = {
         "dataset": "realmem",
+        "run": "capture" if from_capture else "replay",
         "distill": "on" if distill else "off",
         "embedding": run.model,
     }
@@ -240,13 +268,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--realmem", action="store_true", help="the editor's flow (RealMem)")
     parser.add_argument("--distill", choices=("on", "off"), default="on")
     parser.add_argument("--max-questions", type=int, help="per persona (a smoke run)")
+    parser.add_argument(
+        "--capture", type=Path, help="--realmem: keep the replayed store and requests here"
+    )
+    parser.add_argument(
+        "--from-capture",
+        type=Path,
+        help="--realmem: re-run the questions against a kept store (bench.retrieval_capture)",
+    )
     args = parser.parse_args(argv)
     if args.embedding:  # the recall worker reads its settings from the environment
         os.environ["TURNGRAPH_EMBEDDING_PROVIDER"] = args.embedding
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.realmem:
-        return run_realmem(args.split, args.distill == "on", args.max_questions)
+        return run_realmem(
+            args.split, args.distill == "on", args.max_questions, args.capture, args.from_capture
+        )
     now = datetime.now(UTC)
     dataset_turns, own_questions, dataset_now = load(args.data)
     own_turns = shifted(dataset_turns, dataset_now)

@@ -20,20 +20,24 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import redis
 
+from bench.retrieval_capture import Asked, ranked_turns, write_capture
 from bench.retrieval_eval import CUTOFFS
 from turngraph.app import build_ingest_worker, build_maintenance_worker, build_recall_worker
 from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
-from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.keys import RECALL_REPLY_PREFIX
+from turngraph.schemas.recall import ConversationTurn, RecallRequest
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
 from turngraph.workers.maintenance.recaps import recap_session
@@ -43,6 +47,8 @@ CAUGHT_UP_TIMEOUT_S = 120.0
 """Longest wait for the recall worker to apply the change stream before a question."""
 
 POLL_S = 0.005
+
+RECALL_DEADLINE_MS = 10_000
 
 
 @dataclass
@@ -63,33 +69,57 @@ def _stream_id(value: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
-def _caught_up(conn: redis.Redis, stream: str, recall: RecallWorker) -> None:
+def _caught_up(conn: redis.Redis, stream: str, recall: RecallWorker) -> str:
+    """Wait until ``recall`` applied the stream to its current end; returns that end."""
     last: Any = conn.xrevrange(stream, count=1)
     if not last:
-        return
-    end = _stream_id(last[0][0].decode())
+        return "0-0"
+    noted = last[0][0].decode()
+    end = _stream_id(noted)
     deadline = time.monotonic() + CAUGHT_UP_TIMEOUT_S
     waiter = threading.Event()
     while _stream_id(recall.heartbeat().position) < end:
         if time.monotonic() > deadline:
             raise SystemExit("the recall worker did not catch up with the change stream")
         waiter.wait(POLL_S)
+    return noted
 
 
 def _ranked(response: Any) -> list[str]:
     if not response.success:
         raise SystemExit(f"recall failed: {response.error_code}")
-    ranked: list[str] = []
-    for result in response.results:
-        ranked += [e for e in result.source_event_ids if e not in ranked]
-    return ranked
+    return ranked_turns(response.results)
+
+
+def _request(question: dict[str, Any], context: bool) -> RecallRequest:
+    """The request an editor sends for ``question`` (what ``RecallClient.recall`` builds)."""
+    request_id = uuid.uuid4().hex
+    return RecallRequest(
+        request_id=request_id,
+        reply_to=RECALL_REPLY_PREFIX + request_id,
+        query=question["question"],
+        workspace=question["workspace"],
+        user=question["user"],
+        session_id=question["session_id"],
+        conversation_context=tuple(
+            ConversationTurn(**t) for t in (question["conversation_context"] if context else [])
+        ),
+        max_results=max(CUTOFFS),
+        max_tokens=100_000,
+        deadline_ms=RECALL_DEADLINE_MS,
+    )
 
 
 def replay(
-    turns: Sequence[TurnEvent], questions: Sequence[dict[str, Any]], *, distill: bool
+    turns: Sequence[TurnEvent],
+    questions: Sequence[dict[str, Any]],
+    *,
+    distill: bool,
+    capture: Path | None = None,
 ) -> Replay:
     """Publish ``turns`` in order, asking each question at its ``position`` (turns of its
-    workspace published before it)."""
+    workspace published before it); with ``capture``, keep the replayed store and the
+    requests there (``bench.retrieval_capture``)."""
     first: dict[str, int] = {}
     for n, turn in enumerate(turns):
         first.setdefault(turn.workspace, n)
@@ -105,7 +135,8 @@ def replay(
         recall.bootstrap()
         server = threading.Thread(target=recall.run, daemon=True)
         server.start()
-        client = RecallClient(clients.redis, deadline_ms=10_000)
+        client = RecallClient(clients.redis, deadline_ms=RECALL_DEADLINE_MS)
+        asked: list[Asked] = []
         recapped: set[str] = set()
         previous_session: dict[str, str] = {}
         try:
@@ -127,24 +158,27 @@ def replay(
                         recapped.add(session)
                         if recap_session(distiller, earlier, settings.recap_budget_tokens):
                             out.recaps += 1
-                    _caught_up(clients.redis, settings.changes_stream, recall)
+                    position = _caught_up(clients.redis, settings.changes_stream, recall)
                     for context, into in ((True, out.with_context), (False, out.without_context)):
+                        request = _request(question, context)
+                        now = datetime.now(UTC)
                         started = time.perf_counter()
-                        response = client.recall(
-                            question["question"],
-                            workspace=question["workspace"],
-                            user=question["user"],
-                            session_id=session,
-                            conversation_context=[
-                                ConversationTurn(**t) for t in question["conversation_context"]
-                            ]
-                            if context
-                            else [],
-                            max_results=max(CUTOFFS),
-                            max_tokens=100_000,
-                        )
+                        response = client.send(request)
                         out.timings_ms.append((time.perf_counter() - started) * 1000)
                         into[question["id"]] = _ranked(response)
+                        asked.append(
+                            Asked(
+                                question["id"],
+                                context,
+                                position,
+                                now,
+                                request,
+                                into[question["id"]],
+                            )
+                        )
+            if capture is not None:
+                meta = {"distill": distill, "questions": len(ordered), "recaps": out.recaps}
+                write_capture(capture, clients.redis, settings.changes_stream, asked, meta)
             out.memories = len(recall.index)
             for memory in recall.index.snapshot().values():
                 out.kinds[memory.kind.value] = out.kinds.get(memory.kind.value, 0) + 1
