@@ -12,6 +12,7 @@ import redis
 import structlog
 from pydantic import ValidationError
 
+from turngraph.producers.request_reply import RequestFailed, ask
 from turngraph.schemas.distill import (
     DEFAULT_DISTILL_DEADLINE_MS,
     DistillOp,
@@ -141,42 +142,16 @@ class DistillClient:
 
     def send(self, request: DistillRequest) -> DistillResponse:
         """Send a prepared request (``reply_to`` set) and wait for the answer."""
-        started = time.monotonic()
-        budget_s = request.deadline_ms / 1000
         try:
-            with self._redis.pipeline(transaction=False) as pipe:
-                pipe.rpush(self._requests_key, request.model_dump_json())
-                pipe.expire(self._requests_key, REQUEST_TTL_S)
-                pipe.execute()
-            remaining = budget_s - (time.monotonic() - started)
-            popped: Any = (
-                self._redis.blpop([request.reply_to], timeout=max(remaining, 0.001))
-                if remaining > 0
-                else None
+            return ask(
+                self._redis,
+                self._requests_key,
+                request,
+                DistillResponse,
+                request_ttl_s=REQUEST_TTL_S,
+                server="a maintenance worker",
             )
-        except redis.RedisError as exc:
-            log.warning(
-                "distill_unavailable", request_id=request.request_id, error=type(exc).__name__
-            )
+        except RequestFailed as exc:
             return DistillResponse.failure(
-                request.request_id,
-                ErrorCode.BACKEND_UNAVAILABLE,
-                "memory is unavailable right now",
-                "check that Redis and a maintenance worker are running (turngraph up)",
-            )
-        if popped is None:
-            return DistillResponse.failure(
-                request.request_id,
-                ErrorCode.DEADLINE_EXCEEDED,
-                "memory did not answer in time",
-                "start a maintenance worker, or raise deadline_ms",
-            )
-        try:
-            return DistillResponse.model_validate_json(popped[1])
-        except ValidationError:
-            return DistillResponse.failure(
-                request.request_id,
-                ErrorCode.INTERNAL_ERROR,
-                "memory sent an unreadable answer",
-                "check that producers and workers run the same schema version",
+                request.request_id, exc.code, exc.user_message, exc.remediation
             )

@@ -10,6 +10,7 @@ import redis
 import structlog
 from pydantic import ValidationError
 
+from turngraph.producers.request_reply import RequestFailed, ServerUnavailable, ask
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
 from turngraph.schemas.recall import (
@@ -32,6 +33,9 @@ log = structlog.get_logger(__name__)
 
 REQUEST_TTL_S = 60
 """A request list nobody serves expires instead of growing without end."""
+
+SERVER = "a recall worker"
+"""What answers, as remediations name it."""
 
 
 class RecallClient:
@@ -144,13 +148,9 @@ class RecallClient:
         """Send a prepared request (its ``reply_to`` must be set) and wait for the answer."""
         started = time.monotonic()
         request = request.model_copy(update={"sent_at_ms": int(time.time() * 1000)})
-        budget_s = request.deadline_ms / 1000
         shard = self._shard(request)
-        requests_key = shard_requests_key(self._requests_key, shard, self.shards)
         try:
-            if self.shards > 1 and not self._redis.zcount(
-                shard_alive_key(shard), int(time.time() * 1000), "+inf"
-            ):
+            if not self._shard_served(shard):
                 log.warning("recall_shard_unavailable", request_id=request.request_id, shard=shard)
                 return RecallResponse.failure(
                     request.request_id,
@@ -159,43 +159,25 @@ class RecallClient:
                     "start a recall replica for that shard (TURNGRAPH_RECALL_REPLICA_SHARDS)",
                     degraded=[NO_REPLICA],
                 )
-            with self._redis.pipeline(transaction=False) as pipe:
-                pipe.rpush(requests_key, request.model_dump_json())
-                pipe.expire(requests_key, REQUEST_TTL_S)
-                pipe.execute()
-            remaining = budget_s - (time.monotonic() - started)
-            popped = (
-                self._redis.blpop([request.reply_to], timeout=max(remaining, 0.001))
-                if remaining > 0
-                else None
+            return ask(
+                self._redis,
+                shard_requests_key(self._requests_key, shard, self.shards),
+                request,
+                RecallResponse,
+                request_ttl_s=REQUEST_TTL_S,
+                server=SERVER,
+                started=started,
             )
-        except redis.RedisError as exc:
-            log.warning(
-                "recall_unavailable", request_id=request.request_id, error=type(exc).__name__
-            )
+        except RequestFailed as exc:
             return RecallResponse.failure(
-                request.request_id,
-                ErrorCode.BACKEND_UNAVAILABLE,
-                "memory is unavailable right now",
-                "check that Redis and a recall worker are running (turngraph up)",
-                degraded=["redis_unavailable"],
+                request.request_id, exc.code, exc.user_message, exc.remediation, [exc.reason]
             )
-        if popped is None:
-            log.info("recall_deadline_exceeded", request_id=request.request_id)
-            return RecallResponse.failure(
-                request.request_id,
-                ErrorCode.DEADLINE_EXCEEDED,
-                "memory did not answer in time",
-                "start a recall worker, or raise deadline_ms",
-                degraded=["deadline_exceeded"],
-            )
+
+    def _shard_served(self, shard: int) -> bool:
+        """False when the deployment is sharded and no live replica serves ``shard``."""
+        if self.shards <= 1:
+            return True
         try:
-            return RecallResponse.model_validate_json(popped[1])
-        except ValidationError:
-            return RecallResponse.failure(
-                request.request_id,
-                ErrorCode.INTERNAL_ERROR,
-                "memory sent an unreadable answer",
-                "check that producers and recall workers run the same schema version",
-                degraded=["bad_reply"],
-            )
+            return bool(self._redis.zcount(shard_alive_key(shard), int(time.time() * 1000), "+inf"))
+        except redis.RedisError as exc:
+            raise ServerUnavailable(SERVER) from exc

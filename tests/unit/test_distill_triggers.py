@@ -63,4 +63,4 @@ def test_gateway_refuses_reply_keys_outside_its_prefix() -> None:
     gateway = DistillGateway(NoRedis(), NoRedis(), "unused")  # type: ignore[arg-type]
     hostile = DistillRequest(op=DistillOp.RECAP, session_id="s", reply_to="rq:queue:ingest")
     assert gateway.handle(hostile.model_dump_json().encode()) is False
-    assert gateway.counters.malformed == 1 and gateway.counters.enqueued == 0
+    assert gateway.counters.refused_reply_to == 1 and gateway.counters.answered == 0

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
-import redis
 import structlog
 
 from turngraph.schemas.distill import DistillOp, DistillRequest, DistillResponse
@@ -123,26 +120,3 @@ def _promote(distiller: Distiller, request: DistillRequest, ok: DistillResponse)
     except PermanentError as exc:
         return _invalid(request, str(exc))
     return ok.model_copy(update={"memory": memory, "text": render_memory(memory)})
-
-
-def reply(conn: redis.Redis, reply_to: str, response: DistillResponse, ttl_s: int) -> None:
-    with conn.pipeline(transaction=False) as pipe:
-        pipe.rpush(reply_to, response.model_dump_json())
-        pipe.expire(reply_to, ttl_s)
-        pipe.execute()
-
-
-def parse(raw: bytes | str) -> tuple[DistillRequest | None, str | None, str | None]:
-    """(request, reply_to, request_id) of a raw line; the request is None when invalid."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None, None, None
-    if not isinstance(data, dict):
-        return None, None, None
-    reply_to = data.get("reply_to") if isinstance(data.get("reply_to"), str) else None
-    request_id = str(data.get("request_id") or "unknown")[:128]
-    try:
-        return DistillRequest.model_validate(data), reply_to, request_id
-    except ValueError:
-        return None, reply_to, request_id

@@ -17,6 +17,7 @@ import structlog
 from rq import Queue, Retry, get_current_job
 from rq.serializers import JSONSerializer
 
+from turngraph.producers.request_reply import send_reply
 from turngraph.schemas.defaults import (
     DISTILL_REPLY_TTL_S,
     FAILURE_TTL_S,
@@ -201,7 +202,7 @@ def answer_request_job(
             "retry; if it persists, report it with the maintenance worker's log",
         )
     if parsed.reply_to:
-        answers.reply(distiller.redis, parsed.reply_to, response, DISTILL_REPLY_TTL_S)
+        send_reply(distiller.redis, parsed.reply_to, response, DISTILL_REPLY_TTL_S)
     return {"success": response.success}
 
 

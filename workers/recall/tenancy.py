@@ -5,12 +5,12 @@ before the search and its event ids given back as the tenant named them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import redis
 
+from turngraph.producers.request_reply import is_reply_key
 from turngraph.schemas.recall import RecallRequest, RecallResult
 from turngraph.schemas.tenants import (
     TENANTS_KEY,
@@ -22,30 +22,20 @@ from turngraph.schemas.tenants import (
     unqualify,
 )
 
-REPLY_ID_PATTERN = r"[A-Za-z0-9_-]{1,128}"
-"""What may follow the reply prefix: a reply key names one request, nothing else."""
-
 SCOPE_FIELDS = ("session_id", "workspace", "user")
 """The scope keys of a request; a tenant's are qualified with the tenant before search."""
 
 
 class ReplyKeys:
     """The keys a replica may answer on: the reply prefix (the tenant's, for a tenant's
-    request) plus a request id; anything else (the ingest queue, the change stream...)
-    would be written into, and then expired."""
+    request) plus a request id (:func:`~turngraph.producers.request_reply.is_reply_key`)."""
 
     def __init__(self, reply_prefix: str) -> None:
-        self._operator = re.compile(re.escape(reply_prefix) + REPLY_ID_PATTERN)
+        self._operator = reply_prefix
 
     def allowed(self, reply_to: object, tenant: str | None = None) -> bool:
-        if not isinstance(reply_to, str):
-            return False
-        if tenant is None:
-            return self._operator.fullmatch(reply_to) is not None
-        prefix = recall_reply_prefix(tenant)
-        return reply_to.startswith(prefix) and (
-            re.fullmatch(REPLY_ID_PATTERN, reply_to[len(prefix) :]) is not None
-        )
+        prefix = self._operator if tenant is None else recall_reply_prefix(tenant)
+        return is_reply_key(reply_to, prefix)
 
 
 def foreign_scope_fields(request: RecallRequest) -> list[str]:

@@ -1,0 +1,275 @@
+"""One request/reply exchange over Redis, both ends (recall and on-demand distillation).
+
+A client pushes a request (JSON with ``request_id``, ``reply_to``, ``deadline_ms`` and
+``sent_at_ms``) on a Redis list and block-pops its per-request ``reply_to`` key until the
+deadline (:func:`ask`). A server pops requests, refuses reply keys outside its namespace,
+answers an invalid request with a typed error, drops one past its deadline and answers the
+rest on their reply key with a TTL, counting each outcome (:class:`RequestServer`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, Self, TypeVar, cast
+
+import redis
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from turngraph.schemas.errors import ErrorCode, TransientError
+from turngraph.schemas.validation import invalid_fields
+
+__all__ = [
+    "DeadlineExceeded",
+    "RequestFailed",
+    "RequestServer",
+    "ServeCounters",
+    "ServerUnavailable",
+    "UnreadableReply",
+    "ask",
+    "is_reply_key",
+    "send_reply",
+]
+
+log = structlog.get_logger(__name__)
+
+POP_TIMEOUT_S = 1.0
+"""How long one server BLPOP waits before the loop checks whether it should stop."""
+
+REDIS_ERROR_PAUSE_S = 0.5
+"""A serving loop's pause after a Redis error before it pops again."""
+
+REPLY_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+"""What may follow a reply prefix: a reply key names one request, nothing else."""
+
+
+class Reply(Protocol):
+    """A reply model: pydantic, with the seed's failure builder."""
+
+    @classmethod
+    def failure(
+        cls, request_id: str, code: ErrorCode, user_message: str, remediation: str
+    ) -> Self: ...
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray) -> Self: ...
+
+    def model_dump_json(self) -> str: ...
+
+
+class Request(Protocol):
+    """The fields every request model carries for the exchange."""
+
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def reply_to(self) -> str: ...
+    @property
+    def deadline_ms(self) -> int: ...
+    @property
+    def sent_at_ms(self) -> int | None: ...
+
+    def model_dump_json(self) -> str: ...
+
+
+ReplyT = TypeVar("ReplyT", bound=Reply)
+RequestT = TypeVar("RequestT", bound=BaseModel)
+
+
+class RequestFailed(TransientError):
+    """No usable answer; ``code``, ``reason`` (the ``degraded`` flag) and ``remediation``
+    say why and what to do, with no request content."""
+
+    code = ErrorCode.INTERNAL_ERROR
+    reason = "bad_reply"
+    user_message = "memory sent an unreadable answer"
+    fix = "check that producers and {server} run the same schema version"
+
+    def __init__(self, server: str) -> None:
+        """``server`` names what answers, for the remediation ("a recall worker")."""
+        super().__init__(self.user_message)
+        self.remediation = self.fix.format(server=server)
+
+
+class ServerUnavailable(RequestFailed):
+    code = ErrorCode.BACKEND_UNAVAILABLE
+    reason = "redis_unavailable"
+    user_message = "memory is unavailable right now"
+    fix = "check that Redis and {server} are running (turngraph up)"
+
+
+class DeadlineExceeded(RequestFailed):
+    code = ErrorCode.DEADLINE_EXCEEDED
+    reason = "deadline_exceeded"
+    user_message = "memory did not answer in time"
+    fix = "start {server}, or raise deadline_ms"
+
+
+class UnreadableReply(RequestFailed):
+    """The answer failed validation: the two ends run different schema versions."""
+
+
+def ask(
+    conn: redis.Redis,
+    requests_key: str,
+    request: Request,
+    reply_model: type[ReplyT],
+    *,
+    request_ttl_s: int,
+    server: str,
+    started: float | None = None,
+) -> ReplyT:
+    """Push ``request`` on ``requests_key`` (which expires after ``request_ttl_s`` unless
+    served) and wait on its ``reply_to`` until ``deadline_ms`` after ``started`` (a
+    ``time.monotonic()`` value; default now). ``server`` names what answers, for the
+    remediation ("a recall worker"). ``conn`` should have a socket timeout at least as long
+    as the deadline. Raises :class:`ServerUnavailable`, :class:`DeadlineExceeded` or
+    :class:`UnreadableReply`."""
+    started = time.monotonic() if started is None else started
+    try:
+        with conn.pipeline(transaction=False) as pipe:
+            pipe.rpush(requests_key, request.model_dump_json())
+            pipe.expire(requests_key, request_ttl_s)
+            pipe.execute()
+        remaining = request.deadline_ms / 1000 - (time.monotonic() - started)
+        popped: Any = (
+            conn.blpop([request.reply_to], timeout=max(remaining, 0.001)) if remaining > 0 else None
+        )
+    except redis.RedisError as exc:
+        log.warning("request_unavailable", request_id=request.request_id, error=type(exc).__name__)
+        raise ServerUnavailable(server) from exc
+    if popped is None:
+        log.info("request_deadline_exceeded", request_id=request.request_id)
+        raise DeadlineExceeded(server)
+    try:
+        return reply_model.model_validate_json(popped[1])
+    except ValidationError as exc:
+        raise UnreadableReply(server) from exc
+
+
+def is_reply_key(value: object, prefix: str) -> bool:
+    """True for ``prefix`` plus one request id. Any other key (the ingest queue, the
+    change stream...) would be written into, and then expired, by a reply."""
+    return (
+        isinstance(value, str)
+        and value.startswith(prefix)
+        and REPLY_ID.fullmatch(value[len(prefix) :]) is not None
+    )
+
+
+def send_reply(conn: redis.Redis, reply_to: str, response: Reply, ttl_s: int) -> None:
+    """Push ``response`` on ``reply_to``, which expires unread after ``ttl_s``."""
+    with conn.pipeline(transaction=False) as pipe:
+        pipe.rpush(reply_to, response.model_dump_json())
+        pipe.expire(reply_to, ttl_s)
+        pipe.execute()
+
+
+@dataclass
+class ServeCounters:
+    answered: int = 0
+    """Requests handled (recall: answered; the distill gateway: handed to a job)."""
+    skipped_late: int = 0
+    """Requests popped after their deadline: the client has given up, nobody is answered."""
+    malformed: int = 0
+    refused_reply_to: int = 0
+    """Requests naming a reply key outside the server's reply namespace: never answered."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RequestServer(Generic[RequestT, ReplyT]):
+    """The serving end: pop, check, reply, count (the handler is the caller's)."""
+
+    def __init__(
+        self,
+        conn: redis.Redis,
+        request_model: type[RequestT],
+        reply_model: type[ReplyT],
+        *,
+        reply_ttl_s: int,
+        counters: ServeCounters | None = None,
+    ) -> None:
+        self._redis = conn
+        self._request_model = request_model
+        self._reply_model = reply_model
+        self._reply_ttl_s = reply_ttl_s
+        self._kind = request_model.__name__.removesuffix("Request").lower()
+        self.counters = counters if counters is not None else ServeCounters()
+
+    def pop(
+        self, keys: Sequence[str], timeout_s: float = POP_TIMEOUT_S
+    ) -> tuple[str, bytes] | None:
+        """(list, raw request) of the first request on ``keys``; None after ``timeout_s``."""
+        popped: Any = self._redis.blpop(list(keys), timeout=timeout_s)
+        return None if popped is None else (popped[0].decode(), popped[1])
+
+    def accept(
+        self, raw: bytes | str, reply_allowed: Callable[[object], bool]
+    ) -> tuple[RequestT | None, ReplyT | None]:
+        """(request, None) for one to handle; else (None, the reply sent or None), counted.
+
+        ``reply_allowed`` says whether a ``reply_to`` value (``""`` when none was given)
+        may be answered on (see :func:`is_reply_key`). An invalid request naming an
+        allowed key gets a typed error naming the fields (never their values)."""
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return self._malformed(["not JSON"])
+        if not isinstance(data, dict):
+            return self._malformed(["not an object"])
+        reply_to = data.get("reply_to", "")
+        if not reply_allowed(reply_to):
+            self.counters.refused_reply_to += 1
+            log.warning("request_refused", kind=self._kind, reason="reply_to outside reply keys")
+            return None, None
+        try:
+            request = self._request_model.model_validate(data)
+        except ValidationError as exc:
+            fields = invalid_fields(exc, "request")
+            request_id = str(data.get("request_id") or "unknown")[:128]
+            return self._malformed(fields, reply_to, request_id)
+        fields_of = cast(Request, request)
+        if fields_of.sent_at_ms is not None and now_ms() > (
+            fields_of.sent_at_ms + fields_of.deadline_ms
+        ):
+            self.counters.skipped_late += 1
+            log.info("request_late", kind=self._kind, request_id=fields_of.request_id)
+            return None, None
+        return request, None
+
+    def _malformed(
+        self, fields: list[str], reply_to: object = "", request_id: str = "unknown"
+    ) -> tuple[None, ReplyT | None]:
+        self.counters.malformed += 1
+        log.warning("request_malformed", kind=self._kind, fields=fields)
+        if not isinstance(reply_to, str) or not reply_to:
+            return None, None
+        response = self._reply_model.failure(
+            request_id,
+            ErrorCode.INVALID_REQUEST,
+            f"invalid {self._kind} request: {', '.join(fields)}",
+            f"fix the named fields; see the {self._request_model.__name__} schema",
+        )
+        self.reply(reply_to, response)
+        return None, response
+
+    def reply(self, reply_to: str, response: ReplyT) -> None:
+        """Push ``response`` on ``reply_to``, which expires unread after the reply TTL."""
+        send_reply(self._redis, reply_to, response, self._reply_ttl_s)
+
+    def run(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
+        """Call ``serve_once`` until ``stop`` is set; a Redis error pauses, never ends it."""
+        while not stop.is_set():
+            try:
+                serve_once()
+            except redis.RedisError as exc:
+                log.warning("request_server_redis_error", kind=self._kind, error=type(exc).__name__)
+                stop.wait(REDIS_ERROR_PAUSE_S)

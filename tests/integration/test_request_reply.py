@@ -1,0 +1,165 @@
+"""The one request/reply exchange (recall and distillation) against a real Redis."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+import redis
+
+from turngraph.producers.request_reply import (
+    DeadlineExceeded,
+    RequestServer,
+    ServerUnavailable,
+    UnreadableReply,
+    ask,
+    is_reply_key,
+)
+from turngraph.schemas.distill import DistillOp, DistillRequest, DistillResponse
+from turngraph.schemas.errors import ErrorCode, TransientError
+
+pytestmark = pytest.mark.integration
+
+REQUESTS = "turngraph:test:requests"
+PREFIX = "turngraph:test:reply:"
+
+
+def _request(request_id: str = "r1", **fields: object) -> DistillRequest:
+    values: dict[str, object] = {
+        "request_id": request_id,
+        "reply_to": PREFIX + request_id,
+        "op": DistillOp.SUMMARY,
+        "memory_id": "m1",
+        "deadline_ms": 5_000,
+        "sent_at_ms": int(time.time() * 1000),
+        **fields,
+    }
+    return DistillRequest.model_validate(values)
+
+
+def _server(conn: redis.Redis) -> RequestServer[DistillRequest, DistillResponse]:
+    return RequestServer(conn, DistillRequest, DistillResponse, reply_ttl_s=30)
+
+
+def _ours(reply_to: object) -> bool:
+    return is_reply_key(reply_to, PREFIX)
+
+
+def test_a_request_is_answered_on_its_reply_key_with_a_ttl(redis_conn: redis.Redis) -> None:
+    server = _server(redis_conn)
+    seen: list[DistillRequest] = []
+
+    def serve() -> None:
+        popped = server.pop([REQUESTS], timeout_s=5.0)
+        assert popped is not None and popped[0] == REQUESTS
+        request, refused = server.accept(popped[1], _ours)
+        assert request is not None and refused is None
+        seen.append(request)
+        answer = DistillResponse(request_id=request.request_id, success=True, text="the text")
+        server.reply(request.reply_to, answer)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    reply = ask(
+        redis_conn,
+        REQUESTS,
+        _request(),
+        DistillResponse,
+        request_ttl_s=60,
+        server="a test server",
+    )
+    thread.join(timeout=10)
+    assert reply.success and reply.request_id == "r1" and reply.text == "the text"
+    assert seen[0].memory_id == "m1"
+    assert redis_conn.exists(REQUESTS) == 0  # popped
+
+
+def test_nobody_serving_raises_deadline_exceeded_within_the_deadline(
+    redis_conn: redis.Redis,
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded) as caught:
+        ask(
+            redis_conn,
+            REQUESTS,
+            _request(deadline_ms=50),
+            DistillResponse,
+            request_ttl_s=60,
+            server="a test server",
+        )
+    assert time.monotonic() - started < 2.0
+    assert caught.value.code is ErrorCode.DEADLINE_EXCEEDED
+    assert caught.value.reason == "deadline_exceeded"
+    assert caught.value.remediation == "start a test server, or raise deadline_ms"
+    assert 0 < int(redis_conn.ttl(REQUESTS)) <= 60  # the unserved list expires
+
+
+def test_an_unreadable_answer_is_a_typed_error(redis_conn: redis.Redis) -> None:
+    redis_conn.rpush(PREFIX + "r1", b'{"not": "a reply"}')
+    with pytest.raises(UnreadableReply) as caught:
+        ask(redis_conn, REQUESTS, _request(), DistillResponse, request_ttl_s=60, server="x")
+    assert caught.value.code is ErrorCode.INTERNAL_ERROR and caught.value.reason == "bad_reply"
+
+
+def test_redis_away_is_a_transient_typed_error() -> None:
+    dead = redis.Redis(port=1, socket_connect_timeout=0.05, socket_timeout=0.05)
+    with pytest.raises(ServerUnavailable) as caught:
+        ask(dead, REQUESTS, _request(), DistillResponse, request_ttl_s=60, server="a worker")
+    assert isinstance(caught.value, TransientError)
+    assert caught.value.code is ErrorCode.BACKEND_UNAVAILABLE
+    assert "a worker" in caught.value.remediation
+
+
+def test_a_late_request_is_dropped_and_counted(redis_conn: redis.Redis) -> None:
+    server = _server(redis_conn)
+    late = _request(deadline_ms=10, sent_at_ms=int(time.time() * 1000) - 1_000)
+    assert server.accept(late.model_dump_json(), _ours) == (None, None)
+    assert server.counters.skipped_late == 1
+    assert redis_conn.exists(PREFIX + "r1") == 0
+
+
+def test_an_invalid_request_gets_a_typed_error_naming_the_field(redis_conn: redis.Redis) -> None:
+    server = _server(redis_conn)
+    raw = json.dumps({"request_id": "r2", "reply_to": PREFIX + "r2", "op": "nonsense"})
+    request, refused = server.accept(raw, _ours)
+    assert request is None and refused is not None
+    assert refused.error_code is ErrorCode.INVALID_REQUEST
+    assert 0 < int(redis_conn.ttl(PREFIX + "r2")) <= 30  # unread replies expire
+    popped: Any = redis_conn.lpop(PREFIX + "r2")
+    stored = DistillResponse.model_validate_json(popped)
+    assert stored == refused and stored.user_message == "invalid distill request: op"
+    assert server.accept(b"\xff not json", _ours) == (None, None)
+    assert server.accept(b"[1, 2]", _ours) == (None, None)
+    assert server.counters.malformed == 3
+
+
+@pytest.mark.parametrize(
+    "reply_to", ["rq:queue:turngraph-ingest", PREFIX, PREFIX + "a:b", PREFIX + "x\r\nDEL y", 5]
+)
+def test_a_reply_key_outside_the_prefix_is_refused_and_touches_no_key(
+    redis_conn: redis.Redis, reply_to: object
+) -> None:
+    server = _server(redis_conn)
+    raw = json.dumps({"request_id": "r3", "reply_to": reply_to, "op": "nonsense"})
+    assert server.accept(raw, _ours) == (None, None)
+    assert server.counters.refused_reply_to == 1 and server.counters.malformed == 0
+    assert redis_conn.dbsize() == 0
+
+
+def test_the_serve_loop_survives_redis_errors_and_stops() -> None:
+    dead = redis.Redis(port=1, socket_connect_timeout=0.05, socket_timeout=0.05)
+    server = _server(dead)
+    stop = threading.Event()
+    calls: list[int] = []
+
+    def serve_once() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            stop.set()
+        server.pop([REQUESTS], timeout_s=0.01)
+
+    server.run(serve_once, stop)
+    assert len(calls) == 2  # the first Redis error paused the loop, did not end it
