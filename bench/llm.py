@@ -34,7 +34,7 @@ from turngraph.producers.bounded_queue import BoundedQueue, read_stats
 from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.settings import Settings
 from turngraph.workers.extraction.endpoint import Answer, LLMEndpoint, OutputMode, SystemPrompt
-from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance import reextract
 from turngraph.workers.maintenance.summaries import summarize_last_turns
 
@@ -92,7 +92,7 @@ def run(max_runs: int, max_minutes: float) -> int:
     recorder = Recorder()
     turns = dev_sessions("bench")
     with services(settings, recorder) as clients:
-        stats = ExtractionStats()
+        stats = ProviderStats(EXTRACTION_COUNTERS)
         pipeline = build_pipeline(clients, stats=stats)
         queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
         worker = build_ingest_worker(clients, pipeline)
@@ -125,7 +125,7 @@ def run(max_runs: int, max_minutes: float) -> int:
             wall = time.monotonic() - started
             pending = result.pending
             done = result.succeeded + result.failed
-            batches = max(1, -(-done // max(1, rx.extractor.batch_max_turns)))
+            batches = max(1, -(-done // max(1, rx.extractor.turns_per_call)))
             if done:
                 batch_seconds.append(wall / batches)
             rows.append([run_index + 1, result.succeeded, result.failed, result.entities,

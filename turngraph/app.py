@@ -19,7 +19,6 @@ from turngraph.workers.embeddings.factory import build_embedder as embedder_for
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.extraction.models import Extractor
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.graph.bolt_store import BoltGraphStore
 from turngraph.workers.graph.distill_store import BoltDistillStore
 from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
@@ -33,6 +32,7 @@ from turngraph.workers.ingest.batching import (
 )
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.pipeline import IngestPipeline
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.context import Distiller, DistillOptions
 from turngraph.workers.maintenance.gateway import DistillGateway
 from turngraph.workers.maintenance.jobs import schedule_reextract, schedule_sweep
@@ -71,7 +71,7 @@ def build_extractor(
     llm_client: openai.OpenAI | None,
     *,
     ontology: Ontology = ONTOLOGY,
-    stats: ExtractionStats | None = None,
+    stats: ProviderStats | None = None,
     endpoint: LLMEndpoint | None = None,
 ) -> Extractor:
     """The :class:`OfflineExtractor` when ``llm_client`` is None, else an
@@ -136,7 +136,7 @@ def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> Bol
 
 
 def build_pipeline(
-    clients: Clients, extractor: Extractor | None = None, stats: ExtractionStats | None = None
+    clients: Clients, extractor: Extractor | None = None, stats: ProviderStats | None = None
 ) -> IngestPipeline:
     """Schema set up (idempotent), writer and extractor wired; one per process.
 
@@ -148,7 +148,7 @@ def build_pipeline(
     if extractor is None and clients.llm is not None:
         from turngraph.workers.extraction.shared_counts import SharedCounts
 
-        stats = stats if stats is not None else ExtractionStats()
+        stats = stats if stats is not None else ProviderStats(EXTRACTION_COUNTERS)
         stats.mirror = SharedCounts(clients.redis, "extraction")
     embedder = build_embedder(settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
@@ -207,12 +207,13 @@ def build_distiller(clients: Clients) -> Distiller:
     reextractor = None
     if clients.llm is not None:
         from turngraph.workers.extraction.shared_counts import SharedCounts
-        from turngraph.workers.maintenance.llm_summary import LLMSummarizer, SummaryStats
+        from turngraph.workers.llm_provider import SUMMARY_COUNTERS
+        from turngraph.workers.maintenance.llm_summary import LLMSummarizer
 
         summarizer = LLMSummarizer(
             clients.llm,
             model=clients.settings.llm_model,
-            stats=SummaryStats(mirror=SharedCounts(clients.redis, "summary")),
+            stats=ProviderStats(SUMMARY_COUNTERS, mirror=SharedCounts(clients.redis, "summary")),
             endpoint=clients.llm_endpoint,
             max_output_tokens=clients.settings.llm_summary_max_output_tokens,
             temperature=clients.settings.llm_temperature,
@@ -247,7 +248,7 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         ontology=ontology,
         concurrency=settings.llm_concurrency,
         fallback=NoFallback(),
-        stats=ExtractionStats(mirror=SharedCounts(clients.redis, "reextract")),
+        stats=ProviderStats(EXTRACTION_COUNTERS, mirror=SharedCounts(clients.redis, "reextract")),
         # no cooldown: a failing batch ends its run, so a dead endpoint costs one call
         # per run already (ingest's long cooldown would idle re-extraction for minutes)
         cooldown_s=0.0,

@@ -206,12 +206,10 @@ class EmbeddingCollector(Collector):
 
 
 def _embedding_metrics(embedder: Embedder | None) -> Iterator[Metric]:
-    calls = texts = tokens = 0
-    if isinstance(embedder, EndpointEmbedder):
-        counters = embedder.counters
-        calls, texts, tokens = counters.requests, counters.texts, counters.prompt_tokens
-    elif isinstance(embedder, InProcessEmbedder):
-        calls, texts = embedder.calls, embedder.texts
+    counts: dict[str, int] = {}
+    if isinstance(embedder, EndpointEmbedder | InProcessEmbedder):
+        counts = embedder.stats.snapshot()
+    calls, texts, tokens = (counts.get(n, 0) for n in ("calls", "texts", "prompt_tokens"))
     model = embedder.model if embedder is not None else "none"
     for name, value, doc in (
         ("calls", calls, "embedding calls (requests to an endpoint)"),

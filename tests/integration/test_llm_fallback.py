@@ -28,7 +28,8 @@ from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.settings import Settings
 from turngraph.workers.extraction.endpoint import OutputMode
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.extraction.stats import ExtractionStats
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
+from turngraph.workers.output_bounds import max_answer_tokens
 
 OFFLINE = OfflineExtractor()
 
@@ -60,7 +61,9 @@ def test_server_refusing_json_schema_gets_json_object_with_its_schema(status: in
             turn = schema["$defs"]["turn"]["properties"]
             assert turn["event_id"]["enum"] == ["e1", "e2"]  # the batch's own ids
             assert schema["properties"]["turns"]["maxItems"] == 2
-            assert turn["entities"]["maxItems"] == 20
+            # the richest limits whose longest answer fits the output cap: it always finishes
+            assert (turn["entities"]["maxItems"], turn["facts"]["maxItems"]) == (2, 1)
+            assert max_answer_tokens(schema) <= request.body["max_tokens"] == 4_096
             assert "JSON Schema" not in request.messages[0]["content"]  # enforced, not told
         assert (x.mode, x.stats.mode_downgrades, x.stats.fallback_batches) == (
             OutputMode.JSON_OBJECT_SCHEMA,
@@ -69,6 +72,26 @@ def test_server_refusing_json_schema_gets_json_object_with_its_schema(status: in
         )
     [refused] = [e for e in logs if e["event"] == "llm_output_mode_refused"]
     assert refused["status"] == status and "json_schema" in refused["server_error"]
+
+
+def test_a_small_output_cap_on_a_grammar_server_gets_one_turn_per_call_that_fits() -> None:
+    """A 270M model fills every string and list the grammar allows (issue 25): with 512
+    output tokens a call carries one turn, limited so that its longest answer fits."""
+    one_each = [answer({"turns": [E1]}), answer({"turns": [E2]})]
+    with FakeOpenAI() as fake:
+        fake.add(*one_each)
+        x = extractor(fake, output_mode=OutputMode.JSON_OBJECT_SCHEMA, max_output_tokens=512)
+        first, second = x.extract(TURNS)
+    assert [t.event_id for t in (first, second)] == ["e1", "e2"]
+    assert len(fake.requests) == 2 and x.turns_per_call == 1
+    for request, event_id in zip(fake.requests, ("e1", "e2"), strict=True):
+        schema = request.body["response_format"]["schema"]
+        turn = schema["$defs"]["turn"]["properties"]
+        assert turn["event_id"]["enum"] == [event_id]
+        assert (turn["entities"]["maxItems"], turn["facts"]["maxItems"]) == (1, 0)
+        assert max_answer_tokens(schema) <= request.body["max_tokens"] == 512
+    # a server that enforces no grammar may answer more: read up to the parse limits
+    assert summary(first)[0] == [("PullRequest", "#45"), ("File", "workers/graph/writer.py")]
 
 
 def test_server_refusing_both_formats_gets_the_schema_in_the_prompt_only() -> None:
@@ -205,7 +228,7 @@ def test_a_failing_endpoint_never_loses_a_turn(
         }
     )
     with_llm = build_clients(configured)
-    stats = ExtractionStats()
+    stats = ProviderStats(EXTRACTION_COUNTERS)
     try:
         extractor = build_extractor(configured, with_llm.llm, stats=stats)
         result = build_pipeline(with_llm, extractor).ingest(TURNS)

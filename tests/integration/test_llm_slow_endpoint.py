@@ -21,9 +21,9 @@ from turngraph.clients import Clients, build_clients
 from turngraph.producers.bounded_queue import BoundedQueue, read_stats
 from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
 from turngraph.settings import Settings
-from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.isolation import run_isolating
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance import reextract
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def test_forty_turns_are_stored_within_seconds_while_the_llm_reads(
     turns = dev_sessions()
     configured = _configured(settings, slow_server.base_url)
     with_llm = build_clients(configured)
-    stats = ExtractionStats()
+    stats = ProviderStats(EXTRACTION_COUNTERS)
     try:
         pipeline = build_pipeline(with_llm, stats=stats)
         queue = BoundedQueue(with_llm.redis, name=configured.ingest_queue, max_length=1_000)

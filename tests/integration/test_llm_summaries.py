@@ -91,7 +91,7 @@ def test_every_llm_failure_stores_the_offline_summary(
         database_=clients.graph_database,
     ).records
     assert [r["method"] for r in stored] == ["extractive"]
-    assert summarizer.stats.fallbacks == 1 and summarizer.stats.fallback_reasons == {reason: 1}
+    assert summarizer.stats.fallbacks == 1 and summarizer.stats.reasons() == {reason: 1}
     [event] = _fallback_events(logs)
     assert event["reason"] == reason and event["log_level"] == "warning"
     assert all("exc_info" not in e for e in logs)  # no traceback

@@ -140,11 +140,11 @@ def test_rebuild_after_a_model_change_while_replicas_answer(clients: Clients) ->
             changes_stream=clients.settings.changes_stream,
             reply_ttl_s=5,
         )
-        texts_before = endpoint.counters.texts
+        texts_before = endpoint.stats.texts
         new.bootstrap()
         assert new.index.semantic.counters.received == len(CONVERSATION)
         # Only the directive memories were sent to the endpoint.
-        assert endpoint.counters.texts - texts_before == len(new.index) - len(CONVERSATION)
+        assert endpoint.stats.texts - texts_before == len(new.index) - len(CONVERSATION)
         response = new.handle(_request("retry uploads backoff"))
         assert response is not None and response.results and not response.degraded
     assert start  # the rebuild appended after what ingest wrote

@@ -36,7 +36,7 @@ def test_texts_go_in_batches_and_come_back_in_order(server: FakeOpenAI) -> None:
     assert vectors.shape == (10, EMBEDDING_DIM) and embedder.dimension == EMBEDDING_DIM
     assert [len(r.body["input"]) for r in server.embedding_requests] == [4, 4, 2]
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert embedder.counters.requests == 3 and embedder.counters.texts == 10
+    assert embedder.stats.calls == 3 and embedder.stats.texts == 10
     assert embedder.model == "openai:fake-embed"
 
 
@@ -47,7 +47,7 @@ def test_a_429_with_retry_after_is_retried_by_the_client_and_counted(server: Fak
     assert vectors.shape == (1, EMBEDDING_DIM)
     first, second = server.embedding_requests
     assert second.at - first.at >= 0.2  # Retry-After was respected
-    assert embedder.counters.rate_limited == 1 and embedder.counters.failures == 0
+    assert embedder.stats.rate_limited == 1 and embedder.stats.failures == 0
 
 
 def test_refusals_are_permanent_and_exhaustion_is_transient(server: FakeOpenAI) -> None:
@@ -58,7 +58,7 @@ def test_refusals_are_permanent_and_exhaustion_is_transient(server: FakeOpenAI) 
     embedder = _embedder(server, max_retries=2)
     with pytest.raises(EmbeddingUnavailableError, match="503"):
         embedder.embed(["x"])
-    assert embedder.counters.failures == 1
+    assert embedder.stats.failures == 1
 
 
 def test_a_hung_endpoint_times_out_as_unavailable(server: FakeOpenAI) -> None:

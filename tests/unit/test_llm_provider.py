@@ -20,7 +20,14 @@ from turngraph.workers.extraction.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
-from turngraph.workers.llm_provider import ProviderErrors, convert_error
+from turngraph.workers.llm_provider import (
+    ENDPOINT_COUNTERS,
+    EXTRACTION_COUNTERS,
+    SUMMARY_COUNTERS,
+    ProviderErrors,
+    ProviderStats,
+    convert_error,
+)
 
 CASES = [
     (LLM_ERRORS, (LLMUnavailableError, LLMConfigurationError, LLMRequestError)),
@@ -62,3 +69,33 @@ def test_an_unreachable_endpoint_is_transient(
     with pytest.raises(openai.APIConnectionError) as raised:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert type(convert_error(raised.value, errors)) is expected[0]
+
+
+def test_one_stats_class_counts_every_purpose_by_its_fixed_names() -> None:
+    mirrored: list[dict[str, int]] = []
+    stats = ProviderStats(SUMMARY_COUNTERS, mirror=mirrored.append)
+    stats.add(calls=2, prompt_tokens=300)
+    stats.add_reason("answer_cut_at_token_limit")
+    assert (stats.calls, stats.fallbacks) == (2, 0)
+    assert stats.snapshot() == dict.fromkeys(SUMMARY_COUNTERS, 0) | {
+        "calls": 2,
+        "prompt_tokens": 300,
+    }
+    assert stats.reasons() == {"answer_cut_at_token_limit": 1}
+    assert mirrored == [
+        {"calls": 2, "prompt_tokens": 300},
+        {"fallback:answer_cut_at_token_limit": 1},
+    ]
+    with pytest.raises(KeyError, match="turns"):
+        stats.add(turns=1)  # an extraction counter: a typo or the wrong purpose
+    with pytest.raises(AttributeError):
+        _ = stats.turns
+    assert set(ENDPOINT_COUNTERS) <= set(EXTRACTION_COUNTERS)  # an extractor's own endpoint
+    extraction = ProviderStats(EXTRACTION_COUNTERS)
+    assert extraction.per_turn() == {
+        "calls_per_turn": 0.0,
+        "prompt_tokens_per_turn": 0.0,
+        "completion_tokens_per_turn": 0.0,
+    }
+    extraction.add(turns=4, calls=2, prompt_tokens=800, completion_tokens=100)
+    assert extraction.per_turn()["completion_tokens_per_turn"] == 25.0

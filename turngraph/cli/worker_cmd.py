@@ -53,10 +53,10 @@ from turngraph.metrics import (
 from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
-from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.graph.errors import convert
 from turngraph.workers.ingest.batching import BatchingIngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.stoppable import StoppableWorker
 
@@ -195,7 +195,7 @@ def run_worker(args: argparse.Namespace) -> int:
             recall.run()  # serves at once; the graph is read in the background
             return 0
         if args.kind == "ingest":
-            stats = ExtractionStats()
+            stats = ProviderStats(EXTRACTION_COUNTERS)
             registry.register(LLMCollector(extraction=stats.snapshot))
             histograms = IngestHistograms(registry)
             # one per process, kept across restarts

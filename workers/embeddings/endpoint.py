@@ -9,9 +9,7 @@ the ones the client retried) and converts what is left into our errors.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,21 +20,10 @@ from turngraph.workers.embeddings.errors import (
     EmbeddingUnavailableError,
 )
 from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
-from turngraph.workers.llm_provider import convert_error
+from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats, convert_error
 
 DEFAULT_BATCH_SIZE = 128
 """Texts per request (OpenAI accepts up to 2,048; local servers prefer fewer)."""
-
-
-@dataclass
-class EndpointCounters:
-    requests: int = 0
-    texts: int = 0
-    rate_limited: int = 0
-    """429 answers seen, retried or not."""
-    failures: int = 0
-    prompt_tokens: int = 0
-    """Tokens the endpoint reported using (``usage.prompt_tokens``)."""
 
 
 class EndpointEmbedder:
@@ -53,8 +40,7 @@ class EndpointEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         dimensions: int | None = None,
     ) -> None:
-        self.counters = EndpointCounters()
-        self._lock = threading.Lock()
+        self.stats = ProviderStats(EMBEDDING_COUNTERS)
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
@@ -69,8 +55,7 @@ class EndpointEmbedder:
 
     def _saw_response(self, response: Any) -> None:
         if response.status_code == 429:
-            with self._lock:
-                self.counters.rate_limited += 1
+            self.stats.add(rate_limited=1)
 
     @property
     def model(self) -> str:
@@ -92,9 +77,7 @@ class EndpointEmbedder:
         return vectors
 
     def _batch(self, texts: list[str]) -> list[list[float]]:
-        with self._lock:
-            self.counters.requests += 1
-            self.counters.texts += len(texts)
+        self.stats.add(calls=1, texts=len(texts))
         try:
             if self._dimensions is not None:
                 answer = self._client.embeddings.create(
@@ -103,13 +86,11 @@ class EndpointEmbedder:
             else:
                 answer = self._client.embeddings.create(model=self._model, input=texts)
         except openai.OpenAIError as err:
-            with self._lock:
-                self.counters.failures += 1
+            self.stats.add(failures=1)
             raise convert_error(err, EMBEDDING_ERRORS) from err
         usage = getattr(answer, "usage", None)
         if usage is not None and isinstance(getattr(usage, "prompt_tokens", None), int):
-            with self._lock:
-                self.counters.prompt_tokens += usage.prompt_tokens
+            self.stats.add(prompt_tokens=usage.prompt_tokens)
         data = sorted(answer.data, key=lambda item: item.index)
         if len(data) != len(texts):
             raise EmbeddingUnavailableError("the endpoint answered a different number of vectors")

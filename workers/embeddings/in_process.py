@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from turngraph.workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats
 
 
 def require_files(folder: Path, names: Sequence[str], kind: str) -> None:
@@ -46,10 +47,8 @@ class InProcessEmbedder:
     def __init__(self, name: str, dimension: int) -> None:
         self._name = name
         self._dimension = dimension
-        self.calls = 0
-        """Calls to ``embed`` (for metrics)."""
-        self.texts = 0
-        """Texts embedded (for metrics)."""
+        self.stats = ProviderStats(EMBEDDING_COUNTERS)
+        """Calls to ``embed`` and texts embedded (for metrics)."""
 
     @property
     def model(self) -> str:
@@ -60,5 +59,4 @@ class InProcessEmbedder:
         return self._dimension
 
     def _count(self, texts: Sequence[str]) -> None:
-        self.calls += 1
-        self.texts += len(texts)
+        self.stats.add(calls=1, texts=len(texts))

@@ -29,8 +29,7 @@ import structlog
 
 from turngraph.workers.extraction.errors import LLM_ERRORS, LLMUnavailableError
 from turngraph.workers.extraction.llm_calls import server_text
-from turngraph.workers.extraction.stats import ExtractionStats
-from turngraph.workers.llm_provider import convert_error
+from turngraph.workers.llm_provider import ENDPOINT_COUNTERS, ProviderStats, convert_error
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -128,7 +127,7 @@ class LLMEndpoint:
         system_prompt: SystemPrompt = SystemPrompt.AUTO,
         max_tokens_parameter: str = "max_tokens",
         temperature: float | None = 0.0,
-        stats: ExtractionStats | None = None,
+        stats: ProviderStats | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
@@ -143,7 +142,7 @@ class LLMEndpoint:
         self.merge_system = system_prompt is SystemPrompt.MERGE
         self.max_tokens_parameter = max_tokens_parameter
         self.temperature = temperature
-        self.stats = stats if stats is not None else ExtractionStats()
+        self.stats = stats if stats is not None else ProviderStats(ENDPOINT_COUNTERS)
         self.observer: Callable[[Answer], None] | None = None
         """Told of every answer (a bench's per-call figures)."""
         self._clock = clock

@@ -50,10 +50,16 @@ from turngraph.workers.extraction.llm_calls import (  # micro_batches: re-export
     server_text,
 )
 from turngraph.workers.extraction.models import Extraction, Extractor
-from turngraph.workers.extraction.prompts import batch_schema, build_messages, reask_messages
+from turngraph.workers.extraction.prompts import (
+    batch_schema,
+    build_messages,
+    fitting_schema,
+    reask_messages,
+    turns_fitting,
+)
 from turngraph.workers.extraction.references import attached
-from turngraph.workers.extraction.stats import ExtractionStats
 from turngraph.workers.extraction.validation import union, with_entities
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 
 __all__ = ["LLMExtractor", "micro_batches"]
 
@@ -97,7 +103,7 @@ class LLMExtractor:
         *,
         model: str,
         ontology: Ontology = ONTOLOGY,
-        stats: ExtractionStats | None = None,
+        stats: ProviderStats | None = None,
         batch_max_turns: int = DEFAULT_BATCH_MAX_TURNS,
         batch_max_chars: int = DEFAULT_BATCH_MAX_CHARS,
         concurrency: int = 1,
@@ -112,7 +118,7 @@ class LLMExtractor:
         output_mode: OutputMode = OutputMode.AUTO,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.stats = stats if stats is not None else ExtractionStats()
+        self.stats = stats if stats is not None else ProviderStats(EXTRACTION_COUNTERS)
         self.endpoint = endpoint or LLMEndpoint(
             client,
             model=model,
@@ -135,9 +141,23 @@ class LLMExtractor:
         self.short_prompt = short_prompt
         self._clock = clock
         self._schema = extraction_json_schema(ontology)
+        self._grammar_turns = turns_fitting(self._schema, max_output_tokens, batch_max_turns)
+        """Turns per call whose longest grammar-bound answer fits ``max_output_tokens``."""
         self._lock = threading.Lock()
         self._unavailable_until = 0.0
         self._failures_in_a_row = 0
+
+    @property
+    def turns_per_call(self) -> int:
+        """``batch_max_turns``, and where the server enforces the bounded schema as a
+        grammar, no more turns than fit the output cap with two entities and a fact each."""
+        if self.endpoint.mode is OutputMode.JSON_OBJECT_SCHEMA:
+            return max(1, min(self.batch_max_turns, self._grammar_turns))
+        return self.batch_max_turns
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
 
     @property
     def mode(self) -> OutputMode:
@@ -151,7 +171,7 @@ class LLMExtractor:
         default: ``budget_s`` from now)."""
         if deadline is None and self.budget_s is not None:
             deadline = self._clock() + self.budget_s
-        batches = micro_batches(turns, self.batch_max_turns, self.batch_max_chars)
+        batches = micro_batches(turns, self.turns_per_call, self.batch_max_chars)
 
         def one(batch: list[TurnEvent]) -> dict[str, Extraction]:
             return self._extract_batch(batch, deadline)
@@ -227,13 +247,17 @@ class LLMExtractor:
         if deadline is not None:
             remaining = max(MIN_CALL_S, deadline - self._clock())
             timeout, retries = self.endpoint.request_limits(remaining)
-        schema = self._schema
-        bounded = batch_schema(schema, [t.event_id for t in batch], bounded=True)
+        ids = [t.event_id for t in batch]
+        # the richest limits whose longest answer fits the output cap: a grammar-enforcing
+        # server's answer then always finishes (only the first batch, sent before the
+        # mode is known, may carry more turns than fit)
+        fit = fitting_schema(self._schema, ids, self.max_output_tokens)
+        bounded = fit[0] if fit else batch_schema(self._schema, ids, bounded=True)
         try:
             answer = self.endpoint.complete(
                 messages,
                 schema_name=SCHEMA_NAME,
-                schema=batch_schema(schema, [t.event_id for t in batch], bounded=False),
+                schema=batch_schema(self._schema, ids, bounded=False),
                 bounded_schema=bounded,
                 max_output_tokens=self.max_output_tokens,
                 timeout_s=timeout,

@@ -11,12 +11,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from turngraph.schemas.ontology import Ontology
 from turngraph.schemas.turn_event import TurnEvent
+from turngraph.workers.output_bounds import bounded_string, max_answer_tokens
 
 MAX_TURN_CHARS = 6_000
 """Longer turns are cut for the prompt (the head carries most references)."""
@@ -26,9 +28,6 @@ MAX_ENTITIES_PER_TURN = 20
 
 MAX_FACTS_PER_TURN = 20
 """Facts kept per turn of an answer."""
-
-MAX_SCHEMA_STRING_CHARS = 300
-"""``maxLength`` of names and sentences in the bounded schema (grammar-enforcing servers)."""
 
 
 class TurnAnswer(BaseModel):
@@ -125,27 +124,99 @@ def user_prompt(turns: Sequence[TurnEvent]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class AnswerLimits:
+    """Items and characters one turn's answer may hold in the bounded schema."""
+
+    entities: int
+    facts: int
+    aliases: int = 1
+    attributes: int = 1
+    name_chars: int = 64
+    text_chars: int = 96
+    """Summaries, statements and attribute values."""
+
+
+LIMIT_LEVELS = (
+    AnswerLimits(MAX_ENTITIES_PER_TURN, MAX_FACTS_PER_TURN, aliases=3, attributes=3),
+    AnswerLimits(8, 6),
+    AnswerLimits(4, 3),
+    AnswerLimits(2, 1, aliases=0, name_chars=48, text_chars=32),
+    AnswerLimits(1, 0, aliases=0, name_chars=48, text_chars=32),
+    AnswerLimits(0, 0),
+)
+"""Richest first: a call gets the richest whose longest answer fits its output cap."""
+
+ATTRIBUTE_KEY_CHARS = 16
+
+
 def batch_schema(
-    schema: dict[str, Any], event_ids: Sequence[str], *, bounded: bool
+    schema: dict[str, Any],
+    event_ids: Sequence[str],
+    *,
+    bounded: bool,
+    limits: AnswerLimits = LIMIT_LEVELS[0],
 ) -> dict[str, Any]:
     """The answer's schema for one batch: ``event_id`` limited to the batch's ids (an
     ``enum``) and, when ``bounded`` (servers that turn the schema into a grammar, and the
-    prompt modes), ``maxItems`` and ``maxLength`` so a small model cannot ramble."""
+    prompt modes), every array and string limited by ``limits`` so that the answer has a
+    longest form (:func:`workers.output_bounds.max_answer_tokens`)."""
     out = copy.deepcopy(schema)
     defs = out["$defs"]
     defs["turn"]["properties"]["event_id"]["enum"] = list(event_ids)
-    if bounded:
-        out["properties"]["turns"]["maxItems"] = len(event_ids)
-        out["properties"]["turns"]["minItems"] = len(event_ids)
-        defs["turn"]["properties"]["entities"]["maxItems"] = MAX_ENTITIES_PER_TURN
-        defs["turn"]["properties"]["facts"]["maxItems"] = MAX_FACTS_PER_TURN
-        for name in ("entity", "fact"):
-            for field_name, prop in defs[name]["properties"].items():
-                if prop.get("type") == "string" and "enum" not in prop:
-                    prop["maxLength"] = MAX_SCHEMA_STRING_CHARS
-                if field_name in ("aliases", "attributes"):
-                    prop["maxItems"] = 5
+    if not bounded:
+        return out
+    out["properties"]["turns"]["maxItems"] = len(event_ids)
+    out["properties"]["turns"]["minItems"] = len(event_ids)
+    defs["turn"]["properties"]["entities"]["maxItems"] = limits.entities
+    defs["turn"]["properties"]["facts"]["maxItems"] = limits.facts
+    entity = defs["entity"]["properties"]
+    entity["name"] = _described(entity["name"], bounded_string(limits.name_chars, min_length=1))
+    entity["aliases"]["items"] = bounded_string(limits.name_chars)
+    entity["aliases"]["maxItems"] = limits.aliases
+    entity["summary"] = _described(entity["summary"], bounded_string(limits.text_chars))
+    entity["attributes"]["maxItems"] = limits.attributes
+    pair = entity["attributes"]["items"]["properties"]
+    pair["key"] = bounded_string(ATTRIBUTE_KEY_CHARS, min_length=1)
+    pair["value"] = bounded_string(limits.text_chars)
+    fact = defs["fact"]["properties"]
+    fact["statement"] = _described(fact["statement"], bounded_string(limits.text_chars))
+    for end in ("source", "target"):
+        ref = fact[end]["properties"]
+        ref["name"] = _described(ref["name"], bounded_string(limits.name_chars, min_length=1))
     return out
+
+
+def _described(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    return {**new, "description": old["description"]} if "description" in old else new
+
+
+def fitting_schema(
+    schema: dict[str, Any], event_ids: Sequence[str], max_output_tokens: int | None
+) -> tuple[dict[str, Any], int] | None:
+    """The richest bounded schema for the batch whose longest answer fits
+    ``max_output_tokens`` (any, without a cap), with that answer's token bound; None
+    when not even empty answers for the batch fit."""
+    for limits in LIMIT_LEVELS:
+        bounded = batch_schema(schema, event_ids, bounded=True, limits=limits)
+        bound = max_answer_tokens(bounded)
+        if max_output_tokens is None or bound <= max_output_tokens:
+            return bounded, bound
+    return None
+
+
+def turns_fitting(schema: dict[str, Any], max_output_tokens: int | None, most: int) -> int:
+    """How many turns one call may carry (at most ``most``, at least 1) so that each
+    turn can still get two entities and a fact (:data:`LIMIT_LEVELS`) within the cap."""
+    if max_output_tokens is None:
+        return most
+    smallest = LIMIT_LEVELS[3]
+    for turns in range(most, 1, -1):
+        ids = [f"e{i}" * 8 for i in range(turns)]  # event ids are 32+ characters long
+        bounded = batch_schema(schema, ids, bounded=True, limits=smallest)
+        if max_answer_tokens(bounded) <= max_output_tokens:
+            return turns
+    return 1
 
 
 def build_messages(

@@ -13,10 +13,8 @@ Output mode and system prompt handling are the endpoint's (shared with extractio
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Sequence
 from typing import Any
 
 import openai
@@ -33,8 +31,10 @@ from turngraph.workers.extraction.errors import (
     LLMUnavailableError,
 )
 from turngraph.workers.graph.session_turns import SessionTurn
+from turngraph.workers.llm_provider import SUMMARY_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.text import shorten
 from turngraph.workers.maintenance.tool_calls import narrative_line
+from turngraph.workers.output_bounds import bounded_string, max_answer_tokens
 
 log = structlog.get_logger(__name__)
 
@@ -62,47 +62,36 @@ Use only what the turns say. Keep the whole answer under about 400 tokens. Never
 secrets, tokens, passwords or redaction markers into the summary."""
 
 
-@dataclass
-class SummaryStats:
-    """Counters of one summarizer (per worker process); read by benches and metrics."""
-
-    summaries: int = 0
-    calls: int = 0
-    reasks: int = 0
-    fallbacks: int = 0
-    """Summaries stored offline because the LLM failed (see ``fallback_reasons``)."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    items_cut: int = 0
-    """List items beyond the schema's limits, cut from otherwise valid answers."""
-    fallback_reasons: dict[str, int] = field(default_factory=dict, compare=False)
-    mirror: Callable[[dict[str, int]], None] | None = field(default=None, repr=False, compare=False)
-    """Told of every increment (``SharedCounts``: the counters across processes)."""
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, **counts: int) -> None:
-        with self._lock:
-            for name, value in counts.items():
-                setattr(self, name, getattr(self, name) + value)
-        if self.mirror is not None:
-            self.mirror(counts)
-
-    def add_reason(self, reason: str) -> None:
-        with self._lock:
-            self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
-        if self.mirror is not None:
-            self.mirror({f"fallback:{reason}": 1})
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return {
-                f.name: getattr(self, f.name)
-                for f in fields(self)
-                if f.name not in ("_lock", "fallback_reasons", "mirror")
-            }
-
-
 _LLM_ERRORS = (LLMUnavailableError, LLMRequestError, LLMConfigurationError)
+
+SUMMARY_LIMIT_LEVELS = ((5, 200, 120), (3, 120, 80), (2, 80, 60), (1, 64, 48), (1, 32, 32))
+"""(items per list, characters per bullet, characters of the topic), richest first."""
+
+
+def bounded_summary_schema(schema: dict[str, Any], max_output_tokens: int | None) -> dict[str, Any]:
+    """``schema`` with every list and string limited (the schema's own item limits, cut
+    to a level of :data:`SUMMARY_LIMIT_LEVELS`): the richest whose longest answer fits
+    ``max_output_tokens`` (the smallest level when none does), so that a grammar-enforcing
+    server's answer finishes."""
+    bounded: dict[str, Any] = {}
+    for items, bullet_chars, topic_chars in SUMMARY_LIMIT_LEVELS:
+        properties: dict[str, Any] = {}
+        for name, info in SummaryContent.model_fields.items():
+            prop = dict(schema["properties"][name])
+            if name == "topic":
+                properties[name] = {**prop, **bounded_string(topic_chars, min_length=1)}
+                continue
+            bound = next((m.max_length for m in info.metadata if hasattr(m, "max_length")), 5)
+            least = next((m.min_length for m in info.metadata if hasattr(m, "min_length")), 0)
+            prop["items"] = bounded_string(bullet_chars, min_length=1)
+            prop["maxItems"] = max(least, min(bound, items))
+            if least:
+                prop["minItems"] = least
+            properties[name] = prop
+        bounded = {**schema, "properties": properties}
+        if max_output_tokens is None or max_answer_tokens(bounded) <= max_output_tokens:
+            break
+    return bounded
 
 
 class _SummaryFailedError(Exception):
@@ -172,15 +161,20 @@ class LLMSummarizer:
         client: openai.OpenAI,
         *,
         model: str,
-        stats: SummaryStats | None = None,
+        stats: ProviderStats | None = None,
         endpoint: LLMEndpoint | None = None,
         max_output_tokens: int | None = DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS,
         temperature: float | None = 0.0,
     ) -> None:
         self.endpoint = endpoint or LLMEndpoint(client, model=model, temperature=temperature)
-        self.stats = stats if stats is not None else SummaryStats()
+        self.stats = stats if stats is not None else ProviderStats(SUMMARY_COUNTERS)
         self.max_output_tokens = max_output_tokens
         self._schema = summary_json_schema()
+        self._bounded = bounded_summary_schema(self._schema, max_output_tokens)
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
 
     def summarize(
         self, turns: Sequence[SessionTurn], fallback: SummaryContent, references: dict[str, Any]
@@ -235,6 +229,7 @@ class LLMSummarizer:
             messages,
             schema_name=SUMMARY_SCHEMA_NAME,
             schema=self._schema,
+            bounded_schema=self._bounded,
             max_output_tokens=self.max_output_tokens,
         )
         self.stats.add(

@@ -105,7 +105,7 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     result.missing = len(gone)
     _record(conn, ReextractResult(missing=len(gone)), done=gone, failed=[], answered=False)
     extractor = reextractor.extractor
-    for batch in _batches(turns, extractor.batch_max_turns, extractor.batch_max_chars):
+    for batch in _batches(turns, extractor.turns_per_call, extractor.batch_max_chars):
         if deadline - time.monotonic() < min(MIN_BATCH_S, reextractor.budget_s / 4):
             break  # the rest waits for the next run
         reasons_before = extractor.stats.reasons()
