@@ -21,8 +21,6 @@ from prometheus_client.registry import Collector
 
 from turngraph.producers.bounded_queue import read_stats
 from turngraph.schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
-from turngraph.workers.embeddings.endpoint import EndpointEmbedder
-from turngraph.workers.embeddings.in_process import InProcessEmbedder
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
@@ -206,9 +204,7 @@ class EmbeddingCollector(Collector):
 
 
 def _embedding_metrics(embedder: Embedder | None) -> Iterator[Metric]:
-    counts: dict[str, int] = {}
-    if isinstance(embedder, EndpointEmbedder | InProcessEmbedder):
-        counts = embedder.stats.snapshot()
+    counts = embedder.stats.snapshot() if embedder is not None else {}
     calls, texts, tokens = (counts.get(n, 0) for n in ("calls", "texts", "prompt_tokens"))
     model = embedder.model if embedder is not None else "none"
     for name, value, doc in (

@@ -8,20 +8,19 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from turngraph.workers.llm_provider import Provider
+
 Vectors = npt.NDArray[np.float32]
 """``(n, dimension)`` float32 rows, each L2-normalised (cosine = dot product)."""
 
 
-class Embedder(Protocol):
+class Embedder(Provider, Protocol):
     """Any embedding provider: the in-process static model or an OpenAI-compatible endpoint.
 
     ``model`` and ``dimension`` name the vector space; vectors of different spaces are
     never compared. ``embed`` raises :class:`~workers.embeddings.errors.EmbeddingError`
-    (transient or permanent), never a library error.
+    (transient or permanent), never a library error; ``stats`` counts its calls and texts.
     """
-
-    @property
-    def model(self) -> str: ...
 
     @property
     def dimension(self) -> int: ...
