@@ -18,8 +18,8 @@ from turngraph.schemas.recall import (
     ConversationTurn,
     RecallRequest,
     RecallResponse,
-    ScopeName,
 )
+from turngraph.schemas.scopes import ScopeName
 from turngraph.schemas.shards import (
     NO_REPLICA,
     request_shard,

@@ -14,20 +14,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from turngraph.schemas.recall import (
-        RecallRequest,
-        RecallResponse,
-        RecallResult,
-        ScopeName,
-        ScoreBreakdown,
-    )
+    from turngraph.schemas.recall import RecallRequest, RecallResponse, RecallResult, ScoreBreakdown
+    from turngraph.schemas.scopes import ScopeName
     from turngraph.schemas.turn_event import ClientInfo, GitInfo, Reference, Role, TurnEvent
 
 _HOMES = {
     "RecallRequest": "recall",
     "RecallResponse": "recall",
     "RecallResult": "recall",
-    "ScopeName": "recall",
+    "ScopeName": "scopes",
     "ScoreBreakdown": "recall",
     "ClientInfo": "turn_event",
     "GitInfo": "turn_event",

@@ -41,8 +41,8 @@ from turngraph.schemas.recall import (
     CLAMPED_RECALL_OPTIONS,
     ConversationTurn,
     RecallResponse,
-    ScopeName,
 )
+from turngraph.schemas.scopes import ScopeName
 from turngraph.schemas.turn_event import (
     MAX_CONTENT_CHARS,
     MAX_TURN_INDEX,

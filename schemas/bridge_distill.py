@@ -29,6 +29,7 @@ from turngraph.schemas.distill import DEFAULT_DISTILL_DEADLINE_MS
 from turngraph.schemas.memories import MAX_MEMORY_CHARS, PromotedMemory
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.recap import ContextTurn, SessionRecap
+from turngraph.schemas.scopes import PromotionScope
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
 MIN_DISTILL_DEADLINE_MS = 100
@@ -120,7 +121,7 @@ class PromoteRequest(BaseModel):
     workspace: RawKey
     user: RawKey
     session_id: RawKey = Field(description="The chat the memory comes from.")
-    scope: Literal["workspace", "user"] = "workspace"
+    scope: PromotionScope = "workspace"
     source_event_ids: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")], ...] = Field(
         default=(), max_length=50, description="The turns it comes from (event ids)."
     )

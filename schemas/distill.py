@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.memories import PromotedMemory, PromotionKind
 from turngraph.schemas.recap import SessionRecap
+from turngraph.schemas.scopes import PromotionScope
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
 DISTILL_SCHEMA_VERSION: Literal[1] = 1
@@ -59,7 +60,7 @@ class DistillRequest(BaseModel):
     topic_id: str | None = Field(default=None, min_length=1, max_length=120)
     kind: PromotionKind | None = None
     text: str | None = Field(default=None, min_length=1, max_length=2_000)
-    scope: Literal["workspace", "user"] = "workspace"
+    scope: PromotionScope = "workspace"
     source_event_ids: tuple[str, ...] = Field(default=(), max_length=50)
     deadline_ms: int = Field(default=DEFAULT_DISTILL_DEADLINE_MS, ge=1, le=300_000)
     sent_at_ms: int | None = Field(default=None, ge=0)

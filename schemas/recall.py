@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from turngraph.schemas.errors import ErrorCode
-from turngraph.schemas.scopes import ScopeValue
+from turngraph.schemas.scopes import ScopeName, ScopeValue
 
 RECALL_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of the recall models."""
@@ -32,13 +31,6 @@ def clamp_option(name: str, value: float) -> float:
     low, high = CLAMPED_RECALL_OPTIONS[name]
     value = max(low, value)
     return value if high is None else min(high, value)
-
-
-class ScopeName(str, Enum):
-    SESSION = "session"
-    WORKSPACE = "workspace"
-    USER = "user"
-    AUTO = "auto"
 
 
 class ConversationTurn(BaseModel):

@@ -19,9 +19,25 @@ class Scope(StrEnum):
     USER = "user"
 
 
+# What a recall request may name: a Scope, or ``auto`` (the worker picks the scopes and
+# their order from the query). A comment, not a docstring: the exported JSON Schema and
+# the TypeScript types generated from it stay as they are.
+class ScopeName(StrEnum):
+    SESSION = Scope.SESSION.value
+    WORKSPACE = Scope.WORKSPACE.value
+    USER = Scope.USER.value
+    AUTO = "auto"
+
+
 ScopeValue = Literal["session", "workspace", "user"]
-"""A :class:`Scope` as its plain value, where a field or a hot path holds text (a test keeps
-the two equal)."""
+"""A :class:`Scope` as its plain value, where a field or a hot path holds text, or a tool's
+signature lists the choices (a test keeps the literals and the enums equal)."""
+
+ScopeNameValue = Literal["session", "workspace", "user", "auto"]
+"""A :class:`ScopeName` as its plain value."""
+
+PromotionScope = Literal["workspace", "user"]
+"""Where a promoted memory may go (a session's memory is not promoted)."""
 
 SCOPE_ORDER: tuple[Scope, ...] = (Scope.SESSION, Scope.WORKSPACE, Scope.USER)
 """The order in which recall prefers scopes (the bridge seed's order)."""

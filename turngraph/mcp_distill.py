@@ -14,6 +14,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
+from turngraph.schemas.scopes import PromotionScope
 
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
 """``server.tool(**options)``: registers the decorated function as a tool."""
@@ -90,9 +91,7 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
             ],
             Field(description="What kind of memory it is."),
         ],
-        scope: Annotated[
-            Literal["workspace", "user"], Field(description="Where it applies.")
-        ] = "workspace",
+        scope: Annotated[PromotionScope, Field(description="Where it applies.")] = "workspace",
         session_id: Annotated[
             str | None,
             Field(

@@ -35,7 +35,7 @@ from turngraph.mcp_distill import register_distill_tools
 from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
 from turngraph.schemas.bridge_common import error_reply
 from turngraph.schemas.errors import ErrorCode
-from turngraph.schemas.scopes import Scope
+from turngraph.schemas.scopes import Scope, ScopeNameValue, ScopeValue
 
 SERVER_NAME = "turngraph"
 """How the server introduces itself to MCP clients."""
@@ -112,7 +112,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
             int | None, Field(description="Token budget (>= 100, default 1000).")
         ] = None,
         scopes: Annotated[
-            list[Literal["session", "workspace", "user", "auto"]] | None,
+            list[ScopeNameValue] | None,
             Field(description="Where to look (default auto: session, workspace, user)."),
         ] = None,
         session_id: Annotated[
@@ -211,7 +211,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         answer: Annotated[ElicitationResult[ForgetConfirmation], Resolve(ask_to_confirm)],
         ctx: Context,
         scope: Annotated[
-            Literal["session", "workspace", "user"],
+            ScopeValue,
             Field(description="What to delete: a session, this workspace, or the user."),
         ] = "workspace",
         key: Annotated[

@@ -66,7 +66,9 @@ def event_id(session: str, source_id: str, role: str) -> str:
 
 
 @dataclass
-class Scope:
+class ScopeKeys:
+    """The hashed keys of one hook call's session, workspace and user."""
+
     session: str
     workspace: str
     user: str
@@ -109,7 +111,7 @@ class HookRunner:
 
     def run(self, call: HookCall) -> dict[str, Any] | None:
         """Carry out ``call``; the JSON to print, or None for no output."""
-        scope = Scope(
+        scope = ScopeKeys(
             session=self.hasher.session(call.session_id),
             workspace=self.hasher.workspace(str(call.workspace)),
             user=self.hasher.user(self.user),
@@ -131,7 +133,7 @@ class HookRunner:
 
     # -- capture ---------------------------------------------------------------------------
 
-    def _capture(self, call: HookCall, scope: Scope) -> None:
+    def _capture(self, call: HookCall, scope: ScopeKeys) -> None:
         if self.spec.transcript:
             if call.transcript_path is None:
                 # Copilot CLI's sessionEnd names no transcript: agentStop captured it already.
@@ -142,7 +144,7 @@ class HookRunner:
         elif call.response:
             self._capture_payload(call, scope)
 
-    def _capture_transcript(self, path: Any, scope: Scope) -> None:
+    def _capture_transcript(self, path: Any, scope: ScopeKeys) -> None:
         key = str(path)
         with self.state.locked("transcript", key):
             position = self.state.position("transcript", key)
@@ -179,7 +181,7 @@ class HookRunner:
                 position.tail_sha256 = tail_sha256(stream, read.end_offset)
                 self.state.save_position("transcript", key, position)
 
-    def _stash_prompt(self, call: HookCall, scope: Scope) -> None:
+    def _stash_prompt(self, call: HookCall, scope: ScopeKeys) -> None:
         """Keep the prompt (locally, in the private data folder) until its answer comes."""
         with self.state.locked("session", scope.session):
             position = self.state.position("session", scope.session)
@@ -187,7 +189,7 @@ class HookRunner:
             position.pending = dict(list(position.pending.items())[-MAX_PENDING:])
             self.state.save_position("session", scope.session, position)
 
-    def _capture_payload(self, call: HookCall, scope: Scope) -> None:
+    def _capture_payload(self, call: HookCall, scope: ScopeKeys) -> None:
         """The exchange the payload carries (Gemini: prompt and answer; Cursor and Codex:
         the answer, and the prompt kept by their prompt hook), ids from the editor's turn id
         or from the exchange itself."""
@@ -218,7 +220,7 @@ class HookRunner:
             if self._publish(events):
                 self.state.save_position("session", scope.session, position)
 
-    def _event(self, scope: Scope, turn: TranscriptTurn, index: int) -> TurnEvent:
+    def _event(self, scope: ScopeKeys, turn: TranscriptTurn, index: int) -> TurnEvent:
         # Imported here: a call that publishes nothing never builds the turn model.
         from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, ClientInfo, TurnEvent
 
@@ -275,7 +277,7 @@ class HookRunner:
         ceiling = binding.timeout_s * 1000 - 500 if binding else self.deadline_ms
         return int(min(self.deadline_ms, ceiling) - spent - OUTPUT_MARGIN_MS)
 
-    def _prompt(self, call: HookCall, scope: Scope) -> dict[str, Any] | None:
+    def _prompt(self, call: HookCall, scope: ScopeKeys) -> dict[str, Any] | None:
         from turngraph.producers.hooks.context import recent_turns
 
         query = (call.prompt or call.transformed_prompt or "").strip()
@@ -305,7 +307,7 @@ class HookRunner:
         prompt = call.transformed_prompt if call.transformed_prompt is not None else call.prompt
         return context_output(self.spec, HookAction.PROMPT, response.memory_block, prompt=prompt)
 
-    def _session_start(self, scope: Scope) -> dict[str, Any] | None:
+    def _session_start(self, scope: ScopeKeys) -> dict[str, Any] | None:
         from turngraph.producers.hooks.context import start_context
 
         found: dict[str, Any] = {}
@@ -346,7 +348,7 @@ class HookRunner:
         self.state.count(start_context_injected=1 if text else 0)
         return context_output(self.spec, HookAction.SESSION_START, text)
 
-    def _summarize(self, scope: Scope) -> None:
+    def _summarize(self, scope: ScopeKeys) -> None:
         distiller = self.services.distiller()
         if distiller is None:
             self.state.count(error_backend_unavailable=1)

@@ -4,7 +4,8 @@ from typing import Literal
 
 import pytest
 
-from turngraph.schemas.recall import ConversationTurn, ScopeName
+from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.scopes import ScopeName
 from turngraph.workers.recall.followups import (
     QueryPlan,
     auto_scopes,

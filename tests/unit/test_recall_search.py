@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.recall import NOW, memory, request
-from turngraph.schemas.recall import ConversationTurn, RecallRequest, ScopeName
+from turngraph.schemas.recall import ConversationTurn, RecallRequest
+from turngraph.schemas.scopes import ScopeName
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import MemoryKind
 from turngraph.workers.recall.memory_block import render_memory_block

@@ -80,9 +80,18 @@ def test_endpoint_ids_have_no_credentials(url: str) -> None:
     assert "p@" not in endpoint_id(url) and endpoint_id(url).count(":") == 2
 
 
-def test_the_scope_literal_and_the_scope_enum_name_the_same_scopes() -> None:
+def test_the_scope_literals_and_the_scope_enums_name_the_same_scopes() -> None:
     from typing import get_args
 
-    from turngraph.schemas.scopes import Scope, ScopeValue
+    from turngraph.schemas.scopes import (
+        PromotionScope,
+        Scope,
+        ScopeName,
+        ScopeNameValue,
+        ScopeValue,
+    )
 
     assert get_args(ScopeValue) == tuple(scope.value for scope in Scope)
+    assert get_args(ScopeNameValue) == tuple(name.value for name in ScopeName)
+    assert [name.value for name in ScopeName] == [*get_args(ScopeValue), "auto"]
+    assert set(get_args(PromotionScope)) < set(get_args(ScopeValue))

@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from turngraph.schemas.recall import ConversationTurn, ScopeName
+from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.scopes import ScopeName
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.text import entity_ngrams, tokenize
 

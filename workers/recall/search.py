@@ -12,10 +12,9 @@ from turngraph.schemas.recall import (
     RecallRequest,
     RecallResponse,
     RecallResult,
-    ScopeName,
     ScoreBreakdown,
 )
-from turngraph.schemas.scopes import ScopeValue
+from turngraph.schemas.scopes import ScopeName, ScopeValue
 from turngraph.workers.recall.followups import (
     QueryPlan,
     context_boost,
