@@ -16,14 +16,11 @@ from typing import Any
 
 import neo4j
 import redis
+from rq import Queue
 
 from turngraph.producers.bounded_queue import ingested_key
-from turngraph.schemas.keys import (
-    CLAIMS_TEMPLATE,
-    DEAD_LETTERS_TEMPLATE,
-    RQ_JOB_PREFIX,
-    RQ_QUEUE_PREFIX,
-)
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX
+from turngraph.schemas.keys import CLAIMS_TEMPLATE, DEAD_LETTERS_TEMPLATE
 
 
 @dataclass(frozen=True)
@@ -53,15 +50,15 @@ class Backlog:
 
 def backlog(conn: redis.Redis, queue: str) -> Backlog:
     """One round trip over every place a job can be left in (RQ's and ours)."""
-    key = RQ_QUEUE_PREFIX + queue
+    rq_queue = Queue(queue, connection=conn)
     with conn.pipeline(transaction=False) as pipe:
-        pipe.llen(key)
+        pipe.llen(rq_queue.key)
         pipe.zcard(CLAIMS_TEMPLATE.format(queue=queue))
-        pipe.zcard(f"rq:wip:{queue}")
-        pipe.llen(f"{key}:intermediate")
-        pipe.zcard(f"rq:scheduled:{queue}")
+        pipe.zcard(rq_queue.started_job_registry.key)
+        pipe.llen(rq_queue.intermediate_queue_key)
+        pipe.zcard(rq_queue.scheduled_job_registry.key)
         pipe.hlen(DEAD_LETTERS_TEMPLATE.format(queue=queue))
-        pipe.zcard(f"rq:failed:{queue}")
+        pipe.zcard(rq_queue.failed_job_registry.key)
         values = [int(v) for v in pipe.execute()]
     return Backlog(*values)
 

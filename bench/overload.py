@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from rq import Queue
 
 from bench.report import result_line, table
 from turngraph.embedded import RedisServer
@@ -113,7 +114,7 @@ def run_overload(
     conn = redis.Redis.from_url(redis_url)
     run = OverloadRun(policy=policy, bound=bound)
     done = threading.Event()
-    queue_key = f"rq:queue:{queue_name}"
+    queue_key = Queue(queue_name, connection=conn).key
 
     def sample() -> None:
         while not done.is_set():

@@ -2,27 +2,34 @@
 
 RQ has no queue bound (rq/rq#435), so producers do not call ``Queue.enqueue``: the
 script in ``enqueue.lua`` checks the length, applies the drop policy, writes the job hash
-field for field as RQ 2.x ``Job.save`` would (JSON serializer, status ``queued``), pushes
-the id as ``Queue.push_job_id`` does and counts, atomically. A stock RQ worker runs the
-jobs it writes.
+field for field as RQ 2.x ``Job.save`` would (JSON serializer, status ``queued``, the
+retry policy of ``schemas/defaults.py``), pushes the id as ``Queue.push_job_id`` does and
+counts, atomically. RQ's layout it relies on is owned by ``producers/rq_internals.py``
+(pinned by tests against RQ's own ``Job.fetch``); the jobs are run by the ingest worker.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import time
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
 from enum import IntEnum
-from importlib.resources import files
 from typing import Any, NamedTuple
 
 import redis
 from redis.commands.core import Script
 
+from turngraph.producers.rq_internals import (
+    DESCRIPTION_PREFIX,
+    RQ_FAILED_PREFIX,
+    RQ_JOB_PREFIX,
+    RQ_QUEUE_PREFIX,
+    RQ_QUEUES_KEY,
+    enqueue_script_source,
+    job_data,
+    retry_fields,
+    rq_timestamp,
+)
 from turngraph.schemas.defaults import (
     FAILURE_TTL_S,
     INGEST_QUEUE,
@@ -30,31 +37,11 @@ from turngraph.schemas.defaults import (
     RESULT_TTL_S,
     DropPolicy,
 )
-from turngraph.schemas.keys import (
-    INGESTED_PREFIX,
-    QUEUE_STATS_TEMPLATE,
-    RQ_FAILED_PREFIX,
-    RQ_JOB_PREFIX,
-    RQ_QUEUE_PREFIX,
-    RQ_QUEUES_KEY,
-)
+from turngraph.schemas.keys import INGESTED_PREFIX, QUEUE_STATS_TEMPLATE
 from turngraph.schemas.turn_event import TurnEvent
 
 INGEST_FUNCTION = "turngraph.workers.ingest.job.ingest_turn"
 """Dotted path of the job function; it gets one argument, the TurnEvent as a JSON dict."""
-
-COMPRESS_ABOVE_BYTES = 16 * 1024
-"""Job data longer than this is zlib-compressed, as RQ does; shorter data is stored as
-plain JSON, which RQ's ``Job.restore`` reads through its documented uncompressed fallback.
-Compressing costs 30-60 µs per turn whatever its size (zlib's set-up dominates), more than
-the rest of a publication; it pays off only for long pastes."""
-
-DESCRIPTION_PREFIX = "ingest_turn("
-"""RQ's ``description`` of a job is this, the event id and ``)``: never chat text (RQ's
-default would put 75 characters of every argument into Redis and the worker's log)."""
-
-_RQ_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_DATA_TAIL = b"], {}]"
 
 
 class Outcome(IntEnum):
@@ -130,36 +117,9 @@ class QueueStats:
         return out
 
 
-def rq_timestamp(epoch_s: float) -> str:
-    """A time in RQ's own format (``rq.utils.utcformat``)."""
-    return datetime.fromtimestamp(epoch_s, UTC).strftime(_RQ_TIME_FORMAT)
-
-
 def job_id_for(event_id: str) -> str:
     """The RQ job id of an event: the event id itself (already ``[A-Za-z0-9_-]{1,128}``)."""
     return event_id
-
-
-def job_description(event_id: str) -> str:
-    """RQ's ``description`` of the event's job (written by the script)."""
-    return f"{DESCRIPTION_PREFIX}{event_id})"
-
-
-@functools.cache
-def _data_head(function: str) -> bytes:
-    return b"[" + json.dumps(function).encode() + b", null, ["
-
-
-def job_data(event_json: bytes, function: str = INGEST_FUNCTION) -> bytes:
-    """The job's ``data`` field: RQ's JSON-serialized ``(func, instance, args, kwargs)``.
-
-    Byte for byte what ``rq.serializers.JSONSerializer.dumps`` gives for
-    ``(function, None, (event,), {})``, spliced around the event's JSON.
-    """
-    data = _data_head(function) + event_json + _DATA_TAIL
-    if len(data) > COMPRESS_ABOVE_BYTES:
-        return zlib.compress(data)
-    return data
 
 
 def prepare_job(event: TurnEvent, function: str = INGEST_FUNCTION) -> PreparedJob:
@@ -177,10 +137,6 @@ def ingested_key(event_id: str) -> str:
 def is_ingested(conn: redis.Redis, event_id: str) -> bool:
     """True when an ingest worker has written ``event_id`` to the graph (its marker is set)."""
     return bool(conn.exists(ingested_key(event_id)))
-
-
-def _load_script_source() -> str:
-    return files("turngraph.producers").joinpath("enqueue.lua").read_text(encoding="utf-8")
 
 
 class BoundedQueue:
@@ -218,9 +174,10 @@ class BoundedQueue:
             str(job_timeout_s),
             str(result_ttl_s),
             str(failure_ttl_s),
+            *retry_fields(),
         ]
         self._keys = [self.queue_key, RQ_QUEUES_KEY, self.stats_key, RQ_FAILED_PREFIX + name]
-        self._script: Script = conn.register_script(_load_script_source())
+        self._script: Script = conn.register_script(enqueue_script_source())
 
     @property
     def script_sha(self) -> str:

@@ -8,10 +8,17 @@
 -- KEYS[4] failed registry (rq:failed:<name>)
 --
 -- ARGV[1] max length  ARGV[2] policy (drop_newest | drop_oldest)  ARGV[3] origin (queue name)
--- ARGV[4] timeout  ARGV[5] result_ttl  ARGV[6] failure_ttl  ARGV[7] enqueued_at (= created_at:
--- the job object is made when the batch is sent)  ARGV[8] job key prefix (rq:job:)
--- ARGV[9] ingested marker prefix  ARGV[10] description prefix  ARGV[11] local drops to count
+-- ARGV[4] timeout  ARGV[5] result_ttl  ARGV[6] failure_ttl  ARGV[7] retries_left
+-- ARGV[8] retry_intervals (JSON)  ARGV[9] enqueued_at (= created_at: the job object is made
+-- when the batch is sent)  ARGV[10] job key prefix (rq:job:)  ARGV[11] ingested marker
+-- prefix  ARGV[12] description prefix  ARGV[13] local drops to count
 -- then two arguments per event: job id, data
+--
+-- The job hash layout is RQ's (producers/rq_internals.py owns it; its tests read the hash
+-- back with RQ's Job.fetch). The retry fields are RQ's Retry(max, interval) of the one
+-- retry policy (schemas/defaults.py): a job that fails on a transient error (graph or
+-- Redis restarting), or is abandoned by a killed worker, runs again later through RQ's
+-- scheduler instead of landing in the failed registry. Permanent errors fail at once.
 --
 -- Job and marker keys are built here from their prefixes, as RQ's own scripts do; like RQ,
 -- this needs a standalone Redis (or Sentinel), not Cluster.
@@ -19,14 +26,7 @@
 -- Returns one code per event: 1 enqueued, 2 dropped (drop_newest), 3 duplicate;
 -- followed by the number of older jobs evicted (drop_oldest).
 
--- RQ Retry(max=8, interval=[1, 2, 5, 10, 30, 60, 120, 300]): a job that fails on a
--- transient error (graph or Redis restarting), or is abandoned by a killed worker, runs
--- again later through RQ's scheduler (ingest workers run with_scheduler) instead of
--- landing in the failed registry. Permanent errors fail at once (the job checks).
-local RETRIES = '8'
-local RETRY_INTERVALS = '[1, 2, 5, 10, 30, 60, 120, 300]'
-
-local HEAD = 11
+local HEAD = 13
 local PER_EVENT = 2
 local ENQUEUED, DROPPED_NEWEST, DUPLICATE = 1, 2, 3
 -- A job in one of these states is (or was) on its way to the graph: a duplicate.
@@ -37,8 +37,9 @@ local queue_key, queues_key, stats_key, failed_key = KEYS[1], KEYS[2], KEYS[3], 
 local max_len = tonumber(ARGV[1])
 local drop_oldest = ARGV[2] == 'drop_oldest'
 local origin, timeout, result_ttl, failure_ttl = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local enqueued_at, job_prefix, marker_prefix, description_prefix = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-local dropped_local = tonumber(ARGV[11])
+local retries, retry_intervals = ARGV[7], ARGV[8]
+local enqueued_at, job_prefix, marker_prefix, description_prefix = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local dropped_local = tonumber(ARGV[13])
 
 local n = (#ARGV - HEAD) / PER_EVENT
 local codes = {}
@@ -94,8 +95,8 @@ for i = 1, n do
       'timeout', timeout,
       'result_ttl', result_ttl,
       'failure_ttl', failure_ttl,
-      'retries_left', RETRIES,
-      'retry_intervals', RETRY_INTERVALS)
+      'retries_left', retries,
+      'retry_intervals', retry_intervals)
     pushes[#pushes + 1] = job_id
     length = length + 1
     enqueued = enqueued + 1

@@ -1,22 +1,9 @@
 """The Redis key layout: every key or key prefix one process writes and another reads.
 
-RQ's own key names are repeated here (they are part of RQ's storage format, stable across
-RQ 2.x) because the bounded-enqueue script and the batching worker write them directly.
+RQ's own key names are not here: ``producers/rq_internals.py`` owns them.
 """
 
 from __future__ import annotations
-
-RQ_QUEUE_PREFIX = "rq:queue:"
-"""RQ's key prefix of a queue's list (``Queue.redis_queue_namespace_prefix``)."""
-
-RQ_QUEUES_KEY = "rq:queues"
-"""RQ's set of known queues (``Queue.redis_queues_keys``); workers and ``rq info`` read it."""
-
-RQ_JOB_PREFIX = "rq:job:"
-"""RQ's key prefix of a job hash (``Job.redis_job_namespace_prefix``)."""
-
-RQ_FAILED_PREFIX = "rq:failed:"
-"""RQ's key prefix of a queue's failed-job registry."""
 
 QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
 """Hash of a queue's counters, shared by every producer."""

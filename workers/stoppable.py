@@ -1,7 +1,8 @@
 """An RQ worker that says, after its work loop returns, whether it was asked to stop.
 
-RQ keeps that in private attributes; its supervisor (``turngraph worker``) must tell a
-stop request (SIGTERM, Ctrl-C) from a loop that ended because Redis went away.
+RQ keeps that in private attributes (this class keeps its own); its supervisor
+(``turngraph worker``) must tell a stop request (SIGTERM, Ctrl-C) from a loop that ended
+because Redis went away.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 from rq import SimpleWorker
 from rq.exceptions import StopRequested
 from rq.worker import WorkerStatus
+
+from turngraph.producers.rq_internals import scheduler_process
 
 STOP_CHECK_S = 2
 """An idle worker's longest wait on the queue: how soon a stop whose exception was lost
@@ -52,6 +55,9 @@ class StoppableWorker(SimpleWorker):
     """
 
     stop_requested: bool = False
+    stop_requested_at: float | None = None
+    """When the first stop signal came (``time.monotonic``): RQ ignores a second one
+    within a second, and so does a subclass's cold shutdown."""
     pending_stop: Callable[[], bool] = staticmethod(_never)
     config_fingerprint: str = ""
     """The hash of its configuration (``turngraph/worker_config.py``), kept in RQ's worker
@@ -68,6 +74,7 @@ class StoppableWorker(SimpleWorker):
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stop_requested = True
+        self.stop_requested_at = time.monotonic()
         super().request_stop(signum, frame)
 
     def check_for_suspension(self, burst: bool) -> None:
@@ -96,7 +103,7 @@ class StoppableWorker(SimpleWorker):
         Here the SIGTERM is sent again every ``SCHEDULER_RESEND_S`` and the child is
         killed after ``SCHEDULER_KILL_S``; a scheduler holds nothing that a kill loses.
         """
-        process = self.scheduler._process if self.scheduler is not None else None
+        process = scheduler_process(self)
         if process is None or not process.pid or process.exitcode is not None:
             return
         deadline = time.monotonic() + SCHEDULER_KILL_S

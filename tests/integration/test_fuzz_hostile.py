@@ -22,7 +22,7 @@ from turngraph.app import build_ingest_worker
 from turngraph.clients import Clients
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.redaction import redact_and_fit
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
 from turngraph.workers.ingest import dead_letters

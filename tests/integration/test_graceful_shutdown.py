@@ -22,7 +22,7 @@ from turngraph.app import build_pipeline, ingest_queue
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.producers.distill_client import DistillClient
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.ingest.claims import claim_key
 

@@ -16,9 +16,9 @@ from tests.support.pipelines import episodes, fake_graph_pipeline, ingest_worker
 from tests.support.turns import turn
 from turngraph.app import build_ingest_worker, ingest_queue
 from turngraph.clients import Clients
-from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, job_data
+from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX, job_data
 from turngraph.schemas.errors import BackendUnavailableError
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
 from turngraph.settings import Settings
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.store import Batch, WriteReport
@@ -35,7 +35,7 @@ def _hash(data: bytes | None = None, **over: Any) -> dict[str, Any]:
         "status": "queued",
         "data": data
         if data is not None
-        else job_data(turn("bad one", 99).model_dump_json().encode()),
+        else job_data(turn("bad one", 99).model_dump_json().encode(), INGEST_FUNCTION),
         "origin": "turngraph-ingest",
         "description": "ingest_turn(x)",
         "created_at": "2026-11-21T05:00:00.000000Z",

@@ -12,7 +12,7 @@ from tests.support.pipelines import fake_graph_pipeline, ingest_worker
 from tests.support.turns import turn
 from turngraph.cli import main
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration

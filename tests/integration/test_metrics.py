@@ -22,7 +22,7 @@ from turngraph.metrics import EXPORTED_METRICS
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.producers.distill_client import DistillClient
 from turngraph.producers.recall_client import RecallClient
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.workers.recall.replica import read_heartbeats
 
 pytestmark = pytest.mark.integration

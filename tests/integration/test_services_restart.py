@@ -35,9 +35,9 @@ from turngraph.embedded.services import STATE_FILE, ServiceEndpoints
 from turngraph.producers.bounded_queue import is_ingested
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.publisher import Publisher
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.defaults import INGEST_QUEUE
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 pytestmark = pytest.mark.timeout(600)

@@ -17,7 +17,7 @@ from turngraph.app import (
 )
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
-from turngraph.schemas.keys import RQ_JOB_PREFIX
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS
 

@@ -13,7 +13,7 @@ import pytest
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.schemas.keys import RQ_JOB_PREFIX
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 
 pytestmark = pytest.mark.integration
 

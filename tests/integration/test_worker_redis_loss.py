@@ -22,8 +22,8 @@ from turngraph.clients import Clients
 from turngraph.embedded import RedisServer
 from turngraph.embedded.services import ServiceEndpoints
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.schemas.defaults import INGEST_QUEUE
-from turngraph.schemas.keys import RQ_QUEUE_PREFIX
 from turngraph.workers.ingest import claims
 
 pytestmark = pytest.mark.integration

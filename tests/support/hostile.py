@@ -15,7 +15,8 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from turngraph.producers.bounded_queue import INGEST_FUNCTION, job_data
+from turngraph.producers.bounded_queue import INGEST_FUNCTION
+from turngraph.producers.rq_internals import job_data
 
 NASTY = [
     "\x00",
@@ -191,9 +192,11 @@ def raw_job(spec: dict[str, Any], index: int) -> tuple[str, dict[str, bytes] | N
         return job_id, None
     data = spec["data"]
     if data == "valid":
-        data = job_data(json.dumps(_valid_turn(index)).encode())
+        data = job_data(json.dumps(_valid_turn(index)).encode(), INGEST_FUNCTION)
     elif isinstance(data, tuple):
-        data = job_data(json.dumps(unique(data[1], index), allow_nan=True).encode())
+        data = job_data(
+            json.dumps(unique(data[1], index), allow_nan=True).encode(), INGEST_FUNCTION
+        )
     fields = {k: v for k, v in spec["fields"].items() if v is not None}
     return job_id, {**fields, "data": data}
 

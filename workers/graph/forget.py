@@ -43,6 +43,7 @@ from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from turngraph.producers.bounded_queue import ingested_key
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
 from turngraph.schemas.changes import (
     CHANGE_FIELD,
     ChangeEntry,
@@ -53,7 +54,6 @@ from turngraph.schemas.changes import (
 )
 from turngraph.schemas.defaults import CHANGES_MAXLEN
 from turngraph.schemas.errors import BackendUnavailableError
-from turngraph.schemas.keys import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
 from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
 from turngraph.workers.tombstones import mark_forgotten

@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
@@ -34,11 +34,10 @@ import redis
 import structlog
 from rq.job import Job
 from rq.queue import Queue
-from rq.utils import now
 
 from turngraph.producers.bounded_queue import INGEST_FUNCTION
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX, rq_timestamp
 from turngraph.schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
-from turngraph.schemas.keys import RQ_JOB_PREFIX
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.ingest import claims, dead_letters
 from turngraph.workers.ingest.claims import claim_key, requeue_expired_claims
@@ -82,17 +81,25 @@ class IngestJob(TrustedJob):
 
     batch: Callable[[], dict[str, int]] | None = None
 
-    def _execute(self) -> Any:
+    @property
+    def func(self) -> Callable[..., dict[str, int]]:
+        """What RQ calls to perform the job (with the job's own arguments, ignored here:
+        the batch holds them)."""
         if self.func_name != INGEST_FUNCTION:
             self.retries_left = 0
             raise UnknownJobError("the ingest worker runs only ingest jobs")
-        if self.batch is None:
+        batch = self.batch
+        if batch is None:
             raise ConfigurationError("ingest job performed without a bound batch")
-        try:
-            return self.batch()
-        except PermanentError:
-            self.retries_left = 0  # RQ reads this when it handles the failure: no retry
-            raise
+
+        def perform(*_args: Any, **_kwargs: Any) -> dict[str, int]:
+            try:
+                return batch()
+            except PermanentError:
+                self.retries_left = 0  # RQ reads this when it handles the failure: no retry
+                raise
+
+        return perform
 
 
 @dataclass
@@ -142,8 +149,8 @@ class BatchingIngestWorker(StoppableWorker):
         Mid-batch, the batch goes back to the queue's head at once (writes are idempotent)
         and the process leaves: RQ would otherwise raise ``SystemExit`` into the job, count
         it as a failed job and wait for the LLM calls still running. Idle, RQ exits."""
-        asked = self._shutdown_requested_date
-        repeated = asked is not None and now() - asked < timedelta(seconds=1)
+        asked = self.stop_requested_at
+        repeated = asked is not None and time.monotonic() - asked < 1.0
         if repeated or not self.in_flight:  # RQ ignores a repeat within a second
             super().request_force_stop(signum, frame)
             return
@@ -376,7 +383,7 @@ class BatchingIngestWorker(StoppableWorker):
     def _finish(self, queue: Queue, jobs: list[Job]) -> None:
         if not jobs:
             return
-        ended = claims._rq_now()
+        ended = rq_timestamp(time.time())
         with self.connection.pipeline(transaction=False) as pipe:
             for claimed_job in jobs:
                 pipe.hset(claimed_job.key, mapping={"status": "finished", "ended_at": ended})

@@ -34,13 +34,8 @@ import redis
 import structlog
 from rq.queue import Queue
 
-from turngraph.producers.bounded_queue import rq_timestamp
-from turngraph.schemas.keys import (
-    CLAIM_OWNERS_TEMPLATE,
-    CLAIMS_TEMPLATE,
-    LIMBO_TEMPLATE,
-    RQ_JOB_PREFIX,
-)
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX, rq_timestamp
+from turngraph.schemas.keys import CLAIM_OWNERS_TEMPLATE, CLAIMS_TEMPLATE, LIMBO_TEMPLATE
 
 log = structlog.get_logger(__name__)
 

@@ -19,16 +19,14 @@ import redis
 from rq.serializers import JSONSerializer
 from rq.utils import str_to_date
 
-from turngraph.producers.bounded_queue import rq_timestamp
-from turngraph.schemas.defaults import FAILURE_TTL_S, RETRIES
-from turngraph.schemas.keys import (
-    CLAIMS_TEMPLATE,
-    DEAD_LETTERS_TEMPLATE,
-    QUEUE_STATS_TEMPLATE,
+from turngraph.producers.rq_internals import (
     RQ_FAILED_PREFIX,
     RQ_JOB_PREFIX,
     RQ_QUEUE_PREFIX,
+    rq_timestamp,
 )
+from turngraph.schemas.defaults import FAILURE_TTL_S, RETRIES
+from turngraph.schemas.keys import CLAIMS_TEMPLATE, DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
 from turngraph.workers.ingest.envelope import JOB_ID, read_job
 
 _DEAD_LETTER = """

@@ -25,8 +25,8 @@ import structlog
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 from turngraph.schemas.errors import BackendUnavailableError
-from turngraph.schemas.keys import RQ_JOB_PREFIX
 from turngraph.schemas.turn_event import Role, TurnEvent
 from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.maintenance import jobs
