@@ -28,8 +28,6 @@ hashed here (``producers.scopes``) before anything leaves.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
@@ -38,7 +36,8 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from turngraph.producers import bridge_io
-from turngraph.producers.bridge_distill import DistillBackend, DistillOps
+from turngraph.producers.bridge_backend import RECONNECT_EVERY_S, BridgeBackend
+from turngraph.producers.bridge_distill import DistillBackend, DistillOps, unavailable
 from turngraph.producers.connection import Connection, Reachability, Recaller
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.publisher import Publisher
@@ -49,7 +48,6 @@ from turngraph.schemas.bridge import (
     MAX_FLUSH_TIMEOUT_S,
     REQUEST_MODELS,
     Clamped,
-    ErrorReply,
     FlushReply,
     FlushRequest,
     PublishReply,
@@ -67,12 +65,6 @@ from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import described_fields
 
 log = structlog.get_logger(__name__)
-
-REACHABILITY_TTL_S = 1.0
-"""A publish trusts a PING answered this recently (``status`` always asks anew)."""
-
-RECONNECT_EVERY_S = 2.0
-"""Without a backend, the bridge looks for one at most this often."""
 
 
 def line_refusal(refused: InvalidLineError, request_id: str | int | None) -> dict[str, Any]:
@@ -92,14 +84,10 @@ def _invalid_fields(exc: ValidationError) -> str:
 class Bridge:
     """Answers requests.
 
-    ``publisher`` / ``recaller`` may be None when no Redis is known at start-up: with
-    ``connect`` given, the bridge asks it again (at most every ``RECONNECT_EVERY_S``) until
-    it returns a :class:`Connection`, so a bridge started before ``turngraph up`` starts
-    working once the services run; meanwhile those ops answer ``BACKEND_UNAVAILABLE``.
-    With ``locate`` given too (embedded services: it re-reads ``services.json``), a bridge
-    whose Redis stopped answering looks there as often, and moves to a restarted
-    ``turngraph services`` that came back on another port or password; turns still
-    buffered for the old endpoint are abandoned (counted in the old publisher's stats).
+    The Redis-side clients (``publisher``, ``recaller``, ...) may be None when no Redis is
+    known at start-up: with ``connect`` given they are looked for again, and with
+    ``locate`` found again after a restart (:class:`BridgeBackend`); meanwhile the ops that
+    need them answer ``BACKEND_UNAVAILABLE``.
     """
 
     def __init__(
@@ -116,22 +104,23 @@ class Bridge:
         locate: Callable[[], str | None] | None = None,
         hints: ScopeHints | None = None,
         distiller: DistillBackend | None = None,
+        reconnect_every_s: float = RECONNECT_EVERY_S,
     ) -> None:
         self._hasher = hasher
         self._hints = hints
         self._consent = consent
         self._endpoint = endpoint
-        self._publisher = publisher
-        self._recaller = recaller
-        self._queue_status = queue_status
-        self._probe = probe
-        self._reached: Reachability | None = None
-        self._reached_at = 0.0
-        self._distiller = distiller
-        self._connect = connect
-        self._locate = locate
-        self._backend_url = ""
-        self._last_connect = -RECONNECT_EVERY_S
+        self.backend = BridgeBackend(
+            endpoint=endpoint,
+            publisher=publisher,
+            recaller=recaller,
+            queue_status=queue_status,
+            probe=probe,
+            distiller=distiller,
+            connect=connect,
+            locate=locate,
+            reconnect_every_s=reconnect_every_s,
+        )
         self._ops: dict[str, Callable[[Any], BaseModel]] = {
             "publish": self.publish,
             "recall": self.recall,
@@ -139,7 +128,10 @@ class Bridge:
             "status": self.status,
         }
         self._distill = DistillOps(
-            hasher=hasher, consent=consent, endpoint=endpoint, backend=lambda: self._distiller
+            hasher=hasher,
+            consent=consent,
+            endpoint=endpoint,
+            backend=lambda: self.backend.distiller,
         )
         self._ops.update(self._distill.ops())
 
@@ -207,7 +199,7 @@ class Bridge:
                 f"invalid {what}: {_invalid_fields(exc)}",
                 f"fix the named fields (see schemas/json/bridge_{op}_request.schema.json)",
             )
-        self._ensure_backend()
+        self.backend.ensure()
         return self._ops[op](typed)
 
     def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
@@ -220,54 +212,8 @@ class Bridge:
 
     def close(self) -> None:
         """Deliver what is buffered (bounded wait) and stop the publisher."""
-        if self._publisher is not None:
-            self._publisher.close()
-
-    def _ensure_backend(self) -> None:
-        if self._connect is None:
-            return
-        moved = self._publisher is not None and self._endpoint_moved()
-        if self._publisher is not None and not moved:
-            return
-        now = time.monotonic()
-        if not moved and now - self._last_connect < RECONNECT_EVERY_S:
-            return
-        self._last_connect = now
-        old = self._publisher if moved else None
-        try:
-            backend = self._connect()
-        except Exception as exc:  # no backend yet: answer BACKEND_UNAVAILABLE, try later
-            log.warning("bridge_connect_failed", error=type(exc).__name__)
-            return
-        if backend is not None:
-            self._publisher = backend.publisher
-            self._recaller = backend.recaller
-            self._queue_status = backend.queue_status
-            self._probe = backend.probe
-            self._distiller = backend.distiller
-            self._backend_url = backend.redis_url
-            self._reached = None
-            log.info("bridge_connected", endpoint=self._endpoint, moved=old is not None)
-            if old is not None:  # its Redis is gone: closing waits, not on this thread
-                threading.Thread(target=old.close, name="old-publisher", daemon=True).start()
-
-    def _endpoint_moved(self) -> bool:
-        """Redis stopped answering and ``locate`` names another endpoint (checked at most
-        every ``RECONNECT_EVERY_S``)."""
-        if self._locate is None or self._publisher is None:
-            return False
-        if self._publisher.redis_available and self._reachable().redis:
-            return False
-        now = time.monotonic()
-        if now - self._last_connect < RECONNECT_EVERY_S:
-            return False
-        self._last_connect = now
-        try:
-            url = self._locate()
-        except Exception as exc:  # an unreadable services.json: stay where we are
-            log.warning("bridge_locate_failed", error=type(exc).__name__)
-            return False
-        return url is not None and url != self._backend_url
+        if self.backend.publisher is not None:
+            self.backend.publisher.close()
 
     # -- ops -----------------------------------------------------------------------------
 
@@ -306,16 +252,17 @@ class Bridge:
                 "publishing is not enabled for this workspace",
                 "run: turngraph consent enable --workspace <path>",
             )
-        if self._publisher is None:
-            return _backend_unavailable()
+        publisher = self.backend.publisher
+        if publisher is None:
+            return unavailable()
         if self._hints is not None:
             self._hints.note(
                 workspace_id=event.workspace,
                 raw_workspace=request.event.workspace,
                 session_id=event.session_id,
             )
-        buffered = self._publisher.publish(event)
-        if buffered and not self._delivering():
+        buffered = publisher.publish(event)
+        if buffered and not self.backend.delivering():
             # Kept in this bridge's buffer, not delivered: say so (success false), with what
             # the client needs to follow it (flush reports when it has gone through).
             return error_reply(
@@ -327,7 +274,7 @@ class Bridge:
             ).model_copy(
                 update={
                     "event_id": secret_free_id(event.event_id),
-                    "pending": self._publisher.pending,
+                    "pending": publisher.pending,
                 }
             )
         return PublishReply(
@@ -335,23 +282,6 @@ class Bridge:
             buffered=buffered,
             dropped=None if buffered else "local_buffer_full",
         )
-
-    def _delivering(self) -> bool:
-        """Whether a buffered turn is on its way: the publisher's last send went through
-        and Redis answered a PING within the last ``REACHABILITY_TTL_S`` (one round trip
-        per second of publishing at most)."""
-        assert self._publisher is not None
-        if not self._publisher.redis_available:
-            return False
-        return self._reachable().redis
-
-    def _reachable(self, *, fresh: bool = False) -> Reachability:
-        if self._probe is None:
-            return Reachability(redis=True)
-        now = time.monotonic()
-        if fresh or self._reached is None or now - self._reached_at > REACHABILITY_TTL_S:
-            self._reached, self._reached_at = self._probe(), now
-        return self._reached
 
     def recall(self, request: RecallBridgeRequest) -> BaseModel:
         """Op ``recall``: clamp the options, hash the scope keys, ask the recall workers
@@ -379,10 +309,11 @@ class Bridge:
             value = getattr(request, name)
             if value is not None:
                 options[name] = hash_key(value)
-        if self._recaller is None:
-            reply: BaseModel = _backend_unavailable()
+        recaller = self.backend.recaller
+        if recaller is None:
+            reply: BaseModel = unavailable()
         else:
-            response = self._recaller.recall(request.query, **options)
+            response = recaller.recall(request.query, **options)
             reply = RecallReply.model_validate(response.model_dump())
         if clamped:
             reply = reply.model_copy(update={"clamped": clamped})
@@ -396,43 +327,35 @@ class Bridge:
             if timeout != request.timeout_s
             else None
         )
-        if self._publisher is None:
-            return _backend_unavailable().model_copy(update={"clamped": clamped})
-        if self._publisher.flush(timeout):
+        publisher = self.backend.publisher
+        if publisher is None:
+            return unavailable().model_copy(update={"clamped": clamped})
+        if publisher.flush(timeout):
             return FlushReply(clamped=clamped)
-        return _backend_unavailable().model_copy(
-            update={"pending": self._publisher.pending, "clamped": clamped}
-        )
+        return unavailable().model_copy(update={"pending": publisher.pending, "clamped": clamped})
 
     def status(self, request: StatusRequest) -> BaseModel:
         """Op ``status``: whether memory is reachable now (a PING within a short deadline and
         the recall replicas' heartbeats, not what the last publish found), this bridge's
         publisher counters and the shared queue counters."""
         reply = StatusReply(endpoint=self._endpoint, redis_available=False)
-        if self._publisher is not None:
-            reply.publisher = self._publisher.stats().as_dict()
-            reply.pending = self._publisher.pending
-        if self._probe is not None:
-            reached = self._reachable(fresh=True)
+        backend = self.backend
+        if backend.publisher is not None:
+            reply.publisher = backend.publisher.stats().as_dict()
+            reply.pending = backend.publisher.pending
+        if backend.probe is not None:
+            reached = backend.reachable(fresh=True)
             reply.redis_available = reached.redis
             reply.recall_replicas = reached.recall_replicas
-        elif self._publisher is not None:
-            reply.redis_available = self._publisher.redis_available
+        elif backend.publisher is not None:
+            reply.redis_available = backend.publisher.redis_available
         if not reply.redis_available:
             reply.degraded = ["redis_unreachable"]
             return reply  # the queue's counters would only time out again
-        if self._queue_status is not None:
+        if backend.queue_status is not None:
             try:
-                reply.queue = dict(self._queue_status())
+                reply.queue = dict(backend.queue_status())
             except Exception as exc:  # status must answer even when Redis does not
                 reply.queue = None
                 reply.degraded = [f"queue_status_{type(exc).__name__}"]
         return reply
-
-
-def _backend_unavailable() -> ErrorReply:
-    return error_reply(
-        ErrorCode.BACKEND_UNAVAILABLE,
-        "memory is unavailable right now",
-        "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL)",
-    )

@@ -116,7 +116,7 @@ def test_recall_hashes_scope_keys(bridge: Bridge) -> None:
         json.dumps({"op": "recall", "query": "queue policy?", "workspace": "/work/proj"})
     )
     assert reply["success"] is True
-    recaller = bridge._recaller
+    recaller = bridge.backend.recaller
     assert isinstance(recaller, FakeRecaller)
     assert recaller.calls[0][1]["workspace"].startswith("w_")
 
@@ -309,13 +309,9 @@ def test_recall_through_the_real_client_always_answers_the_contract(
     assert reply["error_code"] in {"INVALID_REQUEST", "BACKEND_UNAVAILABLE"}
 
 
-def test_a_bridge_started_before_redis_connects_later(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import turngraph.producers.bridge as bridge_module
+def test_a_bridge_started_before_redis_connects_later(tmp_path: Path) -> None:
     from turngraph.producers.connection import Connection
 
-    monkeypatch.setattr(bridge_module, "RECONNECT_EVERY_S", 0.0)
     attempts: list[int] = []
     publisher = Publisher(redis_url=f"redis://127.0.0.1:{free_port()}/0")
 
@@ -332,6 +328,7 @@ def test_a_bridge_started_before_redis_connects_later(
         publisher=None,
         recaller=None,
         connect=connect,
+        reconnect_every_s=0.0,
     )
     first = bridge.handle_line('{"op": "recall", "query": "q"}')
     assert first["error_code"] == "BACKEND_UNAVAILABLE"
@@ -352,7 +349,7 @@ def test_out_of_range_recall_options_are_clamped_and_reported(bridge: Bridge) ->
         "max_results": {"requested": 500, "used": 50},
         "half_life_days": {"requested": 0.1, "used": 0.5},
     }
-    recaller = bridge._recaller
+    recaller = bridge.backend.recaller
     assert isinstance(recaller, FakeRecaller)
     assert recaller.calls[-1][1]["max_results"] == 50
     in_range = bridge.handle_line('{"op": "recall", "query": "q", "max_results": 7}')
@@ -405,7 +402,7 @@ def test_recall_takes_a_scope_id_as_it_is(bridge: Bridge) -> None:
     user = bridge.hasher.user("alice")
     line = {"op": "recall", "query": "queue?", "workspace": workspace, "user": user}
     assert bridge.handle_line(json.dumps(line))["success"] is True
-    recaller = bridge._recaller
+    recaller = bridge.backend.recaller
     assert isinstance(recaller, FakeRecaller)
     assert recaller.calls[0][1]["workspace"] == workspace
     assert recaller.calls[0][1]["user"] == user
