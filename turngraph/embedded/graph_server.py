@@ -6,6 +6,7 @@ JPype-hosted server from inside Python hung for minutes; a child ends by signal)
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from importlib.util import find_spec
 from pathlib import Path
@@ -14,6 +15,7 @@ import neo4j
 import neo4j.exceptions
 
 from turngraph.embedded.process import (
+    OneProcessServer,
     ServerProcess,
     free_port,
     port_open,
@@ -58,7 +60,29 @@ def password_for(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
-class GraphServer:
+def bolt_answers(bolt_port: int, http_port: int, user: str, password: str, database: str) -> bool:
+    """Whether a graph server on these loopback ports is ready. Its ports open before its
+    default database exists (seen under load as DatabaseNotFound on the first query), so
+    ready means: ``database`` answers a query. A refused password raises
+    ``neo4j.exceptions.AuthError``."""
+    if not (port_open(bolt_port) and port_open(http_port)):
+        return False
+    try:
+        with neo4j.GraphDatabase.driver(
+            f"bolt://127.0.0.1:{bolt_port}",
+            auth=(user, password),
+            connection_timeout=2.0,
+            max_transaction_retry_time=0,
+        ) as driver:
+            ping(driver, database)
+        return True
+    except neo4j.exceptions.AuthError:
+        raise
+    except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
+        return False
+
+
+class GraphServer(OneProcessServer):
     user = GRAPH_USER
     database = GRAPH_DATABASE
 
@@ -106,30 +130,12 @@ class GraphServer:
 
     name = "graph"
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
-
-    def orphans(self) -> list[int]:
-        """Servers of this kind left running in this folder by an owner that is gone."""
-        return self._process.orphans()
-
     def _ready(self) -> bool:
-        # Ports open before the default database exists (seen under load as
-        # DatabaseNotFound on the first query), so ready means: the database answers.
-        if not (port_open(self.bolt_port) and port_open(self.http_port)):
-            return False
-        try:
-            with neo4j.GraphDatabase.driver(
-                self.uri,
-                auth=(GRAPH_USER, self.password),
-                connection_timeout=2.0,
-                max_transaction_retry_time=0,
-            ) as driver:
-                ping(driver, GRAPH_DATABASE)
-            return True
-        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
-            return False
+        with contextlib.suppress(neo4j.exceptions.AuthError):  # not ready yet
+            return bolt_answers(
+                self.bolt_port, self.http_port, GRAPH_USER, self.password, GRAPH_DATABASE
+            )
+        return False
 
     def start(self) -> None:
         ensure_private_dir(self.data_dir)
@@ -150,13 +156,3 @@ class GraphServer:
             f"the graph database {database} is locked by {who}, not by these services: "
             f"{fix}, then start again"
         )
-
-    def died(self) -> bool:
-        """Started, and exited since without a stop (crashed, killed)."""
-        return self._process.died()
-
-    def stop(self) -> None:
-        self._process.stop()
-
-    def kill(self) -> None:
-        self._process.kill()

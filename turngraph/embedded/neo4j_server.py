@@ -20,12 +20,11 @@ from pathlib import Path
 import neo4j
 import neo4j.exceptions
 
-from turngraph.embedded.graph_server import password_for
+from turngraph.embedded.graph_server import bolt_answers, password_for
 from turngraph.embedded.neo4j_fetch import fetch, find_tools
-from turngraph.embedded.process import ServerProcess, free_port, port_open
+from turngraph.embedded.process import ServerProcess, free_port
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.schemas.errors import EmbeddedServiceError
-from turngraph.workers.graph.inventory import ping
 
 NEO4J_USER = "neo4j"
 """Neo4j's initial administrative user."""
@@ -164,25 +163,16 @@ class Neo4jServer:
             )
 
     def _ready(self) -> bool:
-        if not (port_open(self.bolt_port) and port_open(self.http_port)):
-            return False
         try:
-            with neo4j.GraphDatabase.driver(
-                self.uri,
-                auth=(NEO4J_USER, self.password),
-                connection_timeout=2.0,
-                max_transaction_retry_time=0,
-            ) as driver:
-                ping(driver, NEO4J_DATABASE)
-            return True
+            return bolt_answers(
+                self.bolt_port, self.http_port, NEO4J_USER, self.password, NEO4J_DATABASE
+            )
         except neo4j.exceptions.AuthError:
             raise EmbeddedServiceError(
                 f"Neo4j in {self.data_dir} refuses the password in "
                 f"{self.data_dir / 'graph.password'}: the data was created with another one; "
                 "restore that file, or move the folder away to start afresh"
             ) from None
-        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
-            return False
 
     def start(self) -> None:
         ensure_private_dir(self.data_dir)

@@ -122,6 +122,30 @@ def _exists(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+class OneProcessServer:
+    """What an embedded server running as one :class:`ServerProcess` hands down to it."""
+
+    _process: ServerProcess
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def orphans(self) -> list[int]:
+        """Servers of this kind left running in this folder by an owner that is gone."""
+        return self._process.orphans()
+
+    def died(self) -> bool:
+        """Started, and exited since without a stop (crashed, killed)."""
+        return self._process.died()
+
+    def stop(self) -> None:
+        self._process.stop()
+
+    def kill(self) -> None:
+        self._process.kill()
+
+
 class ServerProcess:
     """Owns one child process; the log goes to a file next to its data."""
 

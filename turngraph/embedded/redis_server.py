@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
-from turngraph.embedded.process import ServerProcess, free_port
+from turngraph.embedded.process import OneProcessServer, ServerProcess, free_port
 from turngraph.producers.private_files import ensure_private_dir
 from turngraph.schemas.errors import EmbeddedServiceError
 
@@ -56,7 +56,7 @@ ACL file the server ignores ``requirepass`` (an empty file means a ``default`` u
 password), so the operator's line is always written here."""
 
 
-class RedisServer:
+class RedisServer(OneProcessServer):
     """Loopback only, append-only persistence, ``noeviction`` (SPEC §3), and a generated
     password (SPEC §8): any local process can reach a loopback port."""
 
@@ -104,14 +104,6 @@ class RedisServer:
 
     name = "redis"
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
-
-    def orphans(self) -> list[int]:
-        """Servers of this kind left running in this folder by an owner that is gone."""
-        return self._process.orphans()
-
     def _ready(self) -> bool:
         try:
             conn = redis.Redis(port=self.port, password=self.password, socket_timeout=0.5)
@@ -134,16 +126,6 @@ class RedisServer:
         operator = f"user default on #{digest} ~* &* +@all"
         users = [operator, *(line for line in kept if not line.startswith("user default "))]
         _write_private(acl, "\n".join(users) + "\n")
-
-    def died(self) -> bool:
-        """Started, and exited since without a stop (crashed, killed)."""
-        return self._process.died()
-
-    def stop(self) -> None:
-        self._process.stop()
-
-    def kill(self) -> None:
-        self._process.kill()
 
 
 def _write_private(path: Path, text: str) -> None:
