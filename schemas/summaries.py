@@ -60,9 +60,6 @@ class SummaryReferences(BaseModel):
             issues=_union(self.issues, other.issues)[:20],
         )
 
-    def is_empty(self) -> bool:
-        return not (self.files or self.plans or self.branches or self.issues)
-
 
 class TimeScope(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -235,16 +232,4 @@ def summary_json_schema() -> dict[str, object]:
         "properties": properties,
         "required": list(properties),
         "additionalProperties": False,
-    }
-
-
-def summary_response_format() -> dict[str, object]:
-    """The ``response_format`` argument of ``chat.completions.create``."""
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": SUMMARY_SCHEMA_NAME,
-            "strict": True,
-            "schema": summary_json_schema(),
-        },
     }

@@ -29,7 +29,6 @@ MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset(
     f"turngraph.workers.maintenance.jobs.{name}"
     for name in (
         "summarize_session_job",
-        "compact_topic_job",
         "compact_sweep_job",
         "rolling_context_job",
         "ownership_job",

@@ -177,14 +177,6 @@ class LLMEndpoint:
         attempts = max(1, int(remaining_s // timeout)) if timeout > 0 else 1
         return timeout, max(0, min(self.client.max_retries, attempts - 1))
 
-    def describe(self) -> dict[str, str]:
-        """What ``doctor`` and logs report."""
-        return {
-            "output_mode": self.mode.value,
-            "configured": self.configured_mode.value,
-            "system_prompt": "merged" if self.merge_system else "system message",
-        }
-
     def complete(
         self,
         messages: Messages,

@@ -281,7 +281,7 @@ def find_usage(text: str, known: frozenset[str] = frozenset()) -> list[Hit]:
     lower = ascii_lower(text)
     if not any(w in lower for w in ("we ", "i ", "they ", "team ")):
         return hits
-    for verb in _USE_VERB.finditer(text if False else lower):
+    for verb in _USE_VERB.finditer(lower):
         tail = _USAGE_TAIL.match(text, verb.end())
         if tail is None:
             continue

@@ -90,19 +90,6 @@ def summarize_session_job(
         return {"summaries": len(made), "compacted": compacted}
 
 
-def compact_topic_job(
-    target: dict[str, Any], *, distiller: context.Distiller | None = None
-) -> dict[str, int]:
-    """On demand: merge the topic's summaries (``workspace``, ``topic_id``) now."""
-    with _permanent_fails_once():
-        workspace = _field(target, "workspace", str)
-        topic_id = _field(target, "topic_id", str)
-        record = compaction.compact_topic(
-            distiller or context.bound_distiller(), workspace, topic_id, force=True
-        )
-        return {"compacted": int(record is not None)}
-
-
 def compact_sweep_job(
     reschedule: bool = True, *, distiller: context.Distiller | None = None
 ) -> dict[str, int]:
