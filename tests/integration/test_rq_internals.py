@@ -53,7 +53,7 @@ from turngraph.schemas.defaults import (
 )
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
-from turngraph.workers.ingest import dead_letters
+from turngraph.workers.ingest import claims, dead_letters
 from turngraph.workers.ingest.batching import BatchingIngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.stoppable import StoppableWorker
@@ -203,16 +203,7 @@ def test_scheduler_process_is_the_one_rq_forked(conn: redis.Redis) -> None:
     assert process.exitcode is not None
 
 
-def test_the_batching_worker_runs_on_this_rq(conn: redis.Redis) -> None:
-    """What the ingest worker builds on RQ (dequeue, execute, its registries, the job's
-    ``func``) holds on this RQ: a forged id is dead-lettered, the rest ingested in batches
-    and finished, nothing left in RQ's started or intermediate lists."""
-    turns = [make_turn(i) for i in range(25)]
-    BoundedQueue(conn, name=QUEUE, max_length=100).enqueue_many(turns)
-    conn.rpush(RQ_QUEUE_PREFIX + QUEUE, "forged-id")  # no job hash
-    store = InMemoryGraphStore(
-        entity_labels=ontology.labels(), relation_types=ontology.relationship_types()
-    )
+def _batching_worker(conn: redis.Redis, store: InMemoryGraphStore) -> BatchingIngestWorker:
     pipeline = IngestPipeline(
         redis_client=conn,
         store=store,
@@ -220,9 +211,61 @@ def test_the_batching_worker_runs_on_this_rq(conn: redis.Redis) -> None:
         changes_stream="tg-contract-changes",
     )
     rq_queue = Queue(QUEUE, connection=conn, serializer=JSONSerializer)
-    worker = BatchingIngestWorker(
+    return BatchingIngestWorker(
         [rq_queue], pipeline=pipeline, max_batch=10, connection=conn, serializer=JSONSerializer
     )
+
+
+def _memory_store() -> InMemoryGraphStore:
+    return InMemoryGraphStore(
+        entity_labels=ontology.labels(), relation_types=ontology.relationship_types()
+    )
+
+
+def test_claims_give_back_what_rq_itself_started(conn: redis.Redis) -> None:
+    """The claims' scripts flip RQ's job status and remove RQ's own started-registry entry
+    (its member format): a job RQ dequeued and started, and two claimed beside it, go back
+    to the queue's head as ``queued`` when their worker is gone, and are ingested once."""
+    turns = [make_turn(i) for i in range(3)]
+    BoundedQueue(conn, name=QUEUE, max_length=100).enqueue_many(turns)
+    store = _memory_store()
+    worker = _batching_worker(conn, store)
+    rq_queue = worker.queues[0]
+    dequeued = worker.dequeue_job_and_maintain_ttl(timeout=1)
+    assert dequeued is not None
+    job, _ = dequeued
+    worker.prepare_execution(job)  # RQ's own bookkeeping of a started job, as its
+    worker.prepare_job_execution(job)  # SimpleWorker.execute_job does before performing it
+    assert rq_queue.started_job_registry.count == 1
+    claims.hold(conn, rq_queue, job.id, worker.name)
+    assert claims.claim(conn, rq_queue, 9, worker.name) == [t.event_id for t in turns[1:]]
+    statuses = Job.fetch_many([t.event_id for t in turns], connection=conn)
+    assert [j.get_status() for j in statuses if j is not None] == [JobStatus.STARTED] * 3
+
+    later = time.time() + claims.CLAIM_TTL_S + 1  # the worker stopped renewing: it died
+    assert claims.requeue_expired_claims(conn, rq_queue, now=later) == 3
+    assert sorted(rq_queue.job_ids) == sorted(t.event_id for t in turns)
+    assert rq_queue.started_job_registry.count == 0
+    statuses = Job.fetch_many([t.event_id for t in turns], connection=conn)
+    assert [j.get_status() for j in statuses if j is not None] == [JobStatus.QUEUED] * 3
+
+    _batching_worker(conn, store).work(burst=True, with_scheduler=False)
+    stored = {n.props["event_id"] for n in store.nodes.values() if "Episode" in n.labels}
+    assert stored == {t.event_id for t in turns}
+    assert conn.llen(rq_queue.intermediate_queue_key) == 0
+    assert rq_queue.started_job_registry.count == 0
+
+
+def test_the_batching_worker_runs_on_this_rq(conn: redis.Redis) -> None:
+    """What the ingest worker builds on RQ (dequeue, execute, its registries, the job's
+    ``func``) holds on this RQ: a forged id is dead-lettered, the rest ingested in batches
+    and finished, nothing left in RQ's started or intermediate lists."""
+    turns = [make_turn(i) for i in range(25)]
+    BoundedQueue(conn, name=QUEUE, max_length=100).enqueue_many(turns)
+    conn.rpush(RQ_QUEUE_PREFIX + QUEUE, "forged-id")  # no job hash
+    store = _memory_store()
+    worker = _batching_worker(conn, store)
+    rq_queue = worker.queues[0]
     worker.work(burst=True, with_scheduler=False)
     stored = {n.props["event_id"] for n in store.nodes.values() if "Episode" in n.labels}
     assert stored == {t.event_id for t in turns}
