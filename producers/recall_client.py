@@ -170,7 +170,11 @@ class RecallClient:
             )
         except RequestFailed as exc:
             return RecallResponse.failure(
-                request.request_id, exc.code, exc.user_message, exc.remediation, [exc.reason]
+                request.request_id,
+                exc.code,
+                exc.user_message,
+                exc.remediation,
+                degraded=[exc.reason],
             )
 
     def _shard_served(self, shard: int) -> bool:

@@ -15,12 +15,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, Self, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import redis
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from turngraph.schemas.bridge_common import WorkerReply
 from turngraph.schemas.errors import ErrorCode, TransientError
 from turngraph.schemas.validation import invalid_fields
 
@@ -48,20 +49,6 @@ REPLY_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What may follow a reply prefix: a reply key names one request, nothing else."""
 
 
-class Reply(Protocol):
-    """A reply model: pydantic, with the seed's failure builder."""
-
-    @classmethod
-    def failure(
-        cls, request_id: str, code: ErrorCode, user_message: str, remediation: str
-    ) -> Self: ...
-
-    @classmethod
-    def model_validate_json(cls, json_data: str | bytes | bytearray) -> Self: ...
-
-    def model_dump_json(self) -> str: ...
-
-
 class Request(Protocol):
     """The fields every request model carries for the exchange."""
 
@@ -77,7 +64,7 @@ class Request(Protocol):
     def model_dump_json(self) -> str: ...
 
 
-ReplyT = TypeVar("ReplyT", bound=Reply)
+ReplyT = TypeVar("ReplyT", bound=WorkerReply)
 RequestT = TypeVar("RequestT", bound=BaseModel)
 
 
@@ -162,7 +149,7 @@ def is_reply_key(value: object, prefix: str) -> bool:
     )
 
 
-def send_reply(conn: redis.Redis, reply_to: str, response: Reply, ttl_s: int) -> None:
+def send_reply(conn: redis.Redis, reply_to: str, response: BaseModel, ttl_s: int) -> None:
     """Push ``response`` on ``reply_to``, which expires unread after ``ttl_s``."""
     with conn.pipeline(transaction=False) as pipe:
         pipe.rpush(reply_to, response.model_dump_json())

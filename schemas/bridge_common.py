@@ -3,7 +3,7 @@ error codes and the failure reply (``schemas.bridge`` and ``schemas.bridge_disti
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
@@ -70,6 +70,25 @@ class ErrorReply(BaseModel):
         description="MCP forget, where the client cannot ask its user: send it back as "
         "`confirm` once the user has agreed.",
     )
+
+
+class WorkerReply(BaseModel):
+    """Base of the replies a worker sends on a reply key (recall, distill); no fields of
+    its own, so the exported schemas stay as their models say."""
+
+    @classmethod
+    def failure(
+        cls, request_id: str, code: ErrorCode, user_message: str, remediation: str, **fields: Any
+    ) -> Self:
+        """The seed's failure contract; ``fields``: more of the model's fields."""
+        return cls(
+            request_id=request_id,
+            success=False,
+            error_code=code,
+            user_message=user_message,
+            remediation=remediation,
+            **fields,
+        )
 
 
 def error_reply(code: ErrorCode, user_message: str, remediation: str) -> ErrorReply:

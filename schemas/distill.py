@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from turngraph.schemas.bridge_common import WorkerReply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.memories import PromotedMemory, PromotionKind
 from turngraph.schemas.recap import SessionRecap
@@ -66,7 +67,7 @@ class DistillRequest(BaseModel):
     sent_at_ms: int | None = Field(default=None, ge=0)
 
 
-class DistillResponse(BaseModel):
+class DistillResponse(WorkerReply):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = DISTILL_SCHEMA_VERSION
@@ -82,15 +83,3 @@ class DistillResponse(BaseModel):
     error_code: ErrorCode | None = None
     user_message: str | None = None
     remediation: str | None = None
-
-    @classmethod
-    def failure(
-        cls, request_id: str, code: ErrorCode, user_message: str, remediation: str
-    ) -> DistillResponse:
-        return cls(
-            request_id=request_id,
-            success=False,
-            error_code=code,
-            user_message=user_message,
-            remediation=remediation,
-        )

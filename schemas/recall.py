@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from turngraph.schemas.bridge_common import WorkerReply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import ScopeName, ScopeValue
 
@@ -115,7 +116,7 @@ class RecallResult(BaseModel):
     )
 
 
-class RecallResponse(BaseModel):
+class RecallResponse(WorkerReply):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = RECALL_SCHEMA_VERSION
@@ -134,21 +135,3 @@ class RecallResponse(BaseModel):
     error_code: ErrorCode | None = None
     user_message: str | None = None
     remediation: str | None = None
-
-    @classmethod
-    def failure(
-        cls,
-        request_id: str,
-        code: ErrorCode,
-        user_message: str,
-        remediation: str,
-        degraded: list[str] | None = None,
-    ) -> RecallResponse:
-        return cls(
-            request_id=request_id,
-            success=False,
-            error_code=code,
-            user_message=user_message,
-            remediation=remediation,
-            degraded=degraded or [],
-        )
