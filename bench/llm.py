@@ -116,6 +116,7 @@ def run(max_runs: int, max_minutes: float) -> int:
         batch_seconds: list[float] = []
         deadline = time.monotonic() + max_minutes * 60
         pending = int(clients.redis.zcard(REEXTRACT_PENDING))
+        given_up = 0
         for run_index in range(max_runs):
             if pending == 0 or time.monotonic() > deadline:
                 break
@@ -124,6 +125,7 @@ def run(max_runs: int, max_minutes: float) -> int:
             result = reextract.reextract_pending(distiller, rx)
             wall = time.monotonic() - started
             pending = result.pending
+            given_up += result.given_up
             done = result.succeeded + result.failed
             batches = max(1, -(-done // max(1, rx.extractor.turns_per_call)))
             if done:
@@ -141,6 +143,8 @@ def run(max_runs: int, max_minutes: float) -> int:
             summary = summarize_last_turns(distiller, session, 20)
             method = summary.method.value if summary else "none"
             summaries.append([session, method, round(time.monotonic() - started, 1)])
+            if summary is not None:  # what the model wrote (the bench's own conversation)
+                print(f"  {session} {method}: {summary.content.model_dump_json()}")
         print()
         print(table(["session", "summary", "wall_s"], summaries))
 
@@ -169,6 +173,8 @@ def run(max_runs: int, max_minutes: float) -> int:
             calls=len(answers),
             http_500_after_first=late_500,
             reextract_pending=pending,
+            reextract_given_up=given_up,
+            cut_answers=sum(1 for a in answers if a.truncated),
             wall_s_per_batch_p50=round(percentile(batch_seconds, 50), 1),
             wall_s_per_call_p50=round(percentile(seconds, 50), 1),
             prompt_tokens_per_call=round(sum(prompt) / len(prompt)) if prompt else 0,

@@ -212,7 +212,7 @@ def turns_fitting(schema: dict[str, Any], max_output_tokens: int | None, most: i
         return most
     smallest = LIMIT_LEVELS[3]
     for turns in range(most, 1, -1):
-        ids = [f"e{i}" * 8 for i in range(turns)]  # event ids are 32+ characters long
+        ids = [f"t_{i:032x}" for i in range(turns)]  # as long as the producers' ids
         bounded = batch_schema(schema, ids, bounded=True, limits=smallest)
         if max_answer_tokens(bounded) <= max_output_tokens:
             return turns
