@@ -72,6 +72,7 @@ from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
+from turngraph.workers.recall.ranking import Ranking, preset
 from turngraph.workers.recall.worker import RecallWorker
 
 BENCH_SESSION = "bench_question_session"
@@ -159,6 +160,7 @@ def run_realmem(
     max_questions: int | None,
     capture: Path | None = None,
     from_capture: Path | None = None,
+    ranking: Ranking | None = None,
 ) -> int:
     """The editor's flow on RealMem (module docstring), one table and one RESULT line."""
     rm = load_realmem(split=split)
@@ -173,8 +175,12 @@ def run_realmem(
     started = time.perf_counter()
     run: Replay | Rerun
     if from_capture is not None:
+        settings = Settings(_env_file=None)
         run = rerun(
-            from_capture, build_embedder(Settings(_env_file=None)), {q["id"] for q in questions}
+            from_capture,
+            build_embedder(settings),
+            {q["id"] for q in questions},
+            ranking or preset(settings.recall_ranking),
         )
         distill = bool(run.meta.get("distill"))
         missing = [q["id"] for q in questions if q["id"] not in run.with_context]
@@ -186,7 +192,8 @@ def run_realmem(
     recaps = run.recaps if isinstance(run, Replay) else int(run.meta.get("recaps", 0))
     how = (
         f"re-run from the capture {from_capture.name} in {elapsed:.0f} s (in process; "
-        f"{run.same_as_replay} of {2 * len(questions)} answers identical to the replay's)"
+        f"{run.same_as_replay} of {2 * len(questions)} answers identical to the replay's, "
+        f"{run.degraded} degraded)"
         if isinstance(run, Rerun) and from_capture is not None
         else f"replay {elapsed:.0f} s"
     )
@@ -276,6 +283,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         help="--realmem: re-run the questions against a kept store (bench.retrieval_capture)",
     )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        help="--from-capture: the ranking preset with settings changed (bm25_b=0.75,…)",
+    )
     args = parser.parse_args(argv)
     if args.embedding:  # the recall worker reads its settings from the environment
         os.environ["TURNGRAPH_EMBEDDING_PROVIDER"] = args.embedding
@@ -283,7 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     if args.realmem:
         return run_realmem(
-            args.split, args.distill == "on", args.max_questions, args.capture, args.from_capture
+            args.split,
+            args.distill == "on",
+            args.max_questions,
+            args.capture,
+            args.from_capture,
+            Ranking.parse(args.overrides) if args.overrides else None,
         )
     now = datetime.now(UTC)
     dataset_turns, own_questions, dataset_now = load(args.data)

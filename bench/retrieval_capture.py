@@ -34,6 +34,7 @@ from turngraph.schemas.changes import CHANGE_FIELD, decode_change
 from turngraph.schemas.recall import RecallRequest
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.search import search
 
 CAPTURE_VERSION = 1
@@ -116,6 +117,8 @@ class Rerun:
     model: str
     same_as_replay: int = 0
     """Answers (turn ids in order) identical to the replica's in the replay."""
+    degraded: int = 0
+    """Answers flagged ``degraded`` (a query embedding past its budget on a busy machine)."""
 
 
 def ranked_turns(results: Sequence[Any]) -> list[str]:
@@ -126,10 +129,16 @@ def ranked_turns(results: Sequence[Any]) -> list[str]:
     return ranked
 
 
-def rerun(path: Path, embedder: Embedder | None, wanted: set[str] | None = None) -> Rerun:
-    """Apply the capture's stream to a fresh index and ask every question (those in
-    ``wanted``, when given) at its recorded point with the recorded request."""
-    index = MemoryIndex(embedder)
+def rerun(
+    path: Path,
+    embedder: Embedder | None,
+    wanted: set[str] | None = None,
+    ranking: Ranking = DEFAULT,
+) -> Rerun:
+    """Apply the capture's stream to a fresh index ranked by ``ranking`` and ask every
+    question (those in ``wanted``, when given) at its recorded point with the recorded
+    request."""
+    index = MemoryIndex(embedder, ranking)
     out = Rerun({}, {}, {}, [], 0, {}, "none")
     if not path.is_file():
         raise SystemExit(f"no capture at {path}: write one with --capture")
@@ -147,6 +156,7 @@ def rerun(path: Path, embedder: Embedder | None, wanted: set[str] | None = None)
                 started = time.perf_counter()
                 response = search(index, request, now=datetime.fromisoformat(item["now"]))
                 out.timings_ms.append((time.perf_counter() - started) * 1000)
+                out.degraded += bool(response.degraded)
                 into = out.with_context if item["context"] else out.without_context
                 into[item["ask"]] = ranked_turns(response.results)
                 out.same_as_replay += into[item["ask"]] == item.get("replayed")

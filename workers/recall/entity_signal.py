@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 
-from turngraph.workers.recall.memory import Memory
+from turngraph.workers.recall.memory import DISTILLED_KINDS, Memory
 from turngraph.workers.recall.postings import Hit, Partition, idf
 
 ENTITY_POSTINGS_CAP = 400
@@ -32,8 +32,13 @@ def entity_hits(
     *,
     limit: int,
     session_id: str | None = None,
+    distilled_share: float = 1.0,
 ) -> list[Hit]:
-    """Memories mentioning the given entity keys (weighted, rarer entities count more)."""
+    """Memories mentioning the given entity keys (weighted, rarer entities count more).
+
+    A distilled memory (summary, decision record, recap) holds the entities of all its
+    turns, so it matches any entity its span named: its hits count ``distilled_share``
+    (0: it gets no graph signal; its turns carry the entities themselves)."""
     acc: dict[int, float] = {}
     for key, weight in entities.items():
         ents = part.entities.get(key)
@@ -43,6 +48,11 @@ def entity_hits(
         for internal in ents[-ENTITY_POSTINGS_CAP:]:
             memory = memory_of(internal)
             if memory is None or (session_id and memory.session_id != session_id):
+                continue
+            if memory.kind in DISTILLED_KINDS:
+                if distilled_share <= 0.0:
+                    continue
+                acc[internal] = acc.get(internal, 0.0) + w * distilled_share
                 continue
             acc[internal] = acc.get(internal, 0.0) + w
     return heapq.nlargest(limit, acc.items(), key=itemgetter(1))

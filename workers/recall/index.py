@@ -380,13 +380,19 @@ class MemoryIndex:
         *,
         limit: int,
         session_id: str | None = None,
+        distilled_share: float = 1.0,
     ) -> list[Hit]:
         """Memories mentioning the given entity keys (``entity_signal.entity_hits``)."""
         part = self._parts.get(pkey)
         if part is None or not entities:
             return []
         return entity_signal.entity_hits(
-            part, entities, self.memory, limit=limit, session_id=session_id
+            part,
+            entities,
+            self.memory,
+            limit=limit,
+            session_id=session_id,
+            distilled_share=distilled_share,
         )
 
     def entity_neighbours(self, pkey: PartitionKey, keys: Iterable[str], limit: int) -> list[str]:

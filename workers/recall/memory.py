@@ -19,7 +19,11 @@ from turngraph.schemas.scopes import Scope, ScopeValue
 from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.recall.text import entity_key
 
-__all__ = ["Memory", "MemoryKind", "normalise_entities"]
+__all__ = ["DISTILLED_KINDS", "Memory", "MemoryKind", "normalise_entities"]
+
+DISTILLED_KINDS = frozenset({MemoryKind.SUMMARY, MemoryKind.DECISION_RECORD, MemoryKind.RECAP})
+"""Memories distilled from a span of turns: their text, entities and provenance are the
+union of their turns'."""
 
 _SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
 """Fields whose few distinct values many memories repeat: interned."""

@@ -49,6 +49,12 @@ class Ranking:
     """Top lexical hits whose neighbouring turns join as episode-chain candidates."""
     chain_decay: float = 0.6
     """A neighbouring turn's chain score relative to the hit it neighbours."""
+    distilled_graph_share: float = 0.0
+    """What an entity hit of a distilled memory (summary, decision record, recap) counts in
+    the graph signal: it holds the entities of every turn of its span, so it matches any
+    entity the span named (graph score 0.40-0.68 on average against 0.07-0.14 for turns in
+    the top 10), and then fills the top 10 with one session. 0: its turns carry the
+    entities (RealMem dev, distilled memories on: session hit@10 0.694 -> 0.753)."""
 
     # -- fusion ---------------------------------------------------------------------
     lexical_weight: float = 1.0

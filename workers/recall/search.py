@@ -266,6 +266,7 @@ def _candidates(
             entities,
             limit=ranking.graph_candidates,
             session_id=target.session_id,
+            distilled_share=ranking.distilled_graph_share,
         )
     lexical_hits.sort(key=lambda hit: hit[1], reverse=True)
     graph_hits.sort(key=lambda hit: hit[1], reverse=True)
