@@ -22,7 +22,6 @@ from turngraph.workers.embeddings.texts import embedding_text
 from turngraph.workers.graph.vectors import GraphVectors, unpack
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.rebuild import rebuild_embeddings
-from turngraph.workers.recall.worker import RecallWorker
 
 pytestmark = pytest.mark.integration
 
@@ -131,15 +130,7 @@ def test_rebuild_after_a_model_change_while_replicas_answer(clients: Clients) ->
         assert old.handle(_request("retry uploads backoff")).results
 
         # A replica restarted on the new model bootstraps the stored vectors.
-        new = RecallWorker(
-            redis_client=clients.redis,
-            store=old._store,
-            vectors=vectors,
-            embedder=endpoint,
-            requests_key=clients.settings.recall_requests_key,
-            changes_stream=clients.settings.changes_stream,
-            reply_ttl_s=5,
-        )
+        new = build_recall_worker(clients, embedder=endpoint)
         texts_before = endpoint.stats.texts
         new.bootstrap()
         assert new.index.semantic.counters.received == len(CONVERSATION)
