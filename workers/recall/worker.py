@@ -178,11 +178,23 @@ class RecallWorker:
             return refused
         if tenant is not None:
             foreign = foreign_scope_fields(request)
-            if foreign:
-                return self._refuse_scope(request, tenant, foreign)
+            if foreign:  # another tenant's (qualified) keys: no search, nothing else touched
+                self.counters.refused_scope += 1
+                return self._refuse(
+                    request,
+                    f"{', '.join(foreign)} (a key of another tenant)",
+                    "name your own scope keys; the t-<tenant>- form is reserved",
+                )
             request = qualified(request, tenant)
         if not self.shards.answers(request.workspace, request.user):
-            return self._refuse_shard(request)
+            # The client routes with another shard count: an error, never an answer from
+            # missing data.
+            self.counters.refused_shard += 1
+            return self._refuse(
+                request,
+                "sent to a shard that does not hold its workspace",
+                "give clients and recall replicas the same TURNGRAPH_RECALL_SHARDS",
+            )
         started = time.perf_counter()
         response = search(self.index, request)
         if tenant is not None:
@@ -197,32 +209,15 @@ class RecallWorker:
             self._latency_observer(time.perf_counter() - started)
         return response
 
-    def _refuse_scope(
-        self, request: RecallRequest, tenant: str, fields: list[str]
-    ) -> RecallResponse:
-        """A tenant named a scope key in another tenant's (qualified) form: no search, an
-        error naming the fields on the tenant's own reply key, nothing else touched."""
-        self.counters.refused_scope += 1
-        log.warning("recall_request_refused", reason="foreign scope key", fields=fields)
+    def _refuse(self, request: RecallRequest, what: str, remediation: str) -> RecallResponse:
+        """``INVALID_REQUEST`` saying ``what`` (field names, never values) on the request's
+        reply key."""
+        log.warning("recall_request_refused", reason=what)
         response = RecallResponse.failure(
             request.request_id,
             ErrorCode.INVALID_REQUEST,
-            f"invalid recall request: {', '.join(fields)} (a key of another tenant)",
-            "name your own scope keys; the t-<tenant>- form is reserved",
-        )
-        self._server.reply(request.reply_to, response)
-        return response
-
-    def _refuse_shard(self, request: RecallRequest) -> RecallResponse | None:
-        """A request on this replica's list for another shard's partition: the client
-        routes with another shard count. An error, never an answer from missing data."""
-        self.counters.refused_shard += 1
-        log.warning("recall_request_refused", reason="partition of another shard")
-        response = RecallResponse.failure(
-            request.request_id,
-            ErrorCode.INVALID_REQUEST,
-            "recall request sent to a shard that does not hold its workspace",
-            "give clients and recall replicas the same TURNGRAPH_RECALL_SHARDS",
+            f"invalid recall request: {what}",
+            remediation,
         )
         if request.reply_to:
             self._server.reply(request.reply_to, response)
