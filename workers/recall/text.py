@@ -33,6 +33,9 @@ thought mean meant again back go going gonna
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """English function words and chat filler; they carry no retrieval signal."""
 
+WORD_CACHE = 131_072
+"""Distinct raw words whose terms :func:`tokenize` keeps (a few MB at most)."""
+
 MAX_ENTITY_NGRAM = 5
 """Longest entity name, in word pieces, that a query n-gram lookup can match."""
 
@@ -86,14 +89,20 @@ def tokenize(text: str) -> list[str]:
     """
     terms: list[str] = []
     for raw in _WORD.findall(text):
-        lower = raw.lower()
-        pieces = _pieces(raw)
-        if len(pieces) > 1:
-            terms.append(lower)
-        for piece in pieces:
-            if piece not in STOPWORDS and (len(piece) > 1 or piece.isdigit()):
-                terms.append(stem(piece))
+        terms.extend(_word_terms(raw))
     return terms
+
+
+@lru_cache(maxsize=WORD_CACHE)
+def _word_terms(raw: str) -> tuple[str, ...]:
+    """The terms of one word as :func:`tokenize` finds it (cached: chat vocabulary is
+    Zipfian, so a replica's bootstrap analyses each frequent word once)."""
+    pieces = _pieces(raw)
+    terms = [raw.lower()] if len(pieces) > 1 else []
+    for piece in pieces:
+        if piece not in STOPWORDS and (len(piece) > 1 or piece.isdigit()):
+            terms.append(stem(piece))
+    return tuple(terms)
 
 
 def entity_key(name: str) -> str:
