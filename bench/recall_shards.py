@@ -25,22 +25,25 @@ from __future__ import annotations
 import argparse
 import gc
 import multiprocessing as mp
+import os
 import random
 import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from bench.proc import rss_mb
+from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
+from bench.shard_load import Load, closed_loop, open_loop
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.changes import MemoryKind, MemoryRecord
@@ -133,51 +136,194 @@ def _replica_main(url: str, name: str, shards: int, owned: list[int], args: dict
     worker.run()
 
 
-def wait_ready(conn: redis.Redis, names: set[str], timeout_s: float) -> dict[str, float]:
+@dataclass
+class Phase:
+    """One deployment's run: its replicas bootstrapped, then its client loads."""
+
+    label: str
+    shards: int
+    ready_s: dict[str, float] = field(default_factory=dict)
+    boot_cpu_s: dict[str, float] = field(default_factory=dict)
+    """CPU a replica used up to ready (making the synthetic records included)."""
+    rss_mb: dict[str, float] = field(default_factory=dict)
+    """Largest of after ready and after the loads."""
+    held: dict[str, int] = field(default_factory=dict)
+    saturation: Load = field(default_factory=Load)
+    offered: Load = field(default_factory=Load)
+    rate: float = 0.0
+    serve_cpu_ms: float = 0.0
+    """The replicas' CPU per answer in the open loop."""
+    machine_busy: float = 0.0
+    """Share of the machine's cores busy (anyone's work) during the open loop."""
+    no_replica_ms: list[float] = field(default_factory=list)
+
+
+def wait_ready(
+    conn: redis.Redis, procs: Mapping[str, BaseProcess], timeout_s: float
+) -> dict[str, float]:
     """When each replica's heartbeat first said it was bootstrapped (seconds from now)."""
     started = time.monotonic()
     ready: dict[str, float] = {}
-    while len(ready) < len(names):
+    while len(ready) < len(procs):
+        dead = [name for name, proc in procs.items() if not proc.is_alive()]
+        if dead:
+            raise SystemExit(f"replica {dead[0]} exited while bootstrapping")
         if time.monotonic() - started > timeout_s:
-            raise SystemExit("replicas not ready in time")
+            raise SystemExit(f"replicas not ready in {timeout_s:.0f} s (--phase-timeout)")
         for beat in read_heartbeats(conn):
-            if beat.replica in names and beat.bootstrapped and beat.replica not in ready:
+            if beat.replica in procs and beat.bootstrapped and beat.replica not in ready:
                 ready[beat.replica] = time.monotonic() - started
-        time.sleep(0.5)
+        time.sleep(0.5)  # heartbeats are written once a second
     return ready
 
 
-def closed_loop(
-    url: str, shards: int, workspaces: int, queries: list[str], clients: int, seconds: float
-) -> tuple[list[float], int]:
-    latencies: list[float] = []
-    failures = 0
-    lock = threading.Lock()
-    stop_at = time.monotonic() + seconds
+def run_phase(
+    phase: Phase,
+    url: str,
+    spec: dict[str, Any],
+    args: argparse.Namespace,
+    queries: list[str],
+    rate_of: Callable[[Load], float],
+) -> Phase:
+    """Start the deployment's replicas, wait for them, load them, stop them."""
+    ctx = mp.get_context("spawn")
+    conn = redis.Redis.from_url(url)
+    owned = [[s] for s in range(phase.shards)]
+    names = [f"shard{s}" for s in range(phase.shards)] if phase.shards > 1 else ["unsharded"]
+    procs = {
+        name: ctx.Process(
+            target=_replica_main, args=(url, name, phase.shards, mine, spec), daemon=True
+        )
+        for name, mine in zip(names, owned, strict=True)
+    }
+    pids: dict[str, int] = {}
+    try:
+        for name, proc in procs.items():
+            proc.start()
+            pids[name] = proc.pid or 0
+        phase.ready_s = wait_ready(conn, procs, args.phase_timeout)
+        phase.boot_cpu_s = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        phase.rss_mb = {name: rss_mb(pid) for name, pid in pids.items()}
+        phase.held = {b.replica: b.memories for b in read_heartbeats(conn) if b.replica in procs}
+        workspaces = args.workspaces
+        phase.saturation = closed_loop(
+            url, phase.shards, workspaces, queries, args.clients, args.seconds
+        )
+        phase.rate = rate_of(phase.saturation)
+        cpu_before = sum(cpu_seconds(pid) for pid in pids.values())
+        busy_before, wall_before = machine_busy_seconds(), time.monotonic()
+        phase.offered = open_loop(url, phase.shards, workspaces, queries, phase.rate, args.seconds)
+        served = max(1, len(phase.offered.latencies))
+        phase.serve_cpu_ms = (sum(cpu_seconds(p) for p in pids.values()) - cpu_before) * 1000
+        phase.serve_cpu_ms /= served
+        busy = machine_busy_seconds() - busy_before
+        phase.machine_busy = busy / ((time.monotonic() - wall_before) * (os.cpu_count() or 1))
+        for name, pid in pids.items():
+            phase.rss_mb[name] = max(phase.rss_mb[name], rss_mb(pid))
+        if phase.shards > 1:
+            phase.no_replica_ms = no_replica(procs[names[-1]], conn, args, queries[0])
+    finally:
+        for proc in procs.values():
+            proc.terminate()
+        for proc in procs.values():
+            proc.join(timeout=30)
+    return phase
 
-    def run(seed: int) -> None:
-        nonlocal failures
-        rng = random.Random(seed)
-        client = RecallClient(redis.Redis.from_url(url), deadline_ms=5_000, shards=shards)
-        mine, bad = [], 0
-        while time.monotonic() < stop_at:
-            w = rng.randrange(workspaces)
-            started = time.perf_counter()
-            response = client.recall(
-                rng.choice(queries), workspace=f"ws{w}", user=f"u{w}", scopes=("workspace",)
+
+def no_replica(
+    stopped: BaseProcess, conn: redis.Redis, args: argparse.Namespace, query: str
+) -> list[float]:
+    """Stop the last shard's replica; time requests for its workspaces (all ``degraded``)."""
+    stopped.terminate()
+    stopped.join(timeout=30)
+    last = args.shards - 1
+    orphans = [w for w in range(args.workspaces) if shard_of(f"ws{w}", args.shards) == last]
+    client = RecallClient(conn, deadline_ms=2_000, shards=args.shards)
+    timings = []
+    for w in orphans[:NO_REPLICA_SAMPLES]:
+        started = time.perf_counter()
+        answer = client.recall(query, workspace=f"ws{w}", scopes=("workspace",))
+        timings.append((time.perf_counter() - started) * 1000)
+        if answer.degraded != [NO_REPLICA]:
+            raise SystemExit(f"a request for shard {last} without replica: {answer.degraded}")
+    return timings
+
+
+def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase) -> None:
+    print(
+        f"{args.memories} memories over {args.workspaces} workspaces; embedding "
+        f"{args.embedding}; open loop at {unsharded.rate:.1f}/s "
+        f"({args.load_share:.2f} of the unsharded saturation) for both"
+    )
+    rows = []
+    for phase in (sharded, unsharded):
+        for name in phase.ready_s:
+            held = phase.held.get(name, 0)
+            rows.append(
+                [
+                    name,
+                    held,
+                    phase.ready_s[name],
+                    phase.boot_cpu_s[name],
+                    phase.boot_cpu_s[name] * 1e6 / max(held, 1),
+                    phase.rss_mb[name],
+                ]
             )
-            mine.append((time.perf_counter() - started) * 1000)
-            bad += not response.success or bool(response.degraded)
-        with lock:
-            latencies.extend(mine)
-            failures += bad
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return latencies, failures
+    print(
+        table(
+            ["replica", "memories", "ready_s", "boot_cpu_s", "boot_cpu_us_per_memory", "rss_mb"],
+            rows,
+        )
+    )
+    load_rows = []
+    for phase in (sharded, unsharded):
+        for mode, run in (("closed", phase.saturation), ("open", phase.offered)):
+            lat = run.latencies
+            load_rows.append(
+                [
+                    f"{phase.label} {mode}",
+                    len(lat),
+                    percentile(lat, 50),
+                    percentile(lat, 99),
+                    run.per_s,
+                    run.failures,
+                    phase.serve_cpu_ms if mode == "open" else "",
+                    phase.machine_busy if mode == "open" else "",
+                ]
+            )
+    print(
+        table(
+            ["deployment", "n", "p50_ms", "p99_ms", "per_s", "failures", "replica_cpu_ms", "busy"],
+            load_rows,
+        )
+    )
+    print(
+        f"no replica for shard {args.shards - 1}: {len(sharded.no_replica_ms)} requests, "
+        f"max {max(sharded.no_replica_ms):.1f} ms, all degraded {NO_REPLICA}"
+    )
+    max_rss = max(sharded.rss_mb.values())
+    print(
+        result_line(
+            "recall_shards",
+            memories=args.memories,
+            workspaces=args.workspaces,
+            embedding=args.embedding,
+            shards=args.shards,
+            max_replica_rss_mb=round(max_rss),
+            unsharded_rss_mb=round(unsharded.rss_mb["unsharded"]),
+            rss_ratio=round(max_rss / unsharded.rss_mb["unsharded"], 3),
+            max_ready_s=round(max(sharded.ready_s.values()), 1),
+            unsharded_ready_s=round(unsharded.ready_s["unsharded"], 1),
+            offered_per_s=round(unsharded.rate, 1),
+            p50_ms=round(percentile(sharded.offered.latencies, 50), 1),
+            p99_ms=round(percentile(sharded.offered.latencies, 99), 1),
+            unsharded_p50_ms=round(percentile(unsharded.offered.latencies, 50), 1),
+            unsharded_p99_ms=round(percentile(unsharded.offered.latencies, 99), 1),
+            saturation_per_s=round(sharded.saturation.per_s, 1),
+            unsharded_saturation_per_s=round(unsharded.saturation.per_s, 1),
+            no_replica_ms=round(max(sharded.no_replica_ms), 1),
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,100 +333,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--embedding", choices=("static", "none"), default="static")
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--load-share", type=float, default=0.5)
+    parser.add_argument("--phase-timeout", type=float, default=5_400.0)
     args = parser.parse_args(argv)
     words = vocabulary()
     rng = random.Random(SEED)
     queries = [" ".join(rng.sample(words[:2_000], 6)) for _ in range(500)]
     spec = {"memories": args.memories, "workspaces": args.workspaces, "embedding": args.embedding}
-    ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         server = RedisServer(Path(tmp))
         server.start()
-        url = server.url
-        conn = redis.Redis.from_url(url)
-        plan = {f"shard{s}": (args.shards, [s]) for s in range(args.shards)}
-        plan["unsharded"] = (1, [0])
-        procs = {
-            name: ctx.Process(target=_replica_main, args=(url, name, n, owned, spec), daemon=True)
-            for name, (n, owned) in plan.items()
-        }
         try:
-            for proc in procs.values():
-                proc.start()
-            ready = wait_ready(conn, set(procs), 7_200)
-            memory = {
-                name: rss_mb(proc.pid) for name, proc in procs.items() if proc.pid is not None
-            }
-            held = {b.replica: b.memories for b in read_heartbeats(conn)}
-            runs = {
-                count: closed_loop(url, count, args.workspaces, queries, args.clients, args.seconds)
-                for count in (args.shards, 1)
-            }
-            stopped = f"shard{args.shards - 1}"
-            procs[stopped].terminate()
-            procs[stopped].join(timeout=30)
-            orphans = [
-                w
-                for w in range(args.workspaces)
-                if shard_of(f"ws{w}", args.shards) == args.shards - 1
-            ]
-            client = RecallClient(conn, deadline_ms=2_000, shards=args.shards)
-            no_replica, answers = [], []
-            for w in orphans[:NO_REPLICA_SAMPLES]:
-                started = time.perf_counter()
-                answers.append(client.recall(queries[0], workspace=f"ws{w}", scopes=("workspace",)))
-                no_replica.append((time.perf_counter() - started) * 1000)
+            unsharded = run_phase(
+                Phase("unsharded", 1),
+                server.url,
+                spec,
+                args,
+                queries,
+                lambda saturation: args.load_share * saturation.per_s,
+            )
+            sharded = run_phase(
+                Phase(f"{args.shards} shards", args.shards),
+                server.url,
+                spec,
+                args,
+                queries,
+                lambda _saturation: unsharded.rate,
+            )
         finally:
-            for proc in procs.values():
-                proc.terminate()
-            for proc in procs.values():
-                proc.join(timeout=30)
             server.stop()
-    rows = [[name, held.get(name, 0), ready[name], memory[name]] for name in plan]
-    print(f"{args.memories} memories over {args.workspaces} workspaces; embedding {args.embedding}")
-    print(table(["replica", "memories", "ready_s", "rss_mb"], rows))
-    load_rows = []
-    for count, (lat, failures) in runs.items():
-        label = f"{count} shards" if count > 1 else "unsharded"
-        load_rows.append(
-            [
-                label,
-                len(lat),
-                percentile(lat, 50),
-                percentile(lat, 99),
-                len(lat) / args.seconds,
-                failures,
-            ]
-        )
-    print(table(["deployment", "n", "p50_ms", "p99_ms", "per_s", "failures"], load_rows))
-    assert all(a.degraded == [NO_REPLICA] for a in answers), "a request without replica"
-    sharded_rss = max(memory[f"shard{s}"] for s in range(args.shards))
-    print(
-        f"no replica for shard {args.shards - 1}: {len(no_replica)} requests, "
-        f"max {max(no_replica):.1f} ms, all degraded {NO_REPLICA}"
-    )
-    print(
-        result_line(
-            "recall_shards",
-            memories=args.memories,
-            workspaces=args.workspaces,
-            embedding=args.embedding,
-            shards=args.shards,
-            max_replica_rss_mb=round(sharded_rss),
-            unsharded_rss_mb=round(memory["unsharded"]),
-            rss_ratio=round(sharded_rss / memory["unsharded"], 3),
-            max_ready_s=round(max(ready[f"shard{s}"] for s in range(args.shards)), 1),
-            unsharded_ready_s=round(ready["unsharded"], 1),
-            p50_ms=round(percentile(runs[args.shards][0], 50), 2),
-            p99_ms=round(percentile(runs[args.shards][0], 99), 2),
-            saturation_per_s=round(len(runs[args.shards][0]) / args.seconds),
-            unsharded_p50_ms=round(percentile(runs[1][0], 50), 2),
-            unsharded_p99_ms=round(percentile(runs[1][0], 99), 2),
-            unsharded_saturation_per_s=round(len(runs[1][0]) / args.seconds),
-            no_replica_ms=round(max(no_replica), 2),
-        )
-    )
+    report(args, unsharded, sharded)
     return 0
 
 

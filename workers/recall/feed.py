@@ -29,7 +29,7 @@ from turngraph.workers.recall.bootstrap import (
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.sharding import held_upsert, holds_memory
-from turngraph.workers.recall.vectors import Vector
+from turngraph.workers.recall.vectors import Vector, release_freed_memory
 
 log = structlog.get_logger(__name__)
 
@@ -91,6 +91,7 @@ class IndexFeed:
         (synchronously; :meth:`start` does it in the background when not done yet)."""
         self.position = self._stream_end()
         loaded = self._index.add_many(self._held_memories(), self._stored_vectors())
+        release_freed_memory()  # the graph read's temporaries
         self.graph_read_at = time.monotonic()
         self.bootstrapped = True
         self.apply_pending_changes(block_ms=None)
@@ -169,6 +170,8 @@ class IndexFeed:
             return
         noted, memories, stored = loaded
         count = self._index.add_many(memories, stored)
+        del memories, stored, loaded
+        release_freed_memory()  # the graph read's temporaries
         self.position = noted
         self.graph_read_at = time.monotonic()
         self.bootstrapped = True

@@ -1,0 +1,111 @@
+"""Client load for ``bench.recall_shards``: a closed loop (saturation) and an open loop
+(a fixed offered rate, the same for every deployment compared).
+
+Requests go through ``RecallClient`` (routing by shard) for a random workspace of the
+synthetic corpus, scope ``workspace``. The open loop schedules request *i* at
+``start + i / rate`` whatever the answers do; its latency counts from when the request
+was due, so a request that waited for a free sender counts its wait (no coordinated
+omission).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+
+from turngraph.producers.recall_client import RecallClient
+
+DEADLINE_MS = 5_000
+OPEN_LOOP_SENDERS = 32
+"""Threads that send the open loop's requests (each waits for its answer)."""
+
+
+@dataclass
+class Load:
+    latencies: list[float] = field(default_factory=list)
+    failures: int = 0
+    """Answers that were not a success, or were flagged ``degraded``."""
+    seconds: float = 0.0
+
+    @property
+    def per_s(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+
+def _ask(client: RecallClient, rng: random.Random, workspaces: int, queries: list[str]) -> bool:
+    w = rng.randrange(workspaces)
+    response = client.recall(
+        rng.choice(queries), workspace=f"ws{w}", user=f"u{w}", scopes=("workspace",)
+    )
+    return response.success and not response.degraded
+
+
+def closed_loop(
+    url: str, shards: int, workspaces: int, queries: list[str], clients: int, seconds: float
+) -> Load:
+    """``clients`` threads, each asking again as soon as answered, for ``seconds``."""
+    load = Load(seconds=seconds)
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        client = RecallClient(redis.Redis.from_url(url), deadline_ms=DEADLINE_MS, shards=shards)
+        mine, bad = [], 0
+        while time.monotonic() < stop_at:
+            started = time.perf_counter()
+            ok = _ask(client, rng, workspaces, queries)
+            mine.append((time.perf_counter() - started) * 1000)
+            bad += not ok
+        with lock:
+            load.latencies.extend(mine)
+            load.failures += bad
+
+    _run_threads(run, clients)
+    return load
+
+
+def open_loop(
+    url: str, shards: int, workspaces: int, queries: list[str], rate: float, seconds: float
+) -> Load:
+    """``rate * seconds`` requests, request *i* due at ``start + i / rate``."""
+    total = max(1, int(rate * seconds))
+    load = Load(seconds=seconds)
+    lock = threading.Lock()
+    numbers = itertools.count()
+    start = time.monotonic() + 0.5  # every sender connected before the first is due
+
+    def run(seed: int) -> None:
+        rng = random.Random(seed)
+        client = RecallClient(redis.Redis.from_url(url), deadline_ms=DEADLINE_MS, shards=shards)
+        mine, bad = [], 0
+        while True:
+            with lock:
+                number = next(numbers)
+            if number >= total:
+                break
+            due = start + number / rate
+            time.sleep(max(0.0, due - time.monotonic()))  # pacing to the schedule
+            ok = _ask(client, rng, workspaces, queries)
+            mine.append((time.monotonic() - due) * 1000)
+            bad += not ok
+        with lock:
+            load.latencies.extend(mine)
+            load.failures += bad
+
+    _run_threads(run, OPEN_LOOP_SENDERS)
+    return load
+
+
+def _run_threads(target: Callable[[int], None], count: int) -> None:
+    threads = [threading.Thread(target=target, args=(i + 1,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
