@@ -1,23 +1,28 @@
 """Recall sharded over replica processes against one unsharded replica, in the same run.
 
     python -m bench.recall_shards [--memories 1000000] [--workspaces 2000] [--shards 4]
-        [--embedding static|none] [--clients 8] [--seconds 10]
+        [--embedding static|none] [--clients 8] [--seconds 20] [--load-share 0.5]
+        [--phase-timeout 5400]
 
 Synthetic memories (turn-like texts: Zipf-distributed words of the retrieval dataset's
 turns plus rare identifiers, the ``bench.recall_index`` generator) spread evenly over
 many workspaces, loaded through the bulk path a replica bootstraps with (a
 ``MemorySource`` that yields the records, standing in for the graph read: 1M turns
-through ingest would take hours here). Each replica reads only the workspaces of its
-shards (what a shard-aware graph read returns; its own shard filter still checks every
-record). On a real Redis: ``--shards`` replica processes, one per shard, and one
-unsharded replica holding everything, all bootstrapped at once; then each deployment
-in turn answers ``--clients`` closed-loop client threads (``RecallClient`` routing by
-shard) for ``--seconds``. Reports per-replica RSS and ready time, p50/p99 and the
-saturation (answers per second) of each deployment; then one shard's replica is stopped
-and requests for its workspaces are timed (they must fail at once, ``degraded``).
+through ingest would take hours here). Like the graph store, the source reads only the
+workspaces a sharded replica asks for (its shard filter); the replica still checks every
+record it gets. On a real Redis, one deployment at a time (so the two never share the
+cores or the memory): first one unsharded replica holding everything, then ``--shards``
+replica processes, one per shard, bootstrapped at once. Each deployment is bootstrapped
+(at most ``--phase-timeout`` seconds, else the bench stops with the phase named), then
+answers ``--clients`` closed-loop client threads (``RecallClient`` routing by shard) for
+``--seconds`` (its saturation), then an open loop offered ``--load-share`` of the
+unsharded saturation, the same rate for both (p50/p99 compared there). Reports
+per-replica RSS, ready time and bootstrap CPU, the replicas' CPU per answer and how busy
+the machine was; then one shard's replica is stopped and requests for its workspaces
+are timed (they must fail at once, ``degraded``).
 
-The default model pair does not fit 5 replicas x 1M memories next to 7 other engineers on
-24 GB: ``--embedding static`` (the static model, 256 dimensions) is the default here.
+The default model pair does not fit 1M memories in a replica next to 7 other engineers
+on 24 GB: ``--embedding static`` (the static model, 256 dimensions) is the default here.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.changes import MemoryKind, MemoryRecord
 from turngraph.schemas.keys import CHANGES_STREAM, RECALL_REQUESTS
 from turngraph.schemas.scopes import Scope
-from turngraph.schemas.shards import NO_REPLICA, ShardSet, shard_of
+from turngraph.schemas.shards import NO_REPLICA, ShardSet, WorkspaceFilter, shard_of
 from turngraph.workers.embeddings.factory import local_embedder
 from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR
 from turngraph.workers.recall.replica import read_heartbeats
@@ -74,12 +79,15 @@ def vocabulary() -> list[str]:
 
 class SyntheticSource:
     """The records of ``memories`` turns over ``workspaces`` workspaces, generated the
-    same way in every process (seeded per workspace), limited to ``wanted`` workspaces."""
+    same way in every process (seeded per workspace); like the graph store, only the
+    workspaces a sharded replica's filter accepts are read."""
 
-    def __init__(self, memories: int, workspaces: int, wanted: set[str] | None) -> None:
-        self.memories, self.workspaces, self.wanted = memories, workspaces, wanted
+    def __init__(self, memories: int, workspaces: int) -> None:
+        self.memories, self.workspaces = memories, workspaces
 
-    def recallable_memories(self) -> Iterator[MemoryRecord]:
+    def recallable_memories(
+        self, workspaces: WorkspaceFilter | None = None
+    ) -> Iterator[MemoryRecord]:
         words = vocabulary()
         weights = [1 / (rank + 1) for rank in range(len(words))]
         cumulative = list(_accumulate(weights))
@@ -87,7 +95,7 @@ class SyntheticSource:
         per = self.memories // self.workspaces
         for w in range(self.workspaces):
             workspace = f"ws{w}"
-            if self.wanted is not None and workspace not in self.wanted:
+            if workspaces is not None and not workspaces(workspace):
                 continue
             rng = random.Random(SEED * 1_000_003 + w)
             for i in range(per):
@@ -119,10 +127,9 @@ def _accumulate(values: list[float]) -> Iterator[float]:
 def _replica_main(url: str, name: str, shards: int, owned: list[int], args: dict[str, Any]) -> None:
     """One replica process: bootstrap (synchronously) from the synthetic source, serve."""
     shard_set = ShardSet(shards, frozenset(owned))
-    wanted = {f"ws{w}" for w in range(args["workspaces"]) if shard_set.holds("workspace", f"ws{w}")}
     worker = RecallWorker(
         redis_client=redis.Redis.from_url(url),
-        store=SyntheticSource(args["memories"], args["workspaces"], wanted),
+        store=SyntheticSource(args["memories"], args["workspaces"]),
         requests_key=RECALL_REQUESTS,
         changes_stream=CHANGES_STREAM,
         reply_ttl_s=30,

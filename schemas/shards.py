@@ -19,10 +19,14 @@ waiting for the deadline.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from turngraph.schemas.errors import ConfigurationError
+
+WorkspaceFilter = Callable[[str], bool]
+"""Which workspaces a bootstrap read returns (a sharded replica's own); memories in no
+workspace or at user level are always returned (every shard holds user partitions)."""
 
 SHARD_ALIVE_PREFIX = "turngraph:recall:shard-alive:"
 """Sorted set per shard of the replicas serving it, scored by claim expiry (unix ms)."""

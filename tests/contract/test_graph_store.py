@@ -87,6 +87,21 @@ def test_a_batch_is_written_once_however_often_it_arrives(store: GraphStore) -> 
     assert all(len(m.source_event_ids) == 1 for m in upload)
 
 
+def test_a_bootstrap_read_for_some_workspaces_returns_only_their_episodes(
+    store: GraphStore,
+) -> None:
+    store.write(batch_of(CONVERSATION))
+    everything = list(store.recallable_memories())
+    only_w2 = list(store.recallable_memories(lambda workspace: workspace == "w2"))
+    episodes = [m for m in only_w2 if m.kind == "episode"]
+    assert episodes and {m.workspace for m in episodes} == {"w2"}
+    assert sorted(m.id for m in episodes) == sorted(
+        m.id for m in everything if m.kind == "episode" and m.workspace == "w2"
+    )
+    others = sorted(m.id for m in everything if m.kind != "episode")
+    assert others and sorted(m.id for m in only_w2 if m.kind != "episode") == others
+
+
 def test_mentions_are_counted_once_per_turn(store: GraphStore) -> None:
     store.write(batch_of(CONVERSATION[:3]))
     store.write(batch_of(CONVERSATION[:3]))
@@ -193,5 +208,7 @@ def test_the_fake_holds_what_the_bolt_store_holds(
                 sorted(y.event_ids),
             )
         assert list(bolt.recallable_memories()) == list(fake.recallable_memories())
+        w1 = lambda workspace: workspace == "w1"  # noqa: E731
+        assert list(bolt.recallable_memories(w1)) == list(fake.recallable_memories(w1))
     for scope, key in [(Scope.WORKSPACE, "w1"), (Scope.WORKSPACE, "w2"), (Scope.USER, "u1")]:
         assert _view(bolt.read_scope(scope, key)) == _view(fake.read_scope(scope, key))

@@ -16,9 +16,12 @@ from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.recall import RecallRequest
 from turngraph.schemas.scopes import Scope
-from turngraph.schemas.shards import NO_REPLICA, shard_of, shard_requests_key
+from turngraph.schemas.shards import NO_REPLICA, ShardSet, shard_of, shard_requests_key
 from turngraph.schemas.tenants import TENANTS_KEY, qualify
+from turngraph.workers.embeddings.factory import default_local_embedder
 from turngraph.workers.graph.forget import forget_scope
+from turngraph.workers.graph.vectors import GraphVectors
+from turngraph.workers.recall.sharding import workspace_filter
 from turngraph.workers.recall.worker import RecallWorker
 
 TENANT = "acme"
@@ -114,6 +117,34 @@ def test_a_replica_bootstraps_keeps_and_answers_only_its_shards(clients: Clients
     assert refused is not None and b"does not hold its workspace" in refused[1]
     assert replica.counters.refused_shard == 1
     assert clients.redis.zcard("turngraph:recall:shard-alive:0") == 0  # withdrawn on stop
+
+
+def test_a_sharded_replicas_graph_read_returns_only_its_workspaces(clients: Clients) -> None:
+    names = _workspaces(2, 2)
+    mine, theirs = names[0], names[1]
+    build_pipeline(clients).ingest(
+        [
+            turn(f"The {ws} deploy uses canary rollouts.", i, session=f"s_{ws}", workspace=ws)
+            for ws in mine + theirs
+            for i in range(2)
+        ]
+    )
+    store = build_graph_store(clients)
+    vectors = GraphVectors(clients.graph, clients.graph_database)
+    model = default_local_embedder().model
+    wanted = workspace_filter(ShardSet(2, frozenset({0})))
+    assert workspace_filter(ShardSet.every(2)) is None  # every shard: the whole graph
+
+    everything = list(store.recallable_memories())
+    read = list(store.recallable_memories(wanted))
+    assert {m.workspace for m in everything} == set(mine + theirs)
+    assert {m.workspace for m in read} == set(mine)
+    assert sorted(m.id for m in read) == sorted(m.id for m in everything if m.workspace in mine)
+
+    all_vectors = dict(vectors.stored(model))
+    own_vectors = dict(vectors.stored(model, wanted))
+    assert len(all_vectors) == 8
+    assert set(own_vectors) == {m.id for m in read}
 
 
 def _answers(client: RecallClient, asks: list[tuple[str, str]]) -> list[list[str]]:

@@ -8,13 +8,16 @@ import neo4j
 
 from turngraph.schemas.changes import MemoryRecord
 from turngraph.schemas.scopes import Scope
+from turngraph.schemas.shards import WorkspaceFilter
 from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.recallable import (
     DIRECTIVES_PAGE,
     DISTILLED_LABELS,
     DISTILLED_PAGE,
+    EPISODE_WORKSPACES,
     EPISODES_PAGE,
     RECALLABLE_ENTITY_TYPES,
+    WORKSPACE_EPISODES_PAGE,
     directive_memory,
     distilled_memory,
     episode_memory,
@@ -59,8 +62,10 @@ class BoltGraphStore:
     def delete_scope(self, scope: Scope, key: str) -> ScopeDeletion:
         return delete_scope(self.driver, self.database, scope, key, self.entity_labels)
 
-    def recallable_memories(self) -> Iterator[MemoryRecord]:
-        yield from self._episode_memories()
+    def recallable_memories(
+        self, workspaces: WorkspaceFilter | None = None
+    ) -> Iterator[MemoryRecord]:
+        yield from self._episode_memories(workspaces)
         for label in sorted(RECALLABLE_ENTITY_TYPES & self.entity_labels):
             for record in self._pages(DIRECTIVES_PAGE.format(label=label), "uid"):
                 memory = directive_memory(label, record)
@@ -72,11 +77,21 @@ class BoltGraphStore:
                 if distilled is not None:
                     yield distilled
 
-    def _episode_memories(self) -> Iterator[MemoryRecord]:
-        for record in self._pages(EPISODES_PAGE, "event_id"):
-            yield episode_memory(record)
+    def _episode_memories(self, workspaces: WorkspaceFilter | None) -> Iterator[MemoryRecord]:
+        if workspaces is None:
+            for record in self._pages(EPISODES_PAGE, "event_id"):
+                yield episode_memory(record)
+            return
+        with graph_errors("read recallable memories"):
+            found, _, _ = self.driver.execute_query(
+                EPISODE_WORKSPACES, database_=self.database, routing_=neo4j.RoutingControl.READ
+            )
+        for workspace in sorted(str(r["workspace"]) for r in found):
+            if workspaces(workspace):
+                for record in self._pages(WORKSPACE_EPISODES_PAGE, "event_id", workspace):
+                    yield episode_memory(record)
 
-    def _pages(self, query: str, key: str) -> Iterator[neo4j.Record]:
+    def _pages(self, query: str, key: str, workspace: str | None = None) -> Iterator[neo4j.Record]:
         """Every row of a paged read (``$after``/``$limit``, ordered by ``key``)."""
         after = ""
         while True:
@@ -85,6 +100,7 @@ class BoltGraphStore:
                     query,
                     after=after,
                     limit=BOOTSTRAP_PAGE_SIZE,
+                    workspace=workspace,
                     database_=self.database,
                     routing_=neo4j.RoutingControl.READ,
                 )

@@ -17,6 +17,7 @@ from typing import Any
 
 from turngraph.schemas.changes import MemoryRecord
 from turngraph.schemas.scopes import Scope
+from turngraph.schemas.shards import WorkspaceFilter
 from turngraph.workers.graph.batch_plan import first_per, plan_batch
 from turngraph.workers.graph.recallable import (
     RECALLABLE_ENTITY_TYPES,
@@ -241,11 +242,20 @@ class InMemoryGraphStore:
                     memories.append(memory)
         return memories
 
-    def recallable_memories(self) -> Iterator[MemoryRecord]:
+    def recallable_memories(
+        self, workspaces: WorkspaceFilter | None = None
+    ) -> Iterator[MemoryRecord]:
+        def order(props: dict[str, Any]) -> tuple[str, ...]:
+            """The Bolt store's order: by ``event_id``; filtered, workspace by workspace."""
+            if workspaces is None:
+                return (props["event_id"],)
+            return (str(props["workspace"]), props["event_id"])
+
         episodes = sorted(
-            (node.props["event_id"], node_id)
+            (order(node.props), node_id)
             for node_id, node in self.nodes.items()
             if "Episode" in node.labels
+            and (workspaces is None or workspaces(str(node.props["workspace"])))
         )
         for _, node_id in episodes:
             yield episode_memory(self._episode_row(node_id))

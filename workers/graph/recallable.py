@@ -48,18 +48,33 @@ RETURN e.event_id AS event_id, e.content AS content, e.session_id AS session_id,
   e.speaker AS speaker, e.occurred_at AS occurred_at, collect(n.name) AS entities
 """
 
-EPISODES_PAGE = (
-    """
-MATCH (e:Episode) WHERE e.event_id > $after
+
+def _episodes_page(condition: str = "") -> str:
+    return (
+        "MATCH (e:Episode) WHERE "
+        + (f"{condition} AND " if condition else "")
+        + """e.event_id > $after
 WITH e ORDER BY e.event_id LIMIT $limit
 OPTIONAL MATCH (e)-[:MENTIONS]->(n) WHERE """
-    + _SIGNALLED
-    + """
+        + _SIGNALLED
+        + """
 """
-    + EPISODE_COLUMNS
-    + "ORDER BY event_id\n"
-)
+        + EPISODE_COLUMNS
+        + "ORDER BY event_id\n"
+    )
+
+
+EPISODES_PAGE = _episodes_page()
 """One page of episodes for the bootstrap, in ``event_id`` order after ``$after``."""
+
+EPISODE_WORKSPACES = """
+MATCH (e:Episode) WHERE e.workspace IS NOT NULL RETURN DISTINCT e.workspace AS workspace
+"""
+"""The workspaces episodes are in (a sharded replica picks its own among them)."""
+
+WORKSPACE_EPISODES_PAGE = _episodes_page("e.workspace = $workspace")
+"""One page of one workspace's episodes (the ``Episode.workspace`` index finds them;
+every turn is in a workspace: ``TurnEvent.workspace`` is required)."""
 
 EPISODES_BY_ID = (
     """

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from turngraph.schemas.changes import MemoryRecord
 from turngraph.schemas.scopes import Scope
+from turngraph.schemas.shards import WorkspaceFilter
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.graph.subgraph import Subgraph
@@ -75,6 +76,11 @@ class GraphStore(Protocol):
         """Delete the scope's own nodes and the provenance its turns gave elsewhere."""
         ...
 
-    def recallable_memories(self) -> Iterator[MemoryRecord]:
-        """Every recallable memory (recall replica bootstrap), episodes first."""
+    def recallable_memories(
+        self, workspaces: WorkspaceFilter | None = None
+    ) -> Iterator[MemoryRecord]:
+        """Every recallable memory (recall replica bootstrap), episodes first; with
+        ``workspaces``, only the episodes of the workspaces it accepts, read workspace by
+        workspace (in sorted order), then every directive and distilled memory (few;
+        the replica keeps its own)."""
         ...

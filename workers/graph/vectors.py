@@ -26,10 +26,11 @@ import numpy as np
 import numpy.typing as npt
 
 from turngraph.schemas.changes import MemoryRecord
+from turngraph.schemas.shards import WorkspaceFilter
 from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.graph.batch_plan import turn_key
 from turngraph.workers.graph.errors import graph_errors
-from turngraph.workers.graph.recallable import EPISODES_BY_ID, episode_memory
+from turngraph.workers.graph.recallable import EPISODE_WORKSPACES, EPISODES_BY_ID, episode_memory
 from turngraph.workers.graph.retry import run_write
 
 VECTOR_PROPERTIES = frozenset({"embedding", "embedding_f32"})
@@ -59,11 +60,20 @@ RETURN r.id AS id, p.content AS content, p.speaker AS speaker
 """By the previous turn's indexed ``turn_key`` (a ``NEXT`` pattern from the turn was
 planned as a scan on the embedded engine: 1.5 s for 50 turns)."""
 
-VECTORS_PAGE = """
-MATCH (e:Episode) WHERE e.event_id > $after AND e.embedding_model = $model
+
+def _vectors_page(condition: str = "") -> str:
+    return (
+        "MATCH (e:Episode) WHERE "
+        + (f"{condition} AND " if condition else "")
+        + """e.event_id > $after AND e.embedding_model = $model
 WITH e ORDER BY e.event_id LIMIT $limit
 RETURN e.event_id AS event_id, e.embedding_f32 AS packed
 """
+    )
+
+
+VECTORS_PAGE = _vectors_page()
+WORKSPACE_VECTORS_PAGE = _vectors_page("e.workspace = $workspace")
 
 STALE_PAGE = """
 MATCH (e:Episode) WHERE e.event_id > $after
@@ -115,12 +125,31 @@ class GraphVectors:
         records = self._read(PREVIOUS_TURNS, "read previous turns", rows=rows)
         return {r["id"]: speaker_text(r["content"], r["speaker"]) for r in records}
 
-    def stored(self, model: str) -> Iterator[tuple[str, npt.NDArray[np.float32]]]:
-        """Every stored turn vector made by ``model``: ``(event_id, vector)``."""
+    def stored(
+        self, model: str, workspaces: WorkspaceFilter | None = None
+    ) -> Iterator[tuple[str, npt.NDArray[np.float32]]]:
+        """Every stored turn vector made by ``model``: ``(event_id, vector)``; with
+        ``workspaces``, only of the turns in the workspaces it accepts."""
+        if workspaces is None:
+            yield from self._stored(VECTORS_PAGE, model)
+            return
+        found = self._read(EPISODE_WORKSPACES, "read workspaces")
+        for workspace in sorted(str(r["workspace"]) for r in found):
+            if workspaces(workspace):
+                yield from self._stored(WORKSPACE_VECTORS_PAGE, model, workspace)
+
+    def _stored(
+        self, query: str, model: str, workspace: str | None = None
+    ) -> Iterator[tuple[str, npt.NDArray[np.float32]]]:
         after = ""
         while True:
             records = self._read(
-                VECTORS_PAGE, "read turn vectors", after=after, limit=PAGE_SIZE, model=model
+                query,
+                "read turn vectors",
+                after=after,
+                limit=PAGE_SIZE,
+                model=model,
+                workspace=workspace,
             )
             for record in records:
                 vector = unpack(record["packed"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from turngraph.workers.recall.bootstrap import (
 )
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
-from turngraph.workers.recall.sharding import held_upsert, holds_memory
+from turngraph.workers.recall.sharding import held_upsert, holds_memory, workspace_filter
 from turngraph.workers.recall.vectors import Vector, release_freed_memory
 
 log = structlog.get_logger(__name__)
@@ -127,9 +128,12 @@ class IndexFeed:
                 self._stop.wait(REDIS_ERROR_PAUSE_S)
         return None
 
-    def _held_memories(self) -> list[Memory]:
-        """The graph's memories of this replica's shards."""
-        return [m for m in all_memories(self._store) if holds_memory(self._shards, m)]
+    def _held_memories(self) -> Iterator[Memory]:
+        """The graph's memories of this replica's shards (the graph read asks only for
+        their workspaces; what else it returns is checked and dropped here)."""
+        for memory in all_memories(self._store, workspace_filter(self._shards)):
+            if holds_memory(self._shards, memory):
+                yield memory
 
     def _stored_vectors(self, held: set[str] | None = None) -> dict[str, Vector] | None:
         """The vectors the ingest workers stored for this replica's model, if any (of
@@ -137,7 +141,7 @@ class IndexFeed:
         semantic = self._index.semantic
         if semantic is None or self._vectors is None:
             return None
-        found = stored_vectors(self._vectors, semantic.model)
+        found = stored_vectors(self._vectors, semantic.model, workspace_filter(self._shards))
         if held is not None and self._shards.sharded:
             return {key: vector for key, vector in found.items() if key in held}
         return found
@@ -149,7 +153,7 @@ class IndexFeed:
             if self._stop.is_set():
                 return
             try:
-                memories = self._held_memories()
+                memories = list(self._held_memories())
                 stored = self._stored_vectors({m.id for m in memories})
             except Exception as exc:  # the graph down or restarting: try again later
                 self._counters.bootstrap_failures += 1

@@ -14,6 +14,7 @@ from turngraph.schemas.changes import ChangeEntry, MemoryRecord, MemoryUpsert
 from turngraph.schemas.shards import (
     SHARD_ALIVE_TTL_S,
     ShardSet,
+    WorkspaceFilter,
     shard_alive_key,
     shard_requests_key,
 )
@@ -26,6 +27,14 @@ def record_partition(record: MemoryRecord) -> tuple[str, str]:
     if record.scope.value == "user" or not record.workspace:
         return ("user", record.user or "")
     return ("workspace", record.workspace)
+
+
+def workspace_filter(shards: ShardSet) -> WorkspaceFilter | None:
+    """What a sharded replica asks the graph for at bootstrap: its shards' workspaces
+    (``None``, everything, when it serves every shard)."""
+    if shards.owned >= frozenset(range(shards.count)):
+        return None
+    return lambda workspace: shards.holds("workspace", workspace)
 
 
 def holds_memory(shards: ShardSet, memory: Memory) -> bool:
