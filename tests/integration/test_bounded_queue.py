@@ -20,7 +20,7 @@ from turngraph.producers.bounded_queue import (
     is_ingested,
     read_stats,
 )
-from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.defaults import RETRIES, RETRY_INTERVALS_S, DropPolicy
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +71,7 @@ def test_job_hash_has_every_field_rq_itself_fills(redis_conn: redis.Redis) -> No
         description="d",
         result_ttl=600,
         failure_ttl=60,
-        retry=Retry(max=8, interval=[1, 2, 5, 10, 30, 60, 120, 300]),
+        retry=Retry(max=RETRIES, interval=list(RETRY_INTERVALS_S)),
     )
     _queue(redis_conn).enqueue(make_turn(0))
     ours = redis_conn.hgetall(f"rq:job:{make_turn(0).event_id}")
