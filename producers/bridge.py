@@ -28,7 +28,7 @@ hashed here (``producers.scopes``) before anything leaves.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
@@ -36,11 +36,9 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from turngraph.producers import bridge_io
-from turngraph.producers.bridge_backend import RECONNECT_EVERY_S, BridgeBackend
-from turngraph.producers.bridge_distill import DistillBackend, DistillOps, unavailable
-from turngraph.producers.connection import Connection, Reachability, Recaller
+from turngraph.producers.bridge_backend import BridgeBackend
+from turngraph.producers.bridge_distill import DistillOps, unavailable
 from turngraph.producers.consent import ConsentStore
-from turngraph.producers.publisher import Publisher
 from turngraph.producers.redaction import secret_free_id
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
@@ -84,10 +82,10 @@ def _invalid_fields(exc: ValidationError) -> str:
 class Bridge:
     """Answers requests.
 
-    The Redis-side clients (``publisher``, ``recaller``, ...) may be None when no Redis is
-    known at start-up: with ``connect`` given they are looked for again, and with
-    ``locate`` found again after a restart (:class:`BridgeBackend`); meanwhile the ops that
-    need them answer ``BACKEND_UNAVAILABLE``.
+    ``backend`` holds the Redis-side clients; they may be None when no Redis is known at
+    start-up, and are looked for again, or found again after a restart
+    (:class:`BridgeBackend`); meanwhile the ops that need them answer
+    ``BACKEND_UNAVAILABLE``.
     """
 
     def __init__(
@@ -95,32 +93,14 @@ class Bridge:
         *,
         hasher: ScopeHasher,
         consent: ConsentStore,
-        endpoint: str,
-        publisher: Publisher | None,
-        recaller: Recaller | None,
-        queue_status: Callable[[], Mapping[str, int]] | None = None,
-        probe: Callable[[], Reachability] | None = None,
-        connect: Callable[[], Connection | None] | None = None,
-        locate: Callable[[], str | None] | None = None,
+        backend: BridgeBackend,
         hints: ScopeHints | None = None,
-        distiller: DistillBackend | None = None,
-        reconnect_every_s: float = RECONNECT_EVERY_S,
     ) -> None:
         self._hasher = hasher
         self._hints = hints
         self._consent = consent
-        self._endpoint = endpoint
-        self.backend = BridgeBackend(
-            endpoint=endpoint,
-            publisher=publisher,
-            recaller=recaller,
-            queue_status=queue_status,
-            probe=probe,
-            distiller=distiller,
-            connect=connect,
-            locate=locate,
-            reconnect_every_s=reconnect_every_s,
-        )
+        self._endpoint = endpoint = backend.endpoint
+        self.backend = backend
         self._ops: dict[str, Callable[[Any], BaseModel]] = {
             "publish": self.publish,
             "recall": self.recall,

@@ -51,7 +51,8 @@ class BridgeBackend:
         locate: Callable[[], str | None] | None = None,
         reconnect_every_s: float = RECONNECT_EVERY_S,
     ) -> None:
-        self._endpoint = endpoint
+        self.endpoint = endpoint
+        """Where memory is, as consent grants name it (no credentials)."""
         self.publisher = publisher
         self.recaller = recaller
         self.queue_status = queue_status
@@ -90,7 +91,7 @@ class BridgeBackend:
             self.distiller = backend.distiller
             self._url = backend.redis_url
             self._reached = None
-            log.info("bridge_connected", endpoint=self._endpoint, moved=old is not None)
+            log.info("bridge_connected", endpoint=self.endpoint, moved=old is not None)
             if old is not None:  # its Redis is gone: closing waits, not on this thread
                 threading.Thread(target=old.close, name="old-publisher", daemon=True).start()
 

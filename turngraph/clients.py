@@ -12,6 +12,7 @@ from pydantic import SecretStr
 
 from turngraph.embedded.services import ServiceEndpoints, read_endpoints, wait_for_endpoints
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.connection import Connection, connect
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.scope_hints import ScopeHints
@@ -181,10 +182,12 @@ def build_bridge(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),
         hints=ScopeHints(settings.data_dir) if note_hints else None,
         consent=consent,
-        endpoint=endpoint,
-        publisher=None,
-        recaller=None,
-        connect=connect_when_running,
-        # embedded services may come back elsewhere (a restarted `turngraph services`)
-        locate=None if settings.redis_url else (lambda: producer_redis_url(settings)),
+        backend=BridgeBackend(
+            endpoint=endpoint,
+            publisher=None,
+            recaller=None,
+            connect=connect_when_running,
+            # embedded services may come back elsewhere (a restarted `turngraph services`)
+            locate=None if settings.redis_url else (lambda: producer_redis_url(settings)),
+        ),
     )

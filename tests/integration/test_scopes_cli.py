@@ -14,6 +14,7 @@ from turngraph.app import build_pipeline
 from turngraph.cli import main
 from turngraph.clients import Clients
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.scope_hints import HINTS_FILE, ScopeHints
@@ -46,10 +47,8 @@ def project(clients: Clients, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     bridge = Bridge(
         hasher=hasher,
         consent=consent,
-        endpoint="redis://test",
-        publisher=publisher,
-        recaller=None,
         hints=ScopeHints(settings.data_dir),
+        backend=BridgeBackend(endpoint="redis://test", publisher=publisher, recaller=None),
     )
     events = []
     for index, text in enumerate(["we pin ruff to 0.6", "and run mypy in CI"]):

@@ -16,6 +16,7 @@ from tests.integration.test_secrets_never_leave import _redis_bytes
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.redaction import HASHED_ID_PREFIX, contains_secret, secret_free_id
@@ -65,9 +66,10 @@ def test_a_secret_id_never_leaves_the_producer(
     consent.enable(hasher.workspace(WORKSPACE), settings.redis_url)
     publisher = open_publisher(settings, consent=consent.checker(settings.redis_url))
     bridge = Bridge(
-        hasher=hasher, consent=consent, endpoint=settings.redis_url, publisher=publisher,
-        recaller=None,
-    )  # fmt: skip
+        hasher=hasher,
+        consent=consent,
+        backend=BridgeBackend(endpoint=settings.redis_url, publisher=publisher, recaller=None),
+    )
     with capture_logs() as logs:
         replies = []
         for index, secret in enumerate(SECRET_IDS):

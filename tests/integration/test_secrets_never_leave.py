@@ -11,6 +11,7 @@ import redis
 from structlog.testing import capture_logs
 
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.scopes import ScopeHasher
@@ -71,9 +72,7 @@ def test_no_secret_reaches_redis_or_the_logs(
     bridge = Bridge(
         hasher=hasher,
         consent=consent,
-        endpoint=settings.redis_url,
-        publisher=publisher,
-        recaller=None,
+        backend=BridgeBackend(endpoint=settings.redis_url, publisher=publisher, recaller=None),
     )
     with capture_logs() as logs:
         for index, row in enumerate(CORPUS):

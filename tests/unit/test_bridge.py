@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from turngraph.embedded.process import free_port
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.scopes import ScopeHasher
@@ -42,10 +43,12 @@ def bridge(tmp_path: Path) -> Iterator[Bridge]:
     yield Bridge(
         hasher=hasher,
         consent=consent,
-        endpoint=ENDPOINT,
-        publisher=publisher,
-        recaller=FakeRecaller(),
-        queue_status=lambda: {"length": 0},
+        backend=BridgeBackend(
+            endpoint=ENDPOINT,
+            publisher=publisher,
+            recaller=FakeRecaller(),
+            queue_status=lambda: {"length": 0},
+        ),
     )
     publisher.close(timeout_s=0.01)
 
@@ -196,9 +199,7 @@ def test_any_bytes_get_a_contract_reply(raw: bytes) -> None:
     bridge = Bridge(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(Path("/nonexistent-consent-dir")),
-        endpoint=ENDPOINT,
-        publisher=None,
-        recaller=None,
+        backend=BridgeBackend(endpoint=ENDPOINT, publisher=None, recaller=None),
     )
     _assert_contract(bridge.handle_bytes(raw))
 
@@ -299,9 +300,9 @@ def test_recall_through_the_real_client_always_answers_the_contract(
     bridge = Bridge(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(tmp_path),
-        endpoint=ENDPOINT,
-        publisher=None,
-        recaller=RecallClient(dead, deadline_ms=50),
+        backend=BridgeBackend(
+            endpoint=ENDPOINT, publisher=None, recaller=RecallClient(dead, deadline_ms=50)
+        ),
     )
     reply = bridge.handle_line(json.dumps(request))
     _assert_contract(reply)
@@ -324,11 +325,9 @@ def test_a_bridge_started_before_redis_connects_later(tmp_path: Path) -> None:
     bridge = Bridge(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(tmp_path),
-        endpoint=ENDPOINT,
-        publisher=None,
-        recaller=None,
-        connect=connect,
-        reconnect_every_s=0.0,
+        backend=BridgeBackend(
+            endpoint=ENDPOINT, publisher=None, recaller=None, connect=connect, reconnect_every_s=0.0
+        ),
     )
     first = bridge.handle_line('{"op": "recall", "query": "q"}')
     assert first["error_code"] == "BACKEND_UNAVAILABLE"

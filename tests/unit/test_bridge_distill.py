@@ -15,6 +15,7 @@ import redis
 from pydantic import TypeAdapter
 
 from turngraph.producers.bridge import Bridge
+from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge import REPLY_MODELS
@@ -97,10 +98,7 @@ def bridge(tmp_path: Path, distill: FakeDistill) -> Iterator[Bridge]:
     yield Bridge(
         hasher=hasher,
         consent=consent,
-        endpoint=ENDPOINT,
-        publisher=None,
-        recaller=None,
-        distiller=distill,
+        backend=BridgeBackend(endpoint=ENDPOINT, publisher=None, recaller=None, distiller=distill),
     )
 
 
@@ -200,9 +198,7 @@ def test_without_a_backend_every_op_is_unavailable(tmp_path: Path) -> None:
     bridge = Bridge(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(tmp_path),
-        endpoint=ENDPOINT,
-        publisher=None,
-        recaller=None,
+        backend=BridgeBackend(endpoint=ENDPOINT, publisher=None, recaller=None),
     )
     for op, fields in (
         ("summarize", {"session_id": "c"}),
