@@ -12,14 +12,13 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from turngraph.producers.request_reply import RequestFailed, ask
+from turngraph.producers.request_reply import RequestFailed, ask, invalid_request
 from turngraph.schemas.distill import (
     DEFAULT_DISTILL_DEADLINE_MS,
     DistillOp,
     DistillRequest,
     DistillResponse,
 )
-from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import DISTILL_REPLY_PREFIX, DISTILL_REQUESTS, ROLLING_CONTEXT_PREFIX
 from turngraph.schemas.memories import PromotionKind
 from turngraph.schemas.recap import RollingContext
@@ -132,12 +131,8 @@ class DistillClient:
                 **fields,
             )
         except ValidationError as exc:
-            return DistillResponse.failure(
-                request_id,
-                ErrorCode.INVALID_REQUEST,
-                f"invalid {op.value} request: {', '.join(invalid_fields(exc, 'request'))}",
-                "fix the named fields and try again",
-            )
+            wrong = invalid_fields(exc, "request")
+            return invalid_request(DistillResponse, request_id, op.value, wrong)
         return self.send(request)
 
     def send(self, request: DistillRequest) -> DistillResponse:

@@ -10,7 +10,12 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from turngraph.producers.request_reply import RequestFailed, ServerUnavailable, ask
+from turngraph.producers.request_reply import (
+    RequestFailed,
+    ServerUnavailable,
+    ask,
+    invalid_request,
+)
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
 from turngraph.schemas.recall import (
@@ -136,12 +141,7 @@ class RecallClient:
             fields = (
                 invalid_fields(exc, "request") if isinstance(exc, ValidationError) else ["scopes"]
             )
-            return RecallResponse.failure(
-                request_id,
-                ErrorCode.INVALID_REQUEST,
-                f"invalid recall request: {', '.join(fields)}",
-                "fix the named fields and try again",
-            )
+            return invalid_request(RecallResponse, request_id, "recall", fields)
         return self.send(request)
 
     def send(self, request: RecallRequest) -> RecallResponse:

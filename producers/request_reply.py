@@ -33,6 +33,7 @@ __all__ = [
     "ServerUnavailable",
     "UnreadableReply",
     "ask",
+    "invalid_request",
     "is_reply_key",
     "send_reply",
 ]
@@ -157,6 +158,19 @@ def send_reply(conn: redis.Redis, reply_to: str, response: BaseModel, ttl_s: int
         pipe.execute()
 
 
+def invalid_request(
+    reply_model: type[ReplyT], request_id: str, what: str, fields: Sequence[str]
+) -> ReplyT:
+    """``INVALID_REQUEST`` naming the invalid fields of a ``what`` request, never their
+    values (the clients' and the servers' one wording)."""
+    return reply_model.failure(
+        request_id,
+        ErrorCode.INVALID_REQUEST,
+        f"invalid {what} request: {', '.join(fields)}",
+        "fix the named fields and try again",
+    )
+
+
 @dataclass
 class ServeCounters:
     answered: int = 0
@@ -239,12 +253,7 @@ class RequestServer(Generic[RequestT, ReplyT]):
         log.warning("request_malformed", kind=self._kind, fields=fields)
         if not isinstance(reply_to, str) or not reply_to:
             return None, None
-        response = self._reply_model.failure(
-            request_id,
-            ErrorCode.INVALID_REQUEST,
-            f"invalid {self._kind} request: {', '.join(fields)}",
-            f"fix the named fields; see the {self._request_model.__name__} schema",
-        )
+        response = invalid_request(self._reply_model, request_id, self._kind, fields)
         self.reply(reply_to, response)
         return None, response
 
