@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+import redis
 import structlog
 
 from tests.support.distill import decision_events
@@ -41,6 +42,15 @@ def _served(clients: Clients, ask: Callable[[], T]) -> T:
     return result[0]
 
 
+def _client(clients: Clients, deadline_ms: int = 20_000) -> DistillClient:
+    """A client on its own connection, whose socket waits longer than the deadline (as
+    ``producers.connection`` builds it): a shared 5 s socket would end a slow answer's
+    BLPOP as "unavailable"."""
+    assert clients.settings.redis_url
+    conn = redis.Redis.from_url(clients.settings.redis_url, socket_timeout=deadline_ms / 1000 + 5)
+    return DistillClient(conn, deadline_ms=deadline_ms)
+
+
 def _ingest(clients: Clients) -> list[str]:
     events = decision_events(session="s_od", workspace="w_od", user="u_od")
     build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
@@ -49,7 +59,7 @@ def _ingest(clients: Clients) -> list[str]:
 
 def test_summarize_last_turns_then_show_the_full_summary(clients: Clients) -> None:
     event_ids = _ingest(clients)
-    client = DistillClient(clients.redis, deadline_ms=20_000)
+    client = _client(clients)
     reply = _served(clients, lambda: client.summarize("s_od", last_n=4))
     assert reply.success, reply.user_message
     assert reply.summary is not None and reply.summary.status.value == "Final"
@@ -67,7 +77,7 @@ def test_recap_and_promote_on_request(clients: Clients) -> None:
                                   "Next: add the cache decorator in api/cache.py."])
     ]  # fmt: skip
     build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
-    client = DistillClient(clients.redis, deadline_ms=20_000)
+    client = _client(clients)
     recap = _served(clients, lambda: client.recap("s_rp", budget_tokens=300))
     assert recap.success and recap.recap is not None, recap.user_message
     assert recap.text.splitlines()[-1].startswith("Where we stopped")
