@@ -85,6 +85,8 @@ class RequestFailed(TransientError):
 
 
 class ServerUnavailable(RequestFailed):
+    """Redis did not answer (refused, timed out, lost)."""
+
     code = ErrorCode.BACKEND_UNAVAILABLE
     reason = "redis_unavailable"
     user_message = "memory is unavailable right now"
@@ -92,6 +94,8 @@ class ServerUnavailable(RequestFailed):
 
 
 class DeadlineExceeded(RequestFailed):
+    """Nobody answered within the request's deadline."""
+
     code = ErrorCode.DEADLINE_EXCEEDED
     reason = "deadline_exceeded"
     user_message = "memory did not answer in time"
@@ -173,6 +177,8 @@ def invalid_request(
 
 @dataclass
 class ServeCounters:
+    """What a server did with the requests it popped (one field per outcome)."""
+
     answered: int = 0
     """Requests handled (recall: answered; the distill gateway: handed to a job)."""
     skipped_late: int = 0
@@ -180,10 +186,6 @@ class ServeCounters:
     malformed: int = 0
     refused_reply_to: int = 0
     """Requests naming a reply key outside the server's reply namespace: never answered."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class RequestServer(Generic[RequestT, ReplyT]):
@@ -238,7 +240,7 @@ class RequestServer(Generic[RequestT, ReplyT]):
             request_id = str(data.get("request_id") or "unknown")[:128]
             return self._malformed(fields, reply_to, request_id)
         fields_of = cast(Request, request)
-        if fields_of.sent_at_ms is not None and now_ms() > (
+        if fields_of.sent_at_ms is not None and int(time.time() * 1000) > (
             fields_of.sent_at_ms + fields_of.deadline_ms
         ):
             self.counters.skipped_late += 1
