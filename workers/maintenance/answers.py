@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import structlog
 
+from turngraph.producers.request_reply import invalid_request
 from turngraph.schemas.distill import DistillOp, DistillRequest, DistillResponse
 from turngraph.schemas.errors import ErrorCode, PermanentError
 from turngraph.schemas.memories import PromotedMemory, render_memory
@@ -15,12 +16,7 @@ log = structlog.get_logger(__name__)
 
 
 def _invalid(request: DistillRequest, what: str) -> DistillResponse:
-    return DistillResponse.failure(
-        request.request_id,
-        ErrorCode.INVALID_REQUEST,
-        f"invalid {request.op.value} request: {what}",
-        "send the fields the op needs (see schemas/distill.py)",
-    )
+    return invalid_request(DistillResponse, request.request_id, request.op.value, [what])
 
 
 def _not_found(request: DistillRequest, what: str) -> DistillResponse:
