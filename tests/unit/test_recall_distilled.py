@@ -3,9 +3,12 @@ from (issue 20: our own summaries must help, not crowd out)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tests.support.recall import NOW, memory, request
+from turngraph.workers.recall.assembly import summaries_after
 from turngraph.workers.recall.index import MemoryIndex
-from turngraph.workers.recall.memory import MemoryKind
+from turngraph.workers.recall.memory import Memory, MemoryKind
 from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.search import search
 
@@ -53,3 +56,51 @@ def test_with_a_graph_share_the_summary_would_match_on_its_entities() -> None:
     summary = next(r for r in response.results if r.memory_id == "plan_summary")
     assert summary.score.graph_score > 0
     assert summary.source_event_ids == [f"e_plan_{n}" for n in range(5)]
+
+
+def _summary_first_index() -> MemoryIndex:
+    index = MemoryIndex()
+    index.add(
+        memory(
+            "span_summary",
+            "Summary · release checklist: release checklist, release notes, release tags. "
+            "Next: release checklist review.",
+            days_ago=1,
+            session_id="s_rel",
+            scope="workspace",
+            kind=MemoryKind.SUMMARY,
+            status="Final",
+            source_event_ids=("e_r0", "e_r1", "e_r2"),
+        )
+    )
+    index.add(memory("r0", "Where is the release checklist kept?", session_id="s_rel"))
+    index.add(memory("r1", "The release checklist lives in docs/release.md.", session_id="s_rel"))
+    index.add(memory("other", "We tag a release from main.", session_id="s_older", days_ago=9))
+    return index
+
+
+def test_a_summary_follows_the_turns_that_lead_the_answer() -> None:
+    response = search(_summary_first_index(), request("release checklist"), now=NOW)
+    ids = [r.memory_id for r in response.results]
+    assert "span_summary" in ids and ids.index("span_summary") == 2, ids
+    # it ranked first on its own words: the setting is what moved it
+    unmoved = MemoryIndex(ranking=DEFAULT.with_values(summaries_after=0))
+    for item in _summary_first_index().snapshot().values():
+        unmoved.add(item)
+    first = search(unmoved, request("release checklist"), now=NOW).results[0]
+    assert first.memory_id == "span_summary"
+
+
+def test_summaries_after_keeps_the_order_of_everything_else() -> None:
+    kinds = [MemoryKind.SUMMARY, MemoryKind.SUMMARY, MemoryKind.EPISODE, MemoryKind.FACT,
+             MemoryKind.SUMMARY, MemoryKind.EPISODE]  # fmt: skip
+    items = [_Item(memory(f"m{n}", "x", kind=kind)) for n, kind in enumerate(kinds)]
+    placed = [item.memory.id for item in summaries_after(items, 2)]
+    assert placed == ["m2", "m3", "m0", "m1", "m4", "m5"]
+    assert [i.memory.id for i in summaries_after(items[:2], 2)] == ["m0", "m1"]  # no turns
+    assert [i.memory.id for i in summaries_after(items, 0)] == [f"m{n}" for n in range(6)]
+
+
+@dataclass(frozen=True)
+class _Item:
+    memory: Memory

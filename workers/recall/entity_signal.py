@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 
-from turngraph.workers.recall.memory import DISTILLED_KINDS, Memory
+from turngraph.workers.recall.memory import SPAN_DIGESTS, Memory
 from turngraph.workers.recall.postings import Hit, Partition, idf
 
 ENTITY_POSTINGS_CAP = 400
@@ -36,9 +36,9 @@ def entity_hits(
 ) -> list[Hit]:
     """Memories mentioning the given entity keys (weighted, rarer entities count more).
 
-    A distilled memory (summary, decision record, recap) holds the entities of all its
-    turns, so it matches any entity its span named: its hits count ``distilled_share``
-    (0: it gets no graph signal; its turns carry the entities themselves)."""
+    A span digest (summary, recap) holds the entities of all its turns, so it matches any
+    entity its span named: its hits count ``distilled_share`` (0: it gets no graph signal;
+    its turns carry the entities themselves)."""
     acc: dict[int, float] = {}
     for key, weight in entities.items():
         ents = part.entities.get(key)
@@ -49,7 +49,7 @@ def entity_hits(
             memory = memory_of(internal)
             if memory is None or (session_id and memory.session_id != session_id):
                 continue
-            if memory.kind in DISTILLED_KINDS:
+            if memory.kind in SPAN_DIGESTS:
                 if distilled_share <= 0.0:
                     continue
                 acc[internal] = acc.get(internal, 0.0) + w * distilled_share

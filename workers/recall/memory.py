@@ -19,11 +19,12 @@ from turngraph.schemas.scopes import Scope, ScopeValue
 from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.recall.text import entity_key
 
-__all__ = ["DISTILLED_KINDS", "Memory", "MemoryKind", "normalise_entities"]
+__all__ = ["SPAN_DIGESTS", "Memory", "MemoryKind", "normalise_entities"]
 
-DISTILLED_KINDS = frozenset({MemoryKind.SUMMARY, MemoryKind.DECISION_RECORD, MemoryKind.RECAP})
-"""Memories distilled from a span of turns: their text, entities and provenance are the
-union of their turns'."""
+SPAN_DIGESTS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP})
+"""Memories digested from a span of turns: their text, entities and provenance are the
+union of their turns'. (A decision record is curated from summaries: it states a
+decision, and the seed ranks it first for it.)"""
 
 _SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
 """Fields whose few distinct values many memories repeat: interned."""

@@ -50,11 +50,11 @@ class Ranking:
     chain_decay: float = 0.6
     """A neighbouring turn's chain score relative to the hit it neighbours."""
     distilled_graph_share: float = 0.0
-    """What an entity hit of a distilled memory (summary, decision record, recap) counts in
-    the graph signal: it holds the entities of every turn of its span, so it matches any
-    entity the span named (graph score 0.40-0.68 on average against 0.07-0.14 for turns in
-    the top 10), and then fills the top 10 with one session. 0: its turns carry the
-    entities (RealMem dev, distilled memories on: session hit@10 0.694 -> 0.753)."""
+    """What an entity hit of a span digest (summary, recap) counts in the graph signal: it
+    holds the entities of every turn of its span, so it matches any entity the span named
+    (graph score 0.40 on average against 0.07-0.14 for turns in the top 10), and then fills
+    the top 10 with one session. 0: its turns carry the entities. Decision records keep
+    theirs (curated; the seed ranks them first for their decision)."""
 
     # -- fusion ---------------------------------------------------------------------
     lexical_weight: float = 1.0
@@ -102,6 +102,9 @@ class Ranking:
     so it can only reorder near the top)."""
 
     # -- packing --------------------------------------------------------------------
+    summaries_after: int = 2
+    """No summary among this many best results: the turns (facts, decisions) lead and a
+    summary follows them (``assembly.py``; RealMem dev, docs/recall.md)."""
     pack_pool: int = 3
     """Scored candidates kept per requested result before de-duplication and packing."""
 
