@@ -94,6 +94,11 @@ class ScoreBreakdown(BaseModel):
         default=1.0, description="Above 1 when the query names the person who said it."
     )
     scope_multiplier: float = 1.0
+    role_multiplier: float = Field(
+        default=1.0,
+        description="Below 1 for an assistant turn when the question is about the user "
+        "(first person singular).",
+    )
 
 
 class RecallResult(BaseModel):

@@ -81,3 +81,34 @@ def test_the_index_ranks_by_the_ranking_it_was_built_with() -> None:
         results = search(index, request("deploy"), NOW).results
         first[b] = results[0].memory_id
     assert first == {0.0: "long", 1.0: "short"}
+
+
+def _knee_chat(ranking: Ranking) -> MemoryIndex:
+    index = MemoryIndex(ranking=ranking)
+    index.add(memory("said", "I hurt my knee running last spring", extra={"role": "user"}))
+    index.add(
+        memory(
+            "reply",
+            "A knee that hurt while running: ease back into running, strengthen the knee, "
+            "and see a physio if the knee still hurts",
+            extra={"role": "assistant"},
+        )
+    )
+    return index
+
+
+def test_a_question_about_the_user_is_answered_by_what_the_user_said() -> None:
+    lifted = _knee_chat(DEFAULT.with_values(assistant_turn_multiplier=0.5))
+    results = search(lifted, request("what should I do about my knee when running?"), NOW)
+    assert [r.memory_id for r in results.results] == ["said", "reply"]
+    assert results.results[1].score.role_multiplier == 0.5
+    plain = _knee_chat(DEFAULT.with_values(assistant_turn_multiplier=1.0))
+    first = search(plain, request("what should I do about my knee when running?"), NOW)
+    assert first.results[0].memory_id == "reply"  # the long reply matches more words
+
+
+def test_a_question_not_in_the_first_person_keeps_the_assistants_turns() -> None:
+    index = _knee_chat(DEFAULT.with_values(assistant_turn_multiplier=0.5))
+    results = search(index, request("what helps a knee that hurts when running?"), NOW).results
+    assert results[0].memory_id == "reply"
+    assert all(r.score.role_multiplier == 1.0 for r in results)

@@ -136,6 +136,7 @@ def test_final_score_is_the_product_of_its_factors(index: MemoryIndex) -> None:
         * score.status_multiplier
         * score.context_boost
         * score.scope_multiplier
+        * score.role_multiplier
     )
     assert score.final_score == pytest.approx(product, rel=1e-4)
 

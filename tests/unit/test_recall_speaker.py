@@ -51,6 +51,7 @@ def test_the_named_persons_own_turn_outranks_a_stronger_lexical_match_by_someone
     score = named[0].score  # the breakdown still multiplies out to the final score
     product = score.semantic_score * score.recency_multiplier * score.status_multiplier
     product *= score.context_boost * score.speaker_multiplier * score.scope_multiplier
+    product *= score.role_multiplier
     assert score.final_score == pytest.approx(product, rel=1e-4, abs=1e-5)
     unlifted = _chat(DEFAULT.with_values(speaker_multiplier=1.0))  # then Sam's turn leads
     assert search(unlifted, request(query), NOW).results[0].source_event_ids == ["e_sam"]

@@ -44,7 +44,7 @@ def test_of_two_equally_relevant_memories_the_newer_ranks_first() -> None:
     assert first.score.recency_multiplier > 0.8
     score = first.score
     product = score.semantic_score * score.recency_multiplier * score.status_multiplier
-    product *= score.context_boost * score.scope_multiplier
+    product *= score.context_boost * score.scope_multiplier * score.role_multiplier
     assert score.final_score == pytest.approx(product, rel=1e-4, abs=1e-5)  # honest breakdown
 
 

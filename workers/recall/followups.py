@@ -59,6 +59,14 @@ def is_follow_up(query: str) -> bool:
     return len(set(tokenize(query))) <= SHORT_QUERY_TERMS
 
 
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
+
+
+def is_about_the_user(query: str) -> bool:
+    """The question speaks in the first person singular ("I", "my", "me")."""
+    return _FIRST_PERSON.search(query) is not None
+
+
 def is_user_directed(query: str) -> bool:
     """About the user's own preferences or terminology ("my preferences", "what do I call")."""
     words = set(_WORD.findall(query.lower()))

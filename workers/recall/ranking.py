@@ -85,6 +85,15 @@ class Ranking:
     the development sets, R@10 +0.8-1.1 points at real dates from 1.6 on."""
     scope_decay: float = 0.95
     """Scope order as a prior: each later scope in the request's order weighs 5 % less."""
+    assistant_turn_multiplier: float = 0.7
+    """Multiplier of a turn the assistant said, and of a summary or recap, when the
+    question is in the first person singular ("my knee", "I'm planning",
+    ``followups.is_about_the_user``): a question about the user is answered by what the
+    user said about themselves, which the assistant's longer replies and the summaries
+    only retell. Questions about shared work ("what did we pick") or about someone else
+    keep them at 1.0. RealMem dev, re-run from a capture: R@10 0.255 -> 0.274, session
+    hit@10 0.736 -> 0.713 (0.5: 0.281 and 0.694, a worse trade); own dev and REALTALK dev
+    unchanged (docs/recall.md)."""
 
     # -- conversation context -------------------------------------------------------
     context_turns: int = 6
@@ -134,6 +143,15 @@ class Ranking:
             else:
                 typed[name] = float(value)
         return dataclasses.replace(self, **typed)  # type: ignore[arg-type]
+
+    def differences(self, base: Ranking | None = None) -> str:
+        """``name=value,…`` where this ranking differs from ``base`` (the default)."""
+        other = base or DEFAULT
+        return ",".join(
+            f"{f.name}={getattr(self, f.name)}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        )
 
     @staticmethod
     def parse(assignments: str, base: Ranking | None = None) -> Ranking:

@@ -19,6 +19,7 @@ from turngraph.workers.recall.assembly import summaries_after
 from turngraph.workers.recall.followups import (
     QueryPlan,
     context_boost,
+    is_about_the_user,
     plan_query,
     resolve_scopes,
 )
@@ -142,6 +143,7 @@ class _Factors:
     boost: float
     speaker: float
     scope_prior: float
+    role: float
     final: float
     decision_record: bool
 
@@ -167,6 +169,7 @@ def _score(
     multiplier cannot lift one into the packing pool, the rest cannot either (exact).
     """
     ranking = index.ranking
+    about_user = is_about_the_user(request.query)
     order = [scope.value for scope in scopes]
     pool_size = request.max_results * ranking.pack_pool
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
@@ -200,12 +203,15 @@ def _score(
             memory.extra.get("speaker"), speakers_named, ranking.speaker_multiplier
         )
         prior = ranking.scope_decay ** order.index(label)
+        role = 1.0
+        if about_user and _retold(memory):
+            role = ranking.assistant_turn_multiplier
         decision = memory.kind is MemoryKind.DECISION_RECORD or memory.status == "DecisionRecord"
-        final = semantic * recency * status * boost * speaker * prior
+        final = semantic * recency * status * boost * speaker * prior * role
         found.append(
             _Factors(
-                key, memory, label, semantic, recency, status, boost, speaker, prior, final,
-                decision,
+                key, memory, label, semantic, recency, status, boost, speaker, prior, role,
+                final, decision,
             )
         )  # fmt: skip
         if len(pool_finals) < pool_size:
@@ -213,6 +219,14 @@ def _score(
         elif final > pool_finals[0]:
             heapq.heapreplace(pool_finals, final)
     return found
+
+
+_RETELLINGS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP})
+
+
+def _retold(memory: Memory) -> bool:
+    """Said by the assistant, or a summary or recap of a span: not the user's own words."""
+    return memory.extra.get("role") == "assistant" or memory.kind in _RETELLINGS
 
 
 def _targets(
@@ -395,6 +409,7 @@ def _result(
         context_boost=round(factors.boost, 6),
         speaker_multiplier=factors.speaker,
         scope_multiplier=round(factors.scope_prior, 6),
+        role_multiplier=factors.role,
     )
     return RecallResult(
         text=item.text,

@@ -52,6 +52,10 @@ export type FinalScore = number;
 export type GraphScore = number;
 export type LexicalScore = number;
 export type RecencyMultiplier = number;
+/**
+ * Below 1 for an assistant turn when the question is about the user (first person singular).
+ */
+export type RoleMultiplier = number;
 export type ScopeMultiplier = number;
 export type SemanticScore = number;
 /**
@@ -142,6 +146,7 @@ export interface ScoreBreakdown {
   graph_score?: GraphScore;
   lexical_score?: LexicalScore;
   recency_multiplier: RecencyMultiplier;
+  role_multiplier?: RoleMultiplier;
   scope_multiplier?: ScopeMultiplier;
   semantic_score: SemanticScore;
   speaker_multiplier?: SpeakerMultiplier;
