@@ -28,7 +28,6 @@ on 24 GB: ``--embedding static`` (the static model, 256 dimensions) is the defau
 from __future__ import annotations
 
 import argparse
-import gc
 import multiprocessing as mp
 import os
 import random
@@ -138,8 +137,7 @@ def _replica_main(url: str, name: str, shards: int, owned: list[int], args: dict
         shards=shard_set,
     )
     signal.signal(signal.SIGTERM, lambda *_: worker.stop())  # withdraws its claim on stop
-    worker.bootstrap()
-    gc.freeze()  # what a bootstrapped replica's long-lived objects should get
+    worker.bootstrap()  # which freezes the index out of the collector's view
     worker.run()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -54,6 +55,24 @@ def test_two_replicas_answer_concurrent_clients(clients: Clients) -> None:
     assert all(r.success and r.results for r in responses)
     answered = [replica.counters.answered for replica in replicas]
     assert sum(answered) == 40 and min(answered) > 0
+
+
+def test_a_bootstrapped_index_is_frozen_out_of_the_collectors_full_passes(
+    clients: Clients,
+) -> None:
+    """docs/scaling.md: otherwise each full collection walks every indexed object."""
+    build_pipeline(clients).ingest(
+        [turn(f"Note {i}: the cache warms in {i} s.", i) for i in range(5)]
+    )
+    recall = build_recall_worker(clients)
+    frozen_before = gc.get_freeze_count()
+    try:
+        assert recall.bootstrap() == 5
+        memory = next(iter(recall.index.snapshot().values()))
+        assert gc.get_freeze_count() > frozen_before
+        assert gc.is_tracked(memory) and not any(o is memory for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
 
 
 def test_index_stays_fresh_from_the_change_stream(clients: Clients) -> None:
