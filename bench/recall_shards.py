@@ -2,7 +2,7 @@
 
     python -m bench.recall_shards [--memories 1000000] [--workspaces 2000] [--shards 4]
         [--embedding static|none] [--clients 8] [--seconds 20] [--load-share 0.5]
-        [--phase-timeout 5400]
+        [--rounds 4] [--phase-timeout 5400]
 
 Synthetic memories (turn-like texts: Zipf-distributed words of the retrieval dataset's
 turns plus rare identifiers, the ``bench.recall_index`` generator) spread evenly over
@@ -10,15 +10,18 @@ many workspaces, loaded through the bulk path a replica bootstraps with (a
 ``MemorySource`` that yields the records, standing in for the graph read: 1M turns
 through ingest would take hours here). Like the graph store, the source reads only the
 workspaces a sharded replica asks for (its shard filter); the replica still checks every
-record it gets. On a real Redis, one deployment at a time (so the two never share the
-cores or the memory): first one unsharded replica holding everything, then ``--shards``
-replica processes, one per shard, bootstrapped at once. Each deployment is bootstrapped
-(at most ``--phase-timeout`` seconds, else the bench stops with the phase named), then
-answers ``--clients`` closed-loop client threads (``RecallClient`` routing by shard) for
-``--seconds`` (its saturation), then an open loop offered ``--load-share`` of the
-unsharded saturation, the same rate for both (p50/p99 compared there). Reports
-per-replica RSS, ready time and bootstrap CPU, the replicas' CPU per answer and how busy
-the machine was; then one shard's replica is stopped and requests for its workspaces
+record it gets. On a real Redis: first one unsharded replica holding everything, then
+``--shards`` replica processes, one per shard, bootstrapped at once (the unsharded one
+idle meanwhile, so the two bootstraps never share the cores; both stay resident). Each
+deployment is bootstrapped (at most ``--phase-timeout`` seconds, else the bench stops
+with the phase named), then answers ``--clients`` closed-loop client threads
+(``RecallClient`` routing by shard) for ``--seconds`` (its saturation). Then both answer
+an open loop offered ``--load-share`` of the unsharded saturation, the same rate for
+both, ``--seconds`` each in ``--rounds`` slices taking turns: on a machine shared with
+other work, the load then falls on both alike (the same replica's p50 moved 20x between
+slices seconds apart; docs/scaling.md). Reports per-replica RSS, ready time and
+bootstrap CPU, the replicas' CPU per answer and how busy the machine was; then one
+shard's replica is stopped and requests for its workspaces
 are timed (they must fail at once, ``degraded``).
 
 The default model pair does not fit 1M memories in a replica next to 7 other engineers
@@ -161,6 +164,11 @@ class Phase:
     machine_busy: float = 0.0
     """Share of the machine's cores busy (anyone's work) during the open loop."""
     no_replica_ms: list[float] = field(default_factory=list)
+    procs: dict[str, BaseProcess] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    serve_cpu_s: float = 0.0
+    busy_s: float = 0.0
+    wall_s: float = 0.0
 
 
 def wait_ready(
@@ -182,57 +190,70 @@ def wait_ready(
     return ready
 
 
-def run_phase(
+def start_phase(
     phase: Phase,
     url: str,
     spec: dict[str, Any],
     args: argparse.Namespace,
     queries: list[str],
     rate_of: Callable[[Load], float],
-) -> Phase:
-    """Start the deployment's replicas, wait for them, load them, stop them."""
+) -> None:
+    """Start the deployment's replicas, wait for them, measure its closed-loop saturation;
+    they keep running (idle) until :func:`stop_phase`."""
     ctx = mp.get_context("spawn")
     conn = redis.Redis.from_url(url)
     owned = [[s] for s in range(phase.shards)]
     names = [f"shard{s}" for s in range(phase.shards)] if phase.shards > 1 else ["unsharded"]
-    procs = {
+    phase.procs = {
         name: ctx.Process(
             target=_replica_main, args=(url, name, phase.shards, mine, spec), daemon=True
         )
         for name, mine in zip(names, owned, strict=True)
     }
-    pids: dict[str, int] = {}
-    try:
-        for name, proc in procs.items():
-            proc.start()
-            pids[name] = proc.pid or 0
-        phase.ready_s = wait_ready(conn, procs, args.phase_timeout)
-        phase.boot_cpu_s = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        phase.rss_mb = {name: rss_mb(pid) for name, pid in pids.items()}
-        phase.held = {b.replica: b.memories for b in read_heartbeats(conn) if b.replica in procs}
-        workspaces = args.workspaces
-        phase.saturation = closed_loop(
-            url, phase.shards, workspaces, queries, args.clients, args.seconds
-        )
-        phase.rate = rate_of(phase.saturation)
-        cpu_before = sum(cpu_seconds(pid) for pid in pids.values())
-        busy_before, wall_before = machine_busy_seconds(), time.monotonic()
-        phase.offered = open_loop(url, phase.shards, workspaces, queries, phase.rate, args.seconds)
-        served = max(1, len(phase.offered.latencies))
-        phase.serve_cpu_ms = (sum(cpu_seconds(p) for p in pids.values()) - cpu_before) * 1000
-        phase.serve_cpu_ms /= served
-        busy = machine_busy_seconds() - busy_before
-        phase.machine_busy = busy / ((time.monotonic() - wall_before) * (os.cpu_count() or 1))
-        for name, pid in pids.items():
+    for proc in phase.procs.values():
+        proc.start()
+    pids = phase.pids
+    pids.update({name: proc.pid or 0 for name, proc in phase.procs.items()})
+    phase.ready_s = wait_ready(conn, phase.procs, args.phase_timeout)
+    phase.boot_cpu_s = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    phase.rss_mb = {name: rss_mb(pid) for name, pid in pids.items()}
+    phase.held = {b.replica: b.memories for b in read_heartbeats(conn) if b.replica in pids}
+    phase.saturation = closed_loop(
+        url, phase.shards, args.workspaces, queries, args.clients, args.seconds
+    )
+    phase.rate = rate_of(phase.saturation)
+
+
+def open_rounds(
+    phases: list[Phase], url: str, args: argparse.Namespace, queries: list[str], rate: float
+) -> None:
+    """Each deployment's open loop at ``rate``, in ``--rounds`` slices taking turns, so
+    the machine's load (other people's work) falls on all of them alike."""
+    seconds = args.seconds / args.rounds
+    for _ in range(args.rounds):
+        for phase in phases:
+            cpu_before = sum(cpu_seconds(pid) for pid in phase.pids.values())
+            busy_before, wall_before = machine_busy_seconds(), time.monotonic()
+            run = open_loop(url, phase.shards, args.workspaces, queries, rate, seconds)
+            phase.serve_cpu_s += sum(cpu_seconds(pid) for pid in phase.pids.values()) - cpu_before
+            phase.busy_s += machine_busy_seconds() - busy_before
+            phase.wall_s += time.monotonic() - wall_before
+            phase.offered.latencies.extend(run.latencies)
+            phase.offered.failures += run.failures
+            phase.offered.seconds += run.seconds
+    for phase in phases:
+        phase.rate = rate
+        phase.serve_cpu_ms = phase.serve_cpu_s * 1000 / max(1, len(phase.offered.latencies))
+        phase.machine_busy = phase.busy_s / (max(phase.wall_s, 1e-9) * (os.cpu_count() or 1))
+        for name, pid in phase.pids.items():
             phase.rss_mb[name] = max(phase.rss_mb[name], rss_mb(pid))
-        if phase.shards > 1:
-            phase.no_replica_ms = no_replica(procs[names[-1]], conn, args, queries[0])
-    finally:
-        for proc in procs.values():
-            proc.terminate()
-        for proc in procs.values():
-            proc.join(timeout=30)
-    return phase
+
+
+def stop_phase(phase: Phase) -> None:
+    for proc in phase.procs.values():
+        proc.terminate()
+    for proc in phase.procs.values():
+        proc.join(timeout=30)
 
 
 def no_replica(
@@ -258,7 +279,8 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase) -> None:
     print(
         f"{args.memories} memories over {args.workspaces} workspaces; embedding "
         f"{args.embedding}; open loop at {unsharded.rate:.1f}/s "
-        f"({args.load_share:.2f} of the unsharded saturation) for both"
+        f"({args.load_share:.2f} of the unsharded saturation) for both, "
+        f"{args.rounds} rounds taking turns"
     )
     rows = []
     for phase in (sharded, unsharded):
@@ -340,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--load-share", type=float, default=0.5)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--phase-timeout", type=float, default=5_400.0)
     args = parser.parse_args(argv)
     words = vocabulary()
@@ -349,24 +372,28 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         server = RedisServer(Path(tmp))
         server.start()
+        unsharded = Phase("unsharded", 1)
+        sharded = Phase(f"{args.shards} shards", args.shards)
         try:
-            unsharded = run_phase(
-                Phase("unsharded", 1),
+            start_phase(
+                unsharded,
                 server.url,
                 spec,
                 args,
                 queries,
                 lambda saturation: args.load_share * saturation.per_s,
             )
-            sharded = run_phase(
-                Phase(f"{args.shards} shards", args.shards),
-                server.url,
-                spec,
+            start_phase(sharded, server.url, spec, args, queries, lambda _s: unsharded.rate)
+            open_rounds([unsharded, sharded], server.url, args, queries, unsharded.rate)
+            sharded.no_replica_ms = no_replica(
+                sharded.procs[f"shard{args.shards - 1}"],
+                redis.Redis.from_url(server.url),
                 args,
-                queries,
-                lambda _saturation: unsharded.rate,
+                queries[0],
             )
         finally:
+            stop_phase(sharded)
+            stop_phase(unsharded)
             server.stop()
     report(args, unsharded, sharded)
     return 0
