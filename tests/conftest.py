@@ -3,6 +3,7 @@ isolated per test by flushing Redis and emptying the graph."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -44,6 +45,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 LEFTOVER_GRACE_S = 10.0
 """How long processes the run started may take to exit once the last test is done."""
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze_after_each_test() -> Iterator[None]:
+    """A bootstrapped recall replica freezes its heap out of the cycle collector
+    (``feed.keep_long_lived``); in one test process that would keep every earlier test's
+    cyclic garbage for the rest of the run."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
