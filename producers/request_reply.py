@@ -35,7 +35,7 @@ __all__ = [
     "ask",
     "invalid_request",
     "is_reply_key",
-    "send_reply",
+    "push_message",
 ]
 
 log = structlog.get_logger(__name__)
@@ -124,10 +124,7 @@ def ask(
     :class:`UnreadableReply`."""
     started = time.monotonic() if started is None else started
     try:
-        with conn.pipeline(transaction=False) as pipe:
-            pipe.rpush(requests_key, request.model_dump_json())
-            pipe.expire(requests_key, request_ttl_s)
-            pipe.execute()
+        push_message(conn, requests_key, request, request_ttl_s)
         remaining = request.deadline_ms / 1000 - (time.monotonic() - started)
         popped: Any = (
             conn.blpop([request.reply_to], timeout=max(remaining, 0.001)) if remaining > 0 else None
@@ -154,11 +151,12 @@ def is_reply_key(value: object, prefix: str) -> bool:
     )
 
 
-def send_reply(conn: redis.Redis, reply_to: str, response: BaseModel, ttl_s: int) -> None:
-    """Push ``response`` on ``reply_to``, which expires unread after ``ttl_s``."""
+def push_message(conn: redis.Redis, key: str, message: BaseModel | Request, ttl_s: int) -> None:
+    """Push ``message`` (a request or a reply) on the list ``key``, which expires unread
+    after ``ttl_s``."""
     with conn.pipeline(transaction=False) as pipe:
-        pipe.rpush(reply_to, response.model_dump_json())
-        pipe.expire(reply_to, ttl_s)
+        pipe.rpush(key, message.model_dump_json())
+        pipe.expire(key, ttl_s)
         pipe.execute()
 
 
@@ -261,7 +259,7 @@ class RequestServer(Generic[RequestT, ReplyT]):
 
     def reply(self, reply_to: str, response: ReplyT) -> None:
         """Push ``response`` on ``reply_to``, which expires unread after the reply TTL."""
-        send_reply(self._redis, reply_to, response, self._reply_ttl_s)
+        push_message(self._redis, reply_to, response, self._reply_ttl_s)
 
     def run(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
         """Call ``serve_once`` until ``stop`` is set; a Redis error pauses, never ends it."""

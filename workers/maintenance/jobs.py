@@ -17,7 +17,7 @@ import structlog
 from rq import Queue, Retry, get_current_job
 from rq.serializers import JSONSerializer
 
-from turngraph.producers.request_reply import send_reply
+from turngraph.producers.request_reply import push_message
 from turngraph.schemas.defaults import (
     DISTILL_REPLY_TTL_S,
     FAILURE_TTL_S,
@@ -189,7 +189,7 @@ def answer_request_job(
             "retry; if it persists, report it with the maintenance worker's log",
         )
     if parsed.reply_to:
-        send_reply(distiller.redis, parsed.reply_to, response, DISTILL_REPLY_TTL_S)
+        push_message(distiller.redis, parsed.reply_to, response, DISTILL_REPLY_TTL_S)
     return {"success": response.success}
 
 

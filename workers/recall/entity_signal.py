@@ -49,12 +49,9 @@ def entity_hits(
             memory = memory_of(internal)
             if memory is None or (session_id and memory.session_id != session_id):
                 continue
-            if memory.kind in SPAN_DIGESTS:
-                if distilled_share <= 0.0:
-                    continue
-                acc[internal] = acc.get(internal, 0.0) + w * distilled_share
-                continue
-            acc[internal] = acc.get(internal, 0.0) + w
+            share = distilled_share if memory.kind in SPAN_DIGESTS else 1.0
+            if share > 0.0:
+                acc[internal] = acc.get(internal, 0.0) + w * share
     return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
 
 
