@@ -41,6 +41,11 @@ class ProviderErrors:
     unknown: type[TurngraphError]
     """Any other ``openai`` error (no status: a malformed answer, a client-side failure)."""
 
+    @property
+    def raised(self) -> tuple[type[TurngraphError], ...]:
+        """Every type :func:`convert_error` makes of this endpoint's failures (to catch)."""
+        return (self.unavailable, self.configuration, self.rejected, self.unknown)
+
 
 def convert_error(err: openai.OpenAIError, errors: ProviderErrors) -> Exception:
     """An ``openai`` error as one of ours: transient (try later) or permanent."""
@@ -161,10 +166,10 @@ class Provider(Protocol):
     """What extraction (:class:`~workers.extraction.llm.LLMExtractor`), summaries
     (:class:`~workers.maintenance.llm_summary.LLMSummarizer`), their shared
     :class:`~workers.extraction.endpoint.LLMEndpoint` and the embedders show of an
-    endpoint: the model they ask and what they counted."""
+    endpoint: the model they ask and what they counted. Each declares it as a base, so
+    mypy checks the shape where the class is written."""
+
+    stats: ProviderStats
 
     @property
     def model(self) -> str: ...
-
-    @property
-    def stats(self) -> ProviderStats: ...

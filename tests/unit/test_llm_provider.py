@@ -9,25 +9,31 @@ import openai
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI, error_text
+from turngraph.workers.embeddings.endpoint import EndpointEmbedder
 from turngraph.workers.embeddings.errors import (
     EMBEDDING_ERRORS,
     EmbeddingModelError,
     EmbeddingUnavailableError,
 )
+from turngraph.workers.embeddings.in_process import InProcessEmbedder
+from turngraph.workers.extraction.endpoint import LLMEndpoint
 from turngraph.workers.extraction.errors import (
     LLM_ERRORS,
     LLMConfigurationError,
     LLMRequestError,
     LLMUnavailableError,
 )
+from turngraph.workers.extraction.llm import LLMExtractor
 from turngraph.workers.llm_provider import (
     ENDPOINT_COUNTERS,
     EXTRACTION_COUNTERS,
     SUMMARY_COUNTERS,
+    Provider,
     ProviderErrors,
     ProviderStats,
     convert_error,
 )
+from turngraph.workers.maintenance.llm_summary import LLMSummarizer
 
 CASES = [
     (LLM_ERRORS, (LLMUnavailableError, LLMConfigurationError, LLMRequestError)),
@@ -58,6 +64,7 @@ def test_statuses_become_transient_or_permanent(
                          (404, configuration), (400, rejected), (422, rejected)]:  # fmt: skip
         converted = convert_error(_raised(server, status), errors)
         assert type(converted) is kind, status
+        assert isinstance(converted, errors.raised), status  # what callers catch
         assert str(status) in str(converted) and "own words" not in str(converted)
 
 
@@ -69,6 +76,12 @@ def test_an_unreachable_endpoint_is_transient(
     with pytest.raises(openai.APIConnectionError) as raised:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert type(convert_error(raised.value, errors)) is expected[0]
+
+
+def test_every_endpoint_class_is_declared_a_provider() -> None:
+    """Declared as a base, so mypy checks each class against the shape where it is written."""
+    for cls in (LLMExtractor, LLMSummarizer, LLMEndpoint, EndpointEmbedder, InProcessEmbedder):
+        assert Provider in cls.__mro__, cls.__name__
 
 
 def test_one_stats_class_counts_every_purpose_by_its_fixed_names() -> None:

@@ -19,14 +19,14 @@ from turngraph.workers.embeddings.errors import (
     EMBEDDING_ERRORS,
     EmbeddingUnavailableError,
 )
-from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
+from turngraph.workers.embeddings.protocol import Embedder, Vectors, normalise_rows
 from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats, convert_error
 
 DEFAULT_BATCH_SIZE = 128
 """Texts per request (OpenAI accepts up to 2,048; local servers prefer fewer)."""
 
 
-class EndpointEmbedder:
+class EndpointEmbedder(Embedder):
     """:class:`~workers.embeddings.protocol.Embedder` through ``client.embeddings.create``."""
 
     def __init__(

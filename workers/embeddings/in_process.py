@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from turngraph.workers.embeddings.errors import EmbeddingModelError
+from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats
 
 
@@ -40,7 +41,7 @@ def verify_checksums(folder: Path) -> int:
     return checked
 
 
-class InProcessEmbedder:
+class InProcessEmbedder(Embedder):
     """Base of the in-process :class:`~workers.embeddings.protocol.Embedder` classes: the
     vector space's name and dimension, and the counts the metrics read."""
 

@@ -29,7 +29,12 @@ import structlog
 
 from turngraph.workers.extraction.errors import LLM_ERRORS, LLMUnavailableError
 from turngraph.workers.extraction.llm_calls import server_text
-from turngraph.workers.llm_provider import ENDPOINT_COUNTERS, ProviderStats, convert_error
+from turngraph.workers.llm_provider import (
+    ENDPOINT_COUNTERS,
+    Provider,
+    ProviderStats,
+    convert_error,
+)
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -111,7 +116,7 @@ def merged(messages: Messages) -> Messages:
     return [{"role": "user", "content": system}, *rest]
 
 
-class LLMEndpoint:
+class LLMEndpoint(Provider):
     """The process's view of one endpoint; thread-safe; built once from settings.
 
     ``client`` carries the per-request ``timeout`` and ``max_retries``; a call may ask
@@ -131,7 +136,7 @@ class LLMEndpoint:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
-        self.model = model
+        self._model = model
         self.configured_mode = output_mode
         self.mode: OutputMode = (
             OutputMode.JSON_SCHEMA if output_mode is OutputMode.AUTO else output_mode
@@ -148,6 +153,10 @@ class LLMEndpoint:
         self._clock = clock
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        return self._model
 
     @property
     def timeout_s(self) -> float:

@@ -38,11 +38,7 @@ from turngraph.schemas.ontology.json_schema import SCHEMA_NAME
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.answers import parse_answer
 from turngraph.workers.extraction.endpoint import LLMEndpoint, OutputMode
-from turngraph.workers.extraction.errors import (
-    LLMConfigurationError,
-    LLMRequestError,
-    LLMUnavailableError,
-)
+from turngraph.workers.extraction.errors import LLM_ERRORS, LLMUnavailableError
 from turngraph.workers.extraction.llm_calls import (  # micro_batches: re-exported for callers
     DEFAULT_BATCH_MAX_CHARS,
     DEFAULT_BATCH_MAX_TURNS,
@@ -59,7 +55,7 @@ from turngraph.workers.extraction.prompts import (
 )
 from turngraph.workers.extraction.references import attached
 from turngraph.workers.extraction.validation import union, with_entities
-from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
+from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, Provider, ProviderStats
 
 __all__ = ["LLMExtractor", "micro_batches"]
 
@@ -78,8 +74,6 @@ MAX_COOLDOWN_FACTOR = 16
 MIN_CALL_S = 0.5
 """A request is not started with less than this left of the budget."""
 
-_LLM_ERRORS = (LLMUnavailableError, LLMRequestError, LLMConfigurationError)
-
 
 class _UnusableAnswerError(Exception):
     """Nothing usable came back (unreadable even after the re-ask, or cut off)."""
@@ -89,7 +83,7 @@ class _UnusableAnswerError(Exception):
         self.reason = reason
 
 
-class LLMExtractor:
+class LLMExtractor(Provider):
     """:class:`~workers.extraction.models.Extractor` through the official openai client.
 
     ``client`` is built once per process from settings (``turngraph.clients``) with its
@@ -197,7 +191,7 @@ class LLMExtractor:
             return self._fall_back(batch, "budget_spent")
         try:
             results = self._llm_batch(batch, deadline)
-        except _LLM_ERRORS as err:
+        except LLM_ERRORS.raised as err:
             if isinstance(err, LLMUnavailableError):
                 self._rest()
             if self.fallback is None:
@@ -263,7 +257,7 @@ class LLMExtractor:
                 timeout_s=timeout,
                 max_retries=retries,
             )
-        except _LLM_ERRORS as err:
+        except LLM_ERRORS.raised as err:
             if isinstance(err, LLMUnavailableError):
                 self.stats.add(transient_failures=1)
             cause = err.__cause__

@@ -25,13 +25,9 @@ from turngraph.schemas.summaries import SUMMARY_SCHEMA_NAME, SummaryContent, sum
 from turngraph.schemas.validation import invalid_fields
 from turngraph.workers.extraction.answers import json_text
 from turngraph.workers.extraction.endpoint import LLMEndpoint
-from turngraph.workers.extraction.errors import (
-    LLMConfigurationError,
-    LLMRequestError,
-    LLMUnavailableError,
-)
+from turngraph.workers.extraction.errors import LLM_ERRORS
 from turngraph.workers.graph.session_turns import SessionTurn
-from turngraph.workers.llm_provider import SUMMARY_COUNTERS, ProviderStats
+from turngraph.workers.llm_provider import SUMMARY_COUNTERS, Provider, ProviderStats
 from turngraph.workers.maintenance.text import shorten
 from turngraph.workers.maintenance.tool_calls import narrative_line
 from turngraph.workers.output_bounds import bounded_string, max_answer_tokens
@@ -61,8 +57,6 @@ given schema:
 Use only what the turns say. Keep the whole answer under about 400 tokens. Never copy
 secrets, tokens, passwords or redaction markers into the summary."""
 
-
-_LLM_ERRORS = (LLMUnavailableError, LLMRequestError, LLMConfigurationError)
 
 SUMMARY_LIMIT_LEVELS = ((5, 200, 120), (3, 120, 80), (2, 80, 60), (1, 64, 48), (1, 32, 32))
 """(items per list, characters per bullet, characters of the topic), richest first."""
@@ -98,6 +92,10 @@ class _SummaryFailedError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+_FAILURES: tuple[type[Exception], ...] = (_SummaryFailedError, *LLM_ERRORS.raised)
+"""What ends in the offline summary."""
 
 
 def _bounded(data: Any) -> tuple[Any, int]:
@@ -153,7 +151,7 @@ def build_messages(
     ]
 
 
-class LLMSummarizer:
+class LLMSummarizer(Provider):
     """Summaries through ``endpoint`` (one per process, see ``turngraph.app``)."""
 
     def __init__(
@@ -185,7 +183,7 @@ class LLMSummarizer:
         self.stats.add(summaries=1)
         try:
             return self._summarize(turns, fallback, references), True
-        except (_SummaryFailedError, *_LLM_ERRORS) as err:
+        except _FAILURES as err:
             reason = err.reason if isinstance(err, _SummaryFailedError) else type(err).__name__
             self.stats.add(fallbacks=1)
             self.stats.add_reason(reason)
