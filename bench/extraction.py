@@ -1,7 +1,7 @@
 """Extractor quality on the labelled turns: ``python -m bench.extraction``.
 
 Prints per-type precision and recall (reference types first) on both halves of the
-labelled turns (see :func:`workers.extraction.scoring.split_of`): the *tune* half, which
+labelled turns (see :func:`bench.extraction_scoring.split_of`): the *tune* half, which
 the rules may be fitted to, and the *score* half, whose figures the RESULT line quotes;
 then the offline extractor's time per turn. Ends with one line
 ``RESULT extraction key=value …`` (score half; ``tune_`` keys for the tune half). The
@@ -19,9 +19,7 @@ import statistics
 import sys
 import time
 
-from turngraph.settings import Settings
-from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.extraction.scoring import (
+from bench.extraction_scoring import (
     EVERYDAY_PATH,
     EVERYDAY_TYPES,
     REFERENCE_TYPES,
@@ -35,6 +33,8 @@ from turngraph.workers.extraction.scoring import (
     load_dataset,
     score,
 )
+from turngraph.settings import Settings
+from turngraph.workers.extraction.offline import OfflineExtractor
 
 
 def _cells(s: TypeScore) -> str:

@@ -200,15 +200,6 @@ class ContextReply(BaseModel):
     updated_at: AwareDatetime | None = None
 
 
-DISTILL_REQUEST_MODELS: dict[str, type[BaseModel]] = {
-    "summarize": SummarizeRequest,
-    "recap": RecapRequest,
-    "summary": SummaryRequest,
-    "promote": PromoteRequest,
-    "context": ContextRequest,
-}
-"""Op name -> request model of the distill ops."""
-
 DISTILL_REPLY_MODELS: dict[str, type[BaseModel]] = {
     "summarize": SummarizeReply,
     "recap": RecapReply,

@@ -38,6 +38,3 @@ ScopeNameValue = Literal["session", "workspace", "user", "auto"]
 
 PromotionScope = Literal["workspace", "user"]
 """Where a promoted memory may go (a session's memory is not promoted)."""
-
-SCOPE_ORDER: tuple[Scope, ...] = (Scope.SESSION, Scope.WORKSPACE, Scope.USER)
-"""The order in which recall prefers scopes (the bridge seed's order)."""

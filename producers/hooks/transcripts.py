@@ -50,7 +50,6 @@ class ReadResult:
 
     lines: list[bytes] = field(default_factory=list)
     end_offset: int = 0
-    last_line: bytes = b""
     skipped_long: int = 0
 
 
@@ -84,7 +83,6 @@ def read_new_lines(
             continue
         result.end_offset += len(chunk)
         read += len(chunk)
-        result.last_line = chunk
         if chunk.strip():
             result.lines.append(chunk)
     return result

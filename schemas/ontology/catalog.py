@@ -186,8 +186,6 @@ WORK = frozenset({"Task", "Plan", "Issue", "PullRequest"})
 TROUBLE = frozenset({"Problem", "Incident", "Issue", "Question"})
 RUNTIME = frozenset({"Tool", "Service"})
 IDEAS = frozenset({"Topic", "Concept"})
-EVERYDAY = frozenset({"Person", "Place", "Organization", "Event"})
-"""Who, where and what happened in ordinary conversation (``workers/extraction/people.py``)."""
 ANY = frozenset(t.name for t in ENTITY_TYPES)
 SUBJECTS = CODE | WORK | RUNTIME | IDEAS | TROUBLE | {"Url"}
 """What a decision or directive can be about."""

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import redis
@@ -19,9 +19,10 @@ from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge import REPLY_MODELS
+from turngraph.schemas.bridge_distill import PromotableKind
 from turngraph.schemas.distill import DistillOp, DistillResponse
 from turngraph.schemas.errors import ErrorCode
-from turngraph.schemas.memories import MemoryOrigin, PromotedMemory, PromotionKind
+from turngraph.schemas.memories import PROMOTABLE, MemoryOrigin, PromotedMemory, PromotionKind
 from turngraph.schemas.recap import ContextTurn, RollingContext
 
 ENDPOINT = "redis://127.0.0.1:1/0"
@@ -240,3 +241,8 @@ def test_recap_and_summarize_take_a_raw_key_or_its_id_alike(
     (_, (recapped, _), options), (_, (summarized, _), _) = distill.calls
     assert recapped == summarized == session
     assert options["workspace"] == workspace
+
+
+def test_the_bridge_promotes_exactly_the_promotable_kinds() -> None:
+    """The wire's ``Literal`` and the memory kinds are written twice; this ties them."""
+    assert set(get_args(PromotableKind)) == {kind.value for kind in PROMOTABLE}

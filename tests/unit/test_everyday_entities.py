@@ -7,16 +7,16 @@ from datetime import UTC, datetime
 import pytest
 
 import turngraph.schemas.ontology as ontology
-from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
-from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.extraction.people import is_person_name
-from turngraph.workers.extraction.scoring import (
+from bench.extraction_scoring import (
     EVERYDAY_PATH,
     EVERYDAY_TYPES,
     SCORE,
     load_dataset,
     score,
 )
+from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.people import is_person_name
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
 
 EXTRACTOR = OfflineExtractor()

@@ -8,10 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turngraph.schemas.ontology import DIRECTIVES
-from turngraph.workers.extraction.models import ExtractedEntity
-from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.extraction.scoring import (
+from bench.extraction_scoring import (
     DATASET_PATH,
     REFERENCE_TYPES,
     SCORE,
@@ -20,6 +17,9 @@ from turngraph.workers.extraction.scoring import (
     score,
     split_of,
 )
+from turngraph.schemas.ontology import DIRECTIVES
+from turngraph.workers.extraction.models import ExtractedEntity
+from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.extraction.validation import validate_extraction
 
 EXTRACTOR = OfflineExtractor()

@@ -40,8 +40,6 @@ MIN_RADIUS_PX = 32
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 VIZ_INSTALL = "pip install 'turngraph[viz]'"
-GRAPH_PASSWORD_FILE = Path("graph") / "graph.password"
-"""Where the embedded graph server keeps its root password, under the data folder."""
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,6 @@ class QueryEmbedder:
     def __init__(self, embedder: Embedder, *, inline: bool) -> None:
         self.embedder = embedder
         self.counters = QueryCounters()
-        self._inline = inline
         self._pool = None if inline else ThreadPoolExecutor(QUERY_THREADS, "query-embed")
         self._lock = threading.Lock()
 

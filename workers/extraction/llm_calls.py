@@ -20,10 +20,6 @@ DEFAULT_BATCH_MAX_CHARS = 16_000
 MAX_SERVER_TEXT_CHARS = 200
 """How much of a server's error message goes into the log (never the request)."""
 
-MAX_TOKENS_PARAMETERS = ("max_tokens", "max_completion_tokens")
-"""What servers call the output cap: ``max_tokens`` (vLLM, Ollama, llama.cpp, older OpenAI
-models) or ``max_completion_tokens`` (OpenAI's reasoning models refuse the other)."""
-
 
 def micro_batches(
     turns: Sequence[TurnEvent],

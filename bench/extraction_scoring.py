@@ -1,6 +1,7 @@
 """Scoring an extractor against the labelled turns in ``tests/data/extraction_turns*.jsonl``.
 
-Shared by ``tests/unit/test_offline_extractor.py`` and ``python -m bench.extraction``.
+Shared by ``tests/unit/test_offline_extractor.py`` and ``python -m bench.extraction``: an
+evaluation, not part of the product, so it lives with the benches.
 Identifier types (files, commits …) match on the ontology's normalised name; statement
 types (decisions and directives) match when their normalised word sets overlap by at
 least :data:`TEXT_MATCH_JACCARD` or one contains the other, since where a clause ends is
@@ -25,7 +26,7 @@ from turngraph.schemas.ontology import DIRECTIVES, ONTOLOGY, Ontology
 from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.workers.extraction.models import Extractor
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data"
 DATASET_PATH = DATA_DIR / "extraction_turns.jsonl"
 """The first labelled developer-chat turns (one JSON object per line)."""
 UNFITTED_PATH = DATA_DIR / "extraction_turns_unfitted.jsonl"
