@@ -4,6 +4,7 @@
 
     consent = ConsentStore(settings.data_dir)
     endpoint = consent_endpoint(settings.redis_url, settings.data_dir)
+    consent.enable(hashed_workspace, endpoint)  # once (``turngraph consent enable``)
     memory = connect(settings, consent=consent.checker(endpoint))
     memory.publisher.publish(event)          # never blocks, never raises
     memory.recaller.recall("what did we decide about retries?", workspace=hashed_workspace)

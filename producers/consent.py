@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ class ConsentStore:
         grant = self._grants().get(self._key(workspace, endpoint))
         return bool(grant and grant.get("enabled"))
 
-    def checker(self, endpoint: str) -> Any:
+    def checker(self, endpoint: str) -> Callable[[str], bool]:
         """A ``Publisher`` consent check for one endpoint: ``workspace -> bool``."""
         return lambda workspace: self.is_enabled(workspace, endpoint)
 
