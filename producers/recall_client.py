@@ -10,12 +10,8 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from turngraph.producers.request_reply import (
-    RequestFailed,
-    ServerUnavailable,
-    ask,
-    invalid_request,
-)
+from turngraph.producers.request_reply import RequestFailed, ask, invalid_request
+from turngraph.producers.shard_push import push_if_served
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
 from turngraph.schemas.recall import (
@@ -25,12 +21,7 @@ from turngraph.schemas.recall import (
     RecallResponse,
 )
 from turngraph.schemas.scopes import ScopeName
-from turngraph.schemas.shards import (
-    NO_REPLICA,
-    request_shard,
-    shard_alive_key,
-    shard_requests_key,
-)
+from turngraph.schemas.shards import NO_REPLICA, request_shard, shard_requests_key
 from turngraph.schemas.tenants import qualify, recall_reply_prefix, recall_requests_key
 from turngraph.schemas.validation import invalid_fields
 
@@ -149,24 +140,24 @@ class RecallClient:
         started = time.monotonic()
         request = request.model_copy(update={"sent_at_ms": int(time.time() * 1000)})
         shard = self._shard(request)
-        try:
-            if not self._shard_served(shard):
+        requests_key = shard_requests_key(self._requests_key, shard, self.shards)
+
+        def push_if_claimed() -> None:
+            payload = request.model_dump_json()
+            if not push_if_served(self._redis, shard, requests_key, payload, REQUEST_TTL_S):
                 log.warning("recall_shard_unavailable", request_id=request.request_id, shard=shard)
-                return RecallResponse.failure(
-                    request.request_id,
-                    ErrorCode.BACKEND_UNAVAILABLE,
-                    f"no recall replica serves shard {shard} right now",
-                    "start a recall replica for that shard (TURNGRAPH_RECALL_REPLICA_SHARDS)",
-                    degraded=[NO_REPLICA],
-                )
+                raise NoReplica(shard)
+
+        try:
             return ask(
                 self._redis,
-                shard_requests_key(self._requests_key, shard, self.shards),
+                requests_key,
                 request,
                 RecallResponse,
                 request_ttl_s=REQUEST_TTL_S,
                 server=SERVER,
                 started=started,
+                push=push_if_claimed if self.shards > 1 else None,
             )
         except RequestFailed as exc:
             return RecallResponse.failure(
@@ -177,11 +168,14 @@ class RecallClient:
                 degraded=[exc.reason],
             )
 
-    def _shard_served(self, shard: int) -> bool:
-        """False when the deployment is sharded and no live replica serves ``shard``."""
-        if self.shards <= 1:
-            return True
-        try:
-            return bool(self._redis.zcount(shard_alive_key(shard), int(time.time() * 1000), "+inf"))
-        except redis.RedisError as exc:
-            raise ServerUnavailable(SERVER) from exc
+
+class NoReplica(RequestFailed):
+    """The deployment is sharded and no live replica serves the request's shard."""
+
+    code = ErrorCode.BACKEND_UNAVAILABLE
+    reason = NO_REPLICA
+    fix = "start a recall replica for that shard (TURNGRAPH_RECALL_REPLICA_SHARDS)"
+
+    def __init__(self, shard: int) -> None:
+        self.user_message = f"no recall replica serves shard {shard} right now"
+        super().__init__(SERVER)

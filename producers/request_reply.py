@@ -4,7 +4,8 @@ A client pushes a request (JSON with ``request_id``, ``reply_to``, ``deadline_ms
 ``sent_at_ms``) on a Redis list and block-pops its per-request ``reply_to`` key until the
 deadline (:func:`ask`). A server pops requests, refuses reply keys outside its namespace,
 answers an invalid request with a typed error, drops one past its deadline and answers the
-rest on their reply key with a TTL, counting each outcome (:class:`RequestServer`).
+rest on their reply key with a TTL, counting each outcome (:class:`RequestServer`). While
+it serves, each reply and the pop of the next waiting request share one round trip.
 """
 
 from __future__ import annotations
@@ -115,16 +116,22 @@ def ask(
     request_ttl_s: int,
     server: str,
     started: float | None = None,
+    push: Callable[[], object] | None = None,
 ) -> ReplyT:
     """Push ``request`` on ``requests_key`` (which expires after ``request_ttl_s`` unless
     served) and wait on its ``reply_to`` until ``deadline_ms`` after ``started`` (a
     ``time.monotonic()`` value; default now). ``server`` names what answers, for the
     remediation ("a recall worker"). ``conn`` should have a socket timeout at least as long
-    as the deadline. Raises :class:`ServerUnavailable`, :class:`DeadlineExceeded` or
+    as the deadline. ``push`` sends the request instead of :func:`push_message` (one that
+    checks something in the same round trip may raise a :class:`RequestFailed` to answer
+    at once). Raises :class:`ServerUnavailable`, :class:`DeadlineExceeded` or
     :class:`UnreadableReply`."""
     started = time.monotonic() if started is None else started
     try:
-        push_message(conn, requests_key, request, request_ttl_s)
+        if push is None:
+            push_message(conn, requests_key, request, request_ttl_s)
+        else:
+            push()
         remaining = request.deadline_ms / 1000 - (time.monotonic() - started)
         popped: Any = (
             conn.blpop([request.reply_to], timeout=max(remaining, 0.001)) if remaining > 0 else None
@@ -154,10 +161,32 @@ def is_reply_key(value: object, prefix: str) -> bool:
 def push_message(conn: redis.Redis, key: str, message: BaseModel | Request, ttl_s: int) -> None:
     """Push ``message`` (a request or a reply) on the list ``key``, which expires unread
     after ``ttl_s``."""
+    _, error = _push_then_pop(conn, key, message, ttl_s, ())
+    if error is not None:
+        raise error
+
+
+def _push_then_pop(
+    conn: redis.Redis,
+    key: str,
+    message: BaseModel | Request,
+    ttl_s: int,
+    pop_next: Sequence[str],
+) -> tuple[tuple[str, bytes] | None, redis.RedisError | None]:
+    """:func:`push_message` and, in the same round trip, a pop of the first message
+    waiting on the lists ``pop_next`` without blocking (``LMPOP``, Redis 7): (list,
+    message) or None when they are all empty, and the push's error if it failed (what was
+    popped is returned all the same: it must not be lost)."""
     with conn.pipeline(transaction=False) as pipe:
         pipe.rpush(key, message.model_dump_json())
         pipe.expire(key, ttl_s)
-        pipe.execute()
+        if pop_next:
+            pipe.lmpop(len(pop_next), *pop_next, direction="LEFT")
+        results = pipe.execute(raise_on_error=False)
+    errors = [r for r in results if isinstance(r, redis.RedisError)]
+    popped = results[2] if pop_next and not isinstance(results[2], Exception) else None
+    taken = None if popped is None else (popped[0].decode(), popped[1][0])
+    return taken, errors[0] if errors else None
 
 
 def invalid_request(
@@ -187,7 +216,12 @@ class ServeCounters:
 
 
 class RequestServer(Generic[RequestT, ReplyT]):
-    """The serving end: pop, check, reply, count (the handler is the caller's)."""
+    """The serving end: pop, check, reply, count (the handler is the caller's).
+
+    While :meth:`run` serves, :meth:`reply` also takes the next request waiting on the
+    lists last popped, in the same round trip, and the next :meth:`pop` returns it without
+    one (a replica under load then spends one round trip per request, not two). A request
+    taken that way when the server is told to stop is still answered."""
 
     def __init__(
         self,
@@ -204,12 +238,22 @@ class RequestServer(Generic[RequestT, ReplyT]):
         self._reply_ttl_s = reply_ttl_s
         self._kind = request_model.__name__.removesuffix("Request").lower()
         self.counters = counters if counters is not None else ServeCounters()
+        self._keys: list[str] = []
+        """The lists of the last blocking pop: where a reply takes the next request."""
+        self._taken: tuple[str, bytes] | None = None
+        """A request taken with the last reply, not handed out yet."""
+        self._serving = False
 
     def pop(
         self, keys: Sequence[str], timeout_s: float = POP_TIMEOUT_S
     ) -> tuple[str, bytes] | None:
-        """(list, raw request) of the first request on ``keys``; None after ``timeout_s``."""
-        popped: Any = self._redis.blpop(list(keys), timeout=timeout_s)
+        """(list, raw request) of the first request on ``keys``; None after ``timeout_s``.
+        A request taken with the last reply comes first, with no round trip."""
+        if self._taken is not None:
+            taken, self._taken = self._taken, None
+            return taken
+        self._keys = list(keys)
+        popped: Any = self._redis.blpop(self._keys, timeout=timeout_s)
         return None if popped is None else (popped[0].decode(), popped[1])
 
     def accept(
@@ -258,14 +302,33 @@ class RequestServer(Generic[RequestT, ReplyT]):
         return None, response
 
     def reply(self, reply_to: str, response: ReplyT) -> None:
-        """Push ``response`` on ``reply_to``, which expires unread after the reply TTL."""
-        push_message(self._redis, reply_to, response, self._reply_ttl_s)
+        """Push ``response`` on ``reply_to``, which expires unread after the reply TTL;
+        while :meth:`run` serves, take the next waiting request in the same round trip."""
+        take_next = self._serving and self._taken is None
+        taken, error = _push_then_pop(
+            self._redis, reply_to, response, self._reply_ttl_s, self._keys if take_next else ()
+        )
+        if taken is not None:
+            self._taken = taken
+        if error is not None:
+            raise error
 
     def run(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
-        """Call ``serve_once`` until ``stop`` is set; a Redis error pauses, never ends it."""
-        while not stop.is_set():
-            try:
-                serve_once()
-            except redis.RedisError as exc:
-                log.warning("request_server_redis_error", kind=self._kind, error=type(exc).__name__)
-                stop.wait(REDIS_ERROR_PAUSE_S)
+        """Call ``serve_once`` (which pops with :meth:`pop`) until ``stop`` is set; a Redis
+        error pauses, never ends it. Then a request taken with the last reply is served
+        (its reply takes no other)."""
+        self._serving = True
+        try:
+            while not stop.is_set():
+                self._serve(serve_once, stop)
+        finally:
+            self._serving = False
+        if self._taken is not None:
+            self._serve(serve_once, stop)
+
+    def _serve(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
+        try:
+            serve_once()
+        except redis.RedisError as exc:
+            log.warning("request_server_redis_error", kind=self._kind, error=type(exc).__name__)
+            stop.wait(REDIS_ERROR_PAUSE_S)

@@ -3,9 +3,10 @@
 ``issue`` creates (or rotates) the ACL user ``tenant-<name>`` with a generated secret:
 ``ACL SETUSER`` with the secret's SHA-256 (``#<hex>``; the secret itself never reaches
 Redis, its logs or ``ACL LIST``), the key pattern ``~turngraph:t:<name>:*``, no channels,
-and exactly :data:`schemas.tenants.PRODUCER_COMMANDS` (``FCALL`` of the inbox function,
-which ``issue`` loads, never a script of the caller's own). The tenant joins ``turngraph:tenants``
-so that the ingest and recall workers serve it. The users are then persisted: ``ACL SAVE``
+and exactly :data:`schemas.tenants.PRODUCER_COMMANDS` (``FCALL`` of the inbox function
+and of the sharded recall push, which ``issue`` loads, never a script of the caller's
+own). The tenant joins ``turngraph:tenants`` so that the ingest and recall workers serve
+it. The users are then persisted: ``ACL SAVE``
 (a server with an ACL file, as the embedded one and ``ops/`` run), else ``CONFIG REWRITE``
 (users in ``redis.conf``); with neither the user lives until the server restarts, and the
 report says so. ``revoke`` deletes the user (Redis disconnects its clients) and persists.
@@ -22,6 +23,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import redis
 
+from turngraph.producers.shard_push import load_shard_push
 from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.shards import SHARD_ALIVE_PREFIX
 from turngraph.schemas.tenants import (
@@ -93,7 +95,8 @@ def issue(conn: redis.Redis, tenant: str) -> Issued:
     tenant = check_tenant(tenant)
     secret = secrets.token_urlsafe(SECRET_BYTES)
     user = acl_user(tenant)
-    load_inbox_function(conn)  # the one script the credential may run (FCALL)
+    load_inbox_function(conn)  # the scripts the credential may run (FCALL)
+    load_shard_push(conn)
     conn.execute_command("ACL", "SETUSER", user, *acl_rules(tenant, secret))
     conn.sadd(TENANTS_KEY, tenant)
     return Issued(tenant=tenant, user=user, secret=secret, persisted=persist(conn))

@@ -13,6 +13,7 @@ from tests.support.turns import turn
 from turngraph.app import build_graph_store, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.producers.recall_client import RecallClient
+from turngraph.producers.shard_push import LIBRARY_NAME
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.recall import RecallRequest
 from turngraph.schemas.scopes import Scope
@@ -248,3 +249,22 @@ def test_changing_the_shard_count_re_bootstraps_each_replica_to_its_new_share(
     finally:
         _stop(after, threads)
     assert all(a.success and len(a.results) == 1 for a in answers)
+
+
+def test_a_sharded_replica_reloads_the_clients_push_when_redis_lost_it(
+    clients: Clients,
+) -> None:
+    replica = _replica(clients, 2, "0")
+    replica.heartbeat()  # loads the push, then claims shard 0 (not serving: nobody pops)
+    workspace = _workspaces(2, 1)[0][0]
+    client = RecallClient(clients.redis, deadline_ms=100, shards=2)
+    key = shard_requests_key(clients.settings.recall_requests_key, 0, 2)
+
+    def ask() -> list[str]:
+        return client.recall("which cache?", workspace=workspace).degraded
+
+    assert ask() == ["deadline_exceeded"] and clients.redis.llen(key) == 1  # pushed
+    clients.redis.function_delete(LIBRARY_NAME)  # e.g. a Redis restarted without its data
+    assert ask() == [NO_REPLICA] and clients.redis.llen(key) == 1  # no push, no wait
+    replica.heartbeat()
+    assert ask() == ["deadline_exceeded"] and clients.redis.llen(key) == 2

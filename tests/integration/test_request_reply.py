@@ -163,3 +163,84 @@ def test_the_serve_loop_survives_redis_errors_and_stops() -> None:
 
     server.run(serve_once, stop)
     assert len(calls) == 2  # the first Redis error paused the loop, did not end it
+
+
+def _answering(
+    server: RequestServer[DistillRequest, DistillResponse],
+    after_reply: Any = None,
+) -> Any:
+    """A ``serve_once`` that pops with ``server`` and answers every request."""
+
+    def serve_once() -> None:
+        popped = server.pop([REQUESTS], timeout_s=0.2)
+        if popped is None:
+            return
+        request, _ = server.accept(popped[1], _ours)
+        assert request is not None
+        server.reply(request.reply_to, DistillResponse(request_id=request.request_id, success=True))
+        server.counters.answered += 1
+        if after_reply is not None:
+            after_reply()
+
+    return serve_once
+
+
+def _commands(conn: redis.Redis, name: str) -> int:
+    stats: Any = conn.info("commandstats")
+    return int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+
+
+def test_a_serving_loop_takes_the_next_request_with_each_reply(redis_conn: redis.Redis) -> None:
+    requests = [_request(f"r{i}") for i in range(20)]
+    redis_conn.rpush(REQUESTS, *(r.model_dump_json() for r in requests))
+    server = _server(redis_conn)
+    stop = threading.Event()
+
+    def stop_after_the_last() -> None:
+        if server.counters.answered == len(requests):
+            stop.set()
+
+    redis_conn.config_resetstat()
+    server.run(_answering(server, after_reply=stop_after_the_last), stop)
+    assert server.counters.answered == len(requests)
+    assert all(redis_conn.llen(str(r.reply_to)) == 1 for r in requests)
+    # One blocking pop, for the first request: every other came with a reply (without
+    # the shared round trip: 20 BLPOPs); the last reply's LMPOP found the list empty.
+    assert _commands(redis_conn, "blpop") == 1
+    assert _commands(redis_conn, "lmpop") == len(requests)
+    assert redis_conn.llen(REQUESTS) == 0
+
+
+def test_a_request_taken_with_the_last_reply_is_answered_after_stop(
+    redis_conn: redis.Redis,
+) -> None:
+    requests = [_request(f"r{i}") for i in range(5)]
+    redis_conn.rpush(REQUESTS, *(r.model_dump_json() for r in requests))
+    server = _server(redis_conn)
+    stop = threading.Event()
+    server.run(_answering(server, after_reply=stop.set), stop)  # stop after the first
+    answered = [r for r in requests if redis_conn.exists(str(r.reply_to))]
+    assert [r.request_id for r in answered] == ["r0", "r1"]  # r1 came with r0's reply
+    assert server.counters.answered == 2
+    assert redis_conn.llen(REQUESTS) == 3  # the rest wait for another server
+
+
+def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) -> None:
+    first, second = _request("r0"), _request("r1")
+    redis_conn.set(str(first.reply_to), "not a list")  # the reply's RPUSH fails
+    redis_conn.rpush(REQUESTS, first.model_dump_json(), second.model_dump_json())
+    server = _server(redis_conn)
+    stop = threading.Event()
+    served: list[int] = []
+    serve = _answering(server)
+
+    def serve_once() -> None:
+        served.append(1)
+        if len(served) == 2:
+            stop.set()
+        serve()
+
+    server.run(serve_once, stop)  # the first reply raises: logged, the loop goes on
+    assert server.counters.answered == 1  # r1, taken by r0's failed reply
+    assert redis_conn.llen(str(second.reply_to)) == 1
+    assert redis_conn.llen(REQUESTS) == 0

@@ -30,6 +30,7 @@ import redis
 import structlog
 
 from turngraph.producers.request_reply import POP_TIMEOUT_S, RequestServer, ServeCounters
+from turngraph.producers.shard_push import load_shard_push
 from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX
@@ -147,6 +148,8 @@ class RecallWorker:
         self._graph_probe = graph_probe
         self._graph_ok_at = time.monotonic()
         """When the graph last answered a probe."""
+        self._push_loaded = False
+        """Whether this replica loaded the clients' shard push (``shard_push.py``)."""
 
     def bootstrap(self) -> int:
         """Load the graph and catch up with the change stream now (:meth:`run` does it
@@ -276,6 +279,9 @@ class RecallWorker:
             config=self._config_fingerprint,
         )
         publish_heartbeat(self._redis, beat)
+        if self.shards.sharded:  # before the claim: a client that sees one can push
+            load_shard_push(self._redis, replace=not self._push_loaded)
+            self._push_loaded = True
         claim_shards(self._redis, self.shards, self.name)
         return beat
 
