@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -180,20 +179,3 @@ class Ontology:
         if etype is None or not etype.case_sensitive:
             key = key.casefold()
         return bounded_key(key)
-
-    # -- extension ---------------------------------------------------------------------
-
-    def extended(
-        self,
-        entity_types: Iterable[EntityType] = (),
-        relation_types: Iterable[RelationType] = (),
-        source: str = "",
-    ) -> Ontology:
-        """A new ontology with extra types; existing names must not be redefined."""
-        return Ontology(
-            version=self.version,
-            entity_types=(*self.entity_types, *entity_types),
-            relation_types=(*self.relation_types, *relation_types),
-            namespace=self.namespace,
-            extends=(*self.extends, source) if source else self.extends,
-        )

@@ -4,6 +4,7 @@ the ontology."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from turngraph.inspection.browser_style import (
@@ -49,7 +50,7 @@ def test_every_label_has_its_own_colour_and_a_caption() -> None:
 
 def test_extension_types_beyond_the_palette_get_stable_colours() -> None:
     extra = [EntityType(f"Extra{i}", "an extension type") for i in range(12)]
-    extended = ONTOLOGY.extended(entity_types=extra, source="test.ttl")
+    extended = replace(ONTOLOGY, entity_types=(*ONTOLOGY.entity_types, *extra))
 
     first = {s.label: s.color for s in node_styles(extended)}
     again = {s.label: s.color for s in node_styles(extended)}

@@ -140,31 +140,23 @@ def own_node_ids(
 
 def mentioned_ids(driver: neo4j.Driver, database: str | None, node_ids: Sequence[str]) -> list[str]:
     """Element ids of what the given episodes mention."""
-    found: dict[str, None] = {}
-    for start in range(0, len(node_ids), FETCH_BATCH):
-        for element_id in _ids(
-            driver,
-            database,
-            MENTIONED_BY,
-            ids=list(node_ids[start : start + FETCH_BATCH]),
-        ):
-            found.setdefault(element_id, None)
-    return list(found)
+    return _ids_in_batches(driver, database, MENTIONED_BY, node_ids)
 
 
 def workspace_ids_of(
     driver: neo4j.Driver, database: str | None, node_ids: Sequence[str]
 ) -> list[str]:
     """Element ids of the workspaces the given sessions belong to."""
+    return _ids_in_batches(driver, database, WORKSPACES_OF, node_ids)
+
+
+def _ids_in_batches(
+    driver: neo4j.Driver, database: str | None, query: str, node_ids: Sequence[str]
+) -> list[str]:
     found: dict[str, None] = {}
     for start in range(0, len(node_ids), FETCH_BATCH):
-        for element_id in _ids(
-            driver,
-            database,
-            WORKSPACES_OF,
-            ids=list(node_ids[start : start + FETCH_BATCH]),
-        ):
-            found.setdefault(element_id, None)
+        batch = list(node_ids[start : start + FETCH_BATCH])
+        found.update(dict.fromkeys(_ids(driver, database, query, ids=batch)))
     return list(found)
 
 
