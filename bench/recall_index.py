@@ -33,7 +33,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -43,15 +43,32 @@ import numpy as np
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT, load
 from turngraph.schemas.recall import ConversationTurn, RecallRequest
+from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.embeddings.factory import default_local_embedder
 from turngraph.workers.embeddings.protocol import Embedder
-from turngraph.workers.graph.recallable import episode_memory, turn_row
+from turngraph.workers.graph.recallable import episode_memory
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory, MemoryKind
 from turngraph.workers.recall.search import search
 
 SEED = 7
 _WORDS = re.compile(r"[A-Za-z][A-Za-z_.\-]+")
+
+
+def turn_row(event: TurnEvent, entities: Iterable[str] = ()) -> dict[str, Any]:
+    """The episode row a turn becomes once written (the index built here without a graph)."""
+    return {
+        "event_id": event.event_id,
+        "content": event.content,
+        "session_id": event.session_id,
+        "workspace": event.workspace,
+        "user": event.user,
+        "turn_index": event.turn_index,
+        "role": event.role.value,
+        "speaker": event.speaker,
+        "occurred_at": event.occurred_at,
+        "entities": list(entities),
+    }
 
 
 def _rss_kib() -> int:

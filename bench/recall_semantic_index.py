@@ -21,12 +21,12 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.recall_index import _rss_kib
+from bench.recall_index import _rss_kib, turn_row
 from bench.recall_latency import SESSIONS, WORKSPACES, corpus
 from bench.report import percentile, result_line, table
 from turngraph.schemas.recall import RecallRequest
 from turngraph.workers.embeddings.local import StaticEmbedder
-from turngraph.workers.graph.recallable import episode_memory, turn_row
+from turngraph.workers.graph.recallable import episode_memory
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.search import search

@@ -24,7 +24,6 @@ from typing import Any
 from turngraph.schemas.changes import MemoryKind, MemoryRecord, MemoryStatus
 from turngraph.schemas.ontology import DIRECTIVES
 from turngraph.schemas.scopes import Scope
-from turngraph.schemas.turn_event import TurnEvent
 
 RECALLABLE_ENTITY_TYPES: frozenset[str] = frozenset(DIRECTIVES)
 """Entity types that are memories in their own right, recalled beside the turns."""
@@ -204,22 +203,6 @@ def distilled_memory(label: str, row: Mapping[str, Any]) -> MemoryRecord | None:
     if label == "Summary" and row.get("status"):
         record = record.model_copy(update={"status": str(row["status"])})
     return record
-
-
-def turn_row(event: TurnEvent, entities: Iterable[str] = ()) -> dict[str, Any]:
-    """The episode row a turn becomes once written (for indexes built without a graph)."""
-    return {
-        "event_id": event.event_id,
-        "content": event.content,
-        "session_id": event.session_id,
-        "workspace": event.workspace,
-        "user": event.user,
-        "turn_index": event.turn_index,
-        "role": event.role.value,
-        "speaker": event.speaker,
-        "occurred_at": event.occurred_at,
-        "entities": list(entities),
-    }
 
 
 def display_topic(subject: str | None) -> str | None:
