@@ -2,7 +2,7 @@
 
     python -m bench.recall_shards [--memories 1000000] [--workspaces 2000] [--shards 4]
         [--embedding static|none] [--clients 8] [--seconds 20] [--load-share 0.5]
-        [--rounds 4] [--phase-timeout 5400]
+        [--rounds 4] [--phase-timeout 5400] [--one-process]
 
 Synthetic memories (turn-like texts: Zipf-distributed words of the retrieval dataset's
 turns plus rare identifiers, the ``bench.recall_index`` generator) spread evenly over
@@ -22,7 +22,10 @@ other work, the load then falls on both alike (the same replica's p50 moved 20x 
 slices seconds apart; docs/scaling.md). Reports per-replica RSS, ready time and
 bootstrap CPU, the replicas' CPU per answer and how busy the machine was; then one
 shard's replica is stopped and requests for its workspaces
-are timed (they must fail at once, ``degraded``).
+are timed (they must fail at once, ``degraded``). ``--one-process`` adds a third
+deployment taking turns with the two: one process serving every shard (clients route as
+for the sharded one), which separates what the sharded code path costs from what four
+processes sharing the cores cost.
 
 The default model pair does not fit 1M memories in a replica next to 7 other engineers
 on 24 GB: ``--embedding static`` (the static model, 256 dimensions) is the default here.
@@ -38,9 +41,8 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
@@ -49,81 +51,18 @@ import redis
 
 from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb
 from bench.report import percentile, result_line, table
-from bench.retrieval_data import DEFAULT_OUT, load
+from bench.shard_corpus import SEED, SyntheticSource, vocabulary
 from bench.shard_load import Load, closed_loop, open_loop
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.producers.recall_client import RecallClient
-from turngraph.schemas.changes import MemoryKind, MemoryRecord
 from turngraph.schemas.keys import CHANGES_STREAM, RECALL_REQUESTS
-from turngraph.schemas.scopes import Scope
-from turngraph.schemas.shards import NO_REPLICA, ShardSet, WorkspaceFilter, shard_of
+from turngraph.schemas.shards import NO_REPLICA, ShardSet, shard_of
 from turngraph.workers.embeddings.factory import local_embedder
 from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR
 from turngraph.workers.recall.replica import read_heartbeats
 from turngraph.workers.recall.worker import RecallWorker
 
-SEED = 11
-SESSIONS_PER_WORKSPACE = 20
-WORDS = (12, 60)
 NO_REPLICA_SAMPLES = 20
-
-
-def vocabulary() -> list[str]:
-    turns, _, _ = load(DEFAULT_OUT)
-    counts: dict[str, int] = {}
-    for turn in turns:
-        for word in turn.content.lower().split():
-            word = word.strip(".,!?;:()\"'")
-            if word.isalpha():
-                counts[word] = counts.get(word, 0) + 1
-    return sorted(counts, key=counts.__getitem__, reverse=True)
-
-
-class SyntheticSource:
-    """The records of ``memories`` turns over ``workspaces`` workspaces, generated the
-    same way in every process (seeded per workspace); like the graph store, only the
-    workspaces a sharded replica's filter accepts are read."""
-
-    def __init__(self, memories: int, workspaces: int) -> None:
-        self.memories, self.workspaces = memories, workspaces
-
-    def recallable_memories(
-        self, workspaces: WorkspaceFilter | None = None
-    ) -> Iterator[MemoryRecord]:
-        words = vocabulary()
-        weights = [1 / (rank + 1) for rank in range(len(words))]
-        cumulative = list(_accumulate(weights))
-        now = datetime.now(UTC)
-        per = self.memories // self.workspaces
-        for w in range(self.workspaces):
-            workspace = f"ws{w}"
-            if workspaces is not None and not workspaces(workspace):
-                continue
-            rng = random.Random(SEED * 1_000_003 + w)
-            for i in range(per):
-                session = f"{workspace}-s{i % SESSIONS_PER_WORKSPACE}"
-                text = rng.choices(words, cum_weights=cumulative, k=rng.randint(*WORDS))
-                if rng.random() < 0.3:
-                    text.append(f"{rng.choice(words)}_{rng.randrange(per)}")
-                yield MemoryRecord(
-                    id=f"{workspace}-m{i}",
-                    text=" ".join(text),
-                    kind=MemoryKind.EPISODE,
-                    scope=Scope.SESSION,
-                    created_at=now - timedelta(minutes=per - i),
-                    source_event_ids=(f"{workspace}-e{i}",),
-                    session_id=session,
-                    workspace=workspace,
-                    user=f"u{w}",
-                    turn_index=i // SESSIONS_PER_WORKSPACE,
-                )
-
-
-def _accumulate(values: list[float]) -> Iterator[float]:
-    total = 0.0
-    for value in values:
-        total += value
-        yield total
 
 
 def _replica_main(url: str, name: str, shards: int, owned: list[int], args: dict[str, Any]) -> None:
@@ -150,6 +89,7 @@ class Phase:
 
     label: str
     shards: int
+    processes: int = 1
     ready_s: dict[str, float] = field(default_factory=dict)
     boot_cpu_s: dict[str, float] = field(default_factory=dict)
     """CPU a replica used up to ready (making the synthetic records included)."""
@@ -202,8 +142,12 @@ def start_phase(
     they keep running (idle) until :func:`stop_phase`."""
     ctx = mp.get_context("spawn")
     conn = redis.Redis.from_url(url)
-    owned = [[s] for s in range(phase.shards)]
-    names = [f"shard{s}" for s in range(phase.shards)] if phase.shards > 1 else ["unsharded"]
+    if phase.processes > 1:
+        owned = [[s] for s in range(phase.shards)]
+        names = [f"shard{s}" for s in range(phase.shards)]
+    else:
+        owned = [list(range(phase.shards))]
+        names = ["unsharded" if phase.shards == 1 else f"1x{phase.shards}"]
     phase.procs = {
         name: ctx.Process(
             target=_replica_main, args=(url, name, phase.shards, mine, spec), daemon=True
@@ -275,7 +219,7 @@ def no_replica(
     return timings
 
 
-def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase) -> None:
+def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Phase) -> None:
     print(
         f"{args.memories} memories over {args.workspaces} workspaces; embedding "
         f"{args.embedding}; open loop at {unsharded.rate:.1f}/s "
@@ -283,7 +227,7 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase) -> None:
         f"{args.rounds} rounds taking turns"
     )
     rows = []
-    for phase in (sharded, unsharded):
+    for phase in (sharded, *more, unsharded):
         for name in phase.ready_s:
             held = phase.held.get(name, 0)
             rows.append(
@@ -303,7 +247,7 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase) -> None:
         )
     )
     load_rows = []
-    for phase in (sharded, unsharded):
+    for phase in (sharded, *more, unsharded):
         for mode, run in (("closed", phase.saturation), ("open", phase.offered)):
             lat = run.latencies
             load_rows.append(
@@ -346,6 +290,16 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase) -> None:
             p99_ms=round(percentile(sharded.offered.latencies, 99), 1),
             unsharded_p50_ms=round(percentile(unsharded.offered.latencies, 50), 1),
             unsharded_p99_ms=round(percentile(unsharded.offered.latencies, 99), 1),
+            p99_ratio=round(
+                percentile(sharded.offered.latencies, 99)
+                / percentile(unsharded.offered.latencies, 99),
+                3,
+            ),
+            **(
+                {"one_process_p99_ms": round(percentile(more[0].offered.latencies, 99), 1)}
+                if more
+                else {}
+            ),
             saturation_per_s=round(sharded.saturation.per_s, 1),
             unsharded_saturation_per_s=round(unsharded.saturation.per_s, 1),
             no_replica_ms=round(max(sharded.no_replica_ms), 1),
@@ -364,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-share", type=float, default=0.5)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--phase-timeout", type=float, default=5_400.0)
+    parser.add_argument("--one-process", action="store_true")
     args = parser.parse_args(argv)
     words = vocabulary()
     rng = random.Random(SEED)
@@ -373,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         server = RedisServer(Path(tmp))
         server.start()
         unsharded = Phase("unsharded", 1)
-        sharded = Phase(f"{args.shards} shards", args.shards)
+        sharded = Phase(f"{args.shards} shards", args.shards, args.shards)
+        one = [Phase(f"1 process x {args.shards} shards", args.shards)] if args.one_process else []
         try:
             start_phase(
                 unsharded,
@@ -383,8 +339,11 @@ def main(argv: list[str] | None = None) -> int:
                 queries,
                 lambda saturation: args.load_share * saturation.per_s,
             )
-            start_phase(sharded, server.url, spec, args, queries, lambda _s: unsharded.rate)
-            open_rounds([unsharded, sharded], server.url, args, queries, unsharded.rate)
+            for phase in (sharded, *one):
+                start_phase(phase, server.url, spec, args, queries, lambda _s: unsharded.rate)
+            open_rounds([unsharded, sharded, *one], server.url, args, queries, unsharded.rate)
+            for phase in one:  # its claims would answer for the stopped shard
+                stop_phase(phase)
             sharded.no_replica_ms = no_replica(
                 sharded.procs[f"shard{args.shards - 1}"],
                 redis.Redis.from_url(server.url),
@@ -392,10 +351,10 @@ def main(argv: list[str] | None = None) -> int:
                 queries[0],
             )
         finally:
-            stop_phase(sharded)
-            stop_phase(unsharded)
+            for phase in (sharded, *one, unsharded):
+                stop_phase(phase)
             server.stop()
-    report(args, unsharded, sharded)
+    report(args, unsharded, sharded, *one)
     return 0
 
 
