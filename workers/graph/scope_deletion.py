@@ -26,6 +26,7 @@ from turngraph.workers.graph.store import ScopeDeletion
 from turngraph.workers.graph.subgraph import (
     EPISODE_SCOPE_PROPERTY,
     Scope,
+    ids_in_batches,
     mentioned_ids,
     own_node_ids,
     scope_node_ids,
@@ -120,19 +121,6 @@ def _write(driver: neo4j.Driver, database: str | None, query: str, **params: Any
     return run_write(driver, database, work, action="delete a scope")
 
 
-def _ids_from(
-    driver: neo4j.Driver, database: str | None, query: str, ids: Sequence[str]
-) -> list[str]:
-    found: dict[str, None] = {}
-    for batch in _batches(ids, DELETE_BATCH):
-        with graph_errors("read scope neighbours"):
-            records, _, _ = driver.execute_query(
-                query, ids=batch, database_=database, routing_=neo4j.RoutingControl.READ
-            )
-        found.update(dict.fromkeys(r["id"] for r in records))
-    return list(found)
-
-
 def delete_scope(
     driver: neo4j.Driver,
     database: str | None,
@@ -148,7 +136,7 @@ def delete_scope(
     touched = [*own, *neighbours]
     # Decisions a doomed decision superseded, and workspaces a doomed session was in:
     # once the scope is gone they may stand alone again.
-    superseded = _ids_from(driver, database, SUPERSEDED_BY, touched)
+    superseded = ids_in_batches(driver, database, SUPERSEDED_BY, touched)
     workspaces = workspace_ids_of(driver, database, own)
     directives = _directive_uids(driver, database, [*touched, *superseded])
     deleted = pruned = 0

@@ -140,19 +140,20 @@ def own_node_ids(
 
 def mentioned_ids(driver: neo4j.Driver, database: str | None, node_ids: Sequence[str]) -> list[str]:
     """Element ids of what the given episodes mention."""
-    return _ids_in_batches(driver, database, MENTIONED_BY, node_ids)
+    return ids_in_batches(driver, database, MENTIONED_BY, node_ids)
 
 
 def workspace_ids_of(
     driver: neo4j.Driver, database: str | None, node_ids: Sequence[str]
 ) -> list[str]:
     """Element ids of the workspaces the given sessions belong to."""
-    return _ids_in_batches(driver, database, WORKSPACES_OF, node_ids)
+    return ids_in_batches(driver, database, WORKSPACES_OF, node_ids)
 
 
-def _ids_in_batches(
+def ids_in_batches(
     driver: neo4j.Driver, database: str | None, query: str, node_ids: Sequence[str]
 ) -> list[str]:
+    """The distinct ``id`` column ``query`` returns for ``$ids`` read a batch at a time."""
     found: dict[str, None] = {}
     for start in range(0, len(node_ids), FETCH_BATCH):
         batch = list(node_ids[start : start + FETCH_BATCH])
