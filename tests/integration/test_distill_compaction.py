@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.distill import decision_events, distiller_for
+from tests.support.turns import turn
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients, build_clients
 from turngraph.workers.maintenance.compaction import compact_due, compact_topic
@@ -107,3 +108,41 @@ def test_two_workers_at_once_write_the_same_graph(clients: Clients) -> None:
         own.close()
     assert len(results) == 2 and sum(r is not None for r in results) == 1
     assert _snapshot(clients) == sequential
+
+
+UNDECIDED = [
+    ("user", "I'm planning the first leg of the trip: the drive from Chengdu to Kangding."),
+    ("assistant", "The first leg is about 300 km of mountain road. How many days do you have?"),
+    ("user", "About three days for the first leg, and I get carsick on mountain roads."),
+    ("assistant", "Then split the drive in two and stop overnight in Ya'an. What about hotels?"),
+    ("user", "Not sure yet about hotels, I need to check prices for the first leg."),
+    ("assistant", "Prices in Ya'an are moderate; Kangding is dearer in the holiday week."),
+]
+
+
+def test_a_topic_without_a_decision_gets_no_record(clients: Clients) -> None:
+    """Issue 20: "Phase 1: no decision yet" records merged the summaries of unrelated
+    sessions (up to 48 turns) and took the whole top 10 of a question. Summaries that
+    decided nothing stay open; a record is made only once a decision is stated."""
+    events = [
+        turn(text, index, role=role, session="s_und", workspace="w_und", user="u_und")
+        for index, (role, text) in enumerate(UNDECIDED)
+    ]
+    pipeline = build_pipeline(clients)
+    distiller = _fixed(clients, compact_min_summaries=99)
+    made = []
+    for step in (range(0, 2), range(2, 4), range(4, 6)):
+        pipeline.ingest([events[i] for i in step])
+        made += summarize_session(distiller, "s_und", through_turn=step[-1])
+    assert made and not any(s.content.decisions for s in made)
+    for topic_id in {s.topic_id for s in made}:
+        assert compact_topic(distiller, "w_und", topic_id) is None  # even when asked for
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (s:Summary) RETURN s.status AS status", database_=clients.graph_database
+    )
+    assert len(records) == len(made)
+    assert {r["status"] for r in records} == {"Draft"}
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (r:DecisionRecord) RETURN count(r) AS n", database_=clients.graph_database
+    )
+    assert records[0]["n"] == 0

@@ -163,6 +163,21 @@ def test_questions_and_quoted_triggers_are_not_decisions() -> None:
     assert names('triggers like "we decided", plan ids', "Decision") == []
 
 
+def test_pace_setting_is_not_a_decision() -> None:
+    """Issue 20: "let's keep this moving" made RealMem decision records "Phase 1:
+    Moving: Keep this moving" and topics "Waste time"; they choose nothing."""
+    for text in (
+        "Okay, let's keep this moving.",
+        "Let's not waste time with options that are already booked out.",
+        "Let's move on to the budget.",
+        "Great, let's use it.",
+        "We'll keep going.",
+    ):
+        assert names(text, "Decision") == [], text
+    assert names("Let's use Postgres for the event store.", "Decision") != []
+    assert names("We'll keep the queue bound at 100k.", "Decision") != []
+
+
 def test_directive_decision_gets_a_subject_too() -> None:
     decision = entity("decision: the queue bound stays at 100k", "Decision")
     assert decision.attributes["subject"] == "queue bound"

@@ -50,7 +50,8 @@ _RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "Decision",
-        r"let'?s\s+(?=not\s|keep\s|stick\s|stay\s|use\s|switch\s|move\s|standardi|drop\s|avoid\s)",
+        r"let'?s\s+(?!not\s+waste|move\s+on\b)"
+        r"(?=not\s|keep\s|stick\s|stay\s|use\s|switch\s|move\s|standardi|drop\s|avoid\s)",
     ),
     (
         "Decision",
@@ -143,6 +144,24 @@ _CLAUSE_END = re.compile(r"[.;!?](?=\s|$)|\n|$")
 _QUESTION_START = re.compile(r"(?:do|does|did|should|shall|can|could|would|will|is|are)\b")
 
 
+PACE_WORDS = frozenset(
+    {
+        "move", "moving", "on", "keep", "keeping", "going", "rolling", "this", "that", "it",
+        "things", "them", "not", "waste", "wasting", "any", "more", "time", "use", "stick",
+        "stay", "with", "here", "there", "now", "then", "forward", "ahead", "focused", "the",
+        "ball", "momentum", "up", "get", "started", "go",
+    }
+)  # fmt: skip
+"""Words of a clause that only sets the pace of the conversation ("let's keep this
+moving", "we'll keep going", "let's use it"): such a clause names no choice, so it is no
+Decision (issue 20: decisions that are decisions; RealMem made topics "Moving" and
+"Waste time" of them)."""
+
+
+def _pace_only(clause: str) -> bool:
+    return all(word in PACE_WORDS for word in re.findall(r"[a-z']+", clause.lower()))
+
+
 def _sentence_starts(lower: str) -> list[int]:
     """Offsets where a line or a sentence starts (after bullets and a lead-in word)."""
     starts = [0]
@@ -179,6 +198,8 @@ def find_prose_statements(text: str) -> list[Statement]:
         if len(clause) < 3 or len(clause.split()) < 2:
             continue
         type_name = _TYPES[int(match.lastgroup[1:])]
+        if type_name == "Decision" and _pace_only(clause):
+            continue  # "let's keep this moving" sets the pace, it chooses nothing
         attributes = {"origin": "prose"}
         found.append(Statement(body, stop, type_name, clause[:MAX_TEXT_CHARS], attributes))
         taken_until = stop

@@ -77,7 +77,7 @@ def answer(distiller: Distiller, request: DistillRequest) -> DistillResponse:
             return _invalid(request, "workspace and topic_id")
         record = compaction.compact_topic(distiller, request.workspace, request.topic_id)
         if record is None:
-            return _not_found(request, "no open summaries of that topic")
+            return _not_found(request, "no open summaries of that topic with a decision to record")
         return ok.model_copy(update={"record": record, "text": render_decision_record(record)})
     return _promote(distiller, request, ok)
 

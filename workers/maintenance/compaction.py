@@ -150,13 +150,20 @@ def compact_topic(
 ) -> DecisionRecord | None:
     """Merge the topic's summaries into its DecisionRecord. Without ``force``, only when
     its open summaries reached ``compact_min_summaries`` (or are old enough and more
-    than one). Returns the record written (None: nothing to do)."""
+    than one). Only a topic with a decision gets a record: summaries that decided nothing
+    stay open. Returns the record written (None: nothing to do)."""
     with distiller.lock(f"compact:{topic_key(workspace, topic_id)}"):
         summaries = topic_summaries(distiller, workspace, topic_id)
         still_open = [s for s in summaries if s.status is not SummaryStatus.SUPERSEDED]
         if not still_open:
             return None
         if not force and not _due(distiller, still_open, len(summaries) > len(still_open)):
+            return None
+        if not any(s.content.decisions for s in summaries):
+            # a record stands for a decision: summaries that decided nothing stay what
+            # they are (RealMem: "Phase 1: no decision yet" records of up to 48 turns
+            # across unrelated sessions, each taking the top 10 of a question)
+            log.info("topic_not_compacted", reason="no_decision", summaries=len(summaries))
             return None
         record = merge(workspace, summaries)
         memory = decision_record_memory(record, created_at=record.time_scope.session_end)
