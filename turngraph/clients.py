@@ -150,6 +150,15 @@ def producer_redis_url(settings: Settings) -> str | None:
     return running.redis_url if running else None
 
 
+def producer_redis(settings: Settings, *, timeout_s: float = 5.0) -> redis.Redis | None:
+    """A connection for a command a person waits on, to :func:`producer_redis_url`'s Redis
+    (``None``: none configured or running)."""
+    url = producer_redis_url(settings)
+    if url is None:
+        return None
+    return redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=1.0)
+
+
 def producer_consent_endpoint(settings: Settings) -> str:
     """The endpoint consent is recorded for under these settings."""
     return consent_endpoint(settings.redis_url, settings.data_dir)

@@ -76,6 +76,19 @@ def describe_os_error(exc: OSError) -> str:
     return f"{path}: {what}{hint}"
 
 
+START_REDIS_HINT = "start it with `turngraph up` or set TURNGRAPH_REDIS_URL"
+
+
+def report_no_redis(args: argparse.Namespace) -> int:
+    """:func:`report_failure` for a command that found no Redis to talk to."""
+    return report_failure(
+        args,
+        "BACKEND_UNAVAILABLE",
+        "no Redis configured and no embedded services running",
+        START_REDIS_HINT,
+    )
+
+
 def report_failure(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
     """A command's typed failure: the bridge's error reply on stdout with ``--json``, else
     one line on stderr; exit status 1."""

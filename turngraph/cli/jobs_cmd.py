@@ -12,36 +12,22 @@ from datetime import UTC, datetime
 
 import redis
 
-from turngraph.cli.failures import report_failure
-from turngraph.clients import producer_redis_url
+from turngraph.cli.failures import report_failure, report_no_redis
+from turngraph.clients import producer_redis
 from turngraph.settings import Settings
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.envelope import EnvelopeError
 
 
-def _connect(args: argparse.Namespace) -> tuple[redis.Redis | None, str]:
+def _connect() -> tuple[redis.Redis | None, str]:
     settings = Settings()
-    url = producer_redis_url(settings)
-    if url is None:
-        return None, settings.ingest_queue
-    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=1.0), (
-        settings.ingest_queue
-    )
-
-
-def _no_redis(args: argparse.Namespace) -> int:
-    return report_failure(
-        args,
-        "BACKEND_UNAVAILABLE",
-        "no Redis configured and no embedded services running",
-        "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
-    )
+    return producer_redis(settings), settings.ingest_queue
 
 
 def run_failed(args: argparse.Namespace) -> int:
-    conn, queue = _connect(args)
+    conn, queue = _connect()
     if conn is None:
-        return _no_redis(args)
+        return report_no_redis(args)
     try:
         jobs = dead_letters.failed_jobs(conn, queue)
     except redis.RedisError as exc:
@@ -60,9 +46,9 @@ def run_failed(args: argparse.Namespace) -> int:
 
 
 def run_requeue(args: argparse.Namespace) -> int:
-    conn, queue = _connect(args)
+    conn, queue = _connect()
     if conn is None:
-        return _no_redis(args)
+        return report_no_redis(args)
     try:
         ids = (
             [job.job_id for job in dead_letters.failed_jobs(conn, queue)]
@@ -92,9 +78,9 @@ def run_requeue(args: argparse.Namespace) -> int:
 
 
 def run_purge(args: argparse.Namespace) -> int:
-    conn, queue = _connect(args)
+    conn, queue = _connect()
     if conn is None:
-        return _no_redis(args)
+        return report_no_redis(args)
     try:
         purged = dead_letters.purge(conn, queue)
     except redis.RedisError as exc:

@@ -8,8 +8,8 @@ from typing import cast
 
 import redis
 
-from turngraph.cli.failures import report_failure
-from turngraph.clients import producer_redis_url
+from turngraph.cli.failures import START_REDIS_HINT, report_failure, report_no_redis
+from turngraph.clients import producer_redis
 from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.tenant_inbox import read_inbox_stats
 from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
@@ -51,10 +51,9 @@ def llm_status(counts: dict[str, int]) -> dict[str, int]:
 
 def run_queue_status(args: argparse.Namespace) -> int:
     settings = Settings()
-    url = producer_redis_url(settings)
-    if url is None:
-        return _fail(args, "no Redis configured and no embedded services running")
-    conn = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=1.0)
+    conn = producer_redis(settings, timeout_s=2.0)
+    if conn is None:
+        return report_no_redis(args)
     try:
         if settings.tenant:  # a tenant's credential sees its own inbox only
             stats = read_inbox_stats(conn, settings.tenant).as_dict()
@@ -69,7 +68,8 @@ def run_queue_status(args: argparse.Namespace) -> int:
             stats["llm_reextract_failed"] = done.get("failed", 0)
             stats.update(llm_status(read_shared_counts(conn)))
     except redis.RedisError as exc:
-        return _fail(args, f"Redis did not answer ({type(exc).__name__})")
+        message = f"Redis did not answer ({type(exc).__name__})"
+        return report_failure(args, "BACKEND_UNAVAILABLE", message, START_REDIS_HINT)
     finally:
         conn.close()
     name = f"tenant {settings.tenant} inbox" if settings.tenant else settings.ingest_queue
@@ -82,15 +82,6 @@ def run_queue_status(args: argparse.Namespace) -> int:
     for name, value in stats.items():
         print(f"  {name:<{width}}{value:>12}")
     return 0
-
-
-def _fail(args: argparse.Namespace, message: str) -> int:
-    return report_failure(
-        args,
-        "BACKEND_UNAVAILABLE",
-        message,
-        "start it with `turngraph up` or set TURNGRAPH_REDIS_URL",
-    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
