@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from turngraph.schemas.errors import TurngraphError
+from turngraph.schemas.errors import ErrorCode, TurngraphError
 
 START_HINT = (
     "start the services with `turngraph up` or set TURNGRAPH_REDIS_URL / TURNGRAPH_GRAPH_URI"
@@ -91,15 +91,12 @@ def report_no_redis(args: argparse.Namespace) -> int:
 
 def report_failure(args: argparse.Namespace, code: str, message: str, remediation: str) -> int:
     """A command's typed failure: the bridge's error reply on stdout with ``--json``, else
-    one line on stderr; exit status 1."""
-    reply = {
-        "success": False,
-        "error_code": code,
-        "user_message": message,
-        "remediation": remediation,
-    }
+    one line on stderr; exit status 1. ``code`` is an :class:`ErrorCode` value."""
     if getattr(args, "json", False):
-        print(json.dumps(reply))
+        from turngraph.schemas.bridge_common import error_reply  # pydantic: on failure only
+
+        reply = error_reply(ErrorCode(code), message, remediation)
+        print(json.dumps(reply.model_dump(mode="json", exclude_none=True)))
     else:
         print(f"error: {message} ({remediation})", file=sys.stderr)
     return 1
