@@ -24,7 +24,7 @@ bootstrap CPU, the replicas' CPU per answer and how busy the machine was; then o
 shard's replica is stopped and requests for its workspaces
 are timed (they must fail at once, ``degraded``). ``--one-process`` adds a third
 deployment taking turns with the two: one process serving every shard (clients route as
-for the sharded one), which separates what the sharded code path costs from what four
+for the sharded one, on request lists of its own), which separates what the sharded code path costs from what four
 processes sharing the cores cost.
 
 The default model pair does not fit 1M memories in a replica next to 7 other engineers
@@ -65,13 +65,15 @@ from turngraph.workers.recall.worker import RecallWorker
 NO_REPLICA_SAMPLES = 20
 
 
-def _replica_main(url: str, name: str, shards: int, owned: list[int], args: dict[str, Any]) -> None:
+def _replica_main(
+    url: str, name: str, shards: int, owned: list[int], args: dict[str, Any], requests_key: str
+) -> None:
     """One replica process: bootstrap (synchronously) from the synthetic source, serve."""
     shard_set = ShardSet(shards, frozenset(owned))
     worker = RecallWorker(
         redis_client=redis.Redis.from_url(url),
         store=SyntheticSource(args["memories"], args["workspaces"]),
-        requests_key=RECALL_REQUESTS,
+        requests_key=requests_key,
         changes_stream=CHANGES_STREAM,
         reply_ttl_s=30,
         embedder=local_embedder(DEFAULT_MODEL_DIR) if args["embedding"] == "static" else None,
@@ -90,6 +92,8 @@ class Phase:
     label: str
     shards: int
     processes: int = 1
+    requests_key: str = RECALL_REQUESTS
+    """Its own request lists: deployments serving the same shards must not share them."""
     ready_s: dict[str, float] = field(default_factory=dict)
     boot_cpu_s: dict[str, float] = field(default_factory=dict)
     """CPU a replica used up to ready (making the synthetic records included)."""
@@ -150,7 +154,9 @@ def start_phase(
         names = ["unsharded" if phase.shards == 1 else f"1x{phase.shards}"]
     phase.procs = {
         name: ctx.Process(
-            target=_replica_main, args=(url, name, phase.shards, mine, spec), daemon=True
+            target=_replica_main,
+            args=(url, name, phase.shards, mine, spec, phase.requests_key),
+            daemon=True,
         )
         for name, mine in zip(names, owned, strict=True)
     }
@@ -163,7 +169,13 @@ def start_phase(
     phase.rss_mb = {name: rss_mb(pid) for name, pid in pids.items()}
     phase.held = {b.replica: b.memories for b in read_heartbeats(conn) if b.replica in pids}
     phase.saturation = closed_loop(
-        url, phase.shards, args.workspaces, queries, args.clients, args.seconds
+        url,
+        phase.shards,
+        args.workspaces,
+        queries,
+        args.clients,
+        args.seconds,
+        phase.requests_key,
     )
     phase.rate = rate_of(phase.saturation)
 
@@ -178,7 +190,9 @@ def open_rounds(
         for phase in phases:
             cpu_before = sum(cpu_seconds(pid) for pid in phase.pids.values())
             busy_before, wall_before = machine_busy_seconds(), time.monotonic()
-            run = open_loop(url, phase.shards, args.workspaces, queries, rate, seconds)
+            run = open_loop(
+                url, phase.shards, args.workspaces, queries, rate, seconds, phase.requests_key
+            )
             phase.serve_cpu_s += sum(cpu_seconds(pid) for pid in phase.pids.values()) - cpu_before
             phase.busy_s += machine_busy_seconds() - busy_before
             phase.wall_s += time.monotonic() - wall_before
@@ -329,7 +343,17 @@ def main(argv: list[str] | None = None) -> int:
         server.start()
         unsharded = Phase("unsharded", 1)
         sharded = Phase(f"{args.shards} shards", args.shards, args.shards)
-        one = [Phase(f"1 process x {args.shards} shards", args.shards)] if args.one_process else []
+        one = (
+            [
+                Phase(
+                    f"1 process x {args.shards} shards",
+                    args.shards,
+                    requests_key=f"{RECALL_REQUESTS}:one-process",
+                )
+            ]
+            if args.one_process
+            else []
+        )
         try:
             start_phase(
                 unsharded,

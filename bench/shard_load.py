@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import redis
 
 from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.keys import RECALL_REQUESTS
 
 DEADLINE_MS = 5_000
 OPEN_LOOP_SENDERS = 32
@@ -47,7 +48,13 @@ def _ask(client: RecallClient, rng: random.Random, workspaces: int, queries: lis
 
 
 def closed_loop(
-    url: str, shards: int, workspaces: int, queries: list[str], clients: int, seconds: float
+    url: str,
+    shards: int,
+    workspaces: int,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    requests_key: str = RECALL_REQUESTS,
 ) -> Load:
     """``clients`` threads, each asking again as soon as answered, for ``seconds``."""
     load = Load(seconds=seconds)
@@ -56,7 +63,12 @@ def closed_loop(
 
     def run(seed: int) -> None:
         rng = random.Random(seed)
-        client = RecallClient(redis.Redis.from_url(url), deadline_ms=DEADLINE_MS, shards=shards)
+        client = RecallClient(
+            redis.Redis.from_url(url),
+            requests_key=requests_key,
+            deadline_ms=DEADLINE_MS,
+            shards=shards,
+        )
         mine, bad = [], 0
         while time.monotonic() < stop_at:
             started = time.perf_counter()
@@ -72,7 +84,13 @@ def closed_loop(
 
 
 def open_loop(
-    url: str, shards: int, workspaces: int, queries: list[str], rate: float, seconds: float
+    url: str,
+    shards: int,
+    workspaces: int,
+    queries: list[str],
+    rate: float,
+    seconds: float,
+    requests_key: str = RECALL_REQUESTS,
 ) -> Load:
     """``rate * seconds`` requests, request *i* due at ``start + i / rate``."""
     total = max(1, int(rate * seconds))
@@ -83,7 +101,12 @@ def open_loop(
 
     def run(seed: int) -> None:
         rng = random.Random(seed)
-        client = RecallClient(redis.Redis.from_url(url), deadline_ms=DEADLINE_MS, shards=shards)
+        client = RecallClient(
+            redis.Redis.from_url(url),
+            requests_key=requests_key,
+            deadline_ms=DEADLINE_MS,
+            shards=shards,
+        )
         mine, bad = [], 0
         while True:
             with lock:

@@ -54,8 +54,9 @@ PRODUCER_COMMANDS: tuple[str, ...] = (
 )
 """Everything a tenant's producer runs: the inbox function (``FCALL``; inside it ``LLEN``,
 ``RPUSH``, ``LPOP``, ``HINCRBY``, ``LPUSH``, ``LTRIM``), the stats read (``HGETALL``,
-``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``; ``ZCOUNT`` of the shards' replica
-claims, read-only, when recall is sharded), and redis-py's connection set-up.
+``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``; when recall is sharded ``FCALL``
+of the shard push, inside it ``ZCOUNT`` of the shards' replica claims, read-only, then
+``RPUSH`` and ``EXPIRE``), and redis-py's connection set-up.
 Nothing that runs code the caller supplies (``EVAL*``, ``SCRIPT``, ``FUNCTION LOAD``): a
 busy loop of a tenant would stop Redis for everyone (issue 26). Functions run with the
 caller's permissions (no "security definer"), so a producer that bypasses the function can
