@@ -24,8 +24,8 @@ bootstrap CPU, the replicas' CPU per answer and how busy the machine was; then o
 shard's replica is stopped and requests for its workspaces
 are timed (they must fail at once, ``degraded``). ``--one-process`` adds a third
 deployment taking turns with the two: one process serving every shard (clients route as
-for the sharded one, on request lists of its own), which separates what the sharded code path costs from what four
-processes sharing the cores cost.
+for the sharded one, on request lists of its own), which separates what the sharded
+code path costs from what four processes sharing the cores cost.
 
 The default model pair does not fit 1M memories in a replica next to 7 other engineers
 on 24 GB: ``--embedding static`` (the static model, 256 dimensions) is the default here.
