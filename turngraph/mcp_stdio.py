@@ -24,16 +24,12 @@ import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR  # JSON-RPC 2.0's
 
 from turngraph.producers.bridge_io import LongLine, read_lines
 from turngraph.schemas.json_lines import InvalidLineError, parse_line, request_id, too_long
 
 log = structlog.get_logger(__name__)
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
-"""JSON-RPC 2.0 error codes."""
 
 MAX_NAMES_SHOWN = 5
 """At most this many unknown argument names are named in an error (each cut to 40)."""
