@@ -7,12 +7,16 @@ may read it, and ``turngraph.settings`` takes its defaults from here.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 INGEST_QUEUE = "turngraph-ingest"
 """RQ queue the producers publish turn events onto."""
 
 MAINTENANCE_QUEUE = "turngraph-maintenance"
 """RQ queue for summaries, compaction, recap, forget and scheduled work."""
+
+EmbeddingProviderName = Literal["local", "openai", "none"]
+"""Recall's embedders: the shipped in-process model, an OpenAI-compatible endpoint, none."""
 
 MAX_QUEUE_LENGTH = 100_000
 """The bound of the ingest queue (jobs waiting); beyond it the drop policy applies."""

@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     """Address the metrics endpoint listens on (``0.0.0.0`` in a container)."""
 
-    embedding_provider: Literal["local", "openai", "none"] = "local"
+    embedding_provider: defaults.EmbeddingProviderName = "local"
     """Recall's semantic signal: the shipped in-process model, an OpenAI-compatible
     endpoint, or none (lexical and graph only)."""
     embedding_model_path: Path | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import get_args
 
 import openai
 import pytest
@@ -11,6 +12,7 @@ from turngraph.app import build_extractor
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.settings import Settings
+from turngraph.workers.extraction.endpoint import OutputMode, SystemPrompt
 from turngraph.workers.extraction.llm import LLMExtractor, micro_batches
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.extraction.prompts import build_messages, reask_messages
@@ -89,3 +91,11 @@ def test_a_worker_whose_llm_budget_cannot_fit_the_job_timeout_says_so_in_one_lin
     assert main(["worker", "ingest"]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "TURNGRAPH_LLM_BATCH_BUDGET_S=50" in line and "TURNGRAPH_JOB_TIMEOUT_S=60" in line
+
+
+def test_the_settings_name_exactly_the_endpoint_modes() -> None:
+    """Settings spell the modes as literals (no openai import to read them); the endpoint's
+    enums are what they become (``turngraph.clients``): one set of names."""
+    fields = Settings.model_fields
+    assert set(get_args(fields["llm_output_mode"].annotation)) == {m.value for m in OutputMode}
+    assert set(get_args(fields["llm_system_prompt"].annotation)) == {p.value for p in SystemPrompt}

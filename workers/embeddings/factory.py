@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
+from turngraph.schemas.defaults import EmbeddingProviderName
 from turngraph.workers.embeddings.composite import CompositeEmbedder
 from turngraph.workers.embeddings.deadline import QueryEmbedder
 from turngraph.workers.embeddings.in_process import InProcessEmbedder
@@ -16,11 +16,9 @@ from turngraph.workers.embeddings.transformer import (
     is_transformer_folder,
 )
 
-Provider = Literal["local", "openai", "none"]
-
 
 def build_embedder(
-    provider: Provider,
+    provider: EmbeddingProviderName,
     *,
     model_path: Path | None = None,
     base_url: str | None = None,
