@@ -15,6 +15,10 @@ INGEST_QUEUE = "turngraph-ingest"
 MAINTENANCE_QUEUE = "turngraph-maintenance"
 """RQ queue for summaries, compaction, recap, forget and scheduled work."""
 
+GraphEngine = Literal["arcadedb", "neo4j"]
+"""The graph servers the project can start: ArcadeDB from its wheel (the default, nothing
+to install) or Neo4j 5.26 Community fetched through Maven (needs Java 17+ and Maven)."""
+
 EmbeddingProviderName = Literal["local", "openai", "none"]
 """Recall's embedders: the shipped in-process model, an OpenAI-compatible endpoint, none."""
 

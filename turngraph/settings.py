@@ -88,7 +88,7 @@ class Settings(BaseSettings):
     graph_user: str = "neo4j"
     graph_password: SecretStr = SecretStr("")
     graph_database: str | None = None
-    embedded_graph: Literal["arcadedb", "neo4j"] = "arcadedb"
+    embedded_graph: defaults.GraphEngine = "arcadedb"
     """The graph server the project starts when no URLs are set: ArcadeDB from its wheel
     (nothing to install) or Neo4j 5.26 Community, fetched once through Maven into the data
     folder's cache (needs Java 17+ and Maven; serves Neo4j Browser). ``--graph`` overrides it."""

@@ -18,6 +18,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import get_args
 from urllib.parse import urlsplit
 
 import structlog
@@ -32,6 +33,7 @@ from turngraph.producers.private_files import (
     ensure_private_dir,
     write_private_text,
 )
+from turngraph.schemas.defaults import GraphEngine
 from turngraph.schemas.errors import EmbeddedServiceError
 
 log = structlog.get_logger(__name__)
@@ -107,9 +109,8 @@ def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
         time.sleep(0.2)  # waiting for another process to come up
 
 
-GRAPH_ENGINES = ("arcadedb", "neo4j")
-"""The graph servers the project can start: ArcadeDB from its wheel (the default, nothing
-to install) or Neo4j 5.26 Community fetched through Maven (needs Java 17+ and Maven)."""
+GRAPH_ENGINES: tuple[str, ...] = get_args(GraphEngine)
+"""The names of :data:`schemas.defaults.GraphEngine`, for the command line."""
 
 
 class EmbeddedServices:
