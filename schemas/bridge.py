@@ -20,13 +20,13 @@ from pydantic import AwareDatetime, BaseModel, Field, JsonValue
 from turngraph.schemas.bridge_common import (
     MAX_FLUSH_TIMEOUT_S,
     MAX_RAW_KEY_CHARS,
-    REPLY_CONFIG,
     REQUEST_CONFIG,
     Clamped,
     ClampedOptions,
     ErrorReply,
     RawKey,
     RequestId,
+    SuccessReply,
 )
 from turngraph.schemas.bridge_distill import (
     DISTILL_REPLY_MODELS,
@@ -180,11 +180,7 @@ REQUEST_MODELS: dict[str, type[BaseModel]] = {
 """Op name -> request model (the distill ops' are in ``schemas.bridge_distill``)."""
 
 
-class PublishReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class PublishReply(SuccessReply):
     event_id: str
     buffered: bool = Field(description="False when this bridge's local buffer was full.")
     dropped: Literal["local_buffer_full"] | None = None
@@ -197,20 +193,12 @@ class RecallReply(RecallResponse):
     clamped: ClampedOptions = None
 
 
-class FlushReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class FlushReply(SuccessReply):
     pending: Literal[0] = 0
     clamped: ClampedOptions = None
 
 
-class StatusReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class StatusReply(SuccessReply):
     endpoint: str = Field(description="What consent is tied to (no credentials).")
     redis_available: bool = Field(
         description="Redis answered PING within the status deadline (0.5 s), just now."

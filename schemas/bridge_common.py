@@ -49,6 +49,15 @@ ClampedOptions = Annotated[
 ]
 
 
+class SuccessReply(BaseModel):
+    """Base of the bridge's success replies: the request's ``id`` echoed, ``success``."""
+
+    model_config = REPLY_CONFIG
+
+    id: RequestId | None = None
+    success: Literal[True] = True
+
+
 class ErrorReply(BaseModel):
     """Any failure: the seed bridge's contract (never chat text or secrets)."""
 

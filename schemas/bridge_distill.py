@@ -19,11 +19,11 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, Field
 
 from turngraph.schemas.bridge_common import (
-    REPLY_CONFIG,
     REQUEST_CONFIG,
     ClampedOptions,
     RawKey,
     RequestId,
+    SuccessReply,
 )
 from turngraph.schemas.distill import DEFAULT_DISTILL_DEADLINE_MS
 from turngraph.schemas.memories import MAX_MEMORY_CHARS, PromotedMemory
@@ -139,32 +139,20 @@ class ContextRequest(BaseModel):
     session_id: RawKey
 
 
-class SummarizeReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class SummarizeReply(SuccessReply):
     text: str = Field(description="The summary in the seed's text form.")
     summary: ConversationSummary
     clamped: ClampedOptions = None
 
 
-class RecapReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class RecapReply(SuccessReply):
     session_id: str = Field(description="The (hashed) session recapped.")
     text: str
     recap: SessionRecap
     clamped: ClampedOptions = None
 
 
-class SummaryReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class SummaryReply(SuccessReply):
     kind: Literal["summary", "decision_record", "memory"]
     text: str = Field(description="The full stored text.")
     summary: ConversationSummary | None = None
@@ -172,21 +160,13 @@ class SummaryReply(BaseModel):
     clamped: ClampedOptions = None
 
 
-class PromoteReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class PromoteReply(SuccessReply):
     text: str
     memory: PromotedMemory
     clamped: ClampedOptions = None
 
 
-class ContextReply(BaseModel):
-    model_config = REPLY_CONFIG
-
-    id: RequestId | None = None
-    success: Literal[True] = True
+class ContextReply(SuccessReply):
     available: bool = Field(description="False until maintenance has seen the session.")
     conversation_context: list[ConversationTurn] = Field(
         default_factory=list,
