@@ -24,6 +24,7 @@ from turngraph.schemas.bridge_common import (
     Clamped,
     ClampedOptions,
     ErrorReply,
+    OpRequest,
     RawKey,
     RequestId,
     SuccessReply,
@@ -84,12 +85,9 @@ class BridgeTurn(BaseModel):
     tags: tuple[str, ...] = Field(default=(), max_length=50)
 
 
-class PublishRequest(BaseModel):
+class PublishRequest(OpRequest):
     """Op ``publish``: validate, hash, check consent, buffer (fire-and-forget)."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["publish"]
     event: BridgeTurn
 
@@ -107,12 +105,9 @@ def _clamped(option: str, description: str) -> Any:
     )
 
 
-class RecallBridgeRequest(BaseModel):
+class RecallBridgeRequest(OpRequest):
     """Op ``recall``: search the memory; answers within ``deadline_ms`` (fails open)."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["recall"]
     query: str = Field(min_length=1, max_length=4_000)
     session_id: RawKey | None = Field(default=None, description=SESSION_KEY)
@@ -127,12 +122,9 @@ class RecallBridgeRequest(BaseModel):
     deadline_ms: int | None = _clamped("deadline_ms", "How long to wait (default 750).")
 
 
-class FlushRequest(BaseModel):
+class FlushRequest(OpRequest):
     """Op ``flush``: wait (bounded) until buffered events are taken by Redis."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["flush"]
     timeout_s: float = Field(
         default=2.0,
@@ -143,12 +135,9 @@ class FlushRequest(BaseModel):
     )
 
 
-class StatusRequest(BaseModel):
+class StatusRequest(OpRequest):
     """Op ``status``: this bridge's counters and the shared queue's."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["status"]
 
 

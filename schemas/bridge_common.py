@@ -49,6 +49,14 @@ ClampedOptions = Annotated[
 ]
 
 
+class OpRequest(BaseModel):
+    """Base of the bridge's requests: checked strictly, with the ``id`` a reply echoes."""
+
+    model_config = REQUEST_CONFIG
+
+    id: RequestId | None = None
+
+
 class SuccessReply(BaseModel):
     """Base of the bridge's success replies: the request's ``id`` echoed, ``success``."""
 

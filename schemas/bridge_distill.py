@@ -19,10 +19,9 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, Field
 
 from turngraph.schemas.bridge_common import (
-    REQUEST_CONFIG,
     ClampedOptions,
+    OpRequest,
     RawKey,
-    RequestId,
     SuccessReply,
 )
 from turngraph.schemas.distill import DEFAULT_DISTILL_DEADLINE_MS
@@ -62,26 +61,20 @@ def _deadline() -> int | None:
     )
 
 
-class SummarizeRequest(BaseModel):
+class SummarizeRequest(OpRequest):
     """Op ``summarize``: summarize and store the session's last ``last_n`` turns (Final)."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["summarize"]
     session_id: RawKey
     last_n: int = Field(default=10, ge=1, le=500, description="How many recent turns.")
     deadline_ms: int | None = _deadline()
 
 
-class RecapRequest(BaseModel):
+class RecapRequest(OpRequest):
     """Op ``recap``: a recap of a session within ``budget_tokens``; without ``session_id``
     the previous session of ``workspace`` (the latest one other than
     ``current_session_id``)."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["recap"]
     workspace: RawKey
     session_id: RawKey | None = Field(
@@ -94,27 +87,21 @@ class RecapRequest(BaseModel):
     deadline_ms: int | None = _deadline()
 
 
-class SummaryRequest(BaseModel):
+class SummaryRequest(OpRequest):
     """Op ``summary``: the full stored summary, decision record or memory behind a recall
     result's ``memory_id`` (the seed's "show the full summary")."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["summary"]
     memory_id: MemoryId
     deadline_ms: int | None = _deadline()
 
 
-class PromoteRequest(BaseModel):
+class PromoteRequest(OpRequest):
     """Op ``promote``: keep ``text`` as a curated memory of ``kind`` in the workspace or the
     user scope. Needs consent for the workspace; refused (``REFUSED``) when the text looks
     like a secret (the redaction rules). Provenance: ``source_event_ids``, else the
     session's latest turn."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["promote"]
     kind: PromotableKind
     text: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
@@ -128,13 +115,10 @@ class PromoteRequest(BaseModel):
     deadline_ms: int | None = _deadline()
 
 
-class ContextRequest(BaseModel):
+class ContextRequest(OpRequest):
     """Op ``context``: the session's rolling context (last turns verbatim plus a rolling
     summary of older ones, about 1,100 tokens), as maintenance keeps it."""
 
-    model_config = REQUEST_CONFIG
-
-    id: RequestId | None = None
     op: Literal["context"]
     session_id: RawKey
 
