@@ -4,8 +4,6 @@ endpoint it would go to (SPEC §8). A small JSON file under ``settings.data_dir`
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -13,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from turngraph.producers.private_files import ensure_private_dir
+from turngraph.producers.private_files import ensure_private_dir, write_private_text
 
 CONSENT_FILE = "consent.json"
 """File under ``settings.data_dir`` recording the grants."""
@@ -97,11 +95,7 @@ class ConsentStore:
             "changed_at": datetime.now(UTC).isoformat(),
         }
         payload = json.dumps({"version": CONSENT_VERSION, "grants": grants}, indent=2)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".consent.")
-        with os.fdopen(fd, "w") as out:
-            out.write(payload)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)  # atomic: readers see the old or the new file
+        write_private_text(self.path, payload)
         with self._lock:
             self._cache_version = None
 

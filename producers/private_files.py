@@ -4,6 +4,7 @@ every folder under it are private to the user (mode 700), its files mode 600."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 PRIVATE_DIR_MODE = 0o700
@@ -32,15 +33,15 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def write_private_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, mode 600 from the first byte."""
+    """Replace ``path`` with ``text`` atomically (readers see the old file or the new one),
+    mode 600 from the first byte; concurrent writers each write a temporary file of their
+    own (the last replace wins)."""
     ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
-        os.chmod(tmp, PRIVATE_FILE_MODE)  # O_CREAT's mode is masked; an old tmp kept its own
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
         raise

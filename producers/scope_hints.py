@@ -13,14 +13,13 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
-from turngraph.producers.private_files import ensure_private_dir
+from turngraph.producers.private_files import ensure_private_dir, write_private_text
 
 HINTS_FILE = "scope-hints.json"
 """File under ``settings.data_dir`` with the hints."""
@@ -79,11 +78,7 @@ class ScopeHints:
             workspace["folder"] = folder
             data["sessions"].setdefault(session_id, {"workspace": workspace_id, "first_seen": now})
             payload = json.dumps({"version": HINTS_VERSION, **data}, indent=1, sort_keys=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".scope-hints.")
-            with os.fdopen(fd, "w") as out:
-                out.write(payload)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
+            write_private_text(self.path, payload)
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:

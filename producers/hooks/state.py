@@ -13,13 +13,12 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from turngraph.producers.private_files import ensure_private_dir
+from turngraph.producers.private_files import ensure_private_dir, write_private_text
 
 try:  # POSIX; elsewhere calls are not serialised (the ids still keep turns unique)
     import fcntl
@@ -101,11 +100,7 @@ class HookState:
         )
 
     def _write(self, path: Path, data: Any) -> None:
-        ensure_private_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp.")
-        with os.fdopen(fd, "w") as out:
-            json.dump(data, out)
-        os.replace(tmp, path)
+        write_private_text(path, json.dumps(data))
 
 
 def tail_sha256(stream: Any, offset: int) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
+from turngraph.producers.consent import ConsentStore
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings, default_data_dir
@@ -74,5 +75,11 @@ def test_folders_are_700_and_files_600_whatever_the_umask(tmp_path: Path) -> Non
         ScopeHasher.for_data_dir(tmp_path / "fresh")
         assert _mode(tmp_path / "fresh") == 0o700
         assert _mode(tmp_path / "fresh" / "scope.salt") == 0o600
+        consent = ConsentStore(tmp_path / "granted")  # written through write_private_text
+        consent.enable("w_1", "redis://localhost")
+        consent.disable("w_1", "redis://localhost")
+        assert not consent.is_enabled("w_1", "redis://localhost")
+        assert [p.name for p in (tmp_path / "granted").iterdir()] == ["consent.json"]
+        assert _mode(tmp_path / "granted" / "consent.json") == 0o600
     finally:
         os.umask(old)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import shutil
 from importlib.util import find_spec
@@ -13,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 
 from turngraph.embedded.process import OneProcessServer, ServerProcess, free_port
-from turngraph.producers.private_files import ensure_private_dir
+from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.schemas.errors import EmbeddedServiceError
 
 
@@ -120,19 +119,9 @@ class RedisServer(OneProcessServer):
 
     def _write_config(self) -> None:
         acl = self.data_dir / ACL_FILE
-        _write_private(self._config, f"aclfile {acl.resolve()}\n")
+        write_private_text(self._config, f"aclfile {acl.resolve()}\n")
         kept = acl.read_text(encoding="utf-8").splitlines() if acl.exists() else []
         digest = hashlib.sha256(self.password.encode()).hexdigest()
         operator = f"user default on #{digest} ~* &* +@all"
         users = [operator, *(line for line in kept if not line.startswith("user default "))]
-        _write_private(acl, "\n".join(users) + "\n")
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``, mode 600 from its creation on."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.unlink(missing_ok=True)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    temporary.replace(path)
+        write_private_text(acl, "\n".join(users) + "\n")
