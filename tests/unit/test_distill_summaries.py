@@ -200,3 +200,20 @@ def test_a_topic_comes_from_what_the_span_is_about_not_a_keyword_accident() -> N
     assert {"pull", "requests"} <= set(topic.topic_id.split("-")), topic
     named_twice = [*turns, _turn(5, "user", "RQ again: RQ retries.", Mention("Tool", "RQ"))]
     assert topic_of(named_twice).title == "RQ"  # a thing two turns name can be the topic
+
+
+def test_check_ins_and_cue_accidents_are_not_open_questions() -> None:
+    """Issue 20: RealMem summaries listed "How does this initial plan sound to you?" and
+    "Brisk walking (30-45 minutes)" ("risk") as open questions."""
+    turns = [
+        _turn(0, "user", "I want a workout plan I can fit around work."),
+        _turn(1, "assistant", "Start with brisk walking (30-45 minutes) three days a week."),
+        _turn(2, "assistant", "How does this initial plan sound to you? Anything else?"),
+        _turn(3, "assistant", "The risk is overtraining in week one."),
+        _turn(4, "user", "Is the gym near the office open before 8?"),
+    ]
+    content = extractive_summary(turns, "workout plan")
+    assert content.open_questions == (
+        "The risk is overtraining in week one.",
+        "Is the gym near the office open before 8?",
+    )

@@ -22,6 +22,7 @@ from turngraph.workers.maintenance.text import (
     RATIONALE_CUES,
     content_words,
     has_cue,
+    is_check_in,
     is_question,
     sentences,
     shorten,
@@ -229,7 +230,11 @@ def extractive_summary(turns: Sequence[SessionTurn], title: str) -> SummaryConte
     used |= {r.casefold() for r in rationale}
     answered = answered_questions(turns)
     questions = _picked(
-        turns, 5, lambda s: is_question(s) or has_cue(s, OPEN_CUES), set(), used | answered
+        turns,
+        5,
+        lambda s: (is_question(s) and not is_check_in(s)) or has_cue(s, OPEN_CUES),
+        set(),
+        used | answered,
     )
     used |= {q.casefold() for q in questions}
     steps = _picked(

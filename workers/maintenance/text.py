@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -91,8 +92,15 @@ def shorten(text: str, max_chars: int) -> str:
 
 
 def has_cue(sentence: str, cues: Iterable[str]) -> bool:
+    """A cue said as words: it starts a word ("risk" is no cue in "brisk walking", which
+    RealMem summaries listed as open)."""
     lowered = f" {sentence.lower()} "
-    return any(cue in lowered for cue in cues)
+    return any(_cue_pattern(cue).search(lowered) for cue in cues)
+
+
+@functools.cache
+def _cue_pattern(cue: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![a-z0-9])" + re.escape(cue))
 
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'_-]+")
@@ -114,6 +122,26 @@ def content_words(text: str) -> set[str]:
 
 def is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith("?")
+
+
+_CHECK_IN = re.compile(
+    r"^\W*(?:(?:so|and|ok|okay|well|now)\W+)?(?:"
+    r"how\s+(?:does|do|did|is|are|would)\b.*\b(?:sound|look|looks|feel|feels|seem|resonate)"
+    r"|what\s+do\s+you\s+think|what\s+are\s+your\s+thoughts|any\s+(?:other\s+)?(?:thoughts|questions)"
+    r"|(?:does|do|would)\s+(?:that|this|these|it|those)\s+(?:sound|look|work|seem|help)"
+    r"|is\s+there\s+anything\s+else|anything\s+else"
+    r"|would\s+you\s+like|do\s+you\s+want\s+me\s+to|shall\s+(?:we|i)|should\s+i\s+(?:go\s+on|continue)"
+    r"|are\s+you\s+ready|ready\s+to\b|how\s+about\s+(?:that|this|it)\b)",
+    re.IGNORECASE,
+)
+
+
+def is_check_in(sentence: str) -> bool:
+    """A question that asks the other side how they feel about what was just said ("How
+    does this plan sound to you?", "Anything else?", "Shall we start with …?"): it keeps the
+    conversation going and is no open question of the work (issue 20: 23 of the 134 open
+    questions of the RealMem dev summaries were such check-ins)."""
+    return is_question(sentence) and bool(_CHECK_IN.search(sentence))
 
 
 def first_words(text: str, count: int) -> str:
