@@ -5,12 +5,12 @@ worker processes run. At random moments (seeded) one worker is SIGKILLed ``--kil
 and a replacement started each time; Redis and the graph server are each SIGKILLed once (no
 clean shutdown: Redis loses what its append-only file had not written) and restarted on
 the same data and port. After the last fault, the bench waits until nothing is left
-anywhere a job can wait (queue, claims, RQ's started / intermediate / scheduled /
-failed registries, dead letters) and every accepted event has its marker, then checks per
-event (``bench/chaos_check.py``): exactly one Episode and one ``IN_SESSION`` per accepted
-event, the marker's count of writes that created it equal to 1, every entity's mention
-count equal to the distinct episodes mentioning it; nothing in the graph that was not
-published. ``drain_s`` is measured from the last fault.
+anywhere a turn can wait (inbox, admission list, RQ's queue and its started /
+intermediate / scheduled / failed registries, dead letters) and every accepted event has
+its marker, then checks per event (``bench/chaos_check.py``): exactly one Episode and
+one ``IN_SESSION`` per accepted event, the marker's count of writes that created it
+equal to 1, every entity's mention count equal to the distinct episodes mentioning it;
+nothing in the graph that was not published. ``drain_s`` is measured from the last fault.
 
 Beside it the bench reports the offered rate (published per second of publishing) and the
 sustained ingest rate: events ingested per second over the sampled intervals in which the
@@ -93,7 +93,7 @@ class Progress:
                 left = backlog(self._conn, INGEST_QUEUE)
             except redis.RedisError:
                 continue
-            waiting = left.queued + left.claimed + left.started + left.intermediate
+            waiting = left.queued + left.claimed
             self.samples.append((time.monotonic(), published, waiting))
 
     def sustained_per_s(self, min_backlog: int) -> float | None:
@@ -219,10 +219,17 @@ def _drained(conn: redis.Redis, accepted: list[str]) -> bool:
     forgot its job (SIGKILL before the append-only file had it): that one never comes."""
     try:
         left = backlog(conn, INGEST_QUEUE)
-        if left.queued + left.claimed + left.started + left.intermediate + left.scheduled:
+        if (
+            left.queued
+            + left.claimed
+            + left.batches
+            + left.started
+            + left.intermediate
+            + left.scheduled
+        ):
             return False
         unmarked = [e for e, count in markers(conn, accepted).items() if not count]
-        return not job_hashes_left(conn, unmarked)
+        return not job_hashes_left(conn, unmarked, INGEST_QUEUE)
     except redis.RedisError:
         return False
 
@@ -357,7 +364,7 @@ def run(engine: str, args: argparse.Namespace) -> tuple[bool, dict[str, float | 
             with _graph_driver(endpoints) as driver:
                 counts = graph_counts(driver, endpoints.graph_database)
             missing = [e for e in published if counts.episodes[e] == 0]
-            result = verdict(accepted, counts, marks, job_hashes_left(conn, missing))
+            result = verdict(accepted, counts, marks, job_hashes_left(conn, missing, INGEST_QUEUE))
             conn.close()
         finally:
             if progress is not None:

@@ -9,6 +9,7 @@ episodes with a ``MENTIONS`` to it, its ``episode_ids`` and its ``MENTIONS`` rel
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,18 +18,22 @@ from typing import Any
 import neo4j
 import redis
 from rq import Queue
+from rq.job import Job
+from rq.serializers import JSONSerializer
 
 from turngraph.producers.bounded_queue import ingested_key
-from turngraph.producers.rq_internals import RQ_JOB_PREFIX
-from turngraph.schemas.keys import CLAIMS_TEMPLATE, DEAD_LETTERS_TEMPLATE
+from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, DEAD_LETTERS_TEMPLATE, INBOX_TEMPLATE
 
 
 @dataclass(frozen=True)
 class Backlog:
-    """Where a job can wait or hang in Redis; all zero once drained."""
+    """Where a turn or its batch job can wait or hang in Redis; all zero once drained.
+    ``queued`` counts turns in the inbox, ``claimed`` turns an admitter holds, the others
+    batch jobs (RQ's queue as ``batches``) or dead letters."""
 
     queued: int
     claimed: int
+    batches: int
     started: int
     intermediate: int
     scheduled: int
@@ -40,6 +45,7 @@ class Backlog:
         return (
             self.queued
             + self.claimed
+            + self.batches
             + self.started
             + self.intermediate
             + self.scheduled
@@ -49,11 +55,12 @@ class Backlog:
 
 
 def backlog(conn: redis.Redis, queue: str) -> Backlog:
-    """One round trip over every place a job can be left in (RQ's and ours)."""
+    """One round trip over every place a turn can be left in (RQ's and ours)."""
     rq_queue = Queue(queue, connection=conn)
     with conn.pipeline(transaction=False) as pipe:
+        pipe.llen(INBOX_TEMPLATE.format(queue=queue))
+        pipe.llen(ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue}"))
         pipe.llen(rq_queue.key)
-        pipe.zcard(CLAIMS_TEMPLATE.format(queue=queue))
         pipe.zcard(rq_queue.started_job_registry.key)
         pipe.llen(rq_queue.intermediate_queue_key)
         pipe.zcard(rq_queue.scheduled_job_registry.key)
@@ -73,14 +80,25 @@ def markers(conn: redis.Redis, event_ids: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def job_hashes_left(conn: redis.Redis, event_ids: Iterable[str]) -> set[str]:
-    """Those of ``event_ids`` whose RQ job hash Redis still holds."""
-    ids = list(event_ids)
-    with conn.pipeline(transaction=False) as pipe:
-        for event_id in ids:
-            pipe.exists(RQ_JOB_PREFIX + event_id)
-        found = pipe.execute()
-    return {e for e, hit in zip(ids, found, strict=True) if hit}
+def job_hashes_left(conn: redis.Redis, event_ids: Iterable[str], queue: str) -> set[str]:
+    """Those of ``event_ids`` Redis still holds, in the inbox, an admission list or a batch
+    job waiting, scheduled or running (not lost: not drained yet)."""
+    wanted = set(event_ids)
+    rq_queue = Queue(queue, connection=conn, serializer=JSONSerializer)
+    found: set[str] = set()
+    admitting = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue}")
+    for key in (INBOX_TEMPLATE.format(queue=queue), admitting):
+        entries: Any = conn.lrange(key, 0, -1)
+        found.update(str(json.loads(raw).get("event_id")) for raw in entries)
+    job_ids = [
+        *rq_queue.job_ids,
+        *rq_queue.scheduled_job_registry.get_job_ids(),
+        *rq_queue.started_job_registry.get_job_ids(),
+    ]
+    for job in Job.fetch_many(job_ids, connection=conn, serializer=JSONSerializer):
+        if job is not None and job.args and isinstance(job.args[0], list):
+            found.update(str(turn.get("event_id")) for turn in job.args[0])
+    return wanted & found
 
 
 @dataclass

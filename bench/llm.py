@@ -26,7 +26,7 @@ import openai
 
 from bench.report import percentile, result_line, table
 from tests.support.dev_sessions import dev_sessions
-from turngraph.app import build_distiller, build_ingest_worker, build_pipeline
+from turngraph.app import build_distiller, build_ingest_worker, build_pipeline, ingest_burst
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
@@ -98,7 +98,7 @@ def run(max_runs: int, max_minutes: float) -> int:
         worker = build_ingest_worker(clients, pipeline)
         published = time.monotonic()
         queue.enqueue_many(turns)
-        worker.work(burst=True, with_scheduler=False)
+        ingest_burst(clients, worker)
         stored_s = time.monotonic() - published
         records, _, _ = clients.graph.execute_query(
             "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database

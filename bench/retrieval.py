@@ -63,7 +63,7 @@ from bench.retrieval_realtalk import RealTalk
 from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_replay import Replay, replay
 from bench.retrieval_split import own_split
-from turngraph.app import build_embedder, build_ingest_worker, build_recall_worker
+from turngraph.app import build_embedder, build_recall_worker, ingest_burst
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.producers.bounded_queue import is_ingested
@@ -100,7 +100,7 @@ def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, Recall
                     publisher.publish(turn)
                 if not publisher.flush(timeout_s=60):
                     raise SystemExit("the publisher could not flush the dataset")
-        build_ingest_worker(clients).work(burst=True, with_scheduler=False, logging_level="WARNING")
+        ingest_burst(clients)
         missing = [t.event_id for t in turns if not is_ingested(clients.redis, t.event_id)]
         if missing:
             raise SystemExit(f"{len(missing)} turns were not ingested")

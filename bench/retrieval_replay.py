@@ -31,7 +31,12 @@ import redis
 
 from bench.retrieval_capture import Asked, ranked_turns, write_capture
 from bench.retrieval_eval import CUTOFFS
-from turngraph.app import build_ingest_worker, build_maintenance_worker, build_recall_worker
+from turngraph.app import (
+    build_admission,
+    build_ingest_worker,
+    build_maintenance_worker,
+    build_recall_worker,
+)
 from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.producers.connection import open_publisher
@@ -129,6 +134,7 @@ def replay(
         settings = with_endpoints(Settings(_env_file=None), endpoints)
         clients = build_clients(settings)
         ingest = build_ingest_worker(clients)
+        admission = build_admission(clients, clients.redis)
         maintenance = build_maintenance_worker(clients) if distill else None
         distiller = maintenance.distiller if maintenance is not None else None
         recall = build_recall_worker(clients)
@@ -151,7 +157,7 @@ def replay(
                     published = max(published, target)
                     if not publisher.flush(timeout_s=60):
                         raise SystemExit("the publisher could not flush")
-                    _drain(ingest, maintenance)
+                    _drain(admission, ingest, maintenance)
                     session = question["session_id"]
                     earlier = previous_session.get(question["workspace"])
                     if distiller is not None and session not in recapped and earlier:
@@ -191,10 +197,17 @@ def replay(
     return out
 
 
-def _drain(ingest: Any, maintenance: Any) -> None:
-    """Run the workers in burst mode until neither finds work."""
+def _drain(admission: Any, ingest: Any, maintenance: Any) -> None:
+    """Admit the inbox and run the workers in burst mode until neither finds work."""
     while True:
-        worked = bool(ingest.work(burst=True, with_scheduler=False, logging_level="WARNING"))
+        worked = False
+
+        def work() -> None:
+            nonlocal worked
+            did = ingest.work(burst=True, with_scheduler=False, logging_level="WARNING")
+            worked = worked or bool(did)
+
+        admission.burst(work)
         if maintenance is not None:
             did = maintenance.work(burst=True, with_scheduler=False, logging_level="WARNING")
             worked = worked or bool(did)

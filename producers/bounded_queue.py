@@ -1,51 +1,36 @@
-"""The bounded RQ ingest queue: one atomic Lua step per batch (check, drop, write, count).
+"""The bounded inbox every producer publishes into: one atomic Lua step per batch (check,
+drop, append, count).
 
-RQ has no queue bound (rq/rq#435), so producers do not call ``Queue.enqueue``: the
-script in ``enqueue.lua`` checks the length, applies the drop policy, writes the job hash
-field for field as RQ 2.x ``Job.save`` would (JSON serializer, status ``queued``, the
-retry policy of ``schemas/defaults.py``), pushes the id as ``Queue.push_job_id`` does and
-counts, atomically. RQ's layout it relies on is owned by ``producers/rq_internals.py``
-(pinned by tests against RQ's own ``Job.fetch``); the jobs are run by the ingest worker.
+Producers never write RQ jobs. The operator's producers append the redacted TurnEvent JSON
+to the queue's inbox (``turngraph:inbox:<queue>``) through ``inbox.lua`` (``EVALSHA``), a
+tenant's producers to their own inbox through the same script run as a Redis Function
+(``producers/tenant_inbox.py``). The ingest worker's admission (``workers/ingest/admission.py``)
+moves inbox entries into RQ batch jobs with RQ's public ``Queue.enqueue_many``; RQ's own
+list stays a few batches deep, so the bound, the drop policy and the counters live here.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from enum import IntEnum
+from importlib.resources import files
 from typing import Any, NamedTuple
 
 import redis
-from redis.commands.core import Script
 
-from turngraph.producers.rq_internals import (
-    DESCRIPTION_PREFIX,
-    RQ_FAILED_PREFIX,
-    RQ_JOB_PREFIX,
-    RQ_QUEUE_PREFIX,
-    RQ_QUEUES_KEY,
-    enqueue_script_source,
-    job_data,
-    retry_fields,
-    rq_timestamp,
+from turngraph.schemas.defaults import INGEST_QUEUE, DropPolicy
+from turngraph.schemas.keys import (
+    INBOX_TEMPLATE,
+    INBOX_WAKE_TEMPLATE,
+    INGESTED_PREFIX,
+    QUEUE_STATS_TEMPLATE,
 )
-from turngraph.schemas.defaults import (
-    FAILURE_TTL_S,
-    INGEST_QUEUE,
-    JOB_TIMEOUT_S,
-    RESULT_TTL_S,
-    DropPolicy,
-)
-from turngraph.schemas.keys import INGESTED_PREFIX, QUEUE_STATS_TEMPLATE
 from turngraph.schemas.turn_event import TurnEvent
-
-INGEST_FUNCTION = "turngraph.workers.ingest.job.ingest_turn"
-"""Dotted path of the job function; it gets one argument, the TurnEvent as a JSON dict."""
 
 
 class Outcome(IntEnum):
-    """What the script did with one event."""
+    """What the script did with one event (duplicates are found at admission)."""
 
     ENQUEUED = 1
     DROPPED_NEWEST = 2
@@ -58,7 +43,7 @@ _TO_JSON = TurnEvent.__pydantic_serializer__.to_json
 
 
 class PreparedJob(NamedTuple):
-    """Everything the script needs for one event; built off the caller's thread."""
+    """One serialized event: its id and its JSON, built off the caller's thread."""
 
     job_id: str
     data: bytes
@@ -66,7 +51,7 @@ class PreparedJob(NamedTuple):
 
 @dataclass(frozen=True)
 class BatchResult:
-    """The script's answer for one batch: an outcome per event, and older jobs evicted."""
+    """The script's answer for one batch: an outcome per event, and older entries evicted."""
 
     outcomes: tuple[Outcome, ...]
     evicted: int
@@ -74,14 +59,15 @@ class BatchResult:
 
 @dataclass(frozen=True)
 class QueueStats:
-    """Counters of one queue, summed over every producer.
+    """Counters of one inbox, summed over every producer.
 
-    ``published == enqueued + dropped_newest + duplicates`` always holds (each event that
-    reaches the script is counted once); ``dropped_oldest`` counts earlier jobs evicted to
-    make room, so ``accepted = enqueued - dropped_oldest`` and
-    ``accepted + dropped + duplicates == published`` with
-    ``dropped = dropped_newest + dropped_oldest``. ``dropped_local`` counts events producers
-    dropped from their own full buffers (never reached Redis).
+    ``published == enqueued + dropped_newest + duplicates + rejected`` always holds: the
+    script counts ``published`` and ``enqueued`` as an event enters the inbox; admission
+    moves a duplicate (already ingested, or twice in one batch) or an entry that is not a
+    valid turn out of ``enqueued`` in the step that counts it. ``dropped_oldest`` counts
+    earlier entries evicted to make room, so ``accepted = enqueued - dropped_oldest``.
+    ``dropped_local`` counts events producers dropped from their own full buffers (never
+    reached Redis).
     """
 
     published: int = 0
@@ -91,22 +77,22 @@ class QueueStats:
     duplicates: int = 0
     dropped_local: int = 0
     dead_lettered: int = 0
-    """Jobs an ingest worker refused as unreadable or isolated as poison (``turngraph jobs``)."""
+    """Turns an ingest worker refused as unreadable or isolated as poison (``turngraph jobs``)."""
     rejected: int = 0
-    """Tenant inboxes only: entries admission refused (not a valid turn); see
-    ``producers.tenant_inbox.read_inbox_stats``."""
+    """Entries admission refused (not a valid turn)."""
     admitted: int = 0
-    """Tenant inboxes only: entries admission wrote as RQ jobs."""
+    """Entries admission wrote into RQ batch jobs."""
     length: int = 0
+    """Entries waiting in the inbox (not yet in an RQ batch job)."""
 
     @property
     def accepted(self) -> int:
-        """Events still queued or already consumed: enqueued and never evicted."""
+        """Events still waiting or already admitted: enqueued and never evicted."""
         return self.enqueued - self.dropped_oldest
 
     @property
     def dropped(self) -> int:
-        """Events dropped by the queue's policy."""
+        """Events dropped by the inbox's policy."""
         return self.dropped_newest + self.dropped_oldest
 
     def as_dict(self) -> dict[str, int]:
@@ -115,18 +101,6 @@ class QueueStats:
         out["accepted"] = self.accepted
         out["dropped"] = self.dropped
         return out
-
-
-def job_id_for(event_id: str) -> str:
-    """The RQ job id of an event: the event id itself (already ``[A-Za-z0-9_-]{1,128}``)."""
-    return event_id
-
-
-def prepare_job(event: TurnEvent, function: str = INGEST_FUNCTION) -> PreparedJob:
-    """Serialize one (already redacted) event for the script."""
-    return PreparedJob(
-        job_id_for(event.event_id), job_data(_TO_JSON(event, warnings=False), function)
-    )
 
 
 def ingested_key(event_id: str) -> str:
@@ -139,11 +113,17 @@ def is_ingested(conn: redis.Redis, event_id: str) -> bool:
     return bool(conn.exists(ingested_key(event_id)))
 
 
+def inbox_script_source() -> str:
+    """The bounded-append script (``inbox.lua``), shared by operator and tenant inboxes."""
+    return files("turngraph.producers").joinpath("inbox.lua").read_text(encoding="utf-8")
+
+
 class BoundedQueue:
-    """The RQ ingest queue with a length bound; every producer enqueues through this.
+    """The operator's bounded inbox of queue ``name``; the operator's producers publish here.
 
     The connection is passed in (it decides timeouts); nothing is contacted until the
-    first call.
+    first call. :class:`producers.tenant_inbox.TenantInbox` is the same inbox under a
+    tenant's keys and credential.
     """
 
     def __init__(
@@ -153,80 +133,36 @@ class BoundedQueue:
         name: str = INGEST_QUEUE,
         max_length: int,
         policy: DropPolicy = DropPolicy.DROP_NEWEST,
-        job_timeout_s: int = JOB_TIMEOUT_S,
-        result_ttl_s: int = RESULT_TTL_S,
-        failure_ttl_s: int = FAILURE_TTL_S,
-        function: str = INGEST_FUNCTION,
     ) -> None:
         if max_length < 1:
             raise ValueError("max_length must be at least 1")
         self.conn = conn
         self.name = name
-        self.function = function
         self.max_length = max_length
         self.policy = DropPolicy(policy)
-        self.queue_key = RQ_QUEUE_PREFIX + name
+        self.inbox_key = INBOX_TEMPLATE.format(queue=name)
         self.stats_key = QUEUE_STATS_TEMPLATE.format(queue=name)
-        self._head = [
-            str(max_length),
-            self.policy.value,
-            name,
-            str(job_timeout_s),
-            str(result_ttl_s),
-            str(failure_ttl_s),
-            *retry_fields(),
-        ]
-        self._keys = [self.queue_key, RQ_QUEUES_KEY, self.stats_key, RQ_FAILED_PREFIX + name]
-        self._script: Script = conn.register_script(enqueue_script_source())
-
-    @property
-    def script_sha(self) -> str:
-        """SHA1 of the enqueue script (for EVALSHA)."""
-        return str(self._script.sha)
-
-    @property
-    def script_source(self) -> str:
-        """The enqueue script's Lua source (for SCRIPT LOAD)."""
-        return str(self._script.script)
+        self._keys = [self.inbox_key, self.stats_key, INBOX_WAKE_TEMPLATE.format(queue=name)]
+        self._head = [str(max_length), self.policy.value]
+        self._script = conn.register_script(inbox_script_source())
 
     def call_command(self, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
-        """``EVALSHA`` of the enqueue script (the operator's credential)."""
-        return ("EVALSHA", self.script_sha, len(keys), *keys, *args)
+        """``EVALSHA`` of the inbox script (the operator's credential)."""
+        return ("EVALSHA", str(self._script.sha), len(keys), *keys, *args)
 
-    def load_command(self) -> tuple[str, ...]:
+    def load_command(self) -> tuple[str, ...] | None:
         """``SCRIPT LOAD`` (idempotent): a restarted Redis lost its script cache."""
-        return ("SCRIPT", "LOAD", self.script_source)
+        return ("SCRIPT", "LOAD", str(self._script.script))
 
     def prepare(self, event: TurnEvent) -> PreparedJob:
-        """Serialize one (already redacted) event for this queue's job function."""
-        return prepare_job(event, self.function)
+        """Serialize one (already redacted) event: its id and its JSON."""
+        return PreparedJob(event.event_id, _TO_JSON(event, warnings=False))
 
     def script_call(
         self, jobs: Sequence[PreparedJob], dropped_local: int = 0
     ) -> tuple[list[str], list[Any]]:
         """KEYS and ARGV of one script call for ``jobs`` (for callers that pipeline)."""
-        args: list[Any] = [
-            *self._head,
-            rq_timestamp(time.time()),
-            RQ_JOB_PREFIX,
-            INGESTED_PREFIX,
-            DESCRIPTION_PREFIX,
-            dropped_local,
-        ]
-        for job in jobs:
-            args += job
-        return self._keys, args
-
-    def run_script(
-        self,
-        jobs: Sequence[PreparedJob],
-        *,
-        dropped_local: int = 0,
-        client: redis.Redis | redis.client.Pipeline | None = None,
-    ) -> Any:
-        """Call the script for ``jobs``; with a pipeline as ``client`` the call is queued."""
-        keys, args = self.script_call(jobs, dropped_local)
-        return self._script(keys=keys, args=args, client=client or self.conn)
+        return self._keys, [*self._head, dropped_local, *(job.data for job in jobs)]
 
     @staticmethod
     def parse_reply(reply: Iterable[Any]) -> BatchResult:
@@ -235,28 +171,43 @@ class BoundedQueue:
         return BatchResult(outcomes=tuple(_OUTCOMES[c] for c in codes[:-1]), evicted=codes[-1])
 
     def enqueue_many(self, events: Sequence[TurnEvent]) -> BatchResult:
-        """Enqueue already-redacted events in one atomic step; raises redis errors."""
-        return self.parse_reply(self.run_script([self.prepare(event) for event in events]))
+        """Append already-redacted events in one atomic step; raises redis errors."""
+        keys, args = self.script_call([self.prepare(event) for event in events])
+        command = self.call_command(keys, args)
+        try:
+            reply = self.conn.execute_command(*command)
+        except redis.exceptions.NoScriptError:
+            load = self.load_command()
+            if load is None:
+                raise
+            self.conn.execute_command(*load)
+            reply = self.conn.execute_command(*command)
+        return self.parse_reply(reply)
 
     def enqueue(self, event: TurnEvent) -> Outcome:
-        """Enqueue one already-redacted event; raises redis errors."""
+        """Append one already-redacted event; raises redis errors."""
         return self.enqueue_many([event]).outcomes[0]
 
     def length(self) -> int:
-        """Number of jobs waiting in the queue."""
-        return int(self.conn.llen(self.queue_key))
+        """Entries waiting for admission."""
+        return int(self.conn.llen(self.inbox_key))
 
     def stats(self) -> QueueStats:
-        """The shared counters and the current length, read in one round trip."""
+        """The shared counters and the inbox length, read in one round trip."""
         return read_stats(self.conn, self.name)
 
 
-def read_stats(conn: redis.Redis, queue_name: str) -> QueueStats:
-    """Counters and length of ``queue_name``; what ``turngraph queue status`` prints."""
-    pipe = conn.pipeline(transaction=True)
-    pipe.hgetall(QUEUE_STATS_TEMPLATE.format(queue=queue_name))
-    pipe.llen(RQ_QUEUE_PREFIX + queue_name)
-    raw, length = pipe.execute()
+def parse_stats(raw: dict[bytes, bytes], length: int) -> QueueStats:
+    """A stats hash and an inbox length as :class:`QueueStats` (unknown fields ignored)."""
     known = {f.name for f in fields(QueueStats)}
     counters = {k.decode(): int(v) for k, v in raw.items() if k.decode() in known}
     return QueueStats(**counters, length=int(length))
+
+
+def read_stats(conn: redis.Redis, queue_name: str) -> QueueStats:
+    """Counters and inbox length of ``queue_name``; what ``turngraph queue status`` prints."""
+    pipe = conn.pipeline(transaction=True)
+    pipe.hgetall(QUEUE_STATS_TEMPLATE.format(queue=queue_name))
+    pipe.llen(INBOX_TEMPLATE.format(queue=queue_name))
+    raw, length = pipe.execute()
+    return parse_stats(raw, length)

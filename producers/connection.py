@@ -59,8 +59,6 @@ class ProducerSettings(Protocol):
     @property
     def drop_policy(self) -> DropPolicy: ...
     @property
-    def job_timeout_s(self) -> int: ...
-    @property
     def publish_buffer_size(self) -> int: ...
 
 
@@ -125,7 +123,6 @@ def open_publisher(
         "queue_name": settings.ingest_queue,
         "max_queue_length": settings.max_queue_length,
         "drop_policy": settings.drop_policy,
-        "job_timeout_s": settings.job_timeout_s,
         "buffer_size": settings.publish_buffer_size,
         "consent": consent,
         "tenant": settings.tenant,

@@ -1,10 +1,10 @@
--- Atomic bounded append of a batch of turns to one tenant's inbox (SPEC §3, §8).
+-- Atomic bounded append of a batch of turns to an inbox (SPEC §3, §8).
 --
--- A tenant's producer may touch only its own keys, so it cannot write RQ job hashes: it
--- appends the (redacted) TurnEvent JSON to its inbox, and the ingest worker admits inbox
--- entries as RQ jobs (workers/ingest/admission.py). The bound and the drop policy apply
--- here, in one atomic step per batch, exactly as in enqueue.lua; duplicates are found at
--- admission (the ingested markers are not the tenant's keys).
+-- Every producer appends the (redacted) TurnEvent JSON to an inbox: the operator's
+-- through EVALSHA, a tenant's (which may touch only its own keys) as a Redis Function.
+-- Admission moves inbox entries into RQ batch jobs (workers/ingest/admission.py). The
+-- bound and the drop policy apply here, in one atomic step per batch; duplicates are
+-- found at admission (the ingested markers are not a tenant's keys).
 --
 -- KEYS[1] inbox list   KEYS[2] stats hash   KEYS[3] wake list (admission block-pops it)
 -- ARGV[1] max length  ARGV[2] policy (drop_newest | drop_oldest)  ARGV[3] local drops to count

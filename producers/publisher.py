@@ -2,7 +2,7 @@
 
 ``Publisher.publish(event)`` only appends to a bounded in-process buffer (microseconds,
 never blocks, never raises). A background thread redacts secrets, serializes the events
-as RQ jobs and sends them in batches through the bounded queue's Lua script. When Redis
+as JSON and appends them in batches to the bounded inbox (``inbox.lua``). When Redis
 is down or slow, sends time out quickly and are retried with exponential backoff and
 jitter while the buffer keeps accepting events; when it is full, new events are dropped
 and counted (fail-open: the chat never waits for its memory).
@@ -22,7 +22,6 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from turngraph.producers.bounded_queue import (
-    INGEST_FUNCTION,
     BatchResult,
     BoundedQueue,
     Outcome,
@@ -87,15 +86,15 @@ def _publishing_redis(
 
 
 class Publisher:
-    """Publishes turn events onto the bounded ingest queue without ever blocking the caller.
+    """Publishes turn events into the bounded ingest inbox without ever blocking the caller.
 
     Give either ``redis`` (a client whose timeouts you chose) or ``redis_url``. ``consent``
     is checked for every event (editor-facing entrypoints pass a
     :class:`producers.consent.ConsentStore` check; ``None`` means the caller checked).
     With ``tenant`` (a producer holding that tenant's credential) events go to the
     tenant's bounded inbox (:class:`producers.tenant_inbox.TenantInbox`) with the same
-    bound and policy; the ingest worker admits them. The background thread starts at
-    construction; call ``close()`` when done.
+    bound and policy; either way the ingest worker's admission turns them into RQ jobs.
+    The background thread starts at construction; call ``close()`` when done.
     """
 
     def __init__(
@@ -106,7 +105,6 @@ class Publisher:
         queue_name: str = defaults.INGEST_QUEUE,
         max_queue_length: int = defaults.MAX_QUEUE_LENGTH,
         drop_policy: DropPolicy | str = DropPolicy.DROP_NEWEST,
-        job_timeout_s: int = defaults.JOB_TIMEOUT_S,
         buffer_size: int = DEFAULT_BUFFER_SIZE,
         buffer_max_chars: int = DEFAULT_BUFFER_MAX_CHARS,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -115,7 +113,6 @@ class Publisher:
         min_backoff_ms: int = DEFAULT_MIN_BACKOFF_MS,
         max_backoff_ms: int = DEFAULT_MAX_BACKOFF_MS,
         consent: ConsentCheck | None = None,
-        function: str = INGEST_FUNCTION,
         tenant: str | None = None,
     ) -> None:
         if (redis is None) == (redis_url is None):
@@ -126,7 +123,7 @@ class Publisher:
             str(redis_url), socket_timeout_s=socket_timeout_s, connect_timeout_s=connect_timeout_s
         )
         self._owns_connection = redis is None
-        self.queue: BoundedQueue | TenantInbox = (
+        self.queue: BoundedQueue = (
             TenantInbox(
                 conn, tenant=tenant, max_length=max_queue_length, policy=DropPolicy(drop_policy)
             )
@@ -136,8 +133,6 @@ class Publisher:
                 name=queue_name,
                 max_length=max_queue_length,
                 policy=DropPolicy(drop_policy),
-                job_timeout_s=job_timeout_s,
-                function=function,
             )
         )
         self._buffer_size = buffer_size

@@ -4,11 +4,8 @@ Everything else uses RQ's public API (``Queue``, ``Job.fetch``, registries' ``ke
 ``Retry``) or calls this module. What is here is what RQ does not offer publicly and we
 rely on:
 
-- RQ's key names (``rq:queue:<name>``, ``rq:job:<id>``, ...), for the bounded-enqueue
-  script and the batching worker, which address RQ's lists and hashes from Lua;
-- the job hash the bounded-enqueue script writes field by field (``enqueue.lua``: a job
-  RQ's ``Job.fetch`` restores and a stock worker runs), with its ``data`` encoding and
-  its retry fields, built here from the one retry policy in ``schemas/defaults.py``;
+- RQ's key names (``rq:queue:<name>``, ``rq:job:<id>``, ...), for forgetting a scope's
+  waiting jobs, the maintenance triggers' duplicate check and ``turngraph jobs``;
 - the scheduler process RQ forks for a worker (RQ keeps it in a private attribute).
 
 ``tests/integration/test_rq_internals.py`` pins each of these against RQ itself, and
@@ -20,26 +17,14 @@ import RQ): what RQ hands us is duck-typed.
 
 from __future__ import annotations
 
-import functools
-import json
-import zlib
 from datetime import UTC, datetime
-from importlib.resources import files
 from typing import Any
 
-from turngraph.schemas.defaults import RETRIES, RETRY_INTERVALS_S
-
 __all__ = [
-    "COMPRESS_ABOVE_BYTES",
-    "DESCRIPTION_PREFIX",
     "RQ_FAILED_PREFIX",
     "RQ_JOB_PREFIX",
     "RQ_QUEUES_KEY",
     "RQ_QUEUE_PREFIX",
-    "enqueue_script_source",
-    "job_data",
-    "job_description",
-    "retry_fields",
     "rq_timestamp",
     "scheduler_process",
 ]
@@ -56,56 +41,12 @@ RQ_JOB_PREFIX = "rq:job:"
 RQ_FAILED_PREFIX = "rq:failed:"
 """RQ's key prefix of a queue's failed-job registry (``FailedJobRegistry(name).key``)."""
 
-COMPRESS_ABOVE_BYTES = 16 * 1024
-"""Job data longer than this is zlib-compressed, as RQ does; shorter data is stored as
-plain JSON, which RQ's ``Job.restore`` reads through its documented uncompressed fallback.
-Compressing costs 30-60 µs per turn whatever its size (zlib's set-up dominates), more than
-the rest of a publication; it pays off only for long pastes."""
-
-DESCRIPTION_PREFIX = "ingest_turn("
-"""RQ's ``description`` of a job is this, the event id and ``)``: never chat text (RQ's
-default would put 75 characters of every argument into Redis and the worker's log)."""
-
 _RQ_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_DATA_TAIL = b"], {}]"
 
 
 def rq_timestamp(epoch_s: float) -> str:
     """A time in RQ's own format (``rq.utils.utcformat``)."""
     return datetime.fromtimestamp(epoch_s, UTC).strftime(_RQ_TIME_FORMAT)
-
-
-def job_description(event_id: str) -> str:
-    """RQ's ``description`` of the event's job (written by the enqueue script)."""
-    return f"{DESCRIPTION_PREFIX}{event_id})"
-
-
-@functools.cache
-def _data_head(function: str) -> bytes:
-    return b"[" + json.dumps(function).encode() + b", null, ["
-
-
-def job_data(event_json: bytes, function: str) -> bytes:
-    """The job's ``data`` field: RQ's JSON-serialized ``(func, instance, args, kwargs)``.
-
-    Byte for byte what ``rq.serializers.JSONSerializer.dumps`` gives for
-    ``(function, None, (event,), {})``, spliced around the event's JSON.
-    """
-    data = _data_head(function) + event_json + _DATA_TAIL
-    if len(data) > COMPRESS_ABOVE_BYTES:
-        return zlib.compress(data)
-    return data
-
-
-def retry_fields() -> tuple[str, str]:
-    """``retries_left`` and ``retry_intervals`` as RQ's ``Retry(max=RETRIES,
-    interval=RETRY_INTERVALS_S)`` stores them in a job hash (``schemas/defaults.py``)."""
-    return str(RETRIES), json.dumps(list(RETRY_INTERVALS_S))
-
-
-def enqueue_script_source() -> str:
-    """The bounded-enqueue script (``enqueue.lua``), which writes RQ job hashes."""
-    return files("turngraph.producers").joinpath("enqueue.lua").read_text(encoding="utf-8")
 
 
 def scheduler_process(worker: Any) -> Any:

@@ -12,6 +12,10 @@ from typing import Literal
 INGEST_QUEUE = "turngraph-ingest"
 """RQ queue the producers publish turn events onto."""
 
+INGEST_FUNCTION = "turngraph.workers.ingest.job.ingest_batch"
+"""Dotted path of the ingest job function (admission enqueues it, the worker allows it):
+one argument, a list of TurnEvent JSON dicts."""
+
 MAINTENANCE_QUEUE = "turngraph-maintenance"
 """RQ queue for summaries, compaction, recap, forget and scheduled work."""
 

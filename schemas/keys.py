@@ -11,8 +11,16 @@ QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
 INGESTED_PREFIX = "turngraph:ingested:"
 """Marker set by the ingest job once an event is in the graph (duplicate detection)."""
 
-CLAIMS_TEMPLATE = "turngraph:claims:{queue}"
-"""Sorted set of job ids claimed by some batching worker, scored by claim expiry."""
+INBOX_TEMPLATE = "turngraph:inbox:{queue}"
+"""The operator's bounded inbox of a queue: TurnEvent JSON, oldest first (admission moves
+entries from here, and from every tenant's inbox, into RQ batch jobs)."""
+
+INBOX_WAKE_TEMPLATE = "turngraph:inbox:{queue}:wake"
+"""A one-element list the inbox script pushes to: admission block-pops it."""
+
+ADMISSION_LIST_TEMPLATE = "turngraph:admission:{source}"
+"""Entries of one inbox being admitted (``operator:<queue>`` or a tenant's name; outside
+every tenant's keys: only workers touch it)."""
 
 TOMBSTONE_PREFIX = "turngraph:forgotten:"
 """A forgotten scope key; ingest skips turns of forgotten scopes still in flight."""
@@ -45,12 +53,6 @@ DEAD_LETTERS_TEMPLATE = "turngraph:dead:{queue}"
 """Hash of the jobs an ingest worker refused or isolated as poison: job id -> JSON record
 (error type, field, reason, when; never chat text). ``turngraph jobs failed`` lists it."""
 
-CLAIM_OWNERS_TEMPLATE = "turngraph:claims:{queue}:owners"
-"""Hash: claimed job id -> name of the worker holding the claim."""
-
-LIMBO_TEMPLATE = "turngraph:claims:{queue}:limbo"
-"""Hash: job id -> when it was first seen dequeued by RQ but held by no claim (a worker
-killed between the two); requeued once there for the claim TTL."""
 
 LOCK_PREFIX = "turngraph:lock:"
 """Short-lived locks of maintenance jobs (one summarizer per session, one compactor per

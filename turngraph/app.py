@@ -9,7 +9,6 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from turngraph.clients import Clients
-from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.schemas.ontology import ONTOLOGY, Ontology
 from turngraph.schemas.ontology.turtle import ontology_from
@@ -25,11 +24,7 @@ from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_stat
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.vectors import GraphVectors
 from turngraph.workers.ingest.admission import Admission
-from turngraph.workers.ingest.batching import (
-    BatchingIngestWorker,
-    BatchObserver,
-    requeue_expired_claims,
-)
+from turngraph.workers.ingest.batching import BatchObserver, IngestWorker
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
@@ -48,9 +43,10 @@ if TYPE_CHECKING:
     from turngraph.workers.extraction.endpoint import LLMEndpoint
     from turngraph.workers.maintenance.context import Reextractor
 
-INGEST_MAINTENANCE_INTERVAL_S = 10
-"""How often an idle ingest worker cleans RQ's registries and gives back the claims of
-dead workers (``workers/ingest/claims.py``; RQ's default is 10 minutes)."""
+INGEST_MAINTENANCE_INTERVAL_S = 5
+"""How often an ingest worker cleans RQ's registries: a job whose worker died is retried
+once its started-registry entry lapses (``workers/ingest/batching.py``; RQ's default is
+10 minutes)."""
 
 INGEST_WORKER_TTL_S = 25
 """RQ's worker TTL (its key outlives the last heartbeat by this plus 60 s); an idle worker
@@ -275,37 +271,42 @@ def build_ingest_worker(
     clients: Clients,
     pipeline: IngestPipeline | None = None,
     batch_observer: BatchObserver | None = None,
-) -> BatchingIngestWorker:
-    """No fork per job (warm graph connections); consecutive turns batched per transaction
+) -> IngestWorker:
+    """No fork per job (warm graph connections); each job is a batch of turns written
     through ``pipeline`` (built from ``clients`` when not given); ``batch_observer`` is
     told of every batch (the metrics)."""
-    queue = ingest_queue(clients)
-    requeue_expired_claims(clients.redis, queue)
-    return BatchingIngestWorker(
-        [queue],
+    return IngestWorker(
+        [ingest_queue(clients)],
         pipeline=pipeline or build_pipeline(clients),
         connection=clients.redis,
         serializer=JSONSerializer,
+        job_class=TrustedJob,
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
         worker_ttl=INGEST_WORKER_TTL_S,
         batch_observer=batch_observer,
     )
 
 
-def build_admission(clients: Clients) -> Admission:
-    """Admits tenants' inbox entries into the ingest queue, on its own connection (its
-    idle wait blocks); run beside the ingest worker."""
+def build_admission(clients: Clients, conn: redis.Redis | None = None) -> Admission:
+    """Admits every inbox (the operator's and the tenants') into the ingest queue as batch
+    jobs, on its own connection unless given one (its idle wait blocks); run beside the
+    ingest worker."""
     settings = clients.settings
-    assert settings.redis_url
-    conn = redis.Redis.from_url(settings.redis_url, socket_timeout=10.0, socket_connect_timeout=2.0)
-    queue = BoundedQueue(
-        conn,
-        name=settings.ingest_queue,
-        max_length=settings.max_queue_length,
-        policy=settings.drop_policy,
-        job_timeout_s=settings.job_timeout_s,
+    if conn is None:
+        assert settings.redis_url
+        conn = redis.Redis.from_url(
+            settings.redis_url, socket_timeout=10.0, socket_connect_timeout=2.0
+        )
+    queue = Queue(settings.ingest_queue, connection=conn, serializer=JSONSerializer)
+    return Admission(conn, queue, job_timeout_s=settings.job_timeout_s)
+
+
+def ingest_burst(clients: Clients, worker: IngestWorker | None = None) -> None:
+    """Admit every inbox and ingest it all, then return (tests, benches, demos)."""
+    burst = worker or build_ingest_worker(clients)
+    build_admission(clients, clients.redis).burst(
+        lambda: burst.work(burst=True, with_scheduler=False)
     )
-    return Admission(conn, queue)  # it loads the inbox function tenants' producers call
 
 
 def maintenance_queue(clients: Clients) -> Queue:

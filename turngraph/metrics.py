@@ -18,9 +18,10 @@ import structlog
 from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from rq.registry import StartedJobRegistry
 
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
+from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
@@ -39,7 +40,7 @@ EXPORTED_METRICS: dict[str, str] = {
     "turngraph_queue_duplicates_total": "counter",
     "turngraph_queue_dead_lettered_total": "counter",
     "turngraph_queue_dead_letters": "gauge",
-    "turngraph_queue_claimed": "gauge",
+    "turngraph_queue_running": "gauge",
     "turngraph_llm_reextract_pending": "gauge",
     # ingest worker
     "turngraph_ingest_batch_size": "histogram",
@@ -80,20 +81,20 @@ class QueueCollector(Collector):
             stats = read_stats(self._conn, queue)
             with self._conn.pipeline(transaction=False) as pipe:
                 pipe.zcard(REEXTRACT_PENDING)
-                pipe.zcard(CLAIMS_TEMPLATE.format(queue=queue))
+                pipe.zcard(StartedJobRegistry(queue, connection=self._conn).key)
                 pipe.hlen(dead_letter_key(queue))
-                pending, claimed, letters = pipe.execute()
+                pending, running, letters = pipe.execute()
         except redis.RedisError:
             yield GaugeMetricFamily("turngraph_redis_up", "Redis answered this scrape", value=0)
             return
         yield GaugeMetricFamily("turngraph_redis_up", "Redis answered this scrape", value=1)
-        yield _gauge("turngraph_queue_length", "jobs waiting to be ingested", queue, stats.length)
+        yield _gauge("turngraph_queue_length", "turns waiting in the inbox", queue, stats.length)
         yield _gauge("turngraph_queue_bound", "the queue's length bound", queue, self._bound)
         for name, value, doc in (
-            ("published", stats.published, "events that reached the enqueue script"),
-            ("enqueued", stats.enqueued, "events written to the queue"),
-            ("duplicates", stats.duplicates, "events already queued or ingested"),
-            ("dead_lettered", stats.dead_lettered, "jobs refused or isolated as poison"),
+            ("published", stats.published, "events that reached the inbox script"),
+            ("enqueued", stats.enqueued, "events written to the inbox"),
+            ("duplicates", stats.duplicates, "events already ingested (found at admission)"),
+            ("dead_lettered", stats.dead_lettered, "turns refused or isolated as poison"),
         ):
             counter = CounterMetricFamily(f"turngraph_queue_{name}", doc, labels=["queue"])
             counter.add_metric([queue], value)
@@ -106,7 +107,9 @@ class QueueCollector(Collector):
         dropped.add_metric([queue, "producer_buffer"], stats.dropped_local)
         yield dropped
         yield _gauge("turngraph_queue_dead_letters", "dead letters kept", queue, letters)
-        yield _gauge("turngraph_queue_claimed", "jobs claimed by ingest workers", queue, claimed)
+        yield _gauge(
+            "turngraph_queue_running", "batch jobs ingest workers are running", queue, running
+        )
         yield GaugeMetricFamily(
             "turngraph_llm_reextract_pending",
             "turns extracted by the offline rules, waiting for an LLM pass",

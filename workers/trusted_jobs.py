@@ -15,12 +15,10 @@ from typing import Any
 import structlog
 from rq.job import Job
 
-from turngraph.producers.bounded_queue import INGEST_FUNCTION
+from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.errors import PermanentError
 
 log = structlog.get_logger(__name__)
-
-"""The ingest job: one TurnEvent (a JSON dict), plus the turns batched beside it."""
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_FUNCTION})
 """Dotted names of every job function an ingest worker will run."""

@@ -18,6 +18,7 @@ from turngraph.app import (
     build_maintenance_worker,
     build_pipeline,
     build_recall_worker,
+    ingest_burst,
 )
 from turngraph.clients import Clients, build_clients
 from turngraph.producers.bounded_queue import BoundedQueue
@@ -41,7 +42,7 @@ def _converse(clients: Clients, steps: list[range]) -> list[str]:
     pipeline = build_pipeline(clients, extractor=OfflineExtractor())
     for step in steps:
         queue.enqueue_many([events[i] for i in step])
-        assert build_ingest_worker(clients, pipeline).work(burst=True, with_scheduler=False)
+        ingest_burst(clients, build_ingest_worker(clients, pipeline))
         maintenance = build_maintenance_worker(clients)
         maintenance.work(burst=True, with_scheduler=False)
     return [event.event_id for event in events]

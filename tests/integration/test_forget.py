@@ -10,9 +10,12 @@ import pytest
 from rq.registry import StartedJobRegistry
 
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
-from turngraph.app import build_graph_store
+from tests.support.turns import turn
+from turngraph.app import build_admission, build_graph_store, ingest_burst
 from turngraph.clients import Clients
+from turngraph.producers.bounded_queue import is_ingested
 from turngraph.schemas.changes import ScopeForgotten, decode_change
+from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.forget import decode_job_data, forget_scope, mentions_scope
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
@@ -63,14 +66,25 @@ def graph_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[st
 
 
 def redis_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[str]) -> list[str]:
-    """Keys named after a forgotten turn, job hashes or stream entries carrying the scope."""
+    """Keys named after a forgotten turn, job hashes, inbox or admission list entries and
+    stream entries carrying the scope."""
     conn, field, found = clients.redis, EPISODE_SCOPE_PROPERTY[scope], []
     for raw in conn.scan_iter(count=1_000):
         name = raw.decode()
-        if any(e in name for e in event_ids) or (
-            name.startswith("rq:job:")
-            and conn.type(raw) == b"hash"
-            and mentions_scope(decode_job_data(conn.hget(raw, "data")), field, key)
+        if (
+            any(e in name for e in event_ids)
+            or (
+                name.startswith("rq:job:")
+                and conn.type(raw) == b"hash"
+                and mentions_scope(decode_job_data(conn.hget(raw, "data")), field, key)
+            )
+            or (
+                conn.type(raw) == b"list"
+                and any(
+                    mentions_scope(decode_job_data(entry), field, key)
+                    for entry in conn.lrange(raw, 0, -1)
+                )
+            )
         ):
             found.append(name)
     for entry_id, fields in conn.xrange(clients.settings.changes_stream):
@@ -130,7 +144,7 @@ def test_forget_is_idempotent_and_touches_no_other_scope(clients: Clients) -> No
 
 def test_only_arguments_of_the_scope_match() -> None:
     event = {"session_id": "s1", "workspace": "w1", "user": "u1"}
-    job = ["turngraph.workers.ingest.job.ingest_turn", None, [event], {}]
+    job = [INGEST_FUNCTION, None, [[event]], {}]
     assert mentions_scope(job, "session_id", "s1")
     assert not mentions_scope(job, "session_id", "s10")
     assert mentions_scope(["f", None, [], {"scope": "workspace", "key": "w1"}], "workspace", "w1")
@@ -140,8 +154,9 @@ def test_only_arguments_of_the_scope_match() -> None:
 def test_a_turn_being_ingested_meanwhile_is_reported(clients: Clients) -> None:
     ingest(clients, CONVERSATION[:1])
     publish(clients, [LATE_TURN])
+    build_admission(clients, clients.redis).admit_all()  # its batch job waits in RQ's queue
     queue = clients.settings.ingest_queue
-    # A worker took the late turn off the queue and is running it right now.
+    # A worker took the late turn's batch off the queue and is running it right now.
     job_id = clients.redis.lpop(f"rq:queue:{queue}").decode()  # type: ignore[union-attr]
     started = StartedJobRegistry(queue, connection=clients.redis)
     clients.redis.zadd(started.key, {f"{job_id}:exec-1": time.time() + 600})
@@ -149,3 +164,17 @@ def test_a_turn_being_ingested_meanwhile_is_reported(clients: Clients) -> None:
     report = forget(clients, Scope.SESSION, "s1")
 
     assert report["in_flight"] == 1
+
+
+def test_a_batch_job_keeps_the_turns_of_other_scopes(clients: Clients) -> None:
+    other = turn("unrelated: src/other.py", 0, session="s9", workspace="w9", user="u9")
+    publish(clients, [LATE_TURN, other])
+    build_admission(clients, clients.redis).admit_all()  # one batch job holds both
+
+    report = forget(clients, Scope.SESSION, "s1")
+
+    assert report["jobs_deleted"] == 1
+    assert redis_leftovers(clients, Scope.SESSION, "s1", [LATE_TURN.event_id]) == []
+    ingest_burst(clients)
+    assert is_ingested(clients.redis, other.event_id)
+    assert not is_ingested(clients.redis, LATE_TURN.event_id)

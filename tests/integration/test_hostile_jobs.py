@@ -11,23 +11,37 @@ from typing import Any
 
 import pytest
 import redis
+from rq.job import Job
+from rq.serializers import JSONSerializer
 
-from tests.support.pipelines import episodes, fake_graph_pipeline, ingest_worker, memory_store
+from tests.support.pipelines import (
+    admission,
+    admit_and_work,
+    episodes,
+    fake_graph_pipeline,
+    ingest_worker,
+    memory_store,
+)
 from tests.support.turns import turn
-from turngraph.app import build_ingest_worker, ingest_queue
+from turngraph.app import ingest_burst, ingest_queue
 from turngraph.clients import Clients
-from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX, job_data
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
+from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.settings import Settings
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.store import Batch, WriteReport
 from turngraph.workers.ingest import dead_letters
-from turngraph.workers.ingest.claims import claim_key
 
 pytestmark = pytest.mark.integration
 
 GOOD = [turn(f"step {i}: edit src/mod{i}.py", i, session="hostile") for i in range(6)]
+
+
+def _batch_data(turns: list[dict[str, Any]]) -> bytes:
+    """RQ's JSON job data of an ingest batch job."""
+    return json.dumps([INGEST_FUNCTION, None, [turns], {}]).encode()
 
 
 def _hash(data: bytes | None = None, **over: Any) -> dict[str, Any]:
@@ -35,7 +49,9 @@ def _hash(data: bytes | None = None, **over: Any) -> dict[str, Any]:
         "status": "queued",
         "data": data
         if data is not None
-        else job_data(turn("bad one", 99).model_dump_json().encode(), INGEST_FUNCTION),
+        else json.dumps(
+            [INGEST_FUNCTION, None, [[turn("bad one", 99).model_dump(mode="json")]], {}]
+        ).encode(),
         "origin": "turngraph-ingest",
         "description": "ingest_turn(x)",
         "created_at": "2026-11-21T05:00:00.000000Z",
@@ -50,12 +66,15 @@ def _hash(data: bytes | None = None, **over: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+POISON_ID = turn("poison", 98, session="hostile").event_id
+
+
 def _payload_data(**over: Any) -> bytes:
     payload = turn("poison", 98, session="hostile").model_dump(mode="json")
     raw = json.dumps(payload)
     for key, value in over.items():
         raw = raw.replace(f'"{key}": {json.dumps(payload[key])}', f'"{key}": {value}')
-    return b'["' + INGEST_FUNCTION.encode() + b'", null, [' + raw.encode() + b"], {}]"
+    return b'["' + INGEST_FUNCTION.encode() + b'", null, [[' + raw.encode() + b"]], {}]"
 
 
 # kind -> (job id, job hash or None, the field the dead letter must name)
@@ -93,40 +112,36 @@ BROKEN: dict[str, tuple[str, dict[str, Any] | None, str]] = {
 
 
 def _queue_with_a_broken_job(conn: redis.Redis, settings: Settings, kind: str, first: bool) -> str:
+    """A broken job hash pushed onto RQ's queue before or after the good turns' batch job."""
     job_id, fields, _ = BROKEN[kind]
-    bounded = BoundedQueue(conn, name=settings.ingest_queue, max_length=100)
+    BoundedQueue(conn, name=settings.ingest_queue, max_length=100).enqueue_many(GOOD)
     if not first:
-        bounded.enqueue_many(GOOD[:3])
+        admission(conn, settings).admit_all()
     if fields is not None:
         conn.hset(f"rq:job:{job_id}", mapping=fields)
     conn.rpush(RQ_QUEUE_PREFIX + settings.ingest_queue, job_id)
-    bounded.enqueue_many(GOOD[3:] if not first else GOOD)
     return job_id
 
 
-CASES = [(kind, position) for kind in sorted(BROKEN) for position in ("dequeued", "claimed")]
+CASES = [(kind, position) for kind in sorted(BROKEN) for position in ("first", "behind")]
 
 
 @pytest.mark.parametrize(("kind", "position"), CASES)
 def test_a_broken_job_is_dead_lettered_and_the_batch_goes_in(
     redis_conn: redis.Redis, settings: Settings, kind: str, position: str
 ) -> None:
-    job_id = _queue_with_a_broken_job(redis_conn, settings, kind, first=position == "dequeued")
+    job_id = _queue_with_a_broken_job(redis_conn, settings, kind, first=position == "first")
     store = memory_store()
     worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
-    worker.work(burst=True, with_scheduler=False)  # returns: no crash
+    admit_and_work(admission(redis_conn, settings), worker)  # returns: no crash
     assert episodes(store) == {e.event_id for e in GOOD}  # all good turns, first round
     letters = [job for job in dead_letters.failed_jobs(redis_conn, settings.ingest_queue)]
-    # (an id without a job hash that RQ dequeued and skipped is found by the sweep)
-    assert [job.job_id for job in letters] == [job_id]
+    # a readable batch job with an invalid turn: that turn is the dead letter, by its id
+    assert [job.job_id for job in letters] in ([job_id], [POISON_ID])
     assert BROKEN[kind][2] in letters[0].field
     assert "poison" not in json.dumps([vars(j) for j in letters])  # never the turn's text
     assert redis_conn.llen(RQ_QUEUE_PREFIX + settings.ingest_queue + ":intermediate") == 0
     assert redis_conn.llen(RQ_QUEUE_PREFIX + settings.ingest_queue) == 0
-    assert (
-        redis_conn.zcard(claim_key(ingest_worker(redis_conn, settings, worker.pipeline).queues[0]))
-        == 0
-    )
 
 
 class PoisonStore(InMemoryGraphStore):
@@ -154,7 +169,7 @@ def test_a_poison_turn_is_isolated_and_costs_no_innocent_one(
     poison = GOOD[poison_index].event_id
     store = PoisonStore({poison})
     worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
-    worker.work(burst=True, with_scheduler=False)
+    admit_and_work(admission(redis_conn, settings), worker)
     assert episodes(store) == {e.event_id for e in GOOD} - {poison}
     letters = dead_letters.failed_jobs(redis_conn, settings.ingest_queue)
     assert [(job.job_id, job.error) for job in letters] == [(poison, "PoisonTurnError")]
@@ -178,21 +193,24 @@ def test_a_transient_failure_dead_letters_nothing_and_gives_the_batch_back(
     BoundedQueue(redis_conn, name=settings.ingest_queue, max_length=100).enqueue_many(GOOD)
     store = AwayStore()
     worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
+    admission(redis_conn, settings).admit_all()
     worker.work(burst=True, with_scheduler=False, max_jobs=1)
     assert dead_letters.failed_jobs(redis_conn, settings.ingest_queue) == []
-    assert redis_conn.llen(RQ_QUEUE_PREFIX + settings.ingest_queue) == 5  # claimed ones back
+    (job_id,) = worker.queues[0].scheduled_job_registry.get_job_ids()  # RQ's back-off
+    job = Job.fetch(job_id, connection=redis_conn, serializer=JSONSerializer)
+    assert [t["event_id"] for t in job.args[0]] == [e.event_id for e in GOOD]  # whole batch
 
 
 def test_on_the_real_graph_a_poison_payload_among_good_ones(clients: Clients) -> None:
     conn, settings = clients.redis, clients.settings
-    job_id = _queue_with_a_broken_job(conn, settings, "occurred_at_overflow", first=False)
-    build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    _queue_with_a_broken_job(conn, settings, "occurred_at_overflow", first=False)
+    ingest_burst(clients)
     records, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) RETURN e.event_id AS id", database_=clients.graph_database
     )
     assert {r["id"] for r in records} == {e.event_id for e in GOOD}
     (letter,) = dead_letters.failed_jobs(conn, settings.ingest_queue)
-    assert letter.job_id == job_id and "occurred_at" in letter.field
+    assert letter.job_id == POISON_ID and "occurred_at" in letter.field
     assert ingest_queue(clients).count == 0
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.support.pipelines import fake_graph_pipeline, ingest_worker
+from tests.support.pipelines import admission, admit_and_work, fake_graph_pipeline, ingest_worker
 from tests.support.turns import turn
 from turngraph.cli import main
 from turngraph.producers.bounded_queue import BoundedQueue
@@ -46,8 +46,9 @@ def test_failed_requeue_purge(
         "rq:job:forged1", mapping={"data": "not json", "status": "queued", "origin": "x"}
     )
     redis_conn.rpush(RQ_QUEUE_PREFIX + cli.ingest_queue, "forged1", "bad id")
-    ingest_worker(redis_conn, cli, fake_graph_pipeline(redis_conn, cli)).work(
-        burst=True, with_scheduler=False
+    admit_and_work(
+        admission(redis_conn, cli),
+        ingest_worker(redis_conn, cli, fake_graph_pipeline(redis_conn, cli)),
     )
 
     code, reply = _reply(capsys, "jobs", "failed", "--json")
@@ -84,7 +85,7 @@ def test_a_poison_turn_requeued_after_a_fix_goes_in(
     BoundedQueue(redis_conn, name=cli.ingest_queue, max_length=10).enqueue(event)
     store = PoisonStore({event.event_id})
     worker = ingest_worker(redis_conn, cli, fake_graph_pipeline(redis_conn, cli, store))
-    worker.work(burst=True, with_scheduler=False)
+    admit_and_work(admission(redis_conn, cli), worker)
     code, reply = _reply(capsys, "jobs", "failed", "--json")
     assert [job["job_id"] for job in reply["jobs"]] == [event.event_id]  # type: ignore[attr-defined]
 

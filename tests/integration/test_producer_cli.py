@@ -61,7 +61,7 @@ def test_consent_publish_status_recall_and_bridge(
     code, out = _cli(env, workspace, "queue", "status", "--json")
     assert code == 0 and out[0]["enqueued"] == 1 and out[0]["length"] == 1
     assert out[0]["llm_reextract_pending"] == 0  # turns awaiting an LLM pass after a failure
-    stored = b"".join(v for k in redis_conn.scan_iter("rq:job:*") for v in redis_conn.hvals(k))
+    stored = b"".join(redis_conn.lrange(f"turngraph:inbox:{settings.ingest_queue}", 0, -1))
     assert b"hunter2hunter2" not in stored and b"[REDACTED:secret]" in stored
 
     code, out = _cli(env, workspace, "recall", "password rotation?", "--deadline-ms", "100")

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from rq.job import Job
-from rq.serializers import JSONSerializer
+from rq import Queue
 
 from tests.support.turn_factory import make_turn
 from turngraph.embedded import RedisServer
@@ -18,6 +17,7 @@ from turngraph.producers.connection import open_publisher
 from turngraph.producers.publisher import Publisher
 from turngraph.schemas.turn_event import MAX_CONTENT_CHARS, TurnEvent
 from turngraph.settings import Settings
+from turngraph.workers.ingest.admission import Admission
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +28,19 @@ def test_published_events_become_queued_jobs(redis_conn: redis.Redis, settings: 
     with open_publisher(settings, max_queue_length=1000) as pub:
         for i in range(300):
             assert pub.publish(make_turn(i))
-        pub.publish(make_turn(0))  # a duplicate
+        pub.publish(make_turn(0))  # a duplicate, found at admission
         assert pub.flush(timeout_s=10)
         stats = pub.stats()
-    assert (stats.enqueued, stats.duplicates, stats.sent) == (300, 1, 301)
+    assert (stats.enqueued, stats.duplicates, stats.sent) == (301, 0, 301)
     shared = read_stats(redis_conn, settings.ingest_queue)
-    assert (shared.length, shared.published, shared.duplicates) == (300, 301, 1)
+    assert (shared.length, shared.published, shared.duplicates) == (301, 301, 0)
+    admission = Admission(redis_conn, Queue(settings.ingest_queue, connection=redis_conn))
+    while admission.admit_all():
+        pass
+    shared = read_stats(redis_conn, settings.ingest_queue)
+    # the first copy still waits in a batch job (not ingested): admitted again, written
+    # once (writes are idempotent by event id)
+    assert (shared.length, shared.admitted, shared.duplicates) == (0, 301, 0)
 
 
 @pytest.fixture
@@ -123,7 +130,6 @@ def test_a_turn_redaction_grows_past_its_limit_is_sent_truncated_and_counted(
         assert pub.flush(timeout_s=10)
         stats = pub.stats()
     assert (stats.enqueued, stats.failed, stats.truncated) == (1, 0, 1)
-    (job_id,) = redis_conn.lrange(f"rq:queue:{settings.ingest_queue}", 0, -1)
-    job = Job.fetch(job_id.decode(), connection=redis_conn, serializer=JSONSerializer)
-    sent = TurnEvent.model_validate(job.args[0])
+    (raw,) = redis_conn.lrange(f"turngraph:inbox:{settings.ingest_queue}", 0, -1)
+    sent = TurnEvent.model_validate_json(raw)
     assert len(sent.content) <= MAX_CONTENT_CHARS and "abc" not in sent.content

@@ -1,4 +1,5 @@
-"""The thin path end to end: bounded enqueue → RQ burst worker → graph → recall reply."""
+"""The thin path end to end: bounded inbox → admission → RQ burst worker → graph → recall
+reply."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import threading
 import redis
 
 from tests.support.turns import turn
-from turngraph.app import build_ingest_worker, build_pipeline, build_recall_worker
+from turngraph.app import build_pipeline, build_recall_worker, ingest_burst
 from turngraph.clients import Clients
-from turngraph.producers.bounded_queue import BoundedQueue, Outcome
+from turngraph.producers.bounded_queue import BoundedQueue, Outcome, read_stats
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.recall import RecallRequest
 
@@ -20,7 +21,8 @@ def _queue(clients: Clients) -> BoundedQueue:
 
 
 def _drain(clients: Clients) -> None:
-    assert build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    ingest_burst(clients)
+    assert read_stats(clients.redis, clients.settings.ingest_queue).length == 0
 
 
 def _count(clients: Clients, query: str) -> int:
@@ -33,8 +35,11 @@ def test_same_event_published_twice_leaves_one_episode(clients: Clients) -> None
     queue = _queue(clients)
     assert queue.enqueue(event) is Outcome.ENQUEUED
     _drain(clients)
-    # Re-published after ingest: counted as a duplicate, never enqueued again.
-    assert queue.enqueue(event) is Outcome.DUPLICATE
+    # Re-published after ingest: admission counts it as a duplicate, enqueues nothing.
+    assert queue.enqueue(event) is Outcome.ENQUEUED
+    _drain(clients)
+    stats = read_stats(clients.redis, clients.settings.ingest_queue)
+    assert (stats.published, stats.admitted, stats.duplicates) == (2, 1, 1)
     # Re-delivered anyway (at-least-once): the pipeline is idempotent.
     build_pipeline(clients).ingest([event])
     assert _count(clients, "MATCH (e:Episode) RETURN count(e)") == 1

@@ -1,6 +1,6 @@
-"""A tenant's producers publish into its bounded inbox; admission makes the RQ jobs.
+"""A tenant's producers publish into its bounded inbox; admission makes the RQ batch jobs.
 
-The bounded queue's guarantees hold per tenant (bound never exceeded, both policies, exact
+The inbox's guarantees hold per tenant (bound never exceeded, both policies, exact
 accounting), and admission writes jobs only with our function, the tenant taken from the
 inbox it read, keys qualified by tenant.
 """
@@ -14,18 +14,19 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from tests.support.turns import turn
 from turngraph.credentials import issue
-from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue, read_stats
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.tenant_inbox import TenantInbox, read_inbox_stats
-from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.defaults import INGEST_FUNCTION, DropPolicy
+from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE
 from turngraph.schemas.tenants import inbox_key, qualify
 from turngraph.settings import Settings
-from turngraph.workers.ingest.admission import ADMISSION_LIST_TEMPLATE, Admission
+from turngraph.workers.ingest.admission import MAX_QUEUED_BATCHES, Admission
 
 pytestmark = pytest.mark.integration
 
@@ -44,8 +45,16 @@ def acme(settings: Settings, redis_conn: redis.Redis) -> Iterator[redis.Redis]:
     conn.close()
 
 
-def _admission(admin: redis.Redis, max_length: int = 1_000) -> Admission:
-    return Admission(admin, BoundedQueue(admin, name=QUEUE, max_length=max_length))
+def _admission(admin: redis.Redis, batch: int = 100) -> Admission:
+    return Admission(admin, Queue(QUEUE, connection=admin, serializer=JSONSerializer), batch=batch)
+
+
+def _queued(conn: redis.Redis) -> list[dict[str, object]]:
+    """The turns in RQ's queue, batch by batch, in order."""
+    ids = [i.decode() for i in conn.lrange(f"rq:queue:{QUEUE}", 0, -1)]
+    jobs = [Job.fetch(i, connection=conn, serializer=JSONSerializer) for i in ids]
+    assert all(job.func_name == INGEST_FUNCTION for job in jobs)
+    return [payload for job in jobs for payload in job.args[0]]
 
 
 def _balanced(stats: object) -> bool:
@@ -81,11 +90,8 @@ def test_admission_writes_our_job_for_the_inbox_tenant_with_qualified_keys(
     TenantInbox(acme, tenant="acme", max_length=10).enqueue_many([event])
     assert _admission(redis_conn).admit_all() == 1
 
-    job_id = qualify("acme", event.event_id)
-    assert redis_conn.lrange(f"rq:queue:{QUEUE}", 0, -1) == [job_id.encode()]
-    job = Job.fetch(job_id, connection=redis_conn, serializer=JSONSerializer)
-    assert job.func_name == INGEST_FUNCTION
-    payload = job.args[0]
+    (payload,) = _queued(redis_conn)
+    assert payload["event_id"] == qualify("acme", event.event_id)
     assert (payload["session_id"], payload["workspace"], payload["user"]) == (
         "t-acme-s_x",
         "t-acme-w_x",
@@ -94,7 +100,7 @@ def test_admission_writes_our_job_for_the_inbox_tenant_with_qualified_keys(
     assert payload["content"] == "a turn of acme"
     stats = read_inbox_stats(acme, "acme")
     assert (stats.length, stats.enqueued, stats.admitted) == (0, 1, 1) and _balanced(stats)
-    assert not redis_conn.exists(ADMISSION_LIST_TEMPLATE.format(tenant="acme"))
+    assert not redis_conn.exists(ADMISSION_LIST_TEMPLATE.format(source="acme"))
 
 
 def test_two_tenants_with_the_same_ids_never_collide(
@@ -107,8 +113,8 @@ def test_two_tenants_with_the_same_ids_never_collide(
     admission = _admission(redis_conn)
     assert admission.admit_all() == 2
     assert admission.counters.admitted == 2 and admission.counters.duplicates == 0
-    assert sorted(redis_conn.lrange(f"rq:queue:{QUEUE}", 0, -1)) == sorted(
-        [qualify("acme", event.event_id).encode(), qualify("other", event.event_id).encode()]
+    assert sorted(str(p["event_id"]) for p in _queued(redis_conn)) == sorted(
+        [qualify("acme", event.event_id), qualify("other", event.event_id)]
     )
 
 
@@ -127,14 +133,15 @@ def test_duplicates_and_unreadable_entries_are_counted_exactly(
         json.dumps({**turn("x", 3).model_dump(mode="json"), "session_id": "s" * 125}).encode(),
     ]
     acme.execute_command(*inbox.call_command(keys, [*args, *hostile]))
-    inbox.enqueue_many([turn("first", 0), turn("third", 4)])  # one duplicate
+    # "first" again: its batch job still waits (not ingested), so it is admitted again
+    # (writes are idempotent); "third" twice in one admission is one duplicate
+    inbox.enqueue_many([turn("first", 0), turn("third", 4), turn("third", 4)])
     while admission.admit_all():
         pass
     stats = read_inbox_stats(acme, "acme")
-    assert (stats.published, stats.rejected, stats.duplicates, stats.admitted) == (8, 4, 1, 3)
-    assert stats.enqueued == 3 and _balanced(stats)
-    assert read_stats(redis_conn, QUEUE).length == 3
-    queued = {m.decode() for m in redis_conn.lrange(f"rq:queue:{QUEUE}", 0, -1)}
+    assert (stats.published, stats.rejected, stats.duplicates, stats.admitted) == (9, 4, 1, 4)
+    assert stats.enqueued == 4 and _balanced(stats)
+    queued = {str(p["event_id"]) for p in _queued(redis_conn)}
     assert queued == {qualify("acme", turn("x", i).event_id) for i in (0, 1, 4)}
 
 
@@ -142,24 +149,24 @@ def test_admission_never_overfills_the_rq_queue(acme: redis.Redis, redis_conn: r
     TenantInbox(acme, tenant="acme", max_length=100).enqueue_many(
         [turn(f"t{i}", i) for i in range(30)]
     )
-    admission = _admission(redis_conn, max_length=10)
+    admission = _admission(redis_conn, batch=5)
     while admission.admit_all():
         pass
-    assert redis_conn.llen(f"rq:queue:{QUEUE}") == 10
-    assert read_inbox_stats(acme, "acme").length == 20  # waiting, not dropped
-    assert read_stats(redis_conn, QUEUE).dropped == 0
+    assert redis_conn.llen(f"rq:queue:{QUEUE}") == MAX_QUEUED_BATCHES
+    stats = read_inbox_stats(acme, "acme")
+    assert stats.length == 30 - 5 * MAX_QUEUED_BATCHES and stats.dropped == 0  # waiting
 
 
 def test_entries_of_an_admitter_that_died_are_admitted_by_the_next(
     acme: redis.Redis, redis_conn: redis.Redis
 ) -> None:
     TenantInbox(acme, tenant="acme", max_length=10).enqueue_many([turn("a", 0), turn("b", 1)])
-    pending = ADMISSION_LIST_TEMPLATE.format(tenant="acme")
+    pending = ADMISSION_LIST_TEMPLATE.format(source="acme")
     # what a worker SIGKILLed between taking entries and enqueueing them leaves behind
     redis_conn.lmove(inbox_key("acme"), pending, "LEFT", "RIGHT")
     assert _admission(redis_conn).admit_all() == 1  # the leftover first
     assert _admission(redis_conn).admit_all() == 1
-    assert redis_conn.llen(f"rq:queue:{QUEUE}") == 2 and not redis_conn.exists(pending)
+    assert len(_queued(redis_conn)) == 2 and not redis_conn.exists(pending)
     # a lock held by another (live) admitter keeps this one off the tenant
     redis_conn.set(pending + ":lock", "someone", px=5_000)
     TenantInbox(acme, tenant="acme", max_length=10).enqueue_many([turn("c", 2)])
@@ -171,7 +178,7 @@ def test_the_admission_loop_wakes_on_a_publication(
 ) -> None:
     assert settings.redis_url
     conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
-    admission = Admission(conn, BoundedQueue(conn, name=QUEUE, max_length=100))
+    admission = _admission(conn)
     loop = threading.Thread(target=admission.run, daemon=True)
     loop.start()
     try:

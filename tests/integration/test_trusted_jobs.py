@@ -11,13 +11,14 @@ from rq.serializers import JSONSerializer
 
 from tests.support.turns import turn
 from turngraph.app import (
-    build_ingest_worker,
     build_maintenance_worker,
+    ingest_burst,
     ingest_queue,
 )
 from turngraph.clients import Clients
-from turngraph.producers.bounded_queue import INGEST_FUNCTION, BoundedQueue
+from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.producers.rq_internals import RQ_JOB_PREFIX
+from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS
 
@@ -66,13 +67,15 @@ def test_a_forged_job_naming_os_system_is_refused_and_dead_lettered(
     call = json.dumps(["os.system", None, [f"touch {marker}"], {}]).encode()
     _forge(clients, queue_name, "forged1", call)
     # a callback name is never imported either
-    good_call = json.dumps([INGEST_FUNCTION, None, [{"content": "x"}], {}]).encode()
+    good_call = json.dumps([INGEST_FUNCTION, None, [[{"content": "x"}]], {}]).encode()
     _forge(clients, queue_name, "forged2", good_call, failure_callback_name="os.abort")
     events = [turn("edit src/a.py", 0), turn("edit src/b.py", 1)]
     if kind == "ingest":
         BoundedQueue(clients.redis, max_length=100).enqueue_many(events)
-    build = build_ingest_worker if kind == "ingest" else build_maintenance_worker
-    build(clients).work(burst=True, with_scheduler=False)
+    if kind == "ingest":
+        ingest_burst(clients)
+    else:
+        build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
     assert not marker.exists()
     job = Job.fetch("forged1", connection=clients.redis, serializer=JSONSerializer)
     assert job.get_status() == "failed"

@@ -55,7 +55,7 @@ def test_ingest_worker_survives_a_redis_restart(
         first = [turn(f"busy when Redis goes: src/a{i}.py", i, session="r1") for i in range(3000)]
         queue.enqueue_many(first)
         deadline = time.monotonic() + 60
-        while conn.llen(queue.queue_key) > 2_000 and time.monotonic() < deadline:
+        while conn.llen(queue.inbox_key) > 2_000 and time.monotonic() < deadline:
             time.sleep(0.01)  # until the worker is in the middle of the backlog
         server.stop()
         server.start()  # same port, same data (append-only file)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tests.support.turns import turn
-from turngraph.app import build_ingest_worker
+from turngraph.app import ingest_burst
 from turngraph.clients import Clients
 from turngraph.schemas.turn_event import TurnEvent
 
@@ -37,14 +37,14 @@ VOLATILE = frozenset({"ingested_at", "first_seen", "last_seen", "valid_at", "cre
 
 
 def ingest(clients: Clients, events: Iterable[TurnEvent], *, distill: bool = False) -> None:
-    """Through the bounded queue and a burst RQ worker, as in production; with ``distill``
+    """Through the inbox, admission and a burst RQ worker, as in production; with ``distill``
     the maintenance jobs it triggered run too, and every topic is compacted."""
     from turngraph.producers.bounded_queue import BoundedQueue
 
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
     for event in events:
         queue.enqueue(event)
-    build_ingest_worker(clients).work(burst=True, with_scheduler=False)
+    ingest_burst(clients)
     if distill:
         _distill(clients)
 
@@ -62,7 +62,7 @@ def _distill(clients: Clients) -> None:
 
 
 def publish(clients: Clients, events: Iterable[TurnEvent]) -> None:
-    """Enqueue without ingesting."""
+    """Publish into the inbox without ingesting."""
     from turngraph.producers.bounded_queue import BoundedQueue
 
     queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)

@@ -15,8 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from turngraph.producers.bounded_queue import INGEST_FUNCTION
-from turngraph.producers.rq_internals import job_data
+from turngraph.schemas.defaults import INGEST_FUNCTION
 
 NASTY = [
     "\x00",
@@ -130,6 +129,13 @@ def _valid_turn(index: int) -> dict[str, Any]:
     }
 
 
+def batch_data(turn_json: bytes) -> bytes:
+    """RQ's JSON job data of an ingest batch job holding one turn (compressed when long,
+    as RQ does)."""
+    data = b'["' + INGEST_FUNCTION.encode() + b'", null, [[' + turn_json + b"]], {}]"
+    return zlib.compress(data) if len(data) > 16 * 1024 else data
+
+
 GARBAGE = st.binary(max_size=40) | TEXT.map(str.encode)
 DATA = st.one_of(
     st.just("valid"),
@@ -140,7 +146,7 @@ DATA = st.one_of(
     GARBAGE.map(zlib.compress),
     JSONISH.map(lambda v: json.dumps(v).encode()),
     st.sampled_from(["os.system", "builtins.eval", INGEST_FUNCTION + "x"]).map(
-        lambda f: json.dumps([f, None, [{}], {}]).encode()
+        lambda f: json.dumps([f, None, [[{}]], {}]).encode()
     ),
 )
 REQUIRED = {"status", "origin", "created_at", "enqueued_at"}
@@ -192,11 +198,9 @@ def raw_job(spec: dict[str, Any], index: int) -> tuple[str, dict[str, bytes] | N
         return job_id, None
     data = spec["data"]
     if data == "valid":
-        data = job_data(json.dumps(_valid_turn(index)).encode(), INGEST_FUNCTION)
+        data = batch_data(json.dumps(_valid_turn(index)).encode())
     elif isinstance(data, tuple):
-        data = job_data(
-            json.dumps(unique(data[1], index), allow_nan=True).encode(), INGEST_FUNCTION
-        )
+        data = batch_data(json.dumps(unique(data[1], index), allow_nan=True).encode())
     fields = {k: v for k, v in spec["fields"].items() if v is not None}
     return job_id, {**fields, "data": data}
 

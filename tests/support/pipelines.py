@@ -1,4 +1,5 @@
-"""An ingest pipeline and batching worker on real Redis with the in-memory graph store."""
+"""An ingest pipeline, admission and ingest worker on real Redis with the in-memory graph
+store."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import turngraph.schemas.ontology as ontology
 from turngraph.settings import Settings
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
-from turngraph.workers.ingest.batching import BatchingIngestWorker
+from turngraph.workers.ingest.admission import Admission
+from turngraph.workers.ingest.batching import IngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline
+from turngraph.workers.trusted_jobs import TrustedJob
 
 
 def memory_store() -> InMemoryGraphStore:
@@ -31,13 +34,21 @@ def fake_graph_pipeline(
     )
 
 
-def ingest_worker(
-    conn: redis.Redis, settings: Settings, pipeline: IngestPipeline, max_batch: int = 100
-) -> BatchingIngestWorker:
+def ingest_worker(conn: redis.Redis, settings: Settings, pipeline: IngestPipeline) -> IngestWorker:
     queue = Queue(settings.ingest_queue, connection=conn, serializer=JSONSerializer)
-    return BatchingIngestWorker(
-        [queue], pipeline=pipeline, max_batch=max_batch, connection=conn, serializer=JSONSerializer
+    return IngestWorker(
+        [queue], pipeline=pipeline, connection=conn, serializer=JSONSerializer, job_class=TrustedJob
     )
+
+
+def admission(conn: redis.Redis, settings: Settings, batch: int = 100) -> Admission:
+    queue = Queue(settings.ingest_queue, connection=conn, serializer=JSONSerializer)
+    return Admission(conn, queue, batch=batch)
+
+
+def admit_and_work(admitter: Admission, worker: IngestWorker) -> None:
+    """What ``turngraph worker ingest --burst`` does, with this worker."""
+    admitter.burst(lambda: worker.work(burst=True, with_scheduler=False))
 
 
 def episodes(store: InMemoryGraphStore) -> set[str]:

@@ -1,11 +1,12 @@
-"""A batching ingest worker whose graph write never returns: run as a process, SIGKILLed
-by tests mid-batch (tests/integration/test_worker_recovery.py)."""
+"""An ingest worker whose graph write never returns: run as a process, it admits the
+operator's inbox once (one batch job) and is SIGKILLed by tests mid-batch
+(tests/integration/test_worker_recovery.py)."""
 
 from __future__ import annotations
 
 import time
 
-from turngraph.app import build_ingest_worker
+from turngraph.app import build_admission, build_ingest_worker
 from turngraph.clients import build_clients
 from turngraph.settings import Settings
 
@@ -18,6 +19,7 @@ def main() -> None:
         time.sleep(3600)
 
     worker.pipeline._store.write = hang  # type: ignore[method-assign]
+    build_admission(clients, clients.redis).admit_all()
     worker.work(burst=False, with_scheduler=False)
 
 

@@ -164,7 +164,6 @@ def _runner(settings: Any, state: HookState, editor: str, started: float) -> Any
             queue_name=settings.ingest_queue,
             max_queue_length=settings.max_queue_length,
             drop_policy=settings.drop_policy,
-            job_timeout_s=settings.job_timeout_s,
             buffer_size=settings.publish_buffer_size,
             connect_timeout_s=CONNECT_TIMEOUT_S,
             tenant=settings.tenant,

@@ -54,7 +54,6 @@ from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
 from turngraph.workers.graph.errors import convert
-from turngraph.workers.ingest.batching import BatchingIngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.worker import MaintenanceWorker
@@ -72,10 +71,9 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
 
     RQ ends its work loop on any Redis error (it expects a process supervisor); a Redis
     restart would then stop ingestion for good under runners such as honcho. Once Redis
-    answers again, the batch the old worker held goes back to the queue's head and a new
-    worker starts; writes are idempotent. Building a worker talks to Redis too (the
-    ingest worker gives back dead workers' claims first), so a Redis lost while a worker
-    starts is waited out the same way.
+    answers again a new worker starts; the batch the old one held is retried by RQ once
+    its short started-registry entry lapses (``workers/ingest/batching.py``), and writes
+    are idempotent. A Redis lost while a worker starts is waited out the same way.
     """
     while True:
         worker: StoppableWorker | None = None
@@ -91,7 +89,7 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             worker.pending_stop = stop_was_requested
             worker.config_fingerprint = config_fingerprint(clients.settings)
             defer_stops()
-            # The scheduler runs retries with back-off (see producers/enqueue.lua).
+            # The scheduler runs retries with back-off (Retry, set by admission).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py
         except redis.RedisError as exc:  # from start-up, or RQ's teardown, Redis away
             log.warning("rq_worker_lost_redis", error=type(exc).__name__)
@@ -106,9 +104,6 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             wait_for_redis(clients.redis)
         except StopRequested:  # the old worker's signal handlers still answer a stop
             return 0
-        if isinstance(worker, BatchingIngestWorker):
-            with contextlib.suppress(redis.RedisError):
-                worker.requeue_in_flight()
 
 
 HELPER_JOIN_S = 5.0
@@ -207,16 +202,16 @@ def run_worker(args: argparse.Namespace) -> int:
                 return build_ingest_worker(clients, pipeline, batch_observer=histograms)
 
             server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
-            # Tenants' inbox entries become ingest jobs here (workers/ingest/admission.py).
+            # Every inbox's entries become batch jobs here (workers/ingest/admission.py).
             admission = build_admission(clients)
             helper: threading.Thread | None = None
             if args.burst:
-                while admission.admit_all():
-                    pass
-            else:
-                helper = start_helper(admission.run, "admission")
+                codes = [0]
+                admission.burst(lambda: codes.append(supervise(build, clients, burst=True)))
+                return max(codes)
+            helper = start_helper(admission.run, "admission")
             try:
-                return supervise(build, clients, burst=args.burst)
+                return supervise(build, clients, burst=False)
             except SystemExit:  # RQ's cold shutdown: the batch was handed back
                 cold = True
                 return 0

@@ -3,7 +3,6 @@ ingest workers and the recall replicas' heartbeats."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import redis
@@ -11,7 +10,7 @@ from rq import Worker
 
 from turngraph.doctor.checks import Check, fail, ok, warn
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.schemas.keys import CLAIMS_TEMPLATE, REEXTRACT_PENDING
+from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
 from turngraph.workers.ingest.dead_letters import dead_letter_key
@@ -24,8 +23,6 @@ MIN_REDIS_MAJOR = 7
 QUEUE_FULL_WARN = 0.8
 """A queue this full (of its bound) is worth a warning: producers will soon drop."""
 
-STUCK_CLAIM_GRACE_S = 30.0
-"""Claims expired this long ago and still not given back: no live ingest worker."""
 
 START_REDIS = "start it (`turngraph up` or `turngraph services`) or set TURNGRAPH_REDIS_URL"
 
@@ -146,18 +143,13 @@ def check_queue(conn: redis.Redis, settings: Settings) -> list[Check]:
         checks.append(ok("queue.dead_letters", "none"))
     pending = int(conn.zcard(REEXTRACT_PENDING))
     checks.append(ok("queue.reextract", f"{pending} turns wait for an LLM re-extraction"))
-    checks.append(_claims(conn, name, stats.length))
+    checks.append(_workers(conn, name, stats.length))
     return checks
 
 
-def _claims(conn: redis.Redis, queue: str, queued: int) -> Check:
-    stuck = int(
-        conn.zcount(CLAIMS_TEMPLATE.format(queue=queue), "-inf", time.time() - STUCK_CLAIM_GRACE_S)
-    )
+def _workers(conn: redis.Redis, queue: str, queued: int) -> Check:
     workers = [w for w in Worker.all(connection=conn) if queue in w.queue_names()]
     start = "start one: `turngraph worker ingest`"
-    if stuck:
-        return fail("ingest.workers", f"{stuck} claimed jobs expired and not given back", start)
     if not workers and queued:
         return fail("ingest.workers", f"no ingest worker, {queued} turns waiting", start)
     if not workers:

@@ -2,9 +2,11 @@
 
 What goes (SPEC §8):
 
-- in Redis, first, so nothing queued writes the scope back: its queued, failed, finished
-  and deferred RQ jobs (ingest and maintenance queues), the ingest markers of its turns,
-  and its entries on the change stream (they carry the turns' text);
+- in Redis, first, so nothing queued writes the scope back: its turns waiting in an inbox
+  or an admission list, its turns in queued, failed, finished and deferred RQ jobs (an
+  ingest batch job keeps the other scopes' turns; a job left with none, or a maintenance
+  job of the scope, is deleted), the ingest markers of its turns, and its entries on the
+  change stream (they carry the turns' text);
 - in the graph: the scope's own nodes (see :mod:`workers.graph.subgraph`) with their
   relationships; elsewhere, the provenance its turns gave (an entity or fact that only
   these turns stated is deleted; one stated elsewhere too keeps only the other turns,
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
 from rq.registry import (
     CanceledJobRegistry,
     DeferredJobRegistry,
@@ -52,8 +56,10 @@ from turngraph.schemas.changes import (
     ScopeForgotten,
     encode_change,
 )
-from turngraph.schemas.defaults import CHANGES_MAXLEN
+from turngraph.schemas.defaults import CHANGES_MAXLEN, INGEST_FUNCTION
 from turngraph.schemas.errors import BackendUnavailableError
+from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE
+from turngraph.schemas.tenants import TENANTS_KEY, inbox_key, qualify
 from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
 from turngraph.workers.tombstones import mark_forgotten
@@ -138,8 +144,26 @@ def _job_keys(job_id: str) -> list[str]:
     return [job_key, f"{job_key}:dependents", f"{job_key}:dependencies", Result.get_key(job_id)]
 
 
+def _keep_other_turns(conn: redis.Redis, job_id: str, field: str, key: str) -> bool:
+    """An ingest batch job keeps the turns of other scopes (RQ's ``Job.save``); False
+    when it is not one or none is left (the caller deletes it)."""
+    try:
+        job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
+        if job.func_name != INGEST_FUNCTION or not job.args or not isinstance(job.args[0], list):
+            return False
+    except (NoSuchJobError, ValueError, TypeError):
+        return False
+    kept = [turn for turn in job.args[0] if not mentions_scope(turn, field, key)]
+    if not kept:
+        return False
+    job.args = (kept,)
+    job.save()
+    return True
+
+
 def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str) -> int:
-    """Delete every waiting or kept RQ job of the scope (not one running right now)."""
+    """Take the scope out of every waiting or kept RQ job (not one running right now);
+    returns the jobs changed or deleted."""
     field = EPISODE_SCOPE_PROPERTY[scope]
     deleted = 0
     for queue in queues:
@@ -148,11 +172,12 @@ def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str)
             pipe = conn.pipeline(transaction=False)
             for job_id in batch:
                 pipe.hget(f"{RQ_JOB_PREFIX}{job_id}", "data")
-            doomed = [
+            mentioning = [
                 job_id
                 for job_id, raw in zip(batch, pipe.execute(), strict=True)
                 if mentions_scope(decode_job_data(raw), field, key)
             ]
+            doomed = [j for j in mentioning if not _keep_other_turns(conn, j, field, key)]
             pipe = conn.pipeline(transaction=True)
             for job_id in doomed:
                 pipe.lrem(f"{RQ_QUEUE_PREFIX}{queue}", 0, job_id)
@@ -160,8 +185,35 @@ def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str)
                     pipe.zrem(registry_key, job_id)
                 pipe.delete(*_job_keys(job_id))
             pipe.execute()
-            deleted += len(doomed)
+            deleted += len(mentioning)
     return deleted
+
+
+def purge_inboxes(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str) -> int:
+    """Remove the scope's turns from every inbox and admission list (a tenant's entries
+    carry unqualified keys: compared qualified); returns how many."""
+    field = EPISODE_SCOPE_PROPERTY[scope]
+    lists = [(INBOX_TEMPLATE.format(queue=q), "") for q in queues]
+    lists += [(ADMISSION_LIST_TEMPLATE.format(source=f"operator:{q}"), "") for q in queues]
+    tenants: Any = conn.smembers(TENANTS_KEY)
+    for raw_name in tenants:
+        tenant = raw_name.decode("utf-8", "replace")
+        lists += [
+            (inbox_key(tenant), tenant),
+            (ADMISSION_LIST_TEMPLATE.format(source=tenant), tenant),
+        ]
+    removed = 0
+    for list_key, tenant in lists:
+        entries: Any = conn.lrange(list_key, 0, -1)
+        for raw in entries:
+            try:
+                turn = json.loads(raw)
+                own = turn.get(field) if isinstance(turn, dict) else None
+            except ValueError:
+                continue
+            if isinstance(own, str) and (qualify(tenant, own) if tenant else own) == key:
+                removed += int(conn.lrem(list_key, 0, raw))
+    return removed
 
 
 def running_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str) -> int:
@@ -245,7 +297,8 @@ def _forget_scope(
 ) -> ForgetReport:
     report = ForgetReport()
     mark_forgotten(redis_client, scope.value, key)  # first: nothing of the scope lands later
-    report.jobs_deleted = purge_jobs(redis_client, queues, scope, key)
+    report.jobs_deleted = purge_inboxes(redis_client, queues, scope, key)
+    report.jobs_deleted += purge_jobs(redis_client, queues, scope, key)
     report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
     deletion = store.delete_scope(scope, key)
     report.nodes_deleted, report.entities_pruned = deletion.nodes_deleted, deletion.entities_pruned
@@ -254,10 +307,8 @@ def _forget_scope(
         redis_client, changes_stream, scope, key, event_ids=forgotten
     )
     report.in_flight = running_jobs(redis_client, queues, scope, key)
-    # The job of an ingested turn is named after it; a batching worker may have claimed
-    # it off the queue, so it is found by name rather than in a registry.
     for batch in _batches(forgotten, SCAN_BATCH):
-        keys = [k for e in batch for k in (ingested_key(e), *_job_keys(e))]
+        keys = [ingested_key(e) for e in batch]
         report.keys_deleted += int(redis_client.delete(*keys))
     # Then what the deletion changed outside the scope: directives whose provenance was
     # pruned (their text may have come from a forgotten turn) or that are Active again.

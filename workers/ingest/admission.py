@@ -1,39 +1,49 @@
-"""Admission: tenants' inbox entries become RQ ingest jobs, written by a trusted worker.
+"""Admission: every inbox's entries become RQ batch jobs, written by a trusted worker.
 
-A tenant's producers can only append TurnEvent JSON to their inbox
-(``producers/tenant_inbox.py``). This step, run beside the ingest worker on the operator's
-credential, moves entries into the bounded RQ queue through the same script the operator's
-producers use (``producers/enqueue.lua``): the job function is fixed here (the ingest
-entry), and the tenant is the one whose inbox the entry came from. Scope keys and the
-event id are qualified with the tenant (``schemas.tenants.qualify``), so tenants never share
-a scope, an event id or a duplicate marker, and nothing in an entry can name another tenant.
+Producers only append TurnEvent JSON to an inbox: the operator's producers to the queue's
+inbox, a tenant's to the tenant's own (``producers/bounded_queue.py``,
+``producers/tenant_inbox.py``). This step, run beside the ingest worker on the operator's
+credential, moves entries into RQ jobs of up to ``batch`` turns each with RQ's public
+``Queue.prepare_data`` and ``Queue.enqueue_many``: the job function is fixed here (the
+ingest entry), and a tenant's turns are qualified with the tenant whose inbox they came
+from (``schemas.tenants.qualify``), so tenants never share a scope, an event id or a
+duplicate marker, and nothing in an entry can name another tenant.
 
 Delivery is at least once: entries are moved atomically (one ``MULTI`` of ``LMOVE``) from
-the inbox to the tenant's admission list, enqueued, and only then dropped from that list;
-a worker that dies in between leaves them there and the next admission enqueues them again
-(counted as duplicates: the jobs exist). One worker admits a tenant at a time (a lock that
-expires if its holder dies). Admission moves no more than the RQ queue has room for, so
-the queue's bound holds; a full queue leaves entries in the inbox, whose own bound and
-policy then apply. Every entry is counted once in the tenant's counters: ``enqueued`` as
-it enters the inbox; a duplicate, an entry that is not a valid turn (``rejected``, logged
-with the field names only) or one the queue's policy drops is moved out of ``enqueued`` in
-the same transaction that counts it.
+the inbox to the source's admission list; the batch jobs, the admission list's deletion
+and the counters are then written in one ``MULTI``. A worker that dies in between leaves
+the entries in the admission list and the next admission takes them again. One worker
+admits a source at a time (a lock that expires if its holder dies). Admission moves
+entries only while RQ's queue holds fewer than :data:`MAX_QUEUED_BATCHES` jobs, so the
+backlog, the bound and its drop policy stay in the inboxes, counted exactly. Every entry
+is counted once: ``enqueued`` as it enters the inbox; a duplicate (its ingested marker is
+set, or it came twice in one admission), an entry that is not a valid turn (``rejected``,
+logged with the field names only) is moved out of ``enqueued`` in the same transaction
+that counts it; the others count as ``admitted``.
 """
 
 from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis
 import structlog
 from pydantic import ValidationError
+from rq import Queue
 
-from turngraph.producers.bounded_queue import BoundedQueue, Outcome
+from turngraph.producers.bounded_queue import ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
+from turngraph.schemas.defaults import JOB_TIMEOUT_S
 from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.keys import (
+    ADMISSION_LIST_TEMPLATE,
+    INBOX_TEMPLATE,
+    INBOX_WAKE_TEMPLATE,
+    QUEUE_STATS_TEMPLATE,
+)
 from turngraph.schemas.tenants import (
     TENANTS_KEY,
     check_tenant,
@@ -44,28 +54,32 @@ from turngraph.schemas.tenants import (
 )
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.ingest.job import batch_job
 
 log = structlog.get_logger(__name__)
 
-ADMIT_BATCH = 256
-"""Entries moved per round trip and per enqueue script call."""
+BATCH = 100
+"""Turns per RQ job (one graph transaction)."""
+
+MAX_QUEUED_BATCHES = 4
+"""Admission moves entries only while RQ's queue holds fewer jobs than this."""
 
 LOCK_TTL_MS = 30_000
 """A dead admitter's lock expires after this; its admission list is then taken over."""
 
 WAKE_TIMEOUT_S = 1.0
-"""Idle admission block-pops the tenants' wake lists this long before looking again."""
+"""Idle admission block-pops the inboxes' wake lists this long before looking again."""
 
-FULL_QUEUE_WAIT_S = 0.1
-"""With the RQ queue full, admission looks again this often."""
-
-ADMISSION_LIST_TEMPLATE = "turngraph:admission:{tenant}"
-"""Entries being admitted (outside every tenant's keys: only workers touch it)."""
+FULL_QUEUE_WAIT_S = 0.05
+"""With RQ's queue deep enough, admission looks again this often."""
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+OPERATOR = ""
+"""The source name of the operator's inbox (tenants are named)."""
 
 
 @dataclass
@@ -73,15 +87,48 @@ class AdmissionCounters:
     admitted: int = 0
     duplicates: int = 0
     rejected: int = 0
-    dropped: int = 0
+    batches: int = 0
 
 
-def qualified_event(tenant: str, raw: bytes) -> TurnEvent:
-    """The inbox entry as the tenant's turn: scope keys and event id qualified, validated
-    again (a qualified key must still fit); an :class:`InvalidPayloadError` naming the
-    fields otherwise."""
+@dataclass(frozen=True)
+class Source:
+    """One inbox: its list, counters, wake list and admission list; ``tenant`` qualifies."""
+
+    tenant: str
+    inbox: str
+    stats: str
+    wake: str
+    pending: str
+
+
+def operator_source(queue_name: str) -> Source:
+    return Source(
+        OPERATOR,
+        INBOX_TEMPLATE.format(queue=queue_name),
+        QUEUE_STATS_TEMPLATE.format(queue=queue_name),
+        INBOX_WAKE_TEMPLATE.format(queue=queue_name),
+        ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue_name}"),
+    )
+
+
+def tenant_source(tenant: str) -> Source:
+    return Source(
+        tenant,
+        inbox_key(tenant),
+        inbox_stats_key(tenant),
+        inbox_wake_key(tenant),
+        ADMISSION_LIST_TEMPLATE.format(source=tenant),
+    )
+
+
+def admitted_event(tenant: str, raw: bytes) -> TurnEvent:
+    """The inbox entry as a turn (a tenant's with scope keys and event id qualified,
+    validated again: a qualified key must still fit); an :class:`InvalidPayloadError`
+    naming the fields otherwise."""
     try:
         event = TurnEvent.model_validate_json(raw)
+        if not tenant:
+            return event
         data = event.model_dump(mode="json")
         for name in ("event_id", "session_id", "workspace", "user"):
             data[name] = qualify(tenant, data[name])
@@ -92,15 +139,25 @@ def qualified_event(tenant: str, raw: bytes) -> TurnEvent:
 
 
 class Admission:
-    """Admits every tenant's inbox into ``queue`` (built with the ingest job function)."""
+    """Admits every inbox into RQ's ``queue`` as batch jobs."""
 
-    def __init__(self, conn: redis.Redis, queue: BoundedQueue, *, batch: int = ADMIT_BATCH):
+    def __init__(
+        self,
+        conn: redis.Redis,
+        queue: Queue,
+        *,
+        batch: int = BATCH,
+        job_timeout_s: int = JOB_TIMEOUT_S,
+    ) -> None:
         self._redis = conn
         self._queue = queue
         self._batch = batch
+        self._job_timeout_s = job_timeout_s
+        self._operator = operator_source(queue.name)
         self._release = conn.register_script(_RELEASE)
         self._stop = threading.Event()
         self._function_loaded = False
+        self._burst = False
         self.counters = AdmissionCounters()
 
     def tenants(self) -> list[str]:
@@ -113,10 +170,13 @@ class Admission:
                 log.warning("admission_tenant_invalid")
         return valid
 
+    def sources(self) -> list[Source]:
+        return [self._operator, *(tenant_source(t) for t in self.tenants())]
+
     def admit_all(self) -> int:
-        """One pass over every tenant; returns the entries taken from inboxes."""
+        """One pass over every inbox; returns the entries taken from inboxes."""
         self._load_function()
-        return sum(self.admit(tenant) for tenant in self.tenants())
+        return sum(self.admit(source) for source in self.sources())
 
     def _load_function(self) -> None:
         """Load the inbox function tenants' producers call, once Redis answers (not at the
@@ -126,80 +186,114 @@ class Admission:
             load_inbox_function(self._redis)
             self._function_loaded = True
 
-    def admit(self, tenant: str) -> int:
-        """Admit up to one batch of ``tenant``'s entries (leftovers of a dead admitter
+    def room(self) -> int:
+        """Batch jobs RQ's queue may take now."""
+        if self._burst:
+            return 1
+        return max(0, MAX_QUEUED_BATCHES - self._queue.count)
+
+    def admit(self, source: Source) -> int:
+        """Admit up to one batch of ``source``'s entries (leftovers of a dead admitter
         first); returns the entries handled."""
-        lock, token = ADMISSION_LIST_TEMPLATE.format(tenant=tenant) + ":lock", secrets.token_hex(8)
+        lock, token = source.pending + ":lock", secrets.token_hex(8)
         if not self._redis.set(lock, token, nx=True, px=LOCK_TTL_MS):
             return 0
         try:
-            return self._admit_locked(tenant)
+            return self._admit_locked(source)
         finally:
             self._release(keys=[lock], args=[token])
 
-    def _admit_locked(self, tenant: str) -> int:
-        pending = ADMISSION_LIST_TEMPLATE.format(tenant=tenant)
-        entries: list[bytes] = self._redis.lrange(pending, 0, -1)  # type: ignore[assignment]
+    def _admit_locked(self, source: Source) -> int:
+        entries: list[bytes] = self._redis.lrange(source.pending, 0, -1)  # type: ignore[assignment]
         if not entries:
-            room = min(self._batch, self._queue.max_length - self._queue.length())
-            if room <= 0:
+            if not self.room():
                 return 0
             with self._redis.pipeline(transaction=True) as pipe:
-                for _ in range(room):
-                    pipe.lmove(inbox_key(tenant), pending, "LEFT", "RIGHT")
+                for _ in range(self._batch):
+                    pipe.lmove(source.inbox, source.pending, "LEFT", "RIGHT")
                 entries = [entry for entry in pipe.execute() if entry is not None]
         if not entries:
             return 0
-        events: list[TurnEvent] = []
-        rejected = 0
+        events: dict[str, TurnEvent] = {}
+        rejected = repeated = 0
         for raw in entries:
             try:
-                events.append(qualified_event(tenant, raw))
+                event = admitted_event(source.tenant, raw)
             except InvalidPayloadError as exc:
                 rejected += 1
-                log.warning("admission_entry_rejected", tenant=tenant, reason=str(exc))
-        outcomes: Sequence[Outcome] = self._queue.enqueue_many(events).outcomes if events else ()
-        self._count(tenant, pending, outcomes, rejected)
+                log.warning("admission_entry_rejected", tenant=source.tenant, reason=str(exc))
+                continue
+            if event.event_id in events:
+                repeated += 1
+            events[event.event_id] = event
+        fresh = self._not_ingested(list(events.values()))
+        duplicates = repeated + len(events) - len(fresh)
+        self._commit(source, fresh, duplicates, rejected)
         return len(entries)
 
-    def _count(self, tenant: str, pending: str, outcomes: Sequence[Outcome], rejected: int) -> None:
-        duplicates = sum(1 for o in outcomes if o is Outcome.DUPLICATE)
-        dropped = sum(1 for o in outcomes if o is Outcome.DROPPED_NEWEST)
-        admitted = len(outcomes) - duplicates - dropped
-        stats = inbox_stats_key(tenant)
+    def _not_ingested(self, events: Sequence[TurnEvent]) -> list[TurnEvent]:
+        if not events:
+            return []
+        with self._redis.pipeline(transaction=False) as pipe:
+            for event in events:
+                pipe.exists(ingested_key(event.event_id))
+            seen = pipe.execute()
+        return [event for event, done in zip(events, seen, strict=True) if not done]
+
+    def _commit(
+        self, source: Source, events: Sequence[TurnEvent], duplicates: int, rejected: int
+    ) -> None:
+        """The batch job, the admission list's deletion and the counters, in one MULTI."""
         with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(pending)
-            if duplicates + dropped + rejected:
-                pipe.hincrby(stats, "enqueued", -(duplicates + dropped + rejected))
+            if events:
+                payloads = [event.model_dump(mode="json") for event in events]
+                self._queue.enqueue_many([batch_job(payloads, self._job_timeout_s)], pipeline=pipe)
+            pipe.delete(source.pending)
+            if duplicates + rejected:
+                pipe.hincrby(source.stats, "enqueued", -(duplicates + rejected))
             for name, value in (
                 ("duplicates", duplicates),
-                ("dropped_newest", dropped),
                 ("rejected", rejected),
-                ("admitted", admitted),
+                ("admitted", len(events)),
             ):
                 if value:
-                    pipe.hincrby(stats, name, value)
+                    pipe.hincrby(source.stats, name, value)
             pipe.execute()
         counters = self.counters
-        counters.admitted += admitted
+        counters.admitted += len(events)
         counters.duplicates += duplicates
         counters.rejected += rejected
-        counters.dropped += dropped
+        counters.batches += bool(events)
+
+    def burst(self, work: Callable[[], object]) -> None:
+        """Admit everything the inboxes hold, then let ``work`` (a burst worker) run it
+        off, until every inbox is empty: ``turngraph worker ingest --burst``. RQ's queue
+        is not kept shallow here: nothing is published while this process works it off
+        that the inboxes' bound did not already apply to."""
+        self._burst = True
+        try:
+            while True:
+                while self.admit_all():
+                    pass
+                if not self._queue.count:
+                    return
+                work()
+        finally:
+            self._burst = False
 
     # -- the loop beside the ingest worker --------------------------------------------
     def run(self) -> None:
-        """Admit until :meth:`stop`; idle, wait on the tenants' wake lists."""
+        """Admit until :meth:`stop`; idle, wait on the inboxes' wake lists."""
         log.info("admission_running")
         while not self._stop.is_set():
             try:
                 if self.admit_all():
                     continue
-                tenants = self.tenants()
-                if not tenants or self._queue.length() >= self._queue.max_length:
-                    # nothing to serve, or no room: entries wait in the inboxes
-                    self._stop.wait(FULL_QUEUE_WAIT_S if tenants else WAKE_TIMEOUT_S)
+                if not self.room():  # entries wait in the inboxes
+                    self._stop.wait(FULL_QUEUE_WAIT_S)
                     continue
-                self._redis.blpop([inbox_wake_key(t) for t in tenants], timeout=WAKE_TIMEOUT_S)
+                wakes = [source.wake for source in self.sources()]
+                self._redis.blpop(wakes, timeout=WAKE_TIMEOUT_S)
             except redis.RedisError as exc:
                 log.warning("admission_redis_error", error=type(exc).__name__)
                 self._function_loaded = False

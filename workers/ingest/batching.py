@@ -1,48 +1,48 @@
-"""An RQ worker that ingests queued turns in batches, and never dies on what it reads.
+"""The ingest worker: a stock RQ worker whose jobs are batches of turns.
 
-Stock RQ spends several Redis round trips of bookkeeping on every job (about 230 no-op
-jobs/s per worker measured here), below the 500 turns/s target, while one graph
-transaction of 100 turns costs about as much as one of 1 turn. So when this worker takes
-a job, it also *claims* up to ``max_batch - 1`` more queued jobs in one atomic step
-(``workers/ingest/claims.py``: tagged with the worker, renewed by a heartbeat, given back
-by any live worker within seconds of a crash), runs them through the pipeline with the
-job RQ dequeued, and finishes them in one pipelined round trip. The dequeued job keeps
-RQ's own handling (success, failure, retry); claimed jobs are bookkept here.
+Admission puts up to ``max_batch`` turns in one RQ job (one graph transaction of 100
+turns costs about as much as one of 1), so RQ's bookkeeping is paid per batch, not per
+turn. The worker lends each job its pipeline (:meth:`IngestWorker.perform_job`) and keeps
+the job's started-registry entry short and alive while it runs, through RQ's public
+``get_heartbeat_ttl`` and ``maintain_heartbeats``: a worker that was SIGKILLed stops
+beating, and RQ's own ``StartedJobRegistry.cleanup`` (every maintenance interval) hands
+the job to its ``Retry`` within :data:`HEARTBEAT_TTL_S` plus one interval.
 
-Hostile input (``workers/ingest/envelope.py``): every dequeued or claimed job is read
-defensively; one that cannot be read (a forged id, a job hash without data, data that is
-not JSON, a bad ``timeout``, ``created_at`` or ``retries_left``, another function) is
-dead-lettered with a typed reason naming the field (``workers/ingest/dead_letters.py``)
-and the rest of the batch proceeds. A batch that fails for a permanent reason is bisected
-until the poison turn is alone (``workers/ingest/isolation.py``): the good turns are
-written in the same round, the bad one is dead-lettered once. A transient failure gives
-the whole batch back (RQ retries the dequeued job with back-off).
+Hostile input (``workers/ingest/envelope.py``): a job hash RQ could not read or that is not
+ours (written by hand into RQ's queue) is refused at dequeue, and a payload that is not a
+valid turn inside a batch, each dead-lettered with a typed reason naming the field
+(``workers/ingest/dead_letters.py``); the rest proceeds. A batch that fails for a
+permanent reason is bisected until the poison turn is alone
+(``workers/ingest/isolation.py``): the good turns are written in the same round, the bad
+one is dead-lettered once. A transient failure fails the job and RQ retries the whole
+batch with back-off (writes are idempotent).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
 import redis
 import structlog
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.queue import Queue
 
-from turngraph.producers.bounded_queue import INGEST_FUNCTION
-from turngraph.producers.rq_internals import RQ_JOB_PREFIX, rq_timestamp
-from turngraph.schemas.errors import ConfigurationError, InvalidPayloadError, PermanentError
-from turngraph.schemas.turn_event import TurnEvent
-from turngraph.workers.ingest import claims, dead_letters
-from turngraph.workers.ingest.claims import claim_key, requeue_expired_claims
+from turngraph.producers.rq_internals import RQ_JOB_PREFIX
+from turngraph.schemas.defaults import FAILURE_TTL_S
+from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.dead_letters import DeadLetter
 from turngraph.workers.ingest.envelope import (
+    JOB_ID,
     EnvelopeError,
     check_fields,
     check_job_data,
@@ -53,142 +53,131 @@ from turngraph.workers.ingest.envelope import (
 from turngraph.workers.ingest.isolation import run_isolating
 from turngraph.workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
 from turngraph.workers.stoppable import StoppableWorker
-from turngraph.workers.trusted_jobs import TrustedJob
 
-__all__ = ["BatchingIngestWorker", "IngestJob", "claim_key", "requeue_expired_claims"]
+__all__ = ["HEARTBEAT_TTL_S", "IngestWorker", "run_batch"]
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_MAX_BATCH = 100
-"""Turns per graph transaction, counting the dequeued job."""
+"""Turns per RQ job, so per graph transaction (admission forms the batches)."""
+
+HEARTBEAT_TTL_S = 10
+"""A running job's started-registry entry lives this long unless renewed."""
+
+BEAT_S = 3.0
+"""How often a working worker renews it."""
 
 BatchObserver = Callable[[int, float, float | None], None]
-"""Told of every batch: its jobs, the seconds it took, and how long its dequeued job
-had waited in the queue (``None`` when unknown); the metrics histograms."""
+"""Told of every batch: its turns, the seconds it took, and how long its job had waited
+in the queue (``None`` when unknown); the metrics histograms."""
 
 
-class UnknownJobError(PermanentError):
-    """A job on the ingest queue names a function other than the ingest entry."""
-
-
-class PoisonTurnError(PermanentError):
-    """A turn the graph write refused alone, for a reason retrying cannot fix."""
-
-
-class IngestJob(TrustedJob):
-    """A job as the batching worker performs it: the batch the worker bound, not an import
-    of whatever function the job hash names."""
-
-    batch: Callable[[], dict[str, int]] | None = None
-
-    @property
-    def func(self) -> Callable[..., dict[str, int]]:
-        """What RQ calls to perform the job (with the job's own arguments, ignored here:
-        the batch holds them)."""
-        if self.func_name != INGEST_FUNCTION:
-            self.retries_left = 0
-            raise UnknownJobError("the ingest worker runs only ingest jobs")
-        batch = self.batch
-        if batch is None:
-            raise ConfigurationError("ingest job performed without a bound batch")
-
-        def perform(*_args: Any, **_kwargs: Any) -> dict[str, int]:
-            try:
-                return batch()
-            except PermanentError:
-                self.retries_left = 0  # RQ reads this when it handles the failure: no retry
-                raise
-
-        return perform
-
-
-@dataclass
-class _Outcome:
-    """What the batch did to the claimed jobs (set once the pipeline ran to the end)."""
-
-    poisoned: dict[str, DeadLetter] = field(default_factory=dict)
-
-
-def _payload_letter(job_id: str, exc: InvalidPayloadError) -> DeadLetter:
+def _payload_letter(event_id: str, exc: InvalidPayloadError) -> DeadLetter:
     if isinstance(exc, EnvelopeError):
-        return DeadLetter(job_id, "EnvelopeError", exc.field, exc.reason, time.time())
+        return DeadLetter(event_id, "EnvelopeError", exc.field, exc.reason, time.time())
     fields = str(exc).partition(": ")[2] or "payload"
-    return DeadLetter(job_id, "InvalidPayloadError", fields, "does not validate", time.time())
+    return DeadLetter(event_id, "InvalidPayloadError", fields, "does not validate", time.time())
 
 
-class BatchingIngestWorker(StoppableWorker):
-    """A :class:`rq.SimpleWorker` (no fork per job) that batches consecutive ingest jobs
-    through the :class:`IngestPipeline` it is given."""
+def _event_id(payload: Any, job_id: str, index: int) -> str:
+    """The payload's event id when it is one of ours, else its job and place in the batch."""
+    event_id = payload.get("event_id") if isinstance(payload, dict) else None
+    if isinstance(event_id, str) and JOB_ID.fullmatch(event_id):
+        return event_id
+    return f"{job_id}:{index}"
 
-    job_class = IngestJob
-    in_flight: tuple[str, ...] = ()
-    """Ids of the batch being ingested (the dequeued job first); empty between batches."""
-    _batch_jobs = 0
+
+def run_batch(
+    pipeline: IngestPipeline,
+    conn: redis.Redis,
+    queue_name: str,
+    payloads: Sequence[Any],
+    job_id: str = "batch",
+) -> dict[str, int]:
+    """Ingest ``payloads``; unreadable ones and poison turns are dead-lettered, the rest
+    written. A transient failure propagates (RQ retries the job)."""
+    items, letters = [], []
+    for index, payload in enumerate(payloads if isinstance(payloads, list) else []):
+        try:
+            event = parse_payload(payload)
+            items.append((event.event_id, event))
+        except InvalidPayloadError as exc:
+            letters.append(_payload_letter(_event_id(payload, job_id, index), exc))
+    if not isinstance(payloads, list):
+        letters.append(DeadLetter(job_id, "EnvelopeError", "data.args", "not a list", time.time()))
+    isolated = run_isolating(lambda part: pipeline.ingest([event for _, event in part]), items)
+    for (event_id, _), error in isolated.poisoned:
+        letters.append(
+            DeadLetter(event_id, "PoisonTurnError", "turn", type(error).__name__, time.time())
+        )
+    if isolated.poisoned:
+        log.warning(
+            "ingest_poison_isolated", turns=len(isolated.poisoned), writes=isolated.attempts
+        )
+    kept = {event_id: event.model_dump(mode="json") for (event_id, event), _ in isolated.poisoned}
+    if letters:
+        dead_letters.record(conn, queue_name, letters, kept)
+        log.warning("ingest_jobs_dead_lettered", queue=queue_name, jobs=len(letters))
+    counts = dict.fromkeys(IngestResult(0, 0, 0, 0, 0).as_counts(), 0)
+    for result in isolated.results:
+        for name, value in result.as_counts().items():
+            counts[name] += value
+    counts["dead_lettered"] = len(letters)
+    return counts
+
+
+class IngestWorker(StoppableWorker):
+    """A :class:`rq.SimpleWorker` (no fork per job, warm graph connections) that runs
+    ingest batch jobs through the :class:`IngestPipeline` it is given."""
 
     def __init__(
         self,
         queues: Sequence[Queue],
         *,
         pipeline: IngestPipeline,
-        max_batch: int = DEFAULT_MAX_BATCH,
         batch_observer: BatchObserver | None = None,
         **kwargs: Any,
     ) -> None:
-        # RQ logs a job's description at dequeue, before any check: a forged one could
-        # carry chat text or a secret into the log (ours is only the event id anyway)
         kwargs.setdefault("log_job_description", False)
-        super().__init__(list(queues), job_class=IngestJob, **kwargs)
+        super().__init__(list(queues), **kwargs)
         self.pipeline = pipeline
-        self.max_batch = max_batch
         self.batch_observer = batch_observer
-        self._outcome: _Outcome | None = None
+
+    def get_heartbeat_ttl(self, job: Job) -> int:
+        return HEARTBEAT_TTL_S
 
     def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
         """Cold shutdown (a second SIGTERM or SIGINT, a second or more after the first).
 
-        Mid-batch, the batch goes back to the queue's head at once (writes are idempotent)
-        and the process leaves: RQ would otherwise raise ``SystemExit`` into the job, count
-        it as a failed job and wait for the LLM calls still running. Idle, RQ exits."""
+        Mid-batch, the job is failed at once through RQ's ``handle_job_failure`` (its
+        ``Retry`` schedules it again; writes are idempotent) and the process leaves: RQ
+        would raise ``SystemExit`` into the job and then wait for the LLM calls still
+        running. Idle, RQ exits."""
         asked = self.stop_requested_at
         repeated = asked is not None and time.monotonic() - asked < 1.0
-        if repeated or not self.in_flight:  # RQ ignores a repeat within a second
+        job = self.get_current_job()
+        if repeated or job is None:  # RQ ignores a repeat within a second
             super().request_force_stop(signum, frame)
             return
-        handed_back = 0
         with contextlib.suppress(redis.RedisError):
-            dequeued = self.in_flight[0]
-            handed_back = self.requeue_in_flight()
-            for queue in self.queues:
-                claims.forget_started(self.connection, queue, dequeued)
+            queue = Queue(job.origin, connection=self.connection, serializer=self.serializer)
+            self.handle_job_failure(job, queue, exc_string="cold shutdown")
             self.register_death()
         if self.scheduler:
             self.stop_scheduler()
-        log.warning("ingest_cold_shutdown", jobs_handed_back=handed_back)
+        log.warning("ingest_cold_shutdown", job_id=job.id)
+        sys.stdout.flush()
+        sys.stderr.flush()
         os._exit(0)
 
     def run_maintenance_tasks(self) -> None:
-        """Our sweep first (RQ's cleaning drops intermediate ids without a job hash
-        silently: ours dead-letters them), then RQ's, then claims of dead workers."""
+        """Ids RQ skipped for having no job hash or no data are dead-lettered first (RQ's
+        own cleaning drops them silently), then RQ's maintenance."""
         for queue in self.queues:
             self._refuse_skipped(queue, None)
-            self._sweep(queue)
         super().run_maintenance_tasks()
-        for queue in self.queues:
-            requeue_expired_claims(self.connection, queue)
 
-    def _sweep(self, queue: Queue) -> None:
-        """Stale RQ entries and jobs in limbo (``claims.sweep_limbo``); an id RQ skipped for
-        having no job hash is dead-lettered, so every refusal is counted."""
-        swept = claims.sweep_limbo(self.connection, queue)
-        letters = [
-            DeadLetter(job_id, "EnvelopeError", "job", "no job hash", time.time())
-            for job_id in swept.without_hash
-        ]
-        if letters:
-            dead_letters.record(self.connection, queue.name, letters)
-            log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(letters), field="job")
-
-    # -- dequeue: a job RQ cannot read is dead-lettered, never a crash ---------------
+    # -- dequeue: a job RQ cannot read, or not ours, is dead-lettered, never a crash ---
     def dequeue_job_and_maintain_ttl(
         self, timeout: int | None, max_idle_time: int | None = None
     ) -> Any:
@@ -199,13 +188,11 @@ class BatchingIngestWorker(StoppableWorker):
                 job_id, queue = getattr(exc, "job_id", None), getattr(exc, "queue", None)
                 if job_id is None or queue is None:
                     raise
-                self._refuse_unreadable(queue, str(job_id))
-                self.connection.lrem(queue.intermediate_queue_key, 0, str(job_id))
+                self._refuse(queue, str(job_id), self._unreadable_letter(str(job_id)))
                 continue
             if result is None:  # burst mode, the queue ran dry: nothing left behind
                 for queue in self.queues:
                     self._refuse_skipped(queue, None)
-                    self._sweep(queue)
                 return None
             job, queue = result
             self._refuse_skipped(queue, job.id)
@@ -215,11 +202,33 @@ class BatchingIngestWorker(StoppableWorker):
                 check_job_data(job)
                 check_origin(job, queue.name)
             except EnvelopeError as exc:
-                dead_letters.record(self.connection, queue.name, [_payload_letter(job.id, exc)])
-                self.connection.lrem(queue.intermediate_queue_key, 0, job.id)
-                log.warning("ingest_job_refused", job_id=job.id, field=exc.field)
+                self._refuse(queue, job.id, _payload_letter(job.id, exc))
                 continue
             return result
+
+    def _refuse(self, queue: Queue, job_id: str, letter: DeadLetter) -> None:
+        """Dead-letter a job hash we will not run: ``failed`` (RQ's ``set_status``), and
+        expiring after the failure TTL."""
+        readable = bool(JOB_ID.fullmatch(job_id)) and bool(
+            self.connection.exists(RQ_JOB_PREFIX + job_id)
+        )
+        with self.connection.pipeline(transaction=False) as pipe:
+            pipe.lrem(queue.intermediate_queue_key, 0, job_id)
+            if readable:
+                Job(job_id, connection=self.connection).set_status(JobStatus.FAILED, pipe)
+                pipe.expire(RQ_JOB_PREFIX + job_id, FAILURE_TTL_S)
+            pipe.execute()
+        dead_letters.record(self.connection, queue.name, [letter])
+        log.warning("ingest_job_refused", field=letter.field)
+
+    def _unreadable_letter(self, job_id: str) -> DeadLetter:
+        """RQ could not restore the job: find the field by reading it ourselves."""
+        raw: Any = self.connection.hgetall(RQ_JOB_PREFIX + job_id) if len(job_id) <= 1024 else None
+        try:
+            read_job(job_id, raw, connection=self.connection, serializer=self.serializer)
+        except EnvelopeError as exc:
+            return _payload_letter(job_id, exc)
+        return DeadLetter(job_id, "EnvelopeError", "job", "unreadable", time.time())
 
     def _refuse_skipped(self, queue: Queue, current: str | None) -> None:
         """Dead-letter the ids RQ moved to its intermediate list and then skipped without a
@@ -227,7 +236,8 @@ class BatchingIngestWorker(StoppableWorker):
         for ever as ``queued``. One pipelined read of the (short) intermediate list."""
         conn = self.connection
         raw: list[Any] = conn.lrange(queue.intermediate_queue_key, 0, -1)
-        ids = [i.decode("utf-8", "replace") for i in raw if i.decode("utf-8", "replace") != current]
+        ids = [i.decode("utf-8", "replace") for i in raw]
+        ids = [job_id for job_id in ids if job_id != current]
         if not ids:
             return
         with conn.pipeline(transaction=False) as pipe:
@@ -251,157 +261,43 @@ class BatchingIngestWorker(StoppableWorker):
         dead_letters.record(conn, queue.name, letters)
         log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(letters), field="job")
 
-    def _refuse_unreadable(self, queue: Queue, job_id: str) -> None:
-        """RQ could not restore the job: find the field by reading it ourselves."""
-        raw: Any = self.connection.hgetall(RQ_JOB_PREFIX + job_id) if len(job_id) <= 1024 else None
-        try:
-            read_job(job_id, raw, connection=self.connection, serializer=self.serializer)
-            letter = DeadLetter(job_id, "EnvelopeError", "job", "unreadable", time.time())
-        except EnvelopeError as exc:
-            letter = _payload_letter(job_id, exc)
-        dead_letters.record(self.connection, queue.name, [letter])
-        log.warning("ingest_job_refused", field=letter.field)
+    def perform_job(self, job: Job, queue: Queue) -> bool:
+        def ingest(payloads: Sequence[Any], origin: str) -> dict[str, int]:
+            with self._beating(job):
+                return run_batch(
+                    self.pipeline, self.connection, origin or queue.name, payloads, job.id
+                )
 
-    # -- one batch ------------------------------------------------------------------
-    def execute_job(self, job: Job, queue: Queue) -> Any:
+        job.ingest = ingest  # type: ignore[attr-defined]
         started = time.perf_counter()
         waited_s = None
         if job.enqueued_at is not None:  # RQ keeps naive UTC datetimes
             enqueued = job.enqueued_at.replace(tzinfo=job.enqueued_at.tzinfo or UTC)
             waited_s = max(0.0, (datetime.now(UTC) - enqueued).total_seconds())
-        self._execute_batch(job, queue)
-        if self.batch_observer is not None:
-            self.batch_observer(self._batch_jobs, time.perf_counter() - started, waited_s)
-
-    def _execute_batch(self, job: Job, queue: Queue) -> None:
-        conn = self.connection
-        self.in_flight = (job.id,)
-        claims.hold(conn, queue, job.id, self.name)
-        requeue_expired_claims(conn, queue)
-        claimed = claims.claim(conn, queue, self.max_batch - 1, self.name)
-        self.in_flight = (job.id, *claimed)
-        self._batch_jobs = len(self.in_flight)
-        extras, refused = self._read_claimed(claimed)
-        self._outcome = None
-        if isinstance(job, IngestJob):
-            job.batch = lambda: self._ingest(job, extras, queue.name)
         try:
-            with claims.heartbeat(conn, queue, self.in_flight):
-                super().execute_job(job, queue)
+            return super().perform_job(job, queue)
         finally:
-            if isinstance(job, IngestJob):
-                job.batch = None
-        outcome, self._outcome = self._outcome, None
-        jobs = [claimed_job for claimed_job, _ in extras]
-        if outcome is None:
-            # The batch never ran to its end (a transient failure): all of it goes back.
-            self._give_back(queue, jobs)
-        else:
-            self._finish(queue, [j for j in jobs if j.id not in outcome.poisoned])
-            refused += outcome.poisoned.values()
-        with conn.pipeline(transaction=False) as pipe:
-            # given-back jobs were released when given back (another worker may hold them)
-            claims.release(pipe, queue, [job.id, *(letter.job_id for letter in refused)])
-            pipe.execute()
-        if refused:
-            dead_letters.record(conn, queue.name, refused)
-            log.warning("ingest_jobs_dead_lettered", queue=queue.name, jobs=len(refused))
-        self.in_flight = ()
+            if self.batch_observer is not None:
+                turns = len(job.args[0]) if job.args and isinstance(job.args[0], list) else 0
+                self.batch_observer(turns, time.perf_counter() - started, waited_s)
 
-    def _ingest(
-        self, job: Job, claimed: list[tuple[Job, TurnEvent]], queue_name: str
-    ) -> dict[str, int]:
-        """The dequeued job's turn and the claimed ones; a poison turn is isolated."""
-        own_error: InvalidPayloadError | None = None
-        items: list[tuple[str, TurnEvent]] = []
+    @contextmanager
+    def _beating(self, job: Job) -> Iterator[None]:
+        """Renew the job's started-registry entry every :data:`BEAT_S` while the batch
+        runs (inside the job: RQ's own bookkeeping before and after never races it)."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(BEAT_S):
+                try:
+                    self.maintain_heartbeats(job)
+                except redis.RedisError as exc:  # the batch itself will notice
+                    log.warning("ingest_heartbeat_failed", error=type(exc).__name__)
+
+        thread = threading.Thread(target=beat, name="ingest-heartbeat", daemon=True)
+        thread.start()
         try:
-            if not job.args:
-                raise EnvelopeError("data.args", "no payload")
-            items.append((job.id, parse_payload(job.args[0])))
-        except InvalidPayloadError as exc:
-            own_error = exc  # the claimed turns still go in, this round
-        items += [(claimed_job.id, event) for claimed_job, event in claimed]
-        isolated = run_isolating(
-            lambda part: self.pipeline.ingest([event for _, event in part]), items
-        )
-        poisoned = {
-            job_id: DeadLetter(job_id, "PoisonTurnError", "turn", type(exc).__name__, time.time())
-            for (job_id, _), exc in isolated.poisoned
-        }
-        if isolated.poisoned:
-            log.warning("ingest_poison_isolated", turns=len(poisoned), writes=isolated.attempts)
-        own_poison = poisoned.pop(job.id, None)
-        self._outcome = _Outcome(poisoned)
-        if own_error is not None:
-            dead_letters.record(self.connection, queue_name, [_payload_letter(job.id, own_error)])
-            raise own_error
-        if own_poison is not None:
-            dead_letters.record(self.connection, queue_name, [own_poison])
-            raise PoisonTurnError(f"the graph write refused this turn ({own_poison.reason})")
-        counts = dict.fromkeys(IngestResult(0, 0, 0, 0, 0).as_counts(), 0)
-        for result in isolated.results:
-            for name, value in result.as_counts().items():
-                counts[name] += value
-        return counts
-
-    def _read_claimed(self, ids: list[str]) -> tuple[list[tuple[Job, TurnEvent]], list[DeadLetter]]:
-        """The claimed jobs with their validated turns, and dead letters for the others."""
-        with self.connection.pipeline(transaction=False) as pipe:
-            for job_id in ids:
-                pipe.hgetall(RQ_JOB_PREFIX + job_id)
-            raws = pipe.execute()
-        valid: list[tuple[Job, TurnEvent]] = []
-        refused: list[DeadLetter] = []
-        queue_name = self.queues[0].name
-        for job_id, raw in zip(ids, raws, strict=True):
-            try:
-                claimed_job = read_job(
-                    job_id,
-                    raw,
-                    connection=self.connection,
-                    serializer=self.serializer,
-                    job_class=IngestJob,
-                )
-                check_origin(claimed_job, queue_name)
-                valid.append((claimed_job, parse_payload(claimed_job.args[0])))
-            except InvalidPayloadError as exc:
-                refused.append(_payload_letter(job_id, exc))
-        return valid, refused
-
-    def requeue_in_flight(self) -> int:
-        """After this worker lost Redis mid-batch: put back at the queue's head, at once,
-        what it still holds (not waiting for claim expiry), with RQ's started and
-        intermediate entries of those jobs removed (a stale started entry would make RQ
-        retry or fail a finished job minutes later). Writes are idempotent."""
-        ids, self.in_flight = self.in_flight, ()
-        if not ids:
-            return 0
-        count = claims.give_back_owned(self.connection, self.queues[0], ids, self.name)
-        log.warning("ingest_batch_requeued_after_redis_loss", jobs=count, held=len(ids))
-        return count
-
-    def _finish(self, queue: Queue, jobs: list[Job]) -> None:
-        if not jobs:
-            return
-        ended = rq_timestamp(time.time())
-        with self.connection.pipeline(transaction=False) as pipe:
-            for claimed_job in jobs:
-                pipe.hset(claimed_job.key, mapping={"status": "finished", "ended_at": ended})
-                ttl = claimed_job.result_ttl
-                if ttl == 0:
-                    pipe.delete(claimed_job.key)
-                elif ttl is not None and ttl > 0:
-                    pipe.expire(claimed_job.key, ttl)
-            claims.release(pipe, queue, [j.id for j in jobs])
-            pipe.execute()
-
-    def _give_back(self, queue: Queue, jobs: list[Job]) -> None:
-        if not jobs:
-            return
-        with self.connection.pipeline(transaction=True) as pipe:
-            for claimed_job in reversed(jobs):
-                pipe.lpush(queue.key, claimed_job.id)
-                pipe.hset(claimed_job.key, "status", "queued")
-            claims.release(pipe, queue, [j.id for j in jobs])
-            pipe.execute()
-        log.warning("ingest_batch_returned", queue=queue.name, jobs=len(jobs))
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=BEAT_S + 1)

@@ -1,52 +1,31 @@
-"""Dead letters: jobs the ingest worker refused (unreadable envelope) or isolated as poison.
+"""Dead letters: turns the ingest worker refused (unreadable payload) or isolated as poison.
 
-Each gets one record in ``turngraph:dead:<queue>`` (error type, the field, a reason, when;
-never chat text) and is counted in the queue's stats (``dead_lettered``); a job hash with a
-readable id is marked ``failed`` so the same event can be published again. RQ's own failed
-registry keeps the jobs RQ failed itself; ``turngraph jobs`` shows both.
+Each gets one record in ``turngraph:dead:<queue>`` keyed by its event id (error type, the
+field, a reason, when; never chat text) and is counted in the queue's stats
+(``dead_lettered``); no ingested marker is set, so the same event may be published again.
+RQ's own failed registry keeps the batch jobs RQ failed itself (retries exhausted);
+``turngraph jobs`` shows both and requeues the latter through RQ's public API.
 """
 
 from __future__ import annotations
 
 import json
-import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 import redis
+from rq import Queue
+from rq.registry import FailedJobRegistry
 from rq.serializers import JSONSerializer
 from rq.utils import str_to_date
 
-from turngraph.producers.rq_internals import (
-    RQ_FAILED_PREFIX,
-    RQ_JOB_PREFIX,
-    RQ_QUEUE_PREFIX,
-    rq_timestamp,
-)
-from turngraph.schemas.defaults import FAILURE_TTL_S, RETRIES
-from turngraph.schemas.keys import CLAIMS_TEMPLATE, DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
-from turngraph.workers.ingest.envelope import JOB_ID, read_job
-
-_DEAD_LETTER = """
--- KEYS: dead letters, claims, stats. ARGV: job key prefix, ended_at, failure TTL, then
--- per job: id, record, exc_info, readable (1: the id may name a job hash of ours).
-local n = 0
-for i = 4, #ARGV, 4 do
-  local id, record, exc, readable = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  redis.call('HSET', KEYS[1], id, record)
-  redis.call('ZREM', KEYS[2], id)
-  local key = ARGV[1] .. id
-  if readable == '1' and redis.call('EXISTS', key) == 1 then
-    redis.call('HSET', key, 'status', 'failed', 'ended_at', ARGV[2], 'exc_info', exc)
-    redis.call('EXPIRE', key, tonumber(ARGV[3]))
-  end
-  n = n + 1
-end
-redis.call('HINCRBY', KEYS[3], 'dead_lettered', n)
-return n
-"""
+from turngraph.producers.rq_internals import RQ_FAILED_PREFIX, RQ_JOB_PREFIX
+from turngraph.schemas.defaults import FAILURE_TTL_S, JOB_TIMEOUT_S
+from turngraph.schemas.keys import DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
+from turngraph.workers.ingest.envelope import EnvelopeError
+from turngraph.workers.ingest.job import batch_job
 
 
 @dataclass(frozen=True)
@@ -67,26 +46,32 @@ def dead_letter_key(queue_name: str) -> str:
     return DEAD_LETTERS_TEMPLATE.format(queue=queue_name)
 
 
+def kept_turns_key(queue_name: str) -> str:
+    """The turns of poison dead letters, kept for ``turngraph jobs requeue`` (as RQ keeps a
+    failed job's data) until the failure TTL."""
+    return dead_letter_key(queue_name) + ":turns"
+
+
 def record(
     conn: redis.Redis,
     queue_name: str,
     letters: Iterable[DeadLetter],
-    *,
-    failure_ttl_s: int = FAILURE_TTL_S,
+    turns: dict[str, Any] | None = None,
 ) -> int:
-    """Write the dead letters in one atomic step; returns how many."""
-    args: list[str | int] = [RQ_JOB_PREFIX, rq_timestamp(time.time()), failure_ttl_s]
-    for letter in letters:
-        readable = "1" if JOB_ID.fullmatch(letter.job_id) else "0"
-        args += [letter.job_id, json.dumps(asdict(letter)), letter.exc_info(), readable]
-    if len(args) == 3:
+    """Write the dead letters (and the ``turns`` of those that can be requeued, by id) and
+    count them, in one transaction; returns how many."""
+    records: dict[Any, Any] = {letter.job_id: json.dumps(asdict(letter)) for letter in letters}
+    if not records:
         return 0
-    keys = [
-        dead_letter_key(queue_name),
-        CLAIMS_TEMPLATE.format(queue=queue_name),
-        QUEUE_STATS_TEMPLATE.format(queue=queue_name),
-    ]
-    return int(conn.eval(_DEAD_LETTER, len(keys), *keys, *args))
+    with conn.pipeline(transaction=True) as pipe:
+        pipe.hset(dead_letter_key(queue_name), mapping=records)
+        if turns:
+            kept = {key: json.dumps(turn) for key, turn in turns.items()}
+            pipe.hset(kept_turns_key(queue_name), mapping=kept)  # type: ignore[arg-type]
+            pipe.expire(kept_turns_key(queue_name), FAILURE_TTL_S)
+        pipe.hincrby(QUEUE_STATS_TEMPLATE.format(queue=queue_name), "dead_lettered", len(records))
+        pipe.execute()
+    return len(records)
 
 
 def read(conn: redis.Redis, queue_name: str) -> Iterator[DeadLetter]:
@@ -143,23 +128,25 @@ def failed_jobs(conn: redis.Redis, queue_name: str) -> list[FailedJob]:
 
 
 def requeue(conn: redis.Redis, queue_name: str, job_id: str) -> None:
-    """Put one failed job back on the queue; an unreadable one raises :class:`EnvelopeError`
-    (it would only fail again: purge it)."""
-    raw: Any = conn.hgetall(RQ_JOB_PREFIX + job_id) if JOB_ID.fullmatch(job_id) else None
-    read_job(
-        job_id,
-        raw,
-        connection=conn,
-        serializer=JSONSerializer,
-    )
-    key = RQ_JOB_PREFIX + job_id
+    """Put one batch job RQ failed back on its queue (RQ's ``FailedJobRegistry.requeue``),
+    or a poison turn, kept, in a batch job of its own; anything else (a job hash that could
+    not be read) raises :class:`EnvelopeError` naming its field (it would only fail again:
+    purge it)."""
+    registry = FailedJobRegistry(queue_name, connection=conn, serializer=JSONSerializer)
+    if job_id in registry.get_job_ids():
+        registry.requeue(job_id)
+        return
+    kept: Any = conn.hget(kept_turns_key(queue_name), job_id)
+    if kept is None:
+        letter = next((x for x in read(conn, queue_name) if x.job_id == job_id), None)
+        if letter is None:
+            raise EnvelopeError("job", "no such failed job")
+        raise EnvelopeError(letter.field, letter.reason)
+    queue = Queue(queue_name, connection=conn, serializer=JSONSerializer)
     with conn.pipeline(transaction=True) as pipe:
-        pipe.hset(key, mapping={"status": "queued", "retries_left": RETRIES})
-        pipe.hdel(key, "exc_info", "ended_at")
-        pipe.persist(key)
-        pipe.rpush(RQ_QUEUE_PREFIX + queue_name, job_id)
+        queue.enqueue_many([batch_job([json.loads(kept)], JOB_TIMEOUT_S)], pipeline=pipe)
         pipe.hdel(dead_letter_key(queue_name), job_id)
-        pipe.zrem(RQ_FAILED_PREFIX + queue_name, job_id)
+        pipe.hdel(kept_turns_key(queue_name), job_id)
         pipe.execute()
 
 
@@ -168,8 +155,10 @@ def purge(conn: redis.Redis, queue_name: str) -> int:
     jobs = failed_jobs(conn, queue_name)
     with conn.pipeline(transaction=True) as pipe:
         for job in jobs:
-            if JOB_ID.fullmatch(job.job_id):
+            if job.source == "rq":
                 pipe.delete(RQ_JOB_PREFIX + job.job_id)
-        pipe.delete(dead_letter_key(queue_name), RQ_FAILED_PREFIX + queue_name)
+        pipe.delete(
+            dead_letter_key(queue_name), kept_turns_key(queue_name), RQ_FAILED_PREFIX + queue_name
+        )
         pipe.execute()
     return len(jobs)

@@ -4,9 +4,9 @@ Anyone who can write Redis can push any id onto the ingest queue and write any j
 RQ parses a job hash field by field (dates, timeouts, counters, JSON data) and a bad field
 raises out of its dequeue or ``Job.fetch_many``, outside any job's error handling: the
 worker quits, is restarted, takes the same job again (a crash loop). So every job the
-ingest worker dequeues or claims is read here first; what cannot be read is refused with
-an :class:`EnvelopeError` that names the field (never its value: it may be chat text), and
-is dead-lettered while the rest of the batch proceeds.
+ingest worker dequeues is read here first; what cannot be read is refused with an
+:class:`EnvelopeError` that names the field (never its value: it may be chat text), and is
+dead-lettered while the other jobs proceed.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def read_job(
 ) -> Job:
     """The job, restored and with its data decoded; an :class:`EnvelopeError` otherwise.
 
-    The job must call an allow-listed function with exactly one JSON object (the turn).
+    The job must call an allow-listed function with exactly one list (the turns).
     """
     check_job_id(job_id)
     check_fields(raw)
@@ -164,12 +164,13 @@ def check_origin(job: Job, queue_name: str) -> None:
 
 
 def check_job_data(job: Job) -> None:
-    """The job's data decodes to an allow-listed function called with one JSON object."""
+    """The job's data decodes to an allow-listed function called with one list (the
+    batch's turns)."""
     try:
         function, instance, args, kwargs = job.func_name, job.instance, job.args, job.kwargs
     except Exception:
         raise EnvelopeError("data", "not JSON job data") from None
     if function not in ALLOWED_FUNCTIONS:
         raise EnvelopeError("data.function", "not on the allow-list")
-    if instance is not None or kwargs or len(args) != 1 or not isinstance(args[0], dict):
-        raise EnvelopeError("data.args", "expected exactly one TurnEvent object")
+    if instance is not None or kwargs or len(args) != 1 or not isinstance(args[0], list):
+        raise EnvelopeError("data.args", "expected exactly one list of TurnEvent objects")

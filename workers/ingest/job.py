@@ -1,19 +1,50 @@
-"""The ingest job's allow-listed entry point: the function name an ingest job carries.
+"""The ingest job's allow-listed entry point: one RQ job per batch of turns.
 
-Producers enqueue ``workers.ingest.job.ingest_turn(payload)`` (``INGEST_FUNCTION``); the
-batching worker (``workers/ingest/batching.py``) performs such jobs itself, with the
-pipeline it was built with, and refuses any other function name. This body only runs
-when a stock RQ worker picks the job up, which cannot ingest (it has no pipeline).
+Admission (``workers/ingest/admission.py``) enqueues ``ingest_batch(payloads)`` with RQ's
+public ``Queue.enqueue_many``; the ingest worker (``workers/ingest/batching.py``) lends
+each job its pipeline, as the maintenance worker lends its distiller. A stock RQ worker
+has no pipeline to lend: the job fails with a :class:`ConfigurationError` saying so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rq import Queue, Retry, get_current_job
+
+from turngraph.schemas.defaults import (
+    FAILURE_TTL_S,
+    INGEST_FUNCTION,
+    RESULT_TTL_S,
+    RETRIES,
+    RETRY_INTERVALS_S,
+)
 from turngraph.schemas.errors import ConfigurationError
 
+__all__ = ["INGEST_FUNCTION", "batch_job", "ingest_batch"]
 
-def ingest_turn(payload: dict[str, Any]) -> dict[str, int]:
-    """Ingest one TurnEvent (a JSON-mode dict): run by ``turngraph worker ingest`` only."""
-    del payload
-    raise ConfigurationError("ingest jobs run in `turngraph worker ingest`, not a stock RQ worker")
+
+def batch_job(payloads: list[dict[str, Any]], timeout_s: int) -> Any:
+    """RQ's ``Queue.prepare_data`` of one batch job: our function, the turns as its one
+    argument, a description without chat text, the one retry policy."""
+    return Queue.prepare_data(
+        INGEST_FUNCTION,
+        args=(payloads,),
+        description=f"ingest_batch({len(payloads)} turns)",
+        timeout=timeout_s,
+        result_ttl=RESULT_TTL_S,
+        failure_ttl=FAILURE_TTL_S,
+        retry=Retry(max=RETRIES, interval=list(RETRY_INTERVALS_S)),
+    )
+
+
+def ingest_batch(payloads: list[dict[str, Any]]) -> dict[str, int]:
+    """Ingest a batch of TurnEvents (JSON-mode dicts): run by ``turngraph worker ingest``."""
+    job = get_current_job()
+    run = getattr(job, "ingest", None)
+    if run is None:
+        raise ConfigurationError(
+            "ingest jobs run in `turngraph worker ingest`, not a stock RQ worker"
+        )
+    counts: dict[str, int] = run(payloads, job.origin if job is not None else "")
+    return counts
