@@ -10,6 +10,8 @@ In one run, on an embedded Valkey it starts itself:
 - reference: the same event payloads through raw pipelined ``RPUSH`` (256 per round trip);
 - tenant: the same turns published with a tenant credential into the tenant's bounded
   inbox (``producers/tenant_inbox.py``; admission into RQ jobs is the ingest worker's);
+- admission: the operator's inbox of N turns moved into RQ batch jobs
+  (``Admission.burst``), turns/s and CPU per turn (this process plus every Redis command);
 - CPU per event of both (this process plus the Redis server's time in the command): on a
   shared machine the throughput ratio depends on whether Redis finds a free core, the CPU
   cost does not;
@@ -32,13 +34,18 @@ import time
 from pathlib import Path
 
 import redis
+from rq import Queue
+from rq.serializers import JSONSerializer
 
 from bench.report import percentile, result_line, table
 from turngraph.credentials import issue
 from turngraph.embedded import RedisServer
 from turngraph.embedded.redis_server import APPENDFSYNC
+from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.publisher import Publisher
+from turngraph.schemas.defaults import INGEST_QUEUE
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.workers.ingest.admission import Admission
 
 BENCH_TENANT = "bench"
 """The tenant whose credential the tenant trials publish with (``turngraph credentials``)."""
@@ -144,10 +151,43 @@ def sustained(
     rate = len(events) / (time.perf_counter() - began)
     cpu_us = (
         (time.process_time() - cpu) * 1e6 / len(events),
-        server_us(admin, "evalsha") / len(events),
+        server_us(admin, "fcall" if tenant else "evalsha") / len(events),
     )
     admin.close()
     return rate, cpu_us, timings, publisher.close().enqueued
+
+
+def redis_us(conn: redis.Redis) -> float:
+    """Microseconds Redis spent in every command since the last CONFIG RESETSTAT."""
+    stats = conn.info("commandstats")
+    return float(sum(v.get("usec", 0) for k, v in stats.items() if k not in _NOT_COUNTED))
+
+
+_NOT_COUNTED = {"cmdstat_info", "cmdstat_config"}
+
+
+def admission(url: str, count: int) -> tuple[float, tuple[float, float]]:
+    """Turns/s of admission moving the operator's inbox (``count`` entries) into RQ batch
+    jobs (``Admission.burst``), and CPU µs per turn (this process plus the Redis server,
+    every command of the path: LMOVE, marker reads, the batch job's MULTI)."""
+    conn = redis.Redis.from_url(url)
+    queue = Queue(INGEST_QUEUE, connection=conn, serializer=JSONSerializer)
+    measured: list[float] = []
+
+    def done() -> None:  # the burst's worker: every turn is in a batch job
+        measured.extend((time.perf_counter(), time.process_time(), redis_us(conn)))
+        queue.empty()
+
+    conn.config_resetstat()
+    cpu = time.process_time()
+    began = time.perf_counter()
+    Admission(conn, queue).burst(done)
+    ended, cpu_end, server = measured
+    admitted = read_stats(conn, INGEST_QUEUE).admitted
+    conn.close()
+    if admitted != count:
+        raise RuntimeError(f"admission took {admitted} of {count} turns")
+    return count / (ended - began), ((cpu_end - cpu) * 1e6 / count, server / count)
 
 
 def paced(publisher: Publisher, events: list[TurnEvent]) -> tuple[list[float], int]:
@@ -195,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             tenant_url = issue(admin, BENCH_TENANT).redis_url(url)
             raw_rates, pub_rates, raw_cpu, pub_cpu, tight = [], [], [], [], []
             tenant_rates, tenant_cpu = [], []
+            admit_rates: list[float] = []
+            admit_cpu: list[tuple[float, float]] = []
             for trial in range(args.trials):
                 events = make_events(args.events, f"s_trial{trial}")
                 payloads = [event.model_dump_json().encode() for event in events]
@@ -207,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
                 pub_rates.append(rate)
                 pub_cpu.append(cpu_us)
                 tight.extend(timings)
+                rate, cpu_us = admission(url, len(events))
+                admit_rates.append(rate)
+                admit_cpu.append(cpu_us)
                 admin.flushdb()
                 rate, cpu_us, _, enqueued = sustained(
                     tenant_url, events, admin_url=url, tenant=BENCH_TENANT
@@ -260,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
                 ["Publisher: publish + flush", round(pub_rate), *_cpu(pub_cpu), _trials(pub_rates)],
                 ["ratio (median of paired trials)", round(ratio, 3), "", "", _trials(ratios, 3)],
                 [
+                    "admission: inbox -> RQ batch jobs",
+                    round(statistics.median(admit_rates)),
+                    *_cpu(admit_cpu),
+                    _trials(admit_rates),
+                ],
+                [
                     "Publisher, tenant credential (inbox)",
                     round(tenant_rate),
                     *_cpu(tenant_cpu),
@@ -292,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             redis_cpu_us=_cpu(pub_cpu)[1],
             rpush_client_cpu_us=_cpu(raw_cpu)[0],
             rpush_redis_cpu_us=_cpu(raw_cpu)[1],
+            admission_turns_per_s=round(statistics.median(admit_rates)),
+            admission_client_cpu_us=_cpu(admit_cpu)[0],
+            admission_redis_cpu_us=_cpu(admit_cpu)[1],
             tenant_events_per_s=round(tenant_rate),
             tenant_ratio=round(tenant_ratio, 3),
             tenant_client_cpu_us=_cpu(tenant_cpu)[0],

@@ -21,6 +21,7 @@ import redis
 
 from turngraph.schemas.defaults import INGEST_QUEUE, DropPolicy
 from turngraph.schemas.keys import (
+    ADMITTED_PREFIX,
     INBOX_TEMPLATE,
     INBOX_WAKE_TEMPLATE,
     INGESTED_PREFIX,
@@ -106,6 +107,11 @@ class QueueStats:
 def ingested_key(event_id: str) -> str:
     """Redis key of an event's ingested marker."""
     return INGESTED_PREFIX + event_id
+
+
+def admitted_key(event_id: str) -> str:
+    """Redis key of an event's admitted marker (the batch job it waits in)."""
+    return ADMITTED_PREFIX + event_id
 
 
 def is_ingested(conn: redis.Redis, event_id: str) -> bool:

@@ -11,6 +11,11 @@ QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
 INGESTED_PREFIX = "turngraph:ingested:"
 """Marker set by the ingest job once an event is in the graph (duplicate detection)."""
 
+ADMITTED_PREFIX = "turngraph:admitted:"
+"""Marker set by admission while an event waits in a batch job: that job's id (a turn
+published again meanwhile is a duplicate); the ingest job deletes it with the ingested
+marker's write, a dead letter with its record."""
+
 INBOX_TEMPLATE = "turngraph:inbox:{queue}"
 """The operator's bounded inbox of a queue: TurnEvent JSON, oldest first (admission moves
 entries from here, and from every tenant's inbox, into RQ batch jobs)."""

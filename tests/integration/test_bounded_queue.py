@@ -8,6 +8,7 @@ import json
 import pytest
 import redis
 from rq import Queue
+from rq.job import JobStatus
 from rq.serializers import JSONSerializer
 
 from tests.support.turn_factory import make_turn
@@ -19,7 +20,9 @@ from turngraph.producers.bounded_queue import (
     read_stats,
 )
 from turngraph.schemas.defaults import DropPolicy
+from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.admission import Admission
+from turngraph.workers.ingest.dead_letters import DeadLetter
 
 pytestmark = pytest.mark.integration
 
@@ -76,4 +79,33 @@ def test_duplicates_are_counted_at_admission_exactly(redis_conn: redis.Redis) ->
     stats = read_stats(redis_conn, QUEUE)
     assert (stats.published, stats.enqueued, stats.duplicates, stats.admitted) == (3, 1, 2, 1)
     assert stats.length == 0 and admission.counters.batches == 1
+    assert stats.published == stats.enqueued + stats.dropped_newest + stats.duplicates
+
+
+def test_a_turn_published_again_while_its_batch_job_waits_is_a_duplicate(
+    redis_conn: redis.Redis,
+) -> None:
+    """Published again while its first copy waits in a live batch job: a duplicate. Once
+    that job failed (retries exhausted), or the turn was dead-lettered, it may be
+    published again and is admitted."""
+    queue = Queue(QUEUE, connection=redis_conn, serializer=JSONSerializer)
+    inbox, admission = _inbox(redis_conn), Admission(redis_conn, queue)
+    inbox.enqueue_many([make_turn(1), make_turn(2)])
+    assert admission.admit_all() == 2
+    inbox.enqueue_many([make_turn(1)])
+    assert admission.admit_all() == 1
+    stats = read_stats(redis_conn, QUEUE)
+    assert (stats.published, stats.admitted, stats.duplicates) == (3, 2, 1)
+    assert queue.count == 1
+    (job,) = queue.get_jobs()
+    job.set_status(JobStatus.FAILED)  # what RQ does once its retries are exhausted
+    inbox.enqueue_many([make_turn(1)])
+    assert admission.admit_all() == 1
+    dead_letters.record(  # what the ingest worker does with a poison turn
+        redis_conn, QUEUE, [DeadLetter(make_turn(2).event_id, "PoisonTurnError", "turn", "x", 0)]
+    )
+    inbox.enqueue_many([make_turn(2), make_turn(1)])
+    assert admission.admit_all() == 2
+    stats = read_stats(redis_conn, QUEUE)
+    assert (stats.published, stats.admitted, stats.duplicates) == (6, 4, 2)
     assert stats.published == stats.enqueued + stats.dropped_newest + stats.duplicates

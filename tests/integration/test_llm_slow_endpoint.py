@@ -16,7 +16,7 @@ from rq.timeouts import JobTimeoutException
 
 from tests.support.dev_sessions import dev_sessions
 from tests.support.fake_openai import FakeOpenAI, Reply, hang
-from turngraph.app import build_distiller, build_ingest_worker, build_pipeline
+from turngraph.app import build_distiller, build_ingest_worker, build_pipeline, ingest_burst
 from turngraph.clients import Clients, build_clients
 from turngraph.producers.bounded_queue import BoundedQueue, read_stats
 from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
@@ -68,7 +68,7 @@ def test_forty_turns_are_stored_within_seconds_while_the_llm_reads(
         queue = BoundedQueue(with_llm.redis, name=configured.ingest_queue, max_length=1_000)
         published = time.monotonic()
         queue.enqueue_many(turns)
-        assert build_ingest_worker(with_llm, pipeline).work(burst=True, with_scheduler=False)
+        ingest_burst(with_llm, build_ingest_worker(with_llm, pipeline))
         stored_s = time.monotonic() - published
     finally:
         with_llm.close()

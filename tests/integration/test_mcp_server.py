@@ -28,6 +28,7 @@ from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.keys import INBOX_TEMPLATE
 from turngraph.workers.extraction.offline import OfflineExtractor
 
 pytestmark = pytest.mark.integration
@@ -121,7 +122,7 @@ def test_tools_through_the_sdk_client(
     }
     remember = out["remember"]
     assert not remember.is_error and remember.structured_content["buffered"] is True
-    assert clients.redis.llen(f"rq:queue:{clients.settings.ingest_queue}") == 1
+    assert clients.redis.llen(INBOX_TEMPLATE.format(queue=clients.settings.ingest_queue)) == 1
     assert out["status"].structured_content["publisher"]["enqueued"] == 1
     refused = out["refused"]
     assert refused.is_error and refused.structured_content["error_code"] == "CONSENT_REQUIRED"
@@ -139,7 +140,7 @@ def test_distill_tools_through_the_sdk_client(
     )
     build_pipeline(clients, extractor=OfflineExtractor()).ingest(events)
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    ingest_queue = f"rq:queue:{clients.settings.ingest_queue}"
+    ingest_queue = INBOX_TEMPLATE.format(queue=clients.settings.ingest_queue)
 
     async def session() -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -35,9 +35,9 @@ from turngraph.embedded.services import STATE_FILE, ServiceEndpoints
 from turngraph.producers.bounded_queue import is_ingested
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.publisher import Publisher
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.defaults import INGEST_QUEUE
+from turngraph.schemas.keys import INBOX_TEMPLATE
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
 pytestmark = pytest.mark.timeout(600)
@@ -214,7 +214,8 @@ def test_a_bridge_follows_services_restarted_on_another_port(tmp_path: Path) -> 
             assert time.monotonic() < deadline, (tmp_path / "bridge.log").read_text()[-3000:]
             index += 1
         with redis.Redis.from_url(after.redis_url) as conn:
-            assert conn.llen(RQ_QUEUE_PREFIX + INGEST_QUEUE) >= 1  # it reached the new Redis
+            inbox = INBOX_TEMPLATE.format(queue=INGEST_QUEUE)
+            assert conn.llen(inbox) >= 1  # it reached the new Redis
         assert bridge.poll() is None
     finally:
         squatter.close()

@@ -46,7 +46,7 @@ from rq.registry import (
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
-from turngraph.producers.bounded_queue import ingested_key
+from turngraph.producers.bounded_queue import admitted_key, ingested_key
 from turngraph.producers.rq_internals import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
 from turngraph.schemas.changes import (
     CHANGE_FIELD,
@@ -146,13 +146,18 @@ def _job_keys(job_id: str) -> list[str]:
 
 def _keep_other_turns(conn: redis.Redis, job_id: str, field: str, key: str) -> bool:
     """An ingest batch job keeps the turns of other scopes (RQ's ``Job.save``); False
-    when it is not one or none is left (the caller deletes it)."""
+    when it is not one or none is left (the caller deletes it). The scope's turns lose
+    their admitted markers (keys named after them)."""
     try:
         job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
         if job.func_name != INGEST_FUNCTION or not job.args or not isinstance(job.args[0], list):
             return False
     except (NoSuchJobError, ValueError, TypeError):
         return False
+    gone = [turn for turn in job.args[0] if mentions_scope(turn, field, key)]
+    markers = [admitted_key(str(t.get("event_id"))) for t in gone if isinstance(t, dict)]
+    if markers:
+        conn.delete(*markers)
     kept = [turn for turn in job.args[0] if not mentions_scope(turn, field, key)]
     if not kept:
         return False

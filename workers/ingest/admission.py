@@ -17,7 +17,8 @@ admits a source at a time (a lock that expires if its holder dies). Admission mo
 entries only while RQ's queue holds fewer than :data:`MAX_QUEUED_BATCHES` jobs, so the
 backlog, the bound and its drop policy stay in the inboxes, counted exactly. Every entry
 is counted once: ``enqueued`` as it enters the inbox; a duplicate (its ingested marker is
-set, or it came twice in one admission), an entry that is not a valid turn (``rejected``,
+set, it waits in a live batch job: its admitted marker names one, or it came twice in one
+admission), an entry that is not a valid turn (``rejected``,
 logged with the field names only) is moved out of ``enqueued`` in the same transaction
 that counts it; the others count as ``admitted``.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,10 +35,12 @@ import redis
 import structlog
 from pydantic import ValidationError
 from rq import Queue
+from rq.exceptions import InvalidJobOperation
+from rq.job import Job, JobStatus
 
-from turngraph.producers.bounded_queue import ingested_key
+from turngraph.producers.bounded_queue import admitted_key, ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
-from turngraph.schemas.defaults import JOB_TIMEOUT_S
+from turngraph.schemas.defaults import INGESTED_TTL_S, JOB_TIMEOUT_S
 from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.keys import (
     ADMISSION_LIST_TEMPLATE,
@@ -77,6 +81,18 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+_LIVE = frozenset(
+    {
+        JobStatus.QUEUED,
+        JobStatus.STARTED,
+        JobStatus.DEFERRED,
+        JobStatus.SCHEDULED,
+        JobStatus.FINISHED,
+    }
+)
+"""A turn in a batch job in one of these states is on its way to the graph: published
+again, it is a duplicate. Failed, stopped or canceled batches may be published again."""
 
 OPERATOR = ""
 """The source name of the operator's inbox (tenants are named)."""
@@ -226,19 +242,42 @@ class Admission:
             if event.event_id in events:
                 repeated += 1
             events[event.event_id] = event
-        fresh = self._not_ingested(list(events.values()))
+        fresh = self._fresh(list(events.values()))
         duplicates = repeated + len(events) - len(fresh)
         self._commit(source, fresh, duplicates, rejected)
         return len(entries)
 
-    def _not_ingested(self, events: Sequence[TurnEvent]) -> list[TurnEvent]:
+    def _fresh(self, events: Sequence[TurnEvent]) -> list[TurnEvent]:
+        """The events neither ingested nor waiting in a live batch job: one pipelined
+        read of both markers; a batch job's status only for the (rare) re-published."""
         if not events:
             return []
         with self._redis.pipeline(transaction=False) as pipe:
             for event in events:
                 pipe.exists(ingested_key(event.event_id))
-            seen = pipe.execute()
-        return [event for event, done in zip(events, seen, strict=True) if not done]
+                pipe.get(admitted_key(event.event_id))
+            found = pipe.execute()
+        live: dict[bytes, bool] = {}
+        fresh = []
+        for event, ingested, job_id in zip(events, found[::2], found[1::2], strict=True):
+            if ingested:
+                continue
+            if job_id is not None:
+                if job_id not in live:
+                    live[job_id] = self._live(job_id.decode("utf-8", "replace"))
+                if live[job_id]:
+                    continue
+            fresh.append(event)
+        return fresh
+
+    def _live(self, job_id: str) -> bool:
+        """True while the batch job is on its way to the graph (or done): not failed,
+        stopped, canceled, or gone."""
+        try:
+            status = Job(job_id, connection=self._redis).get_status()
+        except InvalidJobOperation:  # no job hash (expired, deleted)
+            return False
+        return status in _LIVE
 
     def _commit(
         self, source: Source, events: Sequence[TurnEvent], duplicates: int, rejected: int
@@ -247,7 +286,11 @@ class Admission:
         with self._redis.pipeline(transaction=True) as pipe:
             if events:
                 payloads = [event.model_dump(mode="json") for event in events]
-                self._queue.enqueue_many([batch_job(payloads, self._job_timeout_s)], pipeline=pipe)
+                job_id = str(uuid.uuid4())
+                job = batch_job(payloads, self._job_timeout_s, job_id)
+                self._queue.enqueue_many([job], pipeline=pipe)
+                for event in events:
+                    pipe.set(admitted_key(event.event_id), job_id, ex=INGESTED_TTL_S)
             pipe.delete(source.pending)
             if duplicates + rejected:
                 pipe.hincrby(source.stats, "enqueued", -(duplicates + rejected))

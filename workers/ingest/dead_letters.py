@@ -21,6 +21,7 @@ from rq.registry import FailedJobRegistry
 from rq.serializers import JSONSerializer
 from rq.utils import str_to_date
 
+from turngraph.producers.bounded_queue import admitted_key
 from turngraph.producers.rq_internals import RQ_FAILED_PREFIX, RQ_JOB_PREFIX
 from turngraph.schemas.defaults import FAILURE_TTL_S, JOB_TIMEOUT_S
 from turngraph.schemas.keys import DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
@@ -69,6 +70,8 @@ def record(
             kept = {key: json.dumps(turn) for key, turn in turns.items()}
             pipe.hset(kept_turns_key(queue_name), mapping=kept)  # type: ignore[arg-type]
             pipe.expire(kept_turns_key(queue_name), FAILURE_TTL_S)
+        for job_id in records:  # a dead turn may be published again
+            pipe.delete(admitted_key(job_id))
         pipe.hincrby(QUEUE_STATS_TEMPLATE.format(queue=queue_name), "dead_lettered", len(records))
         pipe.execute()
     return len(records)

@@ -24,11 +24,12 @@ from turngraph.schemas.errors import ConfigurationError
 __all__ = ["INGEST_FUNCTION", "batch_job", "ingest_batch"]
 
 
-def batch_job(payloads: list[dict[str, Any]], timeout_s: int) -> Any:
+def batch_job(payloads: list[dict[str, Any]], timeout_s: int, job_id: str | None = None) -> Any:
     """RQ's ``Queue.prepare_data`` of one batch job: our function, the turns as its one
     argument, a description without chat text, the one retry policy."""
     return Queue.prepare_data(
         INGEST_FUNCTION,
+        job_id=job_id,
         args=(payloads,),
         description=f"ingest_batch({len(payloads)} turns)",
         timeout=timeout_s,

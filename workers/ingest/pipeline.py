@@ -11,7 +11,7 @@ import pydantic
 import redis
 import structlog
 
-from turngraph.producers.bounded_queue import ingested_key
+from turngraph.producers.bounded_queue import admitted_key, ingested_key
 from turngraph.producers.redaction import redact_and_fit
 from turngraph.schemas.changes import encode_change
 from turngraph.schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S, REEXTRACT_PENDING_MAX
@@ -90,8 +90,12 @@ class IngestPipeline:
         return self.ingest([parse_payload(payload) for payload in payloads])
 
     def ingest(self, events: Sequence[TurnEvent]) -> IngestResult:
+        # admission's in-flight markers, by the ids it saw (before any id is hashed)
+        admitted = [admitted_key(event.event_id) for event in events]
         try:
             events, forgotten = split_forgotten(self._redis, events)
+            if admitted and not events:
+                self._redis.delete(*admitted)
         except redis.RedisError as exc:
             raise BackendUnavailableError("redis unavailable before graph write") from exc
         for event in forgotten:
@@ -127,6 +131,7 @@ class IngestPipeline:
                         maxlen=CHANGES_MAXLEN,
                         approximate=True,
                     )
+                pipe.delete(*admitted)
                 created = set(report.created)
                 for event in clean:
                     # the marker counts the writes that created the episode: a turn written
