@@ -1,6 +1,8 @@
 """Recovery in seconds: a SIGKILLed worker's batch job is run again by a live worker within
 ~30 s (its started-registry entry, renewed every few seconds while it ran, lapses and RQ's
-own clean-up hands it to its Retry); a SIGTERMed worker finishes and exits cleanly."""
+own clean-up hands it to its Retry), and so is one dequeued just as Redis died (the ingest
+worker's own pass over RQ's intermediate list); a SIGTERMed worker finishes and exits
+cleanly."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ import sys
 import time
 
 import pytest
+from rq import Worker
 
 from tests.support.embedding import STATIC_MODEL_ENV
 from tests.support.turns import turn
 from turngraph.app import ingest_queue
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
-from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S
+from turngraph.workers.ingest.admission import Admission
+from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S, STUCK_S
 
 pytestmark = pytest.mark.integration
 
@@ -94,3 +98,39 @@ def test_a_killed_workers_batch_is_ingested_by_a_live_worker_within_seconds(
         "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
     )
     assert records[0]["n"] == 40
+
+
+def test_a_batch_dequeued_as_redis_died_is_ingested_within_seconds(clients: Clients) -> None:
+    """A worker that moved a batch job into RQ's intermediate list (its dequeue) and lost
+    Redis before starting it leaves the job there, in no registry: RQ's own clean-up
+    retries it a minute later, ours after STUCK_S."""
+    conn = clients.redis
+    queue = ingest_queue(clients)
+    events = [turn(f"dequeued, never started: src/d{i}.py", i, session="stuck") for i in range(20)]
+    BoundedQueue(conn, name=queue.name, max_length=1000).enqueue_many(events)
+    Admission(conn, queue).admit_all()
+    assert queue.count == 1
+    # what RQ's dequeue does (BLMOVE to the intermediate list), then nothing more
+    conn.lmove(queue.key, queue.intermediate_queue_key, "LEFT", "RIGHT")
+    assert queue.count == 0 and conn.llen(queue.intermediate_queue_key) == 1
+    live = subprocess.Popen(
+        [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
+        env=_env(clients),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert _wait(lambda: Worker.count(queue=queue) == 1, 90), "the worker never started"
+        started_at = time.monotonic()  # RQ's worker registered: its first maintenance pass
+        recovered = _wait(lambda: all(is_ingested(conn, e.event_id) for e in events), 90)
+        took = time.monotonic() - started_at
+    finally:
+        live.send_signal(signal.SIGTERM)
+        output = live.communicate(timeout=60)[0].decode(errors="replace")
+    assert recovered, output[-3000:]
+    print(f"recovered {len(events)} turns {took:.1f} s after the worker registered")
+    assert "ingest_stuck_job_retried" in output, output[-3000:]
+    assert took <= RECOVERY_BUDGET_S, f"recovered after {took:.1f} s"
+    assert took >= STUCK_S  # it waited for a live worker's window, not less
+    assert conn.llen(queue.intermediate_queue_key) == 0
+    assert conn.zcard(queue.failed_job_registry.key) == 0

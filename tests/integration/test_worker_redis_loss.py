@@ -27,9 +27,9 @@ from turngraph.schemas.keys import INBOX_TEMPLATE
 
 pytestmark = pytest.mark.integration
 
-INTERMEDIATE_CLEANUP_S = 90.0
-"""RQ cleans a job stuck in its intermediate list once seen there for a minute, at a
-worker's maintenance (every 5 s here)."""
+INTERMEDIATE_CLEANUP_S = 45.0
+"""The ingest worker retries a job stuck in RQ's intermediate list once seen there for
+STUCK_S (10 s), at a maintenance (every 5 s); RQ's own clean-up would wait a minute."""
 
 OUTAGE_MARKERS = (
     b"rq_worker_waiting_for_redis",  # our supervisor, between RQ workers
@@ -143,7 +143,7 @@ def test_no_stale_registry_entry_after_redis_is_sigkilled_mid_batch(
             }
 
         # A job dequeued (moved to RQ's intermediate list) when Redis died and never
-        # started: RQ's own IntermediateQueue.cleanup hands it to its Retry after a minute.
+        # started: the worker's maintenance hands it to its Retry after STUCK_S.
         deadline = time.monotonic() + INTERMEDIATE_CLEANUP_S
         while any(backlog().values()) and time.monotonic() < deadline:
             time.sleep(0.5)  # polling RQ's bookkeeping in the worker process

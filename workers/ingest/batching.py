@@ -67,6 +67,9 @@ HEARTBEAT_TTL_S = 10
 BEAT_S = 3.0
 """How often a working worker renews it."""
 
+STUCK_S = HEARTBEAT_TTL_S
+"""A job this long in RQ's intermediate list, never started, is retried (RQ waits 60 s)."""
+
 BatchObserver = Callable[[int, float, float | None], None]
 """Told of every batch: its turns, the seconds it took, and how long its job had waited
 in the queue (``None`` when unknown); the metrics histograms."""
@@ -172,10 +175,36 @@ class IngestWorker(StoppableWorker):
 
     def run_maintenance_tasks(self) -> None:
         """Ids RQ skipped for having no job hash or no data are dead-lettered first (RQ's
-        own cleaning drops them silently), then RQ's maintenance."""
+        own cleaning drops them silently), then RQ's maintenance, then jobs stuck in RQ's
+        intermediate list for :data:`STUCK_S` are handed to their ``Retry``."""
         for queue in self.queues:
             self._refuse_skipped(queue, None)
         super().run_maintenance_tasks()
+        for queue in self.queues:
+            if queue.acquire_maintenance_lock():
+                try:
+                    self._retry_stuck(queue)
+                finally:
+                    queue.release_maintenance_lock()
+
+    def _retry_stuck(self, queue: Queue) -> None:
+        """A job dequeued (moved to RQ's intermediate list) just as Redis died never
+        reaches the started registry: RQ's ``IntermediateQueue.cleanup`` fails it into its
+        ``Retry`` only a minute after first seeing it. The same steps through the same
+        public methods, after :data:`STUCK_S` (a live worker starts its job within
+        milliseconds of dequeuing it)."""
+        stuck = queue.intermediate_queue
+        for job_id in stuck.get_job_ids():
+            if job_id in queue.started_job_registry or stuck.set_first_seen(job_id):
+                continue
+            first_seen = stuck.get_first_seen(job_id)
+            if first_seen is None or (datetime.now(UTC) - first_seen).total_seconds() < STUCK_S:
+                continue
+            job = queue.fetch_job(job_id)
+            if job is not None:
+                self.handle_job_failure(job, queue, exc_string="stuck in the intermediate list")
+                log.warning("ingest_stuck_job_retried", job_id=job_id)
+            stuck.remove(job_id)
 
     # -- dequeue: a job RQ cannot read, or not ours, is dead-lettered, never a crash ---
     def dequeue_job_and_maintain_ttl(
