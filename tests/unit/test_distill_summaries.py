@@ -202,6 +202,23 @@ def test_a_topic_comes_from_what_the_span_is_about_not_a_keyword_accident() -> N
     assert topic_of(named_twice).title == "RQ"  # a thing two turns name can be the topic
 
 
+def test_a_stage_number_or_a_pronoun_is_no_topic() -> None:
+    """Issue 20: RealMem grouped the summaries of 10-11 unrelated sessions of a workspace
+    under the plan "Phase 1", and a decision "you ..." made the topic "You"."""
+    turns = [
+        _turn(0, "user", "I want to plan a cycling trip on the G318 road."),
+        _turn(1, "assistant", "Phase 1 is Chengdu to Kangding.", Mention("Plan", "Phase 1")),
+        _turn(2, "user", "The cycling trip needs rest days on the G318 road."),
+    ]
+    topic = topic_of(turns)
+    assert topic.plan_id is None and "phase" not in topic.topic_id, topic
+    assert not topic.title.startswith("Phase 1"), topic
+    assert references_of(turns).plans == ("Phase 1",)  # still a reference
+    named = [*turns[:2], _turn(2, "user", "see plan 012-queue-choice", Mention("Plan", "Plan 012"))]
+    assert topic_of(named).plan_id == "Plan 012"
+    assert subject_words("you should keep the cycling trip") == "should keep cycling trip"
+
+
 def test_check_ins_and_cue_accidents_are_not_open_questions() -> None:
     """Issue 20: RealMem summaries listed "How does this initial plan sound to you?" and
     "Brisk walking (30-45 minutes)" ("risk") as open questions."""

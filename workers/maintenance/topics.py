@@ -38,8 +38,18 @@ TOPIC_CUT_WORDS = frozenset(
 "job queue after all" and "job queue instead" are all the topic "job queue"."""
 
 TOPIC_STOPWORDS = frozenset(
-    {"the", "a", "an", "our", "its", "their", "this", "that", "these", "those", "we", "us"}
-)
+    {
+        "the", "a", "an", "our", "its", "their", "this", "that", "these", "those", "we", "us",
+        "you", "your", "i", "me", "my", "it", "they", "them",
+    }
+)  # fmt: skip
+"""Words that never name a topic (a decision "you should go with …" made the RealMem topic
+"You")."""
+
+_STAGE = re.compile(r"^(?:phase|stage|step|milestone|part)\s+[0-9ivx.]+$", re.IGNORECASE)
+"""A plan named only by a stage number ("Phase 1") is a stage of some plan, spelled the
+same in every plan: it is a reference, never a topic (RealMem grouped the summaries of 10
+and 11 unrelated sessions of one workspace under "Phase 1")."""
 
 MAX_TOPIC_WORDS = 4
 
@@ -102,9 +112,11 @@ def subject_words(subject: str) -> str:
 
 
 def plan_of(turns: Sequence[SessionTurn]) -> str | None:
+    """The latest plan the turns name, other than a bare stage number ("Phase 1")."""
     for turn in reversed(turns):
         for mention in turn.mentioned("Plan"):
-            return mention.name
+            if not _STAGE.match(mention.name.strip()):
+                return mention.name
     return None
 
 
