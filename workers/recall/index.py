@@ -402,6 +402,10 @@ class MemoryIndex:
             return []
         return entity_signal.entity_neighbours(part, keys, self.memory, limit)
 
+    def session_turn(self, session_id: str, turn_index: int) -> int | None:
+        """The internal id of a session's turn (``turn_index`` 0: the turn that opened it)."""
+        return self._turns.get((session_id, turn_index))
+
     def turn_neighbours(self, internal: int) -> list[int]:
         """The previous and next turn of an episode in its session (the episode chain)."""
         doc = self._docs.get(internal)

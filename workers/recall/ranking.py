@@ -56,6 +56,18 @@ class Ranking:
     the top 10 with one session. 0: its turns carry the entities. Decision records keep
     theirs (curated; the seed ranks them first for their decision)."""
 
+    session_weight: float = 0.0
+    """Fusion weight of the session signal (``sessions.py``): the opening turn of a session
+    whose turns match the question gets the session's strength (the sum of its best
+    lexical hits). 0 (off) in the default: at 2.0 RealMem dev R@10 0.274 -> 0.392 and
+    session hit@10 0.713 -> 0.750, but without the user-assistant check REALTALK dev fell
+    0.535 -> 0.427 and own dev 0.894 -> 0.856 (docs/recall.md). The preset
+    ``session_openers`` turns it on."""
+    session_count: int = 10
+    """Strongest sessions whose opening turns get the session signal."""
+    session_hits: int = 3
+    """Best lexical hits of a session summed into its strength."""
+
     # -- fusion ---------------------------------------------------------------------
     lexical_weight: float = 1.0
     graph_weight: float = 0.8
@@ -124,6 +136,7 @@ class Ranking:
             "graph": self.graph_weight,
             "chain": self.chain_weight,
             "semantic": self.semantic_weight,
+            "session": self.session_weight,
         }.get(signal, 1.0)
 
     def with_values(self, **values: float) -> Ranking:
@@ -174,7 +187,13 @@ DEFAULT = Ranking()
 RANK_FUSION = DEFAULT.with_values(fusion_score_share=0.0)
 """Rank-based fusion (RRF) only, for comparison in the tuning loop."""
 
-PRESETS: Mapping[str, Ranking] = MappingProxyType({"default": DEFAULT, "rank_fusion": RANK_FUSION})
+SESSION_OPENERS = DEFAULT.with_values(session_weight=2.0)
+"""The session signal on (``sessions.py``): for chats with an assistant, where a later
+question is often answered by the turn that opened an earlier session (docs/recall.md)."""
+
+PRESETS: Mapping[str, Ranking] = MappingProxyType(
+    {"default": DEFAULT, "rank_fusion": RANK_FUSION, "session_openers": SESSION_OPENERS}
+)
 """The named presets ``Settings.recall_ranking`` and the benches choose from."""
 
 

@@ -37,6 +37,7 @@ from turngraph.workers.recall.scoring import (
     time_multiplier,
 )
 from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
+from turngraph.workers.recall.sessions import session_signal
 from turngraph.workers.recall.speakers import (
     query_names,
     speaker_multiplier,
@@ -297,11 +298,15 @@ def _candidates(
         chain = {k: v for k, v in chain.items() if _in_sessions(index, k, session_ids)}
     lexical = normalise(dict(lexical_hits))
     top_lexical = max((score for _, score in lexical_hits), default=0.0)
-    return {
+    signals = {
         "lexical": lexical,
         "graph": normalise(dict(graph_hits)),
         "chain": {k: v / top_lexical for k, v in chain.items()} if top_lexical else {},
     }
+    session = session_signal(index, lexical_hits, ranking)
+    if session:
+        signals["session"] = session
+    return signals
 
 
 def _shared_idf_terms(

@@ -1,0 +1,74 @@
+"""Session-level evidence (``workers/recall/sessions.py``): a session whose later turns
+match the question lends its strength to the turn that opened it, in a chat with an
+assistant."""
+
+from __future__ import annotations
+
+from tests.support.recall import NOW, memory, request
+from turngraph.workers.recall.index import MemoryIndex
+from turngraph.workers.recall.ranking import DEFAULT, SESSION_OPENERS, Ranking
+from turngraph.workers.recall.search import search
+from turngraph.workers.recall.sessions import session_signal
+
+OPENER = "I deliver parcels on a scooter all day and my spine hurts by evening."
+LATER = [
+    ("assistant", "Try the cat-cow stretch for your back pain at every stop, ten breaths."),
+    ("user", "The stretches help a bit, the back pain is still there after long rides."),
+    ("assistant", "Add a lumbar cushion: back pain from long rides often comes from posture."),
+]
+OTHER = [
+    ("s_trip", "Back in Yogyakarta we rode to the beach, a long and lovely ride."),
+    ("s_food", "Pain au chocolat or a croissant for breakfast? The stretch of shops is closed."),
+]
+QUERY = "What can I do about my back pain after long rides now?"
+
+
+def _index(ranking: Ranking, *, assistant: bool = True) -> MemoryIndex:
+    """Internal ids ascend in insertion order: opener 0, later 1-3, then per other
+    session its opening turn and its reply (4-5, 6-7)."""
+    index = MemoryIndex(ranking=ranking)
+    index.add(memory("opener", OPENER, days_ago=20, session_id="s_back", turn_index=0,
+                     extra={"role": "user"}))  # fmt: skip
+    for n, (role, text) in enumerate(LATER, start=1):
+        index.add(memory(f"later_{n}", text, days_ago=20, session_id="s_back", turn_index=n,
+                         extra={"role": role if assistant else "user"}))  # fmt: skip
+    reply = "assistant" if assistant else "user"
+    for session, text in OTHER:
+        index.add(memory(f"{session}_0", text, days_ago=5, session_id=session, turn_index=0,
+                         extra={"role": "user"}))  # fmt: skip
+        index.add(memory(f"{session}_1", "Sounds good!", days_ago=5, session_id=session,
+                         turn_index=1, extra={"role": reply}))  # fmt: skip
+    return index
+
+
+def _ids(index: MemoryIndex) -> list[str]:
+    return [index.memory(n).id for n in range(len(index))]  # type: ignore[union-attr]
+
+
+def test_a_strong_sessions_opening_turn_joins_the_answer() -> None:
+    found = [r.memory_id for r in search(_index(SESSION_OPENERS), request(QUERY), now=NOW).results]
+    assert "opener" in found, found
+    without = [r.memory_id for r in search(_index(DEFAULT), request(QUERY), now=NOW).results]
+    assert "opener" not in without, without  # it shares no word with the question
+
+
+def test_a_sessions_strength_is_the_sum_of_its_best_hits_and_the_strongest_is_one() -> None:
+    ranking = DEFAULT.with_values(session_weight=1.0, session_hits=2, session_count=2)
+    index = _index(ranking)
+    assert _ids(index)[:5] == ["opener", "later_1", "later_2", "later_3", "s_trip_0"]
+    hits = [(1, 3.0), (2, 2.0), (3, 1.0), (4, 2.5), (6, 0.5)]
+    # s_back: 3 + 2 (its best two); s_trip: 2.5 of that; s_food is not among the two
+    assert session_signal(index, hits, ranking) == {0: 1.0, 4: 0.5}
+
+
+def test_a_chat_between_people_gets_no_session_signal() -> None:
+    """Every turn a user's (REALTALK): sessions open with greetings, not requests."""
+    ranking = DEFAULT.with_values(session_weight=1.0)
+    index = _index(ranking, assistant=False)
+    assert session_signal(index, [(1, 3.0), (2, 2.0), (4, 2.5)], ranking) == {}
+
+
+def test_off_when_its_weight_is_zero() -> None:
+    index = _index(DEFAULT)
+    assert DEFAULT.session_weight == 0.0
+    assert session_signal(index, [(1, 1.0), (2, 1.0)], DEFAULT) == {}
