@@ -23,7 +23,7 @@ from turngraph.producers.tenant_inbox import read_inbox_stats
 from turngraph.schemas.bridge_distill import MAX_DISTILL_DEADLINE_MS
 from turngraph.schemas.defaults import DropPolicy
 from turngraph.schemas.errors import ConfigurationError
-from turngraph.schemas.keys import DISTILL_REQUESTS, RECALL_REPLICA_PREFIX
+from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
 from turngraph.schemas.recall import DEFAULT_DEADLINE_MS, RecallResponse
 
 RECALL_SOCKET_SLACK_S = 0.5
@@ -188,8 +188,7 @@ def connect(
     distiller = DistillClient(
         redis.Redis.from_url(
             url, socket_timeout=DISTILL_SOCKET_TIMEOUT_S, socket_connect_timeout=CONNECT_TIMEOUT_S
-        ),
-        requests_key=DISTILL_REQUESTS,
+        )
     )
     return Connection(
         publisher=publisher,

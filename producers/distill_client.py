@@ -31,8 +31,8 @@ REQUEST_TTL_S = 300
 
 
 class DistillClient:
-    """Pushes a :class:`DistillRequest` and block-pops its reply (the maintenance
-    worker's gateway answers); reads the rolling context straight from Redis."""
+    """Pushes a :class:`DistillRequest` on the asks inbox and block-pops its reply (a
+    maintenance job answers it); reads the rolling context straight from Redis."""
 
     def __init__(
         self,

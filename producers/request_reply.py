@@ -207,7 +207,7 @@ class ServeCounters:
     """What a server did with the requests it popped (one field per outcome)."""
 
     answered: int = 0
-    """Requests handled (recall: answered; the distill gateway: handed to a job)."""
+    """Requests handled (recall: answered; distillation asks: admitted as a job)."""
     skipped_late: int = 0
     """Requests popped after their deadline: the client has given up, nobody is answered."""
     malformed: int = 0

@@ -1,7 +1,7 @@
 """On-demand distill requests (client API, bridge ops) and their replies.
 
-A client pushes a :class:`DistillRequest` on ``keys.DISTILL_REQUESTS``; the maintenance
-gateway turns it into a job on the maintenance queue, and the job pushes a
+A client pushes a :class:`DistillRequest` on the asks inbox ``keys.DISTILL_REQUESTS``;
+admission makes it a maintenance job (``workers/maintenance/asks.py``) that pushes a
 :class:`DistillResponse` on the request's ``reply_to`` key. Like recall, the client waits
 at most its deadline and fails open with the seed bridge's error contract.
 """

@@ -68,8 +68,8 @@ ROLLING_CONTEXT_PREFIX = "turngraph:rolling:"
 by maintenance jobs and read directly by clients."""
 
 DISTILL_REQUESTS = "turngraph:distill:requests"
-"""Redis list the maintenance gateway block-pops on-demand requests from (summarize,
-recap, full summary); each becomes a job on the maintenance queue."""
+"""The asks inbox of on-demand distillation requests (summarize, recap …); admission makes
+each a job on the maintenance queue (``workers/maintenance/asks.py``)."""
 
 DISTILL_REPLY_PREFIX = "turngraph:distill:reply:"
 """Prefix of the per-request reply keys those jobs answer on."""

@@ -9,7 +9,6 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from turngraph.clients import Clients
-from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.schemas.ontology import ONTOLOGY, Ontology
 from turngraph.schemas.ontology.turtle import ontology_from
 from turngraph.settings import Settings
@@ -28,8 +27,8 @@ from turngraph.workers.ingest.batching import BatchObserver, IngestWorker
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
+from turngraph.workers.maintenance.asks import AskAdmission
 from turngraph.workers.maintenance.context import Distiller, DistillOptions
-from turngraph.workers.maintenance.gateway import DistillGateway
 from turngraph.workers.maintenance.jobs import schedule_reextract, schedule_sweep
 from turngraph.workers.maintenance.triggers import FollowUps
 from turngraph.workers.maintenance.worker import MaintenanceWorker
@@ -356,9 +355,9 @@ def build_embedder(settings: Settings) -> Embedder | None:
     )
 
 
-def build_distill_gateway(clients: Clients) -> DistillGateway:
-    """Turns clients' on-demand requests into jobs on the maintenance queue."""
-    return DistillGateway(clients.redis, maintenance_queue(clients), DISTILL_REQUESTS)
+def build_ask_admission(clients: Clients) -> AskAdmission:
+    """Admits clients' distillation asks as maintenance jobs, beside the worker."""
+    return AskAdmission(clients.redis, maintenance_queue(clients))
 
 
 def build_recall_worker(

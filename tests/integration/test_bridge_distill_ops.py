@@ -1,5 +1,5 @@
 """The bridge's distilled-memory ops through the real pipeline: turns ingested into the
-graph, a real ``turngraph worker maintenance`` process (RQ worker and distill gateway)
+graph, a real ``turngraph worker maintenance`` process (RQ worker and ask admission)
 answering, a recall worker following the change stream, and the bridge core that
 ``turngraph bridge`` and ``turngraph mcp`` serve, with raw scope keys."""
 

@@ -20,9 +20,8 @@ from turngraph.app import build_maintenance_worker, build_pipeline, maintenance_
 from turngraph.cli import main
 from turngraph.clients import Clients
 from turngraph.producers.distill_client import DistillClient
-from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.maintenance.gateway import DistillGateway
+from turngraph.workers.maintenance.asks import AskAdmission
 
 pytestmark = pytest.mark.both_engines
 
@@ -30,12 +29,16 @@ T = TypeVar("T")
 
 
 def _served(clients: Clients, ask: Callable[[], T]) -> T:
-    """Run ``ask`` (a blocking client call) while the gateway and a burst worker serve it."""
+    """Run ``ask`` (a blocking client call) while admission and a burst worker serve it."""
     result: list[T] = []
     thread = threading.Thread(target=lambda: result.append(ask()))
     thread.start()
-    gateway = DistillGateway(clients.redis, maintenance_queue(clients), DISTILL_REQUESTS)
-    assert gateway.serve_once(timeout_s=10.0)
+    asks = AskAdmission(clients.redis, maintenance_queue(clients))
+    for _ in range(10):  # each wait blocks at most a second for the ask to come
+        if asks.admit_all():
+            break
+        asks.wait_idle()
+    assert asks.served.answered == 1, "the ask was not admitted"
     build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
     thread.join(timeout=30)
     assert result, "no reply"

@@ -1,4 +1,4 @@
-"""A real ``turngraph worker maintenance`` process (its RQ worker and the distill gateway)
+"""A real ``turngraph worker maintenance`` process (its RQ worker and ask admission)
 for tests of the on-demand ops, and the environment that points a spawned process at the
 test's services; plus long sessions to recap."""
 

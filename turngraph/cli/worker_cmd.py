@@ -19,7 +19,7 @@ from rq.exceptions import StopRequested
 
 from turngraph.app import (
     build_admission,
-    build_distill_gateway,
+    build_ask_admission,
     build_embedder,
     build_ingest_worker,
     build_maintenance_worker,
@@ -54,6 +54,7 @@ from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
 from turngraph.workers.graph.errors import convert
+from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.worker import MaintenanceWorker
@@ -107,19 +108,8 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
 
 
 HELPER_JOIN_S = 5.0
-"""How long a stopping worker waits for its helper thread (admission, gateway): each
+"""How long a stopping worker waits for its helper thread (admission of turns or asks): each
 notices a stop within its one-second pop, and must be out before the connections close."""
-
-
-def start_helper(run: Callable[[], None], name: str) -> threading.Thread:
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-    return thread
-
-
-def join_helper(thread: threading.Thread | None) -> None:
-    if thread is not None:
-        thread.join(timeout=HELPER_JOIN_S)
 
 
 def stop_command_listener(worker: StoppableWorker) -> None:
@@ -160,7 +150,7 @@ def wait_for_redis(conn: redis.Redis) -> None:
 def run_worker(args: argparse.Namespace) -> int:
     """One worker process until SIGTERM: ingest and maintenance finish the batch or job
     they hold (a second signal hands an ingest batch back at once), recall finishes the
-    request it is answering; then metrics, gateway and clients are closed."""
+    request it is answering; then metrics, admission and clients are closed."""
     settings = Settings()
     if settings.llm_configured and (problem := settings.llm_settings_problem()):
         print(f"turngraph worker: {problem}", file=sys.stderr)
@@ -189,6 +179,7 @@ def run_worker(args: argparse.Namespace) -> int:
             raise_if_stopping()  # a stop that arrived before these handlers, then was lost
             recall.run()  # serves at once; the graph is read in the background
             return 0
+        admission: Admission
         if args.kind == "ingest":
             stats = ProviderStats(EXTRACTION_COUNTERS)
             registry.register(LLMCollector(extraction=stats.snapshot))
@@ -201,50 +192,40 @@ def run_worker(args: argparse.Namespace) -> int:
             def build() -> StoppableWorker:
                 return build_ingest_worker(clients, pipeline, batch_observer=histograms)
 
-            server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
-            # Every inbox's entries become batch jobs here (workers/ingest/admission.py).
             admission = build_admission(clients)
-            helper: threading.Thread | None = None
-            if args.burst:
-                codes = [0]
-                admission.burst(lambda: codes.append(supervise(build, clients, burst=True)))
-                return max(codes)
-            helper = start_helper(admission.run, "admission")
-            try:
-                return supervise(build, clients, burst=False)
-            except SystemExit:  # RQ's cold shutdown: the batch was handed back
-                cold = True
-                return 0
-            finally:
-                admission.stop()
-                join_helper(helper)
+        else:
+            built: list[MaintenanceWorker] = []
 
-        built: list[MaintenanceWorker] = []
+            def build() -> StoppableWorker:
+                built.append(build_maintenance_worker(clients))
+                return built[-1]
 
-        def build() -> StoppableWorker:
-            built.append(build_maintenance_worker(clients))
-            return built[-1]
+            def summary_snapshot() -> dict[str, int] | None:
+                """The LLM summarizer's counters (None: offline summaries only, or not built)."""
+                summarizer = built[-1].distiller.summarizer if built else None
+                return summarizer.stats.snapshot() if summarizer is not None else None
 
-        def summary_snapshot() -> dict[str, int] | None:
-            """The LLM summarizer's counters (None: offline summaries only, or not built)."""
-            summarizer = built[-1].distiller.summarizer if built else None
-            return summarizer.stats.snapshot() if summarizer is not None else None
-
-        registry.register(LLMCollector(summary=summary_snapshot))
+            registry.register(LLMCollector(summary=summary_snapshot))
+            admission = build_ask_admission(clients)
         server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
-        # On-demand requests from clients (summarize, recap …) become jobs here.
-        gateway = build_distill_gateway(clients)
-        helper = None
+        if args.burst and args.kind == "ingest":
+            codes = [0]
+            admission.burst(lambda: codes.append(supervise(build, clients, burst=True)))
+            return max(codes)
+        # Inbox entries become RQ jobs beside the worker: every inbox's turns (ingest), the
+        # clients' on-demand asks (maintenance; workers/ingest/admission.py).
+        helper = threading.Thread(target=admission.run, name=f"{args.kind}-admission", daemon=True)
         if not args.burst:
-            helper = start_helper(gateway.run, "distill-gateway")
+            helper.start()
         try:
             return supervise(build, clients, burst=args.burst)
-        except SystemExit:  # RQ's cold shutdown: the job is abandoned (RQ reruns it)
+        except SystemExit:  # RQ's cold shutdown: the batch or job goes back to RQ
             cold = True
             return 0
         finally:
-            gateway.stop()
-            join_helper(helper)
+            admission.stop()
+            if helper.is_alive():
+                helper.join(timeout=HELPER_JOIN_S)
     except StopSignal:  # stopped before the work loop took over the signals
         return 0
     finally:

@@ -228,8 +228,13 @@ class Admission:
                 for _ in range(self._batch):
                     pipe.lmove(source.inbox, source.pending, "LEFT", "RIGHT")
                 entries = [entry for entry in pipe.execute() if entry is not None]
-        if not entries:
-            return 0
+        if entries:
+            self.admit_entries(source, entries)
+        return len(entries)
+
+    def admit_entries(self, source: Source, entries: Sequence[bytes]) -> None:
+        """``source``'s admission list into jobs, deleted in the same MULTI (a subclass
+        admits other requests: ``workers/maintenance/asks.py``)."""
         events: dict[str, TurnEvent] = {}
         rejected = repeated = 0
         for raw in entries:
@@ -245,7 +250,6 @@ class Admission:
         fresh = self._fresh(list(events.values()))
         duplicates = repeated + len(events) - len(fresh)
         self._commit(source, fresh, duplicates, rejected)
-        return len(entries)
 
     def _fresh(self, events: Sequence[TurnEvent]) -> list[TurnEvent]:
         """The events neither ingested nor waiting in a live batch job: one pipelined
@@ -335,12 +339,15 @@ class Admission:
                 if not self.room():  # entries wait in the inboxes
                     self._stop.wait(FULL_QUEUE_WAIT_S)
                     continue
-                wakes = [source.wake for source in self.sources()]
-                self._redis.blpop(wakes, timeout=WAKE_TIMEOUT_S)
+                self.wait_idle()
             except redis.RedisError as exc:
                 log.warning("admission_redis_error", error=type(exc).__name__)
                 self._function_loaded = False
                 self._stop.wait(0.5)
+
+    def wait_idle(self) -> None:
+        """Block until an inbox's wake list says it has entries, at most a second."""
+        self._redis.blpop([source.wake for source in self.sources()], timeout=WAKE_TIMEOUT_S)
 
     def stop(self) -> None:
         self._stop.set()

@@ -6,5 +6,5 @@ a ConversationSummary), ``compaction`` (summaries → one DecisionRecord per top
 ``promotion`` (curated memories, auto-promoted directives, ownership context), ``recap``
 (a budgeted recap of a session), ``rolling`` (the rolling context of a long session),
 ``triggers`` (what an ingested batch asks for), ``jobs`` (the RQ job functions) and
-``gateway`` (on-demand requests from clients, turned into jobs).
+``asks`` (on-demand requests from clients, admitted into jobs as turns are).
 """

@@ -1,4 +1,4 @@
-"""Answering on-demand distill requests (run as a maintenance job; see ``gateway``)."""
+"""Answering on-demand distill requests (run as a maintenance job; see ``asks``)."""
 
 from __future__ import annotations
 

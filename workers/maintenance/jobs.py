@@ -167,7 +167,7 @@ def promote_turn_job(
 def answer_request_job(
     request: dict[str, Any], *, distiller: context.Distiller | None = None
 ) -> dict[str, bool]:
-    """Answer one on-demand request (from the gateway) on its reply key; never retried:
+    """Answer one on-demand request (admitted by ``asks``) on its reply key; never retried:
     the client waits only until its deadline."""
     parsed = DistillRequest.model_validate(request)
     distiller = distiller or context.bound_distiller()

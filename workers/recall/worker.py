@@ -4,7 +4,7 @@ No fork and no RQ job per request: one process holds the index and warm connecti
 A second thread tails the change stream the ingest workers write, so the index stays
 fresh. N replicas may pop from the same request list; each keeps its own index.
 
-Requests come and go through ``producers/request_reply.py`` (the distill gateway's too).
+Requests come and go through ``producers/request_reply.py`` (distillation asks' too).
 Honest degradation: :meth:`RecallWorker.run` serves at once. The graph is read in a
 background thread (``feed.py``, retried with back-off while the graph is down) while the
 tail already applies what the stream brings; until the graph read is applied, answers say
