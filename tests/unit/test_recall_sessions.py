@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.support.recall import NOW, memory, request
 from turngraph.workers.recall.index import MemoryIndex
-from turngraph.workers.recall.ranking import DEFAULT, SESSION_OPENERS, Ranking
+from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.search import search
 from turngraph.workers.recall.sessions import session_signal
 
@@ -46,19 +46,28 @@ def _ids(index: MemoryIndex) -> list[str]:
 
 
 def test_a_strong_sessions_opening_turn_joins_the_answer() -> None:
-    found = [r.memory_id for r in search(_index(SESSION_OPENERS), request(QUERY), now=NOW).results]
+    found = [r.memory_id for r in search(_index(DEFAULT), request(QUERY), now=NOW).results]
     assert "opener" in found, found
-    without = [r.memory_id for r in search(_index(DEFAULT), request(QUERY), now=NOW).results]
+    off = DEFAULT.with_values(session_weight=0)
+    without = [r.memory_id for r in search(_index(off), request(QUERY), now=NOW).results]
     assert "opener" not in without, without  # it shares no word with the question
 
 
-def test_a_sessions_strength_is_the_sum_of_its_best_hits_and_the_strongest_is_one() -> None:
+def test_a_sessions_strength_is_the_sum_of_its_best_hits_against_a_full_session() -> None:
     ranking = DEFAULT.with_values(session_weight=1.0, session_hits=2, session_count=2)
     index = _index(ranking)
     assert _ids(index)[:5] == ["opener", "later_1", "later_2", "later_3", "s_trip_0"]
     hits = [(1, 3.0), (2, 2.0), (3, 1.0), (4, 2.5), (6, 0.5)]
-    # s_back: 3 + 2 (its best two); s_trip: 2.5 of that; s_food is not among the two
-    assert session_signal(index, hits, ranking) == {0: 1.0, 4: 0.5}
+    # a full session is two hits as good as the best (3.0): s_back 3 + 2 (its best two) of
+    # 6, s_trip 2.5 of 6; s_food is not among the two strongest
+    assert session_signal(index, hits, ranking) == {0: 5 / 6, 4: 2.5 / 6}
+
+
+def test_hits_far_into_a_long_session_lend_its_opening_turn_nothing() -> None:
+    ranking = DEFAULT.with_values(session_reach=2)
+    index = _index(ranking)
+    assert session_signal(index, [(3, 3.0)], ranking) == {}  # later_3 is turn 3
+    assert session_signal(index, [(2, 3.0)], ranking) == {0: 1 / ranking.session_hits}
 
 
 def test_a_chat_between_people_gets_no_session_signal() -> None:
@@ -69,6 +78,5 @@ def test_a_chat_between_people_gets_no_session_signal() -> None:
 
 
 def test_off_when_its_weight_is_zero() -> None:
-    index = _index(DEFAULT)
-    assert DEFAULT.session_weight == 0.0
-    assert session_signal(index, [(1, 1.0), (2, 1.0)], DEFAULT) == {}
+    off = DEFAULT.with_values(session_weight=0)
+    assert session_signal(_index(off), [(1, 1.0), (2, 1.0)], off) == {}

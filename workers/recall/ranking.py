@@ -56,17 +56,18 @@ class Ranking:
     the top 10 with one session. 0: its turns carry the entities. Decision records keep
     theirs (curated; the seed ranks them first for their decision)."""
 
-    session_weight: float = 0.0
+    session_weight: float = 2.0
     """Fusion weight of the session signal (``sessions.py``): the opening turn of a session
-    whose turns match the question gets the session's strength (the sum of its best
-    lexical hits). 0 (off) in the default: at 2.0 RealMem dev R@10 0.274 -> 0.392 and
-    session hit@10 0.713 -> 0.750, but without the user-assistant check REALTALK dev fell
-    0.535 -> 0.427 and own dev 0.894 -> 0.856 (docs/recall.md). The preset
-    ``session_openers`` turns it on."""
+    whose first turns match the question gets the session's strength. RealMem dev, re-run
+    from a capture: R@10 0.274 -> 0.371, session hit@10 0.713 -> 0.719; own dev and REALTALK
+    dev unchanged (docs/recall.md). 0 turns it off."""
     session_count: int = 10
     """Strongest sessions whose opening turns get the session signal."""
     session_hits: int = 3
     """Best lexical hits of a session summed into its strength."""
+    session_reach: int = 6
+    """Only hits up to this turn index count toward a session's strength: further into a
+    long session the topic has moved on from what its opening turn said."""
 
     # -- fusion ---------------------------------------------------------------------
     lexical_weight: float = 1.0
@@ -187,13 +188,7 @@ DEFAULT = Ranking()
 RANK_FUSION = DEFAULT.with_values(fusion_score_share=0.0)
 """Rank-based fusion (RRF) only, for comparison in the tuning loop."""
 
-SESSION_OPENERS = DEFAULT.with_values(session_weight=2.0)
-"""The session signal on (``sessions.py``): for chats with an assistant, where a later
-question is often answered by the turn that opened an earlier session (docs/recall.md)."""
-
-PRESETS: Mapping[str, Ranking] = MappingProxyType(
-    {"default": DEFAULT, "rank_fusion": RANK_FUSION, "session_openers": SESSION_OPENERS}
-)
+PRESETS: Mapping[str, Ranking] = MappingProxyType({"default": DEFAULT, "rank_fusion": RANK_FUSION})
 """The named presets ``Settings.recall_ranking`` and the benches choose from."""
 
 

@@ -5,10 +5,11 @@ earlier session began: the opening turn states the goal or the situation ("I'm a
 and my back hurts"), and the later turns of that session, which share the question's
 words, talk about it without restating it. A turn's own score sees only its own words, so
 the opening turn of a session whose turns match the question well is found by neither the
-lexical nor the semantic signal. The session signal adds up the best lexical hits of each
-session and gives the session's strength to its opening turn, which then joins the
-candidates (and gets its semantic cosine like any other). RealMem dev: 46 % of the
-evidence turns open their session; docs/recall.md has the figures.
+lexical nor the semantic signal. The session signal adds up the best lexical hits among
+each session's first turns and gives that strength to the session's opening turn, which
+then joins the candidates (and gets its semantic cosine like any other), in a chat the
+user opened with an assistant. RealMem dev: 46 % of the evidence turns open their
+session; docs/recall.md has the figures.
 """
 
 from __future__ import annotations
@@ -30,14 +31,17 @@ def session_signal(
     index: _Sessions, lexical_hits: Sequence[tuple[int, float]], ranking: Ranking
 ) -> dict[int, float]:
     """``internal id -> strength`` of the opening turns of the ``ranking.session_count``
-    strongest sessions among ``lexical_hits`` (the strongest 1.0); a session's strength is
-    the sum of its ``ranking.session_hits`` best lexical scores."""
+    strongest sessions among ``lexical_hits``: the sum of a session's
+    ``ranking.session_hits`` best lexical scores up to turn ``ranking.session_reach``,
+    over that many hits as good as the best hit of all (a full session is 1.0)."""
     if ranking.session_weight <= 0 or ranking.session_count <= 0:
         return {}
     scores: dict[str, list[float]] = {}
     for key, score in lexical_hits:
         memory = index.memory(key)
-        if memory is not None and memory.session_id is not None and memory.turn_index is not None:
+        if memory is None or memory.session_id is None or memory.turn_index is None:
+            continue
+        if memory.turn_index <= ranking.session_reach:  # the opening still frames it
             scores.setdefault(memory.session_id, []).append(score)
     strength = {
         session: sum(sorted(found, reverse=True)[: ranking.session_hits])
@@ -46,11 +50,13 @@ def session_signal(
     strongest = sorted(strength, key=strength.__getitem__, reverse=True)[: ranking.session_count]
     if not strongest or strength[strongest[0]] <= 0:
         return {}
+    # a full session: as many hits as the best hit of all (one weak hit lends little)
+    full = ranking.session_hits * max(score for _, score in lexical_hits)
     signal: dict[int, float] = {}
     for session in strongest:
         opener = index.session_turn(session, 0)
         if opener is not None and _opens_with_a_request(index, session, opener):
-            signal[opener] = strength[session] / strength[strongest[0]]
+            signal[opener] = strength[session] / full
     return signal
 
 
