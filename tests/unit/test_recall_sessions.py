@@ -66,8 +66,15 @@ def test_a_sessions_strength_is_the_sum_of_its_best_hits_against_a_full_session(
 def test_hits_far_into_a_long_session_lend_its_opening_turn_nothing() -> None:
     ranking = DEFAULT.with_values(session_reach=2)
     index = _index(ranking)
-    assert session_signal(index, [(3, 3.0)], ranking) == {}  # later_3 is turn 3
-    assert session_signal(index, [(2, 3.0)], ranking) == {0: 1 / ranking.session_hits}
+    rivals = [(4, 0.5), (6, 0.5)]  # the other two sessions' openers
+    assert 0 not in session_signal(index, [(3, 3.0), *rivals], ranking)  # later_3 is turn 3
+    assert session_signal(index, [(2, 3.0), *rivals], ranking)[0] == 1 / ranking.session_hits
+
+
+def test_a_single_session_gets_no_session_signal() -> None:
+    """The signal tells sessions apart: with one session among the hits it lends nothing."""
+    index = _index(DEFAULT)
+    assert session_signal(index, [(1, 3.0), (2, 2.0)], DEFAULT) == {}
 
 
 def test_a_chat_between_people_gets_no_session_signal() -> None:
@@ -80,3 +87,23 @@ def test_a_chat_between_people_gets_no_session_signal() -> None:
 def test_off_when_its_weight_is_zero() -> None:
     off = DEFAULT.with_values(session_weight=0)
     assert session_signal(_index(off), [(1, 1.0), (2, 1.0)], off) == {}
+
+
+def test_in_a_single_session_the_answer_comes_before_the_opener() -> None:
+    """One chat (`make demo`'s shape): its opener is about something else and the
+    question's answer is a later turn; with no other session to tell apart, the session
+    signal lends the opener nothing, so the answer comes first."""
+    index = MemoryIndex(ranking=DEFAULT)
+    turns = [
+        ("user", "The ingest worker crashes on job ids with dots, see the jobs module."),
+        ("assistant", "Hash the event id into the job id; dots are refused by the queue."),
+        ("user", "Decision: the queue's store uses the noeviction memory policy."),
+        ("assistant", "Noted: with noeviction the store refuses writes instead of evicting."),
+    ]
+    for n, (role, text) in enumerate(turns):
+        index.add(memory(f"t{n}", text, days_ago=1, session_id="s_one", turn_index=n,
+                         extra={"role": role}))  # fmt: skip
+    query = "which eviction policy did we choose for the queue?"
+    found = [r.memory_id for r in search(index, request(query), now=NOW).results]
+    assert found[0] == "t2", found
+    assert "t0" in found and found.index("t0") > found.index("t2"), found

@@ -47,8 +47,10 @@ def session_signal(
         session: sum(sorted(found, reverse=True)[: ranking.session_hits])
         for session, found in scores.items()
     }
+    if len(strength) < 2:  # the signal tells sessions apart; one session has no rival,
+        return {}  # and its turns already compete on their own words
     strongest = sorted(strength, key=strength.__getitem__, reverse=True)[: ranking.session_count]
-    if not strongest or strength[strongest[0]] <= 0:
+    if strength[strongest[0]] <= 0:
         return {}
     # a full session: as many hits as the best hit of all (one weak hit lends little)
     full = ranking.session_hits * max(score for _, score in lexical_hits)
