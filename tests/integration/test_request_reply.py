@@ -168,15 +168,20 @@ def test_the_serve_loop_survives_redis_errors_and_stops() -> None:
 def _answering(
     server: RequestServer[DistillRequest, DistillResponse],
     after_reply: Any = None,
+    keys: tuple[str, ...] = (REQUESTS,),
+    answered: list[str] | None = None,
 ) -> Any:
-    """A ``serve_once`` that pops with ``server`` and answers every request."""
+    """A ``serve_once`` that pops ``keys`` with ``server`` and answers every request (its
+    id appended to ``answered``, in the order served)."""
 
     def serve_once() -> None:
-        popped = server.pop([REQUESTS], timeout_s=0.2)
+        popped = server.pop(keys, timeout_s=0.2)
         if popped is None:
             return
         request, _ = server.accept(popped[1], _ours)
         assert request is not None
+        if answered is not None:
+            answered.append(request.request_id)
         server.reply(request.reply_to, DistillResponse(request_id=request.request_id, success=True))
         server.counters.answered += 1
         if after_reply is not None:
@@ -244,3 +249,45 @@ def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) 
     assert server.counters.answered == 1  # r1, taken by r0's failed reply
     assert redis_conn.llen(str(second.reply_to)) == 1
     assert redis_conn.llen(REQUESTS) == 0
+
+
+def test_several_lists_are_served_in_turn_not_one_after_the_other(
+    redis_conn: redis.Redis,
+) -> None:
+    # A backlog on three lists (a replica's shards): Redis pops the first non-empty list
+    # it is given, so in a fixed order list c's requests would all wait for a's and b's.
+    lists = tuple(f"{REQUESTS}:{name}" for name in "abc")
+    for name, key in zip("abc", lists, strict=True):
+        redis_conn.rpush(key, *(_request(f"{name}{i}").model_dump_json() for i in range(3)))
+    redis_conn.rpush(lists[0], _request("a3").model_dump_json())
+    server = _server(redis_conn)
+    stop = threading.Event()
+    answered: list[str] = []
+
+    def stop_after_the_last() -> None:
+        if len(answered) == 10:
+            stop.set()
+
+    server.run(_answering(server, stop_after_the_last, lists, answered), stop)
+    # The first by the blocking pop, the rest each taken with the previous reply.
+    assert answered == ["a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2", "a3"]
+    assert all(redis_conn.llen(key) == 0 for key in lists)
+
+
+def test_the_turn_follows_the_lists_as_they_change(redis_conn: redis.Redis) -> None:
+    # Between pops the lists may change (a tenant added, another gone): the turn goes on
+    # after the list served last while it is listed, else from the first list.
+    a, b, t = (f"{REQUESTS}:{name}" for name in "abt")
+    server = _server(redis_conn)
+    redis_conn.rpush(a, _request("a0").model_dump_json(), _request("a1").model_dump_json())
+    redis_conn.rpush(b, _request("b0").model_dump_json(), _request("b1").model_dump_json())
+    redis_conn.rpush(t, _request("t0").model_dump_json(), _request("t1").model_dump_json())
+
+    def pop(*keys: str) -> str:
+        popped = server.pop(keys, timeout_s=1.0)
+        assert popped is not None
+        return popped[0]
+
+    assert [pop(a, b), pop(a, b)] == [a, b]
+    assert [pop(a, b, t), pop(a, b, t)] == [t, a]  # t added after b, then a's turn again
+    assert [pop(b, t), pop(b, t)] == [b, t]  # a, served last, is gone: from the first
