@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.worker_processes import wait_for
 from turngraph.embedded.process import free_port
 from turngraph.producers.bridge import Bridge
 from turngraph.producers.bridge_backend import BridgeBackend
@@ -129,6 +130,12 @@ def test_flush_and_status(bridge: Bridge) -> None:
     bridge.handle_line(json.dumps({"op": "publish", "event": _event()}))
     reply = bridge.handle_line('{"op": "flush", "timeout_s": 0.01}')
     assert reply["error_code"] == "BACKEND_UNAVAILABLE" and reply["pending"] == 1
+    # Without a probe, status reports the publisher's last send. The sender thread makes
+    # that send on its own schedule (a 2-core machine at load 10 gave it no slice within
+    # the 0.01 s flush in 3 of 50 runs), so wait for the refused connection to be seen.
+    publisher = bridge.backend.publisher
+    assert publisher is not None
+    assert wait_for(lambda: publisher.stats().send_errors >= 1, timeout_s=30)
     status = bridge.handle_line('{"op": "status"}')
     assert status["success"] is True and status["redis_available"] is False
     assert status["degraded"] == ["redis_unreachable"] and "queue" not in status
