@@ -32,11 +32,14 @@ from turngraph.workers.graph.schema import schema_statements
 
 SAVED_QUERIES = REPO_ROOT / "ops" / "neo4j" / "saved-queries.cypher"
 
-pytestmark = pytest.mark.skipif(
-    node_executable() is None,
-    reason=f"node is not installed: Neo4j-only Cypher not linted (install Node 20+, "
-    f"then `{INSTALL_COMMAND}`)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        node_executable() is None,
+        reason=f"node is not installed: Neo4j-only Cypher not linted (install Node 20+, "
+        f"then `{INSTALL_COMMAND}`)",
+    ),
+    pytest.mark.timeout(600),  # the module's one Node run has a wall bound of 540 s
+]
 
 MODEL_LABELS = {*ONTOLOGY.labels(), *(s.label for s in STRUCTURAL_NODES)}
 MODEL_TYPES = {*ONTOLOGY.relationship_types(), *(s.type for s in STRUCTURAL_RELATIONSHIPS)}

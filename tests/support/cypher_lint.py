@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +20,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LINT_DIR = REPO_ROOT / "ops" / "cypher-lint"
 LINT_SCRIPT = LINT_DIR / "lint.cjs"
 INSTALL_COMMAND = "npm ci --prefix ops/cypher-lint"
-LINT_TIMEOUT_S = 120.0
+INSTALL_TIMEOUT_S = 120.0
+"""How long ``npm ci`` may take."""
+LINT_CPU_S = 60
+"""The Node run's CPU budget (``RLIMIT_CPU``): the suite's 177 texts take about 11 s of CPU
+(the parser's JIT warms up over the first calls); a runaway is stopped at 60."""
+LINT_TIMEOUT_S = 540.0
+"""Wall clock, a safety net only: the same 11 CPU-seconds took 71 s at load 14 and ran past
+a 120 s bound at load 30 on 2 cores (CI), where a process gets a fifteenth of a core."""
 
 _BLOCK_START = re.compile(r"^// name:\s*(?P<name>.+?)\s*$", re.MULTILINE)
 _PARAM_LINE = re.compile(r"^:param\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*=>\s*(?P<value>.+?);?\s*$")
@@ -77,13 +86,18 @@ def ensure_installed() -> None:
         [npm, "ci", "--no-audit", "--no-fund", "--prefix", str(LINT_DIR)],
         capture_output=True,
         text=True,
-        timeout=LINT_TIMEOUT_S,
+        timeout=INSTALL_TIMEOUT_S,
         check=False,
     )
     if done.returncode != 0 or not package.is_dir():
         raise LinterUnavailable(
             f"`{INSTALL_COMMAND}` failed ({done.returncode}): {done.stderr.strip()[-500:]}"
         )
+
+
+def _cpu_budget() -> None:
+    """SIGXCPU at the budget (SIGKILL 5 CPU-seconds later, should it be ignored)."""
+    resource.setrlimit(resource.RLIMIT_CPU, (LINT_CPU_S, LINT_CPU_S + 5))
 
 
 def lint(
@@ -116,7 +130,13 @@ def lint(
         timeout=LINT_TIMEOUT_S,
         cwd=LINT_DIR,
         check=False,
+        preexec_fn=_cpu_budget,
     )
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise RuntimeError(
+            f"cypher-lint ended by {signal.Signals(-done.returncode).name}: its CPU budget is "
+            f"{LINT_CPU_S} s (about 11 expected)"
+        )
     if done.returncode not in (0, 1):
         raise RuntimeError(f"cypher-lint exited {done.returncode}: {done.stderr.strip()}")
     return [
