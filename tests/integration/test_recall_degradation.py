@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from urllib.parse import urlparse
 
 import pytest
@@ -16,17 +18,20 @@ import pytest
 from tests.support.tcp_gate import TcpGate
 from tests.support.turns import turn
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
-from turngraph.app import build_pipeline, build_recall_worker
+from turngraph.app import build_graph_store, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.changes import MemoryRecord
 from turngraph.schemas.recall import RecallRequest
+from turngraph.schemas.shards import WorkspaceFilter
+from turngraph.workers.recall.bootstrap import MemorySource
 from turngraph.workers.recall.replica import (
     CHANGE_STREAM_LAG,
     GRAPH_UNAVAILABLE,
     heartbeat_key,
     read_heartbeats,
 )
-from turngraph.workers.recall.worker import GRAPH_PROBE_EVERY_S, GRAPH_STALE_S
+from turngraph.workers.recall.worker import GRAPH_PROBE_EVERY_S, GRAPH_STALE_S, RecallWorker
 
 pytestmark = pytest.mark.integration
 
@@ -145,3 +150,53 @@ def test_sigterm_loses_no_popped_request(clients: Clients) -> None:
     assert answered >= 1
     assert answered + left == len(requests)  # each popped request was answered
     assert not read_heartbeats(conn)
+
+
+class HeldRead:
+    """The graph store's read, held after its first memory until ``release`` is set."""
+
+    def __init__(self, store: MemorySource) -> None:
+        self.store = store
+        self.reading = threading.Event()
+        self.release = threading.Event()
+        self.records = 0
+
+    def recallable_memories(
+        self, workspaces: WorkspaceFilter | None = None
+    ) -> Iterator[MemoryRecord]:
+        for record in self.store.recallable_memories(workspaces):
+            self.records += 1
+            yield record
+            self.reading.set()
+            assert self.release.wait(120)
+
+
+def test_a_stopped_replica_returns_only_after_its_graph_read(clients: Clients) -> None:
+    """Its caller closes the graph driver next: closed under a read in flight, the
+    driver's close raised BufferError (test_sigterm_loses_no_popped_request, under load)."""
+    build_pipeline(clients).ingest(
+        [turn(f"The cache shard {i} warms up at boot.", i) for i in range(3)]
+    )
+    store = build_graph_store(clients)
+    assert len(list(store.recallable_memories())) >= 3
+    held = HeldRead(store)
+    recall = RecallWorker(
+        redis_client=clients.redis,
+        store=held,
+        requests_key=clients.settings.recall_requests_key,
+        changes_stream=clients.settings.changes_stream,
+        reply_ttl_s=5,
+    )
+    thread = threading.Thread(target=recall.run, daemon=True)
+    thread.start()
+    try:
+        assert held.reading.wait(60), "the background read never started"
+        recall.stop()
+        thread.join(timeout=1.0)  # a negative check: it must not return meanwhile
+        assert thread.is_alive(), "run() returned with the graph read in flight"
+    finally:
+        held.release.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert held.records == 2  # the read ended at the next memory, not at the graph's end
+    assert not recall.feed.bootstrapped

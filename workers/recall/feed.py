@@ -98,6 +98,7 @@ class IndexFeed:
         self._loaded: tuple[str, list[Memory], dict[str, Vector] | None] | None = None
         """The background graph read, handed to the tail thread (the one index writer)."""
         self._loaded_lock = threading.Lock()
+        self._reader: threading.Thread | None = None
 
     def bootstrap(self) -> int:
         """Load the graph, then catch up from the change stream position noted first
@@ -119,12 +120,20 @@ class IndexFeed:
             if noted is None:
                 return None
             self.position = noted
-            threading.Thread(
+            self._reader = threading.Thread(
                 target=self._load_graph, args=(noted,), name="recall-bootstrap", daemon=True
-            ).start()
+            )
+            self._reader.start()
         tail = threading.Thread(target=self._tail_changes, name="recall-tail", daemon=True)
         tail.start()
         return tail
+
+    def join_reader(self, timeout_s: float) -> None:
+        """Wait for the background graph read, which ends between two memories once
+        stopped: the caller closes the graph driver next, and closing it under a read in
+        flight breaks the driver's buffers (``BufferError`` in its ``close``)."""
+        if self._reader is not None:
+            self._reader.join(timeout_s)
 
     def _stream_end(self) -> str:
         last: Any = self._redis.xrevrange(self._changes_stream, count=1)
@@ -165,7 +174,11 @@ class IndexFeed:
             if self._stop.is_set():
                 return
             try:
-                memories = list(self._held_memories())
+                memories = []
+                for memory in self._held_memories():
+                    if self._stop.is_set():
+                        return  # stopping: the driver is about to close
+                    memories.append(memory)
                 stored = self._stored_vectors({m.id for m in memories})
             except Exception as exc:  # the graph down or restarting: try again later
                 self._counters.bootstrap_failures += 1

@@ -78,6 +78,10 @@ GraphProbe = Callable[[], object]
 GRAPH_PROBE_EVERY_S = 5.0
 """How often a serving replica checks that the graph answers."""
 
+GRAPH_READERS_JOIN_S = 30.0
+"""How long a stopping replica waits for its threads that query the graph (the probe, the
+background read) before it returns and its caller closes the driver."""
+
 GRAPH_STALE_S = 15.0
 """No successful graph probe for this long: answers say ``graph_unavailable``."""
 
@@ -321,10 +325,12 @@ class RecallWorker:
             return  # stopped while Redis was away
         beat = threading.Thread(target=self._beat, name="recall-heartbeat", daemon=True)
         beat.start()
+        probe = None
         if self._graph_probe is not None:
-            threading.Thread(
+            probe = threading.Thread(
                 target=self._probe_graph, name="recall-graph-probe", daemon=True
-            ).start()
+            )
+            probe.start()
         log.info("recall_worker_serving", requests_key=self._requests_key, replica=self.name)
         try:
             self._server.run(self.serve_once, self._stop)
@@ -332,6 +338,11 @@ class RecallWorker:
             self._stop.set()
             tail.join(timeout=TAIL_BLOCK_MS / 1000 + 5)
             beat.join(timeout=HEARTBEAT_EVERY_S + 5)
+            # No query in flight when the caller closes the driver: closing it under one
+            # raised BufferError in the driver's close (a SIGTERM soon after start-up).
+            if probe is not None:
+                probe.join(timeout=GRAPH_READERS_JOIN_S)
+            self.feed.join_reader(GRAPH_READERS_JOIN_S)
             with contextlib.suppress(redis.RedisError):  # else the key expires on its own
                 withdraw_claims(self._redis, self.shards, self.name)
                 self._redis.delete(heartbeat_key(self.name))
