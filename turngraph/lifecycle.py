@@ -5,7 +5,9 @@
   ``turngraph services`` leaves no server or worker behind. The kernel ties that signal
   to the *thread* that forked the child, not the process: a child started from a thread
   that ends would be signalled then. :func:`popen_tied_to_process` therefore forks from
-  the main thread or from one spawner thread that lives as long as the process.
+  the main thread or from one spawner thread that lives as long as the process. A
+  child that *forks* (RQ's scheduler of a worker) does not inherit the signal:
+  :func:`forks_die_with_this_process` sets it in every fork.
 - SIGTERM and SIGINT stop every long-running command the same way, however it was
   started: a background job of a script inherits SIGINT *ignored*, so the handlers are
   installed explicitly rather than relying on Python's default Ctrl-C.
@@ -67,6 +69,31 @@ def parent_death_preexec(
                 os.kill(os.getpid(), death_signal)
 
     return preexec
+
+
+def forks_die_with_this_process(death_signal: signal.Signals = signal.SIGKILL) -> None:
+    """Every process this one forks from now on (not ``exec``: see
+    :func:`popen_tied_to_process`) gets ``death_signal`` when this process dies.
+
+    For a worker's RQ scheduler: RQ forks it from the worker's main thread, and the
+    kernel clears the parent-death signal in a fork, so a worker killed with SIGKILL
+    left its scheduler running, holding the scheduler locks no other worker could then
+    take. SIGKILL by default: a scheduler holds nothing a kill loses (its locks expire).
+    """
+    prctl = _PRCTL
+    if prctl is None:
+        return
+    forking = [0]
+
+    def before() -> None:
+        forking[0] = os.getpid()
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
+        if os.getppid() != forking[0]:  # the parent died between fork and prctl
+            os.kill(os.getpid(), death_signal)
+
+    os.register_at_fork(before=before, after_in_child=in_child)
 
 
 class _Spawner:

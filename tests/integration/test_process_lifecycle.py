@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,9 @@ from tests.support.processes import (
 )
 from turngraph.embedded.graph_server import GraphServer
 from turngraph.embedded.services import STATE_FILE, read_endpoints
+from turngraph.producers.publisher import Publisher
 from turngraph.schemas.errors import EmbeddedServiceError
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.workers.recall.replica import process_is_ready
 
 pytestmark = pytest.mark.timeout(600)
@@ -135,13 +138,60 @@ def test_kill_9_of_services_leaves_no_server_and_the_next_up_works(tmp_path: Pat
         kill_everything_of(data_dir)
 
 
-def test_kill_9_of_up_leaves_no_server_or_worker_and_the_next_up_works(tmp_path: Path) -> None:
+def _parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+def _publish_a_burst(data_dir: Path, turns: int) -> None:
+    """Enough turns that the ingest worker holds a batch when `up` is killed."""
+    endpoints = read_endpoints(data_dir)
+    assert endpoints is not None
+    now = datetime.now(UTC)
+    publisher = Publisher(redis_url=endpoints.redis_url)
+    try:
+        for index in range(turns):
+            publisher.publish(
+                TurnEvent(
+                    session_id="burst",
+                    workspace="lifecycle",
+                    user="tester",
+                    turn_index=index,
+                    role="user" if index % 2 == 0 else "assistant",
+                    content=f"Turn {index}: we keep the billing ledger in PostgreSQL. " * 8,
+                    occurred_at=now,
+                    client=ClientInfo(name="lifecycle-test"),
+                )
+            )
+        publisher.flush(timeout_s=30)
+    finally:
+        publisher.close()
+
+
+def test_kill_9_of_a_worker_or_of_up_leaves_nothing_and_the_next_up_works(
+    tmp_path: Path,
+) -> None:
+    """A killed worker takes the RQ scheduler it forked with it (the kernel does not
+    carry a parent-death signal into a fork: it lived on, holding the scheduler locks);
+    a killed `up` takes everything, also a worker in the middle of a batch (on a loaded
+    machine one ran on for 50 s against the dead servers before its warm stop)."""
     data_dir = tmp_path / "data"
     up, _log = _up_and_serving(tmp_path, data_dir)
     try:
         left = processes_of(data_dir)
         for kind in ("recall", "ingest", "maintenance"):  # (RQ forks schedulers too)
             assert any(f"worker {kind}" in line for line in left), left
+        maintenance = [int(line.partition(":")[0]) for line in left if "worker maintenance" in line]
+        worker = next(pid for pid in maintenance if _parent_of(pid) == up.pid)
+        forked = [pid for pid in maintenance if pid != worker and _parent_of(pid) == worker]
+        assert forked, left  # its scheduler
+        os.kill(worker, signal.SIGKILL)
+        wait_until(
+            lambda: not any(_alive(pid) for pid in forked),
+            LEFTOVER_DEADLINE_S,
+            "the killed worker's scheduler died with it",
+        )
+
+        _publish_a_burst(data_dir, turns=600)
         up.kill()
         up.wait()
         wait_until(

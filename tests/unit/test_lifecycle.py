@@ -59,6 +59,52 @@ def test_a_child_dies_when_its_parent_is_killed() -> None:
             os.kill(child, signal.SIGKILL)
 
 
+FORKING_PARENT = textwrap.dedent(
+    """
+    import multiprocessing, sys, time
+    from turngraph.lifecycle import forks_die_with_this_process
+    if sys.argv[1] == "tied":
+        forks_die_with_this_process()
+    # as RQ starts a worker's scheduler: a fork from the main thread, no exec
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(600,))
+    child.start()
+    print(child.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _forking_parent(mode: str) -> tuple[subprocess.Popen[str], int]:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", FORKING_PARENT, mode], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    return parent, int(parent.stdout.readline())
+
+
+def test_a_forked_child_dies_with_its_parent_only_when_tied() -> None:
+    """The kernel clears the parent-death signal in a fork: without the hook a killed
+    worker's scheduler lived on (the untied pair shows that the test can tell)."""
+    pairs = [_forking_parent("tied"), _forking_parent("untied")]
+    (_, tied), (_, untied) = pairs
+    try:
+        assert not _gone(tied) and not _gone(untied)
+        for parent, _child in pairs:
+            parent.kill()
+            parent.wait()
+        deadline = time.monotonic() + 10
+        while not _gone(tied) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling another process's exit
+        assert _gone(tied)
+        assert not _gone(untied)
+    finally:
+        for parent, child in pairs:
+            parent.kill()
+            parent.wait()
+            if not _gone(child):
+                os.kill(child, signal.SIGKILL)
+
+
 LOST_RAISE = textwrap.dedent(
     """
     import os, signal, sys

@@ -40,7 +40,12 @@ DEMO_TIMEOUT_S = 120.0
 JVM), for the recall worker to be ready, and then for the answer to name it."""
 
 WORKER_STOP_TIMEOUT_S = 15.0
-"""How long a worker may take to stop after SIGTERM before it is killed."""
+"""How long a worker may take to stop after SIGTERM before it is killed.
+
+A ``kill -9`` of ``up`` gives nobody that time: the workers get SIGKILL (their
+parent-death signal). The embedded servers they write to die in the same instant, so a
+warm stop had nothing left to finish (an ingest batch embedding on a loaded machine ran
+on for 50 s against dead servers); a batch they held stays in Redis for the next run."""
 
 
 @contextlib.contextmanager
@@ -65,8 +70,9 @@ def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[list[subproce
     try:
         for kind in kinds:
             children.append(
-                popen_tied_to_process(  # a kill -9 of `up` ends them too
+                popen_tied_to_process(  # a kill -9 of `up` is a kill -9 of them
                     [sys.executable, "-m", "turngraph.cli", "worker", kind],
+                    death_signal=signal.SIGKILL,
                     env={"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env},
                 )
             )

@@ -34,6 +34,7 @@ from turngraph.lifecycle import (
     STOP_SIGNALS,
     StopSignal,
     defer_stops,
+    forks_die_with_this_process,
     pause,
     raise_if_stopping,
     stop_on_signals,
@@ -157,6 +158,7 @@ def run_worker(args: argparse.Namespace) -> int:
         return 2
     configure_logging(settings)
     stop_on_signals()  # while setting up; RQ's work() installs its own for SIGTERM/SIGINT
+    forks_die_with_this_process()  # RQ's scheduler: a kill -9 of the worker ends it too
     try:
         clients = build_clients(settings)
     except StopSignal:
