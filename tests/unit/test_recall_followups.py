@@ -40,6 +40,22 @@ def test_a_self_contained_query_is_not_a_follow_up() -> None:
     assert not is_follow_up("how did we shard the integration-db suite in CI pipelines")
 
 
+def test_a_query_that_names_its_subject_is_no_follow_up_for_its_references() -> None:
+    """Chat speech says "it" and "that"; a query that says at length what it is about
+    needs no terms from the context to resolve them."""
+    long_query = "so remind me what it was that we chose for the staging cache eviction policy"
+    assert not is_follow_up(long_query)
+    plan = plan_query(
+        long_query,
+        [ConversationTurn(role="user", content="the grafana dashboard alerts keep firing")],
+        idf_of=lambda term: 1.0,
+        known_entities=lambda grams: [],
+        ranking=DEFAULT,
+    )
+    assert "grafana" not in plan.terms
+    assert plan.context_terms  # the context still lifts what is tied to it
+
+
 def test_auto_picks_user_for_personal_preferences() -> None:
     scopes = auto_scopes("what are my preferences for commit messages", _nothing_known)
     assert scopes[0] is ScopeName.USER
