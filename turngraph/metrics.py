@@ -11,6 +11,7 @@ Every name this module exports is in :data:`EXPORTED_METRICS`; ``ops/prometheus`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import fields
 from typing import Any
 
 import redis
@@ -21,6 +22,7 @@ from prometheus_client.registry import Collector
 from rq.registry import StartedJobRegistry
 
 from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.request_reply import ServeCounters
 from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.ingest.dead_letters import dead_letter_key
@@ -59,6 +61,8 @@ EXPORTED_METRICS: dict[str, str] = {
     "turngraph_embedding_calls_total": "counter",
     "turngraph_embedding_texts_total": "counter",
     "turngraph_embedding_tokens_total": "counter",
+    # recall replica and maintenance worker (on-demand distillation asks)
+    "turngraph_requests_total": "counter",
 }
 """Every metric family a turngraph process can export, with its type (sample names of a
 histogram add ``_bucket``, ``_sum``, ``_count``)."""
@@ -194,6 +198,29 @@ class RecallCollector(Collector):
             value=int(worker.bootstrapped),
         )
         yield from _embedding_metrics(self._embedder)
+
+
+REQUEST_OUTCOMES = tuple(f.name for f in fields(ServeCounters))
+"""``answered``, ``skipped_late``, ``malformed``, ``refused_reply_to``."""
+
+
+class RequestCollector(Collector):
+    """What a request/reply server did with every request it popped: the recall
+    replica's searches, the maintenance worker's distillation asks (``answered`` there:
+    admitted as a job, which replies)."""
+
+    def __init__(self, server: str, counters: ServeCounters) -> None:
+        self._server, self._counters = server, counters
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "turngraph_requests",
+            "requests popped by a request/reply server, per outcome",
+            labels=["server", "outcome"],
+        )
+        for outcome in REQUEST_OUTCOMES:
+            family.add_metric([self._server, outcome], getattr(self._counters, outcome))
+        yield family
 
 
 class EmbeddingCollector(Collector):

@@ -5,6 +5,8 @@ the rolling context kept incrementally; ``turngraph recap`` from the command lin
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,10 +18,13 @@ import structlog
 
 from tests.support.distill import decision_events
 from tests.support.turns import turn
+from tests.support.worker_processes import wait_for, worker_env
 from turngraph.app import build_maintenance_worker, build_pipeline, maintenance_queue
 from turngraph.cli import main
 from turngraph.clients import Clients
 from turngraph.producers.distill_client import DistillClient
+from turngraph.schemas.distill import DistillResponse
+from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.maintenance.asks import AskAdmission
 
@@ -70,6 +75,30 @@ def test_summarize_last_turns_then_show_the_full_summary(clients: Clients) -> No
     assert reply.text.startswith("Topic:") and "Decisions:" in reply.text
     full = _served(clients, lambda: client.full_summary(reply.summary.id))  # type: ignore[union-attr]
     assert full.success and full.text == reply.text
+
+
+def test_a_burst_maintenance_worker_answers_the_asks_waiting(clients: Clients) -> None:
+    """``turngraph worker maintenance --burst`` admits the asks inbox before it works the
+    queue off, as ``worker ingest --burst`` does with the turns' inboxes."""
+    _ingest(clients)
+    result: list[DistillResponse] = []
+    asking = threading.Thread(
+        target=lambda: result.append(_client(clients, 60_000).summarize("s_od", last_n=4))
+    )
+    asking.start()
+    try:
+        assert wait_for(lambda: clients.redis.llen(DISTILL_REQUESTS) == 1, 10)
+        done = subprocess.run(
+            [sys.executable, "-m", "turngraph", "worker", "maintenance", "--burst"],
+            env=worker_env(clients, TURNGRAPH_EMBEDDING_PROVIDER="none"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    finally:
+        asking.join(timeout=70)
+    assert result and result[0].success, result
 
 
 def test_recap_and_promote_on_request(clients: Clients) -> None:

@@ -23,6 +23,7 @@ from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.producers.distill_client import DistillClient
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
+from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.workers.recall.replica import read_heartbeats
 
 pytestmark = pytest.mark.integration
@@ -94,6 +95,7 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
         for query in ("edit src/m3.py", "metrics check", "unknown words"):
             assert client.recall(query, session_id="s1", workspace="w1", user="u1").success
         client.recall("anything", session_id="s1", workspace="elsewhere", user="u1")
+        conn.rpush(DISTILL_REQUESTS, b"not an ask")  # counted, and the next one served
         summary = DistillClient(waiting, deadline_ms=60_000).summarize("metrics", last_n=4)
         assert summary.success, summary.user_message  # through the LLM summarizer
         ingest_samples, recall_samples = scrape(ingest_port), scrape(recall_port)
@@ -134,6 +136,11 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
     assert value(ingest_samples, "turngraph_llm_tokens_total", kind="prompt") >= 300
     assert value(ingest_samples, "turngraph_llm_tokens_total", kind="completion") >= 40
     assert value(recall_samples, "turngraph_recall_answers_total") == 4
+    recall_requests = {"server": "recall", "outcome": "answered"}
+    assert value(recall_samples, "turngraph_requests_total", **recall_requests) == 4
+    asks = {"server": "distill"}
+    assert value(maintenance_samples, "turngraph_requests_total", outcome="answered", **asks) == 1
+    assert value(maintenance_samples, "turngraph_requests_total", outcome="malformed", **asks) == 1
     assert value(recall_samples, "turngraph_recall_seconds_count") == 4
     assert value(recall_samples, "turngraph_recall_degraded_total", reason="no_scope_key") == 1
     assert value(recall_samples, "turngraph_recall_index_memories") >= TURNS

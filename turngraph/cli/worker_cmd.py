@@ -47,6 +47,7 @@ from turngraph.metrics import (
     LLMCollector,
     QueueCollector,
     RecallCollector,
+    RequestCollector,
     new_registry,
     recall_histogram,
     serve_metrics,
@@ -175,6 +176,7 @@ def run_worker(args: argparse.Namespace) -> int:
                 clients, embedder=embedder, latency_observer=recall_histogram(registry).observe
             )
             registry.register(RecallCollector(recall, embedder))
+            registry.register(RequestCollector("recall", recall.counters))
             server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
             for stop_signal in STOP_SIGNALS:  # the loop ends within one pop timeout
                 signal.signal(stop_signal, lambda *_: recall.stop())
@@ -208,9 +210,11 @@ def run_worker(args: argparse.Namespace) -> int:
                 return summarizer.stats.snapshot() if summarizer is not None else None
 
             registry.register(LLMCollector(summary=summary_snapshot))
-            admission = build_ask_admission(clients)
+            asks = build_ask_admission(clients)
+            registry.register(RequestCollector("distill", asks.served))
+            admission = asks
         server = serve_metrics(registry, settings.metrics_port, settings.metrics_host)
-        if args.burst and args.kind == "ingest":
+        if args.burst:  # the inboxes' turns or asks first, then RQ's queue, until all empty
             codes = [0]
             admission.burst(lambda: codes.append(supervise(build, clients, burst=True)))
             return max(codes)
