@@ -26,3 +26,23 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def scheduling(pid: int) -> tuple[float, int]:
+    """(seconds the process's threads have spent runnable but waiting for a core, times
+    they were put on a core) so far, from ``/proc/<pid>/task/<tid>/schedstat``; threads
+    that ended are not counted."""
+    waited_ns = runs = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            _, waited, slices = (int(v) for v in (task / "schedstat").read_text().split()[:3])
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile
+        waited_ns += waited
+        runs += slices
+    return waited_ns / 1e9, runs
+
+
+def thread_waited_seconds() -> float:
+    """Time the calling thread has spent runnable but waiting for a core so far."""
+    return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9

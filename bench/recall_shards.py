@@ -20,7 +20,10 @@ an open loop offered ``--load-share`` of the unsharded saturation, the same rate
 both, ``--seconds`` each in ``--rounds`` slices taking turns: on a machine shared with
 other work, the load then falls on both alike (the same replica's p50 moved 20x between
 slices seconds apart; docs/scaling.md). Reports per-replica RSS, ready time and
-bootstrap CPU, the replicas' CPU per answer and how busy the machine was; then one
+bootstrap CPU, the replicas' CPU per answer and how busy the machine was, how long the
+replicas' threads (and the open loop's senders) waited for a core per answer and how
+often the replicas were put on one (``/proc/*/schedstat``), and which shards the open
+loop's slowest 1 % went to (even when the shards' lists are served alike); then one
 shard's replica is stopped and requests for its workspaces
 are timed (they must fail at once, ``degraded``). ``--one-process`` adds a third
 deployment taking turns with the two: one process serving every shard (clients route as
@@ -49,7 +52,7 @@ from typing import Any
 
 import redis
 
-from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb
+from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb, scheduling
 from bench.report import percentile, result_line, table
 from bench.shard_corpus import SEED, SyntheticSource, vocabulary
 from bench.shard_load import Load, closed_loop, open_loop
@@ -105,12 +108,23 @@ class Phase:
     rate: float = 0.0
     serve_cpu_ms: float = 0.0
     """The replicas' CPU per answer in the open loop."""
+    runq_ms: float = 0.0
+    """The replicas' time runnable but waiting for a core, per answer, in the open loop."""
+    runs: float = 0.0
+    """Times the replicas' threads were put on a core, per answer, in the open loop."""
+    bench_runq_ms: float = 0.0
+    """The open loop's senders' time waiting for a core, per request."""
     machine_busy: float = 0.0
     """Share of the machine's cores busy (anyone's work) during the open loop."""
     no_replica_ms: list[float] = field(default_factory=list)
     procs: dict[str, BaseProcess] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     serve_cpu_s: float = 0.0
+    slice_p99_ms: list[float] = field(default_factory=list)
+    """The open loop's p99 in each slice (the machine's load moves them)."""
+    runq_s: float = 0.0
+    runs_total: int = 0
+    bench_runq_s: float = 0.0
     busy_s: float = 0.0
     wall_s: float = 0.0
 
@@ -189,19 +203,38 @@ def open_rounds(
     for _ in range(args.rounds):
         for phase in phases:
             cpu_before = sum(cpu_seconds(pid) for pid in phase.pids.values())
+            sched_before = [scheduling(pid) for pid in phase.pids.values()]
             busy_before, wall_before = machine_busy_seconds(), time.monotonic()
             run = open_loop(
-                url, phase.shards, args.workspaces, queries, rate, seconds, phase.requests_key
+                url,
+                phase.shards,
+                args.workspaces,
+                queries,
+                rate,
+                seconds,
+                phase.requests_key,
+                label_shards=args.shards,
             )
             phase.serve_cpu_s += sum(cpu_seconds(pid) for pid in phase.pids.values()) - cpu_before
+            sched_after = [scheduling(pid) for pid in phase.pids.values()]
+            pairs = list(zip(sched_after, sched_before, strict=True))
+            phase.runq_s += sum(after[0] - before[0] for after, before in pairs)
+            phase.runs_total += sum(after[1] - before[1] for after, before in pairs)
+            phase.bench_runq_s += run.senders_waited_s
             phase.busy_s += machine_busy_seconds() - busy_before
             phase.wall_s += time.monotonic() - wall_before
+            phase.slice_p99_ms.append(percentile(run.latencies, 99))
             phase.offered.latencies.extend(run.latencies)
+            phase.offered.shards.extend(run.shards)
             phase.offered.failures += run.failures
             phase.offered.seconds += run.seconds
     for phase in phases:
         phase.rate = rate
-        phase.serve_cpu_ms = phase.serve_cpu_s * 1000 / max(1, len(phase.offered.latencies))
+        answers = max(1, len(phase.offered.latencies))
+        phase.serve_cpu_ms = phase.serve_cpu_s * 1000 / answers
+        phase.runq_ms = phase.runq_s * 1000 / answers
+        phase.runs = phase.runs_total / answers
+        phase.bench_runq_ms = phase.bench_runq_s * 1000 / answers
         phase.machine_busy = phase.busy_s / (max(phase.wall_s, 1e-9) * (os.cpu_count() or 1))
         for name, pid in phase.pids.items():
             phase.rss_mb[name] = max(phase.rss_mb[name], rss_mb(pid))
@@ -273,15 +306,41 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Ph
                     run.per_s,
                     run.failures,
                     phase.serve_cpu_ms if mode == "open" else "",
+                    phase.runq_ms if mode == "open" else "",
+                    phase.runs if mode == "open" else "",
+                    phase.bench_runq_ms if mode == "open" else "",
                     phase.machine_busy if mode == "open" else "",
                 ]
             )
     print(
         table(
-            ["deployment", "n", "p50_ms", "p99_ms", "per_s", "failures", "replica_cpu_ms", "busy"],
+            [
+                "deployment",
+                "n",
+                "p50_ms",
+                "p99_ms",
+                "per_s",
+                "failures",
+                "replica_cpu_ms",
+                "replica_runq_ms",
+                "replica_runs",
+                "bench_runq_ms",
+                "busy",
+            ],
             load_rows,
         )
     )
+    print(
+        "per answer: replica_runq_ms, bench_runq_ms the time the replicas' threads (the "
+        "open loop's senders) were runnable but waiting for a core; replica_runs the "
+        "times the replicas' threads were put on a core"
+    )
+    for phase in (sharded, *more, unsharded):
+        per_shard = "/".join(str(n) for n in phase.offered.slowest_by_shard(args.shards))
+        slices = " ".join(f"{p99:.1f}" for p99 in phase.slice_p99_ms)
+        print(
+            f"{phase.label}: open-loop p99 per slice {slices} ms; slowest 1 % by shard {per_shard}"
+        )
     print(
         f"no replica for shard {args.shards - 1}: {len(sharded.no_replica_ms)} requests, "
         f"max {max(sharded.no_replica_ms):.1f} ms, all degraded {NO_REPLICA}"
@@ -314,6 +373,7 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Ph
                 if more
                 else {}
             ),
+            runq_ratio=round(sharded.runq_ms / max(unsharded.runq_ms, 1e-9), 3),
             saturation_per_s=round(sharded.saturation.per_s, 1),
             unsharded_saturation_per_s=round(unsharded.saturation.per_s, 1),
             no_replica_ms=round(max(sharded.no_replica_ms), 1),

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 
 import redis
 
+from bench.proc import thread_waited_seconds
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.keys import RECALL_REQUESTS
+from turngraph.schemas.shards import shard_of
 
 DEADLINE_MS = 5_000
 OPEN_LOOP_SENDERS = 32
@@ -30,21 +32,36 @@ OPEN_LOOP_SENDERS = 32
 @dataclass
 class Load:
     latencies: list[float] = field(default_factory=list)
+    shards: list[int] = field(default_factory=list)
+    """The shard of each request of the open loop (as ``latencies``)."""
     failures: int = 0
     """Answers that were not a success, or were flagged ``degraded``."""
     seconds: float = 0.0
+    senders_waited_s: float = 0.0
+    """Time the open loop's sender threads were runnable but waiting for a core."""
 
     @property
     def per_s(self) -> float:
         return len(self.latencies) / self.seconds if self.seconds else 0.0
 
+    def slowest_by_shard(self, count: int, share: float = 0.01) -> list[int]:
+        """How many of the slowest ``share`` of the open loop's requests went to each of
+        ``count`` shards (even, when the shards' lists are served alike)."""
+        ranked = sorted(zip(self.latencies, self.shards, strict=True), reverse=True)
+        slowest = ranked[: max(1, int(len(ranked) * share))]
+        return [sum(1 for _, shard in slowest if shard == s) for s in range(count)]
 
-def _ask(client: RecallClient, rng: random.Random, workspaces: int, queries: list[str]) -> bool:
+
+def _ask(
+    client: RecallClient, rng: random.Random, workspaces: int, queries: list[str], shards: int
+) -> tuple[bool, int]:
+    """One request for a random workspace: (answered, not degraded; its shard of
+    ``shards``)."""
     w = rng.randrange(workspaces)
     response = client.recall(
         rng.choice(queries), workspace=f"ws{w}", user=f"u{w}", scopes=("workspace",)
     )
-    return response.success and not response.degraded
+    return response.success and not response.degraded, shard_of(f"ws{w}", shards)
 
 
 def closed_loop(
@@ -72,7 +89,7 @@ def closed_loop(
         mine, bad = [], 0
         while time.monotonic() < stop_at:
             started = time.perf_counter()
-            ok = _ask(client, rng, workspaces, queries)
+            ok, _ = _ask(client, rng, workspaces, queries, shards)
             mine.append((time.perf_counter() - started) * 1000)
             bad += not ok
         with lock:
@@ -91,8 +108,10 @@ def open_loop(
     rate: float,
     seconds: float,
     requests_key: str = RECALL_REQUESTS,
+    label_shards: int = 0,
 ) -> Load:
-    """``rate * seconds`` requests, request *i* due at ``start + i / rate``."""
+    """``rate * seconds`` requests, request *i* due at ``start + i / rate``; each labelled
+    with its shard of ``label_shards`` (default: of ``shards``) in ``Load.shards``."""
     total = max(1, int(rate * seconds))
     load = Load(seconds=seconds)
     lock = threading.Lock()
@@ -107,7 +126,10 @@ def open_loop(
             deadline_ms=DEADLINE_MS,
             shards=shards,
         )
-        mine, bad = [], 0
+        mine: list[float] = []
+        shards_of: list[int] = []
+        bad = 0
+        waited = thread_waited_seconds()
         while True:
             with lock:
                 number = next(numbers)
@@ -115,12 +137,15 @@ def open_loop(
                 break
             due = start + number / rate
             time.sleep(max(0.0, due - time.monotonic()))  # pacing to the schedule
-            ok = _ask(client, rng, workspaces, queries)
+            ok, shard = _ask(client, rng, workspaces, queries, label_shards or shards)
             mine.append((time.monotonic() - due) * 1000)
+            shards_of.append(shard)
             bad += not ok
         with lock:
             load.latencies.extend(mine)
+            load.shards.extend(shards_of)
             load.failures += bad
+            load.senders_waited_s += thread_waited_seconds() - waited
 
     _run_threads(run, OPEN_LOOP_SENDERS)
     return load
