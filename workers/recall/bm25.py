@@ -34,7 +34,7 @@ def walk(
     budget = ranking.postings_budget
     late: list[tuple[float, Postings]] = []
     for df, term, postings in found:
-        weight = idf(part.n_docs, df) * query[term]
+        weight = idf(part.n_docs, part.doc_frequency(term, postings)) * query[term]
         if df > budget and acc:
             late.append((weight, postings))
             continue
@@ -68,7 +68,7 @@ def score_members(
     for term, q in query.items():
         postings = part.postings.get(term)
         if postings is not None:
-            terms.append((idf(part.n_docs, postings.ready()) * q, postings))
+            terms.append((idf(part.n_docs, part.doc_frequency(term, postings)) * q, postings))
     acc: dict[int, float] = {}
     for internal in members:
         if internal not in alive:

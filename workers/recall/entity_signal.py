@@ -44,7 +44,7 @@ def entity_hits(
         ents = part.entities.get(key)
         if not ents:
             continue
-        w = weight * idf(part.n_docs, len(ents))
+        w = weight * idf(part.n_docs + part.unstated_docs, len(ents))
         for internal in ents[-ENTITY_POSTINGS_CAP:]:
             memory = memory_of(internal)
             if memory is None or (session_id and memory.session_id != session_id):

@@ -246,8 +246,12 @@ class MemoryIndex:
         part = self._parts.get(pkey)
         if part is None:
             part = self._parts[pkey] = Partition()
-        part.n_docs += 1
-        part.total_len += length
+        if memory.in_statistics:
+            part.n_docs += 1
+            part.total_len += length
+        else:
+            part.unstated_docs += 1
+            part.unstated_df.update(counts.keys())
         if not part.weights_avgdl:
             part.weights_avgdl = part.avgdl
         avgdl = part.weights_avgdl
@@ -291,8 +295,11 @@ class MemoryIndex:
         part = self._parts.get(doc.partition)
         if part is None:
             return
-        part.n_docs -= 1
-        part.total_len -= doc.length
+        if memory.in_statistics:
+            part.n_docs -= 1
+            part.total_len -= doc.length
+        else:
+            part.unstated_docs -= 1  # its postings leave unstated_df with them (rebuild)
         part.speakers.subtract(name_words(memory.extra.get("speaker")))
         part.speakers += Counter()  # drop names no live memory has any more
         part.live_postings -= doc.n_terms
@@ -302,7 +309,11 @@ class MemoryIndex:
 
     def _rebuild_locked(self, part: Partition) -> None:
         docs = self._docs
-        part.rebuild(lambda internal: d.length if (d := docs.get(internal)) else None, self.ranking)
+        part.rebuild(
+            lambda internal: d.length if (d := docs.get(internal)) else None,
+            self.ranking,
+            lambda internal: not docs[internal].memory.in_statistics,
+        )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -332,7 +343,7 @@ class MemoryIndex:
         if part is None:
             return 0, 0
         postings = part.postings.get(term)
-        return (postings.ready() if postings else 0), part.n_docs
+        return (part.doc_frequency(term, postings) if postings else 0), part.n_docs
 
     def speaker_names(self, pkey: PartitionKey, words: Iterable[str]) -> list[str]:
         """Which of ``words`` name a speaker of the partition's memories."""

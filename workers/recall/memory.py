@@ -15,16 +15,25 @@ from typing import Any, cast
 
 from turngraph.schemas.changes import MemoryKind, MemoryRecord
 from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.memories import PromotionKind
 from turngraph.schemas.scopes import Scope, ScopeValue
 from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.recall.text import entity_key
 
-__all__ = ["SPAN_DIGESTS", "Memory", "MemoryKind", "normalise_entities"]
+__all__ = ["RESTATEMENTS", "SPAN_DIGESTS", "Memory", "MemoryKind", "normalise_entities"]
 
 SPAN_DIGESTS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP})
 """Memories digested from a span of turns: their text, entities and provenance are the
 union of their turns'. (A decision record is curated from summaries: it states a
 decision, and the seed ranks it first for it.)"""
+
+RESTATEMENTS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP, MemoryKind.DECISION_RECORD})
+"""Memories that say again what turns said: a span digest's words are its turns', a
+decision record's its summaries'. They are searched, but are not counted in the corpus
+statistics (``Memory.in_statistics``)."""
+
+_SYSTEM_KINDS = frozenset({PromotionKind.OWNERSHIP_CONTEXT.value})
+"""Promoted kinds the system writes, one boilerplate sentence per scope."""
 
 _SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
 """Fields whose few distinct values many memories repeat: interned."""
@@ -90,6 +99,19 @@ class Memory:
     def reference_time(self) -> datetime:
         """The time recency decays from: when the source turn happened, else creation."""
         return self.source_created_at or self.created_at
+
+    @property
+    def in_statistics(self) -> bool:
+        """Whether this memory counts in its partition's BM25 statistics (documents, mean
+        length, document frequencies). What was said does: turns, facts, what a person
+        promoted. A restatement (summary, recap, decision record) would count its turns'
+        words a second time, and an ownership context is the same sentence once per
+        session (620 on the RealMem dev personas, 13 % of the documents): counted, they
+        moved every turn's weights (docs/recall.md). They are still searched, by the
+        turns' statistics."""
+        if self.kind in RESTATEMENTS:
+            return False
+        return self.extra.get("memory_kind") not in _SYSTEM_KINDS
 
     @property
     def searchable_text(self) -> str:

@@ -72,25 +72,45 @@ class Partition:
     dead_postings: int = 0
     speakers: Counter[str] = field(default_factory=Counter)
     """Live memories per word of their speakers' names (``speakers.name_words``)."""
+    unstated_docs: int = 0
+    """Live memories outside the statistics (``Memory.in_statistics``): not in
+    ``n_docs`` or ``total_len``."""
+    unstated_df: Counter[str] = field(default_factory=Counter)
+    """Per term, how many of its postings (removed ones too, until a rebuild) belong to
+    memories outside the statistics."""
+
+    def doc_frequency(self, term: str, postings: Postings) -> int:
+        """Memories of the statistics holding ``term`` (removed ones count until the
+        partition is compacted)."""
+        return max(0, postings.ready() - self.unstated_df.get(term, 0))
 
     @property
     def avgdl(self) -> float:
         return self.total_len / self.n_docs if self.n_docs else 1.0
 
-    def rebuild(self, length_of: Callable[[int], int | None], ranking: Ranking) -> None:
+    def rebuild(
+        self,
+        length_of: Callable[[int], int | None],
+        ranking: Ranking,
+        unstated: Callable[[int], bool],
+    ) -> None:
         """Drop removed ids (``length_of`` returns None for them) and recompute weights
-        for the current mean length.
+        for the current mean length (and ``unstated_df`` from the memories outside the
+        statistics that are left).
 
         Each term's columns are built aside and swapped in with one assignment, so a
         reader sees either the old or the new postings, never a half-built one.
         """
         avgdl = self.avgdl
+        unstated_df: Counter[str] = Counter()
         for term, old in list(self.postings.items()):
             new = Postings()
             for internal, tf in zip(old.ids, old.tfs, strict=True):
                 length = length_of(internal)
                 if length is not None:
                     new.append(internal, tf, bm25_weight(tf, length, avgdl, ranking))
+                    if unstated(internal):
+                        unstated_df[term] += 1
             if new.ids:
                 self.postings[term] = new
             else:
@@ -101,5 +121,6 @@ class Partition:
                 self.entities[key] = live
             else:
                 del self.entities[key]
+        self.unstated_df = unstated_df
         self.weights_avgdl = avgdl
         self.dead_postings = 0
