@@ -29,6 +29,7 @@ from turngraph.clients import Clients
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.keys import INBOX_TEMPLATE
+from turngraph.schemas.recall import DEFAULT_DEADLINE_MS
 from turngraph.workers.extraction.offline import OfflineExtractor
 
 pytestmark = pytest.mark.integration
@@ -266,16 +267,28 @@ def test_recall_fails_open_within_the_deadline_without_a_recall_worker(
         "TURNGRAPH_LOG_LEVEL": "WARNING",
     }
 
-    async def ask() -> tuple[mcp_types.CallToolResult, float]:
-        async with Client(_server(env, tmp_path)) as client:
-            started = time.monotonic()
-            result = await client.call_tool("recall", {"query": QUERY})
-            return result, time.monotonic() - started
+    async def timed(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[Any, float]:
+        started = time.monotonic()
+        result = await client.call_tool(tool, arguments)
+        return result, time.monotonic() - started
 
-    result, took_s = anyio.run(ask)
+    async def ask() -> tuple[mcp_types.CallToolResult, float, float]:
+        async with Client(_server(env, tmp_path)) as client:
+            # The session's first call waits for the bridge's build (Redis, the drivers,
+            # the redaction rules: 1.1-1.9 s at load 14, bench.startup measures it), which
+            # is no part of a recall's deadline; a status call takes it here.
+            await client.call_tool("status", {})
+            result, took_s = await timed(client, "recall", {"query": QUERY})
+            _, round_trip_s = await timed(client, "status", {})  # the same path, no wait
+            return result, took_s, round_trip_s
+
+    result, took_s, round_trip_s = anyio.run(ask)
     assert result.is_error and result.structured_content["error_code"] == "DEADLINE_EXCEEDED"
     assert result.structured_content["degraded"] == ["deadline_exceeded"]
-    assert took_s < 3.0
+    # The 750 ms deadline, the stdio round trip measured in the same session, and 1 s for a
+    # loaded machine's scheduling (0.76-0.86 s in all at load 14, round trips 0.01-0.04 s):
+    # a recall that waited for a worker past its deadline would not pass.
+    assert took_s < DEFAULT_DEADLINE_MS / 1000 + round_trip_s + 1.0, (took_s, round_trip_s)
 
 
 def test_a_line_of_invalid_utf8_does_not_stop_the_server(tmp_path: Path) -> None:
