@@ -46,6 +46,10 @@ OUTPUT_MARGIN_MS = 30
 MIN_RECALL_MS = 50
 """Less time than this left: no recall at all."""
 
+JOIN_GRACE_MS = 400
+"""How long past its deadline the session-start hook waits for a lookup's answer (within
+the half second kept back from the editor's timeout)."""
+
 STASHED_PROMPTS = frozenset({"cursor", "codex"})
 """Editors whose answer hook lacks the prompt: the prompt hook keeps it for the answer."""
 
@@ -277,6 +281,15 @@ class HookRunner:
         ceiling = binding.timeout_s * 1000 - 500 if binding else self.deadline_ms
         return int(min(self.deadline_ms, ceiling) - spent - OUTPUT_MARGIN_MS)
 
+    def _editor_left_ms(self, action: HookAction) -> float:
+        """What is left of the editor's timeout for ``action`` (it kills the hook then,
+        start-up included) less half a second and the margin for answering."""
+        binding = self.spec.binding(action)
+        if binding is None:
+            return float("inf")
+        spent = (self.clock() - self.started_at) * 1000
+        return binding.timeout_s * 1000 - 500 - spent - OUTPUT_MARGIN_MS
+
     def _prompt(self, call: HookCall, scope: ScopeKeys) -> dict[str, Any] | None:
         from turngraph.producers.hooks.context import recent_turns
 
@@ -312,6 +325,14 @@ class HookRunner:
 
         found: dict[str, Any] = {}
         budget = self.start_budget_tokens
+        # A recap may wait four hook deadlines, the standing memories one; both end before
+        # the editor's timeout, however large the deadline set.
+        left_ms = self._editor_left_ms(HookAction.SESSION_START)
+        recap_ms = int(min(self.deadline_ms * 4, left_ms))
+        standing_ms = int(min(self.deadline_ms, left_ms))
+        if standing_ms < MIN_RECALL_MS:
+            self.state.count(start_context_skipped=1)
+            return None
 
         def recap() -> None:
             distiller = self.services.distiller()
@@ -321,7 +342,7 @@ class HookRunner:
                     budget_tokens=max(100, budget * 2 // 3),
                     workspace=scope.workspace,
                     current_session_id=scope.session,
-                    deadline_ms=self.deadline_ms * 4,
+                    deadline_ms=recap_ms,
                 )
                 found["recap"] = reply.text if reply.success else None
 
@@ -335,15 +356,16 @@ class HookRunner:
                     scopes=("workspace", "user"),
                     max_results=10,
                     max_tokens=max(100, budget // 3),
-                    deadline_ms=self.deadline_ms,
+                    deadline_ms=standing_ms,
                 )
                 found["standing"] = reply.results if reply.success else []
 
         threads = [threading.Thread(target=f, daemon=True) for f in (recap, standing)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join(timeout=self.deadline_ms * 4 / 1000 + 1)
+        until = time.monotonic() + (recap_ms + JOIN_GRACE_MS) / 1000
+        for thread in threads:  # each client returns by its deadline; this is a safety net
+            thread.join(timeout=max(0.0, until - time.monotonic()))
         text = start_context(found.get("recap"), found.get("standing") or [], budget)
         self.state.count(start_context_injected=1 if text else 0)
         return context_output(self.spec, HookAction.SESSION_START, text)

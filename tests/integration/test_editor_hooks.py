@@ -32,6 +32,7 @@ from turngraph.embedded import ServiceEndpoints
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.hooks.config import is_ours
 from turngraph.producers.hooks.editors import EDITORS, entry_commands
+from turngraph.producers.hooks.state import HookState
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import LogFormat, Settings
@@ -84,8 +85,11 @@ def live(embedded: ServiceEndpoints, tmp_path_factory: pytest.TempPathFactory) -
     assert settings.redis_url
     redis.Redis.from_url(settings.redis_url).flushdb()
     wipe_graph(clients.graph, clients.graph_database)
-    env = service_env(settings, HOME=str(root / "home"), TURNGRAPH_HOOK_DEADLINE_MS="2500")
-    # The deadline a loaded test machine needs end to end; bench.hooks measures 750 ms.
+    # The deadline counts from the interpreter's start: at load 13 on 2 cores the prompt
+    # hook found its 2.5 s spent before its first line (recall_skipped) in 5 runs of 9.
+    # 9 s, capped by the editor's 10 s timeout less 0.5 s, tests what the hooks answer;
+    # their speed is bench.hooks' (750 ms).
+    env = service_env(settings, HOME=str(root / "home"), TURNGRAPH_HOOK_DEADLINE_MS="9000")
     ingest = start_worker("ingest", env)
     recall = build_recall_worker(clients)
     recall.bootstrap()
@@ -228,7 +232,9 @@ def test_session_2_starts_with_what_session_1_decided(live: Live, editor: str) -
         prompt = _session_payload(editor, event, s2, project, project / "s2.jsonl")
         answers = _run_event(live, editor, config, event, prompt, project)
         if EDITORS[editor].prompt_context:
-            assert len(answers) == 1, answers
+            assert len(answers) == 1, (
+                f"{answers} {json.dumps(HookState(settings.data_dir).counters())}"
+            )
             context = _context(editor, answers[0])
             assert "<memory>" in context and DECISION in context
             if editor == "copilot-cli":

@@ -8,6 +8,7 @@ import io
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -241,3 +242,52 @@ def test_codex_sends_the_prompt_with_its_answer_under_one_turn_id(tmp_path: Path
     assert sorted((e.role.value, e.content) for e in queue.ids.values()) == [
         ("assistant", "RQ."), ("user", "Which queue?")]  # fmt: skip
     assert queue.duplicates == 1
+
+
+class LookupDeadlines:
+    """A distiller and recaller that answer at once and note the deadlines they were given."""
+
+    def __init__(self) -> None:
+        self.deadlines: dict[str, int] = {}
+
+    def recap(self, _topic: object, **options: object) -> SimpleNamespace:
+        self.deadlines["recap"] = int(options["deadline_ms"])  # type: ignore[call-overload]
+        return SimpleNamespace(success=True, text="")
+
+    def recall(self, _query: str, **options: object) -> SimpleNamespace:
+        self.deadlines["standing"] = int(options["deadline_ms"])  # type: ignore[call-overload]
+        return SimpleNamespace(success=True, results=[])
+
+
+@pytest.mark.parametrize(
+    ("spent_s", "expected"),
+    [
+        (0.0, {"recap": 8_000, "standing": 2_000}),  # four deadlines and one, as set
+        (5.0, {"recap": 4_470, "standing": 2_000}),  # the editor's 10 s less 0.5 s is near
+        (9.45, {}),  # less than 50 ms left: nothing looked up
+    ],
+)
+def test_session_start_lookups_end_before_the_editors_timeout(
+    tmp_path: Path, spent_s: float, expected: dict[str, int]
+) -> None:
+    lookups = LookupDeadlines()
+    runner = HookRunner(
+        spec=EDITORS["claude-code"],
+        state=HookState(tmp_path / "data"),
+        hasher=ScopeHasher(b"s" * 32),
+        user="alice",
+        consent=lambda workspace: True,
+        services=HookServices(
+            publisher=lambda: None,
+            recaller=lambda: lookups,  # type: ignore[arg-type,return-value]
+            distiller=lambda: lookups,  # type: ignore[arg-type,return-value]
+        ),
+        deadline_ms=2_000,
+        start_budget_tokens=1500,
+        started_at=100.0 - spent_s,
+        clock=lambda: 100.0,
+    )
+    runner.run(HookCall(HookAction.SESSION_START, "cc-session-2", tmp_path))
+    assert lookups.deadlines == expected
+    skipped = HookState(tmp_path / "data").counters().get("start_context_skipped", 0)
+    assert skipped == (0 if expected else 1)
