@@ -6,16 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tests.support.recall import NOW, memory, request
-from turngraph.workers.recall.assembly import summaries_after
+from turngraph.workers.recall.assembly import summaries_after, summaries_below_their_turns
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory, MemoryKind
 from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.search import search
 
+PLAN_TURNS = tuple(f"e_plan_{n}" for n in range(5))
 TURN = "The staging cluster moved to the new region last night; pods came back in minutes."
 
 
-def _index(ranking: Ranking) -> MemoryIndex:
+def _index(ranking: Ranking, sources: tuple[str, ...] = PLAN_TURNS) -> MemoryIndex:
     index = MemoryIndex(ranking=ranking)
     index.add(memory("deploy", TURN, days_ago=3, session_id="s_ops", entities=("kubernetes",)))
     index.add(memory("lunch", "Lunch at noon?", days_ago=3, session_id="s_ops"))
@@ -35,7 +36,7 @@ def _index(ranking: Ranking) -> MemoryIndex:
             status="Final",
             # a digest holds the entities of every turn of its span
             entities=("grafana", "postgres", "redis", "kubernetes", "terraform"),
-            source_event_ids=tuple(f"e_plan_{n}" for n in range(5)),
+            source_event_ids=sources,
         )
     )
     return index
@@ -51,11 +52,14 @@ def test_a_summary_gets_no_graph_signal_from_the_entities_of_its_span() -> None:
 
 def test_with_a_graph_share_the_summary_would_match_on_its_entities() -> None:
     # the setting is what keeps it out: with the share back at 1 the digest is a candidate
+    # (its sources are turns outside the index here: one of its own turns ranking above it
+    # would leave it out, test_a_summary_its_own_turn_outranks_is_left_out)
     ranking = DEFAULT.with_values(distilled_graph_share=1.0)
-    response = search(_index(ranking), request("kubernetes status?"), now=NOW)
+    sources = ("e_gone_0", "e_gone_1")
+    response = search(_index(ranking, sources), request("kubernetes status?"), now=NOW)
     summary = next(r for r in response.results if r.memory_id == "plan_summary")
     assert summary.score.graph_score > 0
-    assert summary.source_event_ids == [f"e_plan_{n}" for n in range(5)]
+    assert summary.source_event_ids == list(sources)
 
 
 def _summary_first_index() -> MemoryIndex:
@@ -104,3 +108,31 @@ def test_summaries_after_keeps_the_order_of_everything_else() -> None:
 @dataclass(frozen=True)
 class _Item:
     memory: Memory
+
+
+def test_a_summary_its_own_turn_outranks_is_left_out() -> None:
+    # graph share 1: the summary ranks by its span's entities, below the turn that named
+    # "kubernetes" (plan_3, one of its sources): that turn answers, the summary is left out
+    ranking = DEFAULT.with_values(distilled_graph_share=1.0)
+    ids = [
+        r.memory_id for r in search(_index(ranking), request("kubernetes status?"), now=NOW).results
+    ]
+    assert "plan_3" in ids and "plan_summary" not in ids, ids
+
+
+def test_summaries_below_their_turns_keeps_a_summary_above_them() -> None:
+    summary = memory("s", "x", kind=MemoryKind.SUMMARY, source_event_ids=("e_a", "e_b"))
+    own = memory("a", "x")  # source e_a
+    other = memory("c", "x")  # source e_c, not the summary's
+    fact = memory("f", "x", kind=MemoryKind.FACT, source_event_ids=("e_b",))
+    kept = [
+        i.memory.id for i in summaries_below_their_turns([_Item(m) for m in (other, summary, own)])
+    ]
+    assert kept == ["c", "s", "a"]  # it outranks its own turn: it stays
+    below = [_Item(m) for m in (own, other, summary)]
+    assert [i.memory.id for i in summaries_below_their_turns(below)] == ["a", "c"]
+    # only a turn of its span counts, not a fact taken from it
+    assert [i.memory.id for i in summaries_below_their_turns([_Item(fact), _Item(summary)])] == [
+        "f",
+        "s",
+    ]

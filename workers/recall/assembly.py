@@ -2,9 +2,15 @@
 crowd out).
 
 A summary is a digest of a span of turns: its text is taken from them and it carries all
-of them as provenance. It earns a place after the best turns, not before them: ranked
-first, it stands for its whole span (a median of 6 turns, up to 20) while its session
-held the answer less often than the best turn's did (RealMem dev: 23 % against 37 %).
+of them as provenance. Two rules:
+
+- It outranks the turns it came from only where it answers better: a summary that one of
+  its own turns outranks is left out (``summaries_below_their_turns``). That turn
+  answered better and is in the answer; the summary would only add the rest of its span
+  as places (RealMem counts a result as many places as its sources, a median of 6).
+- It earns a place after the best turns, not before them: ranked first, it stands for
+  its whole span while its session held the answer less often than the best turn's did
+  (RealMem dev: 23 % against 37 %) (``summaries_after``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,22 @@ class _Placed(Protocol):
 
 
 P = TypeVar("P", bound=_Placed)
+
+
+def summaries_below_their_turns(ranked: Sequence[P]) -> list[P]:
+    """``ranked`` (best first) without the summaries one of whose own turns (a turn among
+    its ``source_event_ids``) ranks above them."""
+    out: list[P] = []
+    turns_above: set[str] = set()
+    for item in ranked:
+        memory = item.memory
+        if memory.kind is MemoryKind.SUMMARY:
+            if turns_above.intersection(memory.source_event_ids):
+                continue
+        elif memory.kind is MemoryKind.EPISODE:
+            turns_above.update(memory.source_event_ids)
+        out.append(item)
+    return out
 
 
 def summaries_after(ranked: Sequence[P], leading: int) -> list[P]:
