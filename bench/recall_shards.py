@@ -122,6 +122,8 @@ class Phase:
     serve_cpu_s: float = 0.0
     slice_p99_ms: list[float] = field(default_factory=list)
     """The open loop's p99 in each slice (the machine's load moves them)."""
+    slice_runq_ms: list[float] = field(default_factory=list)
+    """The replicas' wait for a core per answer in each slice."""
     runq_s: float = 0.0
     runs_total: int = 0
     bench_runq_s: float = 0.0
@@ -218,7 +220,9 @@ def open_rounds(
             phase.serve_cpu_s += sum(cpu_seconds(pid) for pid in phase.pids.values()) - cpu_before
             sched_after = [scheduling(pid) for pid in phase.pids.values()]
             pairs = list(zip(sched_after, sched_before, strict=True))
-            phase.runq_s += sum(after[0] - before[0] for after, before in pairs)
+            waited = sum(after[0] - before[0] for after, before in pairs)
+            phase.slice_runq_ms.append(waited * 1000 / max(1, len(run.latencies)))
+            phase.runq_s += waited
             phase.runs_total += sum(after[1] - before[1] for after, before in pairs)
             phase.bench_runq_s += run.senders_waited_s
             phase.busy_s += machine_busy_seconds() - busy_before
@@ -337,9 +341,13 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Ph
     )
     for phase in (sharded, *more, unsharded):
         per_shard = "/".join(str(n) for n in phase.offered.slowest_by_shard(args.shards))
-        slices = " ".join(f"{p99:.1f}" for p99 in phase.slice_p99_ms)
+        slices = ", ".join(
+            f"{p99:.1f} ({runq:.1f})"
+            for p99, runq in zip(phase.slice_p99_ms, phase.slice_runq_ms, strict=True)
+        )
         print(
-            f"{phase.label}: open-loop p99 per slice {slices} ms; slowest 1 % by shard {per_shard}"
+            f"{phase.label}: open-loop p99 per slice (replica_runq_ms) {slices}; "
+            f"slowest 1 % by shard {per_shard}"
         )
     print(
         f"no replica for shard {args.shards - 1}: {len(sharded.no_replica_ms)} requests, "
