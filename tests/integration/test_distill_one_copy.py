@@ -35,10 +35,12 @@ def _stream_index(clients: Clients) -> MemoryIndex:
 
 
 def _summaries_returned(index: MemoryIndex) -> list[str]:
+    # asked for a summary: an automatic one that its own turns outrank is left out
+    # (assembly.summaries_below_their_turns), and this asks which copies recall returns
     response = search(
         index,
         RecallRequest(
-            query="which job queue did we decide on", workspace="w_one", user="u_one",
+            query="summary: which job queue did we decide on", workspace="w_one", user="u_one",
             max_results=50, max_tokens=100_000,
         ),
     )  # fmt: skip

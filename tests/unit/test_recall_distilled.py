@@ -16,7 +16,9 @@ PLAN_TURNS = tuple(f"e_plan_{n}" for n in range(5))
 TURN = "The staging cluster moved to the new region last night; pods came back in minutes."
 
 
-def _index(ranking: Ranking, sources: tuple[str, ...] = PLAN_TURNS) -> MemoryIndex:
+def _index(
+    ranking: Ranking, sources: tuple[str, ...] = PLAN_TURNS, status: str = "Final"
+) -> MemoryIndex:
     index = MemoryIndex(ranking=ranking)
     index.add(memory("deploy", TURN, days_ago=3, session_id="s_ops", entities=("kubernetes",)))
     index.add(memory("lunch", "Lunch at noon?", days_ago=3, session_id="s_ops"))
@@ -33,7 +35,7 @@ def _index(ranking: Ranking, sources: tuple[str, ...] = PLAN_TURNS) -> MemoryInd
             session_id="s_plan",
             scope="workspace",
             kind=MemoryKind.SUMMARY,
-            status="Final",
+            status=status,
             # a digest holds the entities of every turn of its span
             entities=("grafana", "postgres", "redis", "kubernetes", "terraform"),
             source_event_ids=sources,
@@ -111,17 +113,19 @@ class _Item:
 
 
 def test_a_summary_its_own_turn_outranks_is_left_out() -> None:
-    # graph share 1: the summary ranks by its span's entities, below the turn that named
-    # "kubernetes" (plan_3, one of its sources): that turn answers, the summary is left out
+    # graph share 1: the automatic summary ranks by its span's entities, below the turn
+    # that named "kubernetes" (plan_3, one of its sources): that turn answers, it is left out
     ranking = DEFAULT.with_values(distilled_graph_share=1.0)
-    ids = [
-        r.memory_id for r in search(_index(ranking), request("kubernetes status?"), now=NOW).results
-    ]
-    assert "plan_3" in ids and "plan_summary" not in ids, ids
+    for status, kept in (("Draft", False), ("Final", True)):  # a Final was asked for
+        index = _index(ranking, status=status)
+        ids = [r.memory_id for r in search(index, request("kubernetes status?"), now=NOW).results]
+        assert "plan_3" in ids and ("plan_summary" in ids) is kept, (status, ids)
 
 
 def test_summaries_below_their_turns_keeps_a_summary_above_them() -> None:
-    summary = memory("s", "x", kind=MemoryKind.SUMMARY, source_event_ids=("e_a", "e_b"))
+    summary = memory(
+        "s", "x", kind=MemoryKind.SUMMARY, status="Draft", source_event_ids=("e_a", "e_b")
+    )
     own = memory("a", "x")  # source e_a
     other = memory("c", "x")  # source e_c, not the summary's
     fact = memory("f", "x", kind=MemoryKind.FACT, source_event_ids=("e_b",))

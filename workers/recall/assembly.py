@@ -4,10 +4,12 @@ crowd out).
 A summary is a digest of a span of turns: its text is taken from them and it carries all
 of them as provenance. Two rules:
 
-- It outranks the turns it came from only where it answers better: a summary that one of
-  its own turns outranks is left out (``summaries_below_their_turns``). That turn
-  answered better and is in the answer; the summary would only add the rest of its span
-  as places (RealMem counts a result as many places as its sources, a median of 6).
+- It outranks the turns it came from only where it answers better: an automatic summary
+  (Draft) that one of its own turns outranks is left out (``summaries_below_their_turns``).
+  That turn answered better and is in the answer; the summary would only add the rest of
+  its span as places (RealMem counts a result as many places as its sources, a median of
+  6). A Final was asked for ("summarize and store the last N turns") and a Superseded one
+  is returned only to a caller asking for the history: both stay.
 - It earns a place after the best turns, not before them: ranked first, it stands for
   its whole span while its session held the answer less often than the best turn's did
   (RealMem dev: 23 % against 37 %) (``summaries_after``).
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from turngraph.schemas.summaries import SummaryStatus
 from turngraph.workers.recall.memory import Memory, MemoryKind
 
 
@@ -28,15 +31,18 @@ class _Placed(Protocol):
 
 P = TypeVar("P", bound=_Placed)
 
+AUTOMATIC = SummaryStatus.DRAFT.value
+"""The status of a summary the maintenance worker made on its own (docs/distill.md)."""
+
 
 def summaries_below_their_turns(ranked: Sequence[P]) -> list[P]:
-    """``ranked`` (best first) without the summaries one of whose own turns (a turn among
-    its ``source_event_ids``) ranks above them."""
+    """``ranked`` (best first) without the automatic (Draft) summaries one of whose own
+    turns (a turn among its ``source_event_ids``) ranks above them."""
     out: list[P] = []
     turns_above: set[str] = set()
     for item in ranked:
         memory = item.memory
-        if memory.kind is MemoryKind.SUMMARY:
+        if memory.kind is MemoryKind.SUMMARY and memory.status == AUTOMATIC:
             if turns_above.intersection(memory.source_event_ids):
                 continue
         elif memory.kind is MemoryKind.EPISODE:
