@@ -79,8 +79,13 @@ def test_forty_turns_are_stored_within_seconds_while_the_llm_reads(
     assert clients.redis.zcard(REEXTRACT_PENDING) == 40  # enrichment later
     snap = stats.snapshot()
     assert snap["fallback_turns"] == 40 and snap["calls"] == 0
-    # the first batches' requests ran into the budget; the rest went straight offline
-    assert stats.reasons().get("endpoint_cooling_down", 0) >= 1
+    # The first batches' requests ran into the budget (timed out); the rest went offline
+    # without a request: cooling down after that failure or, on a loaded machine that
+    # started them after the budget's end, with the budget spent ({'budget_spent': 5,
+    # 'LLMUnavailableError': 1} in 1 run of 8 at load ~20).
+    reasons = stats.reasons()
+    assert reasons.get("LLMUnavailableError", 0) >= 1, reasons
+    assert set(reasons) <= {"LLMUnavailableError", "endpoint_cooling_down", "budget_spent"}
     assert len(slow_server.requests) <= configured.llm_concurrency
 
 
