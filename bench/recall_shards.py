@@ -37,6 +37,7 @@ on 24 GB: ``--embedding static`` (the static model, 256 dimensions) is the defau
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing as mp
 import os
 import random
@@ -55,7 +56,7 @@ import redis
 from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb, scheduling
 from bench.report import percentile, result_line, table
 from bench.shard_corpus import SEED, SyntheticSource, vocabulary
-from bench.shard_load import Load, closed_loop, open_loop
+from bench.shard_load import CollectorPauses, Load, closed_loop, open_loop
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.keys import CHANGES_STREAM, RECALL_REQUESTS
@@ -124,6 +125,9 @@ class Phase:
     """The open loop's p99 in each slice (the machine's load moves them)."""
     slice_runq_ms: list[float] = field(default_factory=list)
     """The replicas' wait for a core per answer in each slice."""
+    bench_gc_ms: float = 0.0
+    """The bench process's full collections during this deployment's slices."""
+    bench_gcs: int = 0
     runq_s: float = 0.0
     runs_total: int = 0
     bench_runq_s: float = 0.0
@@ -197,7 +201,12 @@ def start_phase(
 
 
 def open_rounds(
-    phases: list[Phase], url: str, args: argparse.Namespace, queries: list[str], rate: float
+    phases: list[Phase],
+    url: str,
+    args: argparse.Namespace,
+    queries: list[str],
+    rate: float,
+    pauses: CollectorPauses,
 ) -> None:
     """Each deployment's open loop at ``rate``, in ``--rounds`` slices taking turns, so
     the machine's load (other people's work) falls on all of them alike."""
@@ -207,6 +216,7 @@ def open_rounds(
             cpu_before = sum(cpu_seconds(pid) for pid in phase.pids.values())
             sched_before = [scheduling(pid) for pid in phase.pids.values()]
             busy_before, wall_before = machine_busy_seconds(), time.monotonic()
+            gc_before, gcs_before = pauses.seconds, pauses.count
             run = open_loop(
                 url,
                 phase.shards,
@@ -225,6 +235,8 @@ def open_rounds(
             phase.runq_s += waited
             phase.runs_total += sum(after[1] - before[1] for after, before in pairs)
             phase.bench_runq_s += run.senders_waited_s
+            phase.bench_gc_ms += (pauses.seconds - gc_before) * 1000
+            phase.bench_gcs += pauses.count - gcs_before
             phase.busy_s += machine_busy_seconds() - busy_before
             phase.wall_s += time.monotonic() - wall_before
             phase.slice_p99_ms.append(percentile(run.latencies, 99))
@@ -347,7 +359,8 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Ph
         )
         print(
             f"{phase.label}: open-loop p99 per slice (replica_runq_ms) {slices}; "
-            f"slowest 1 % by shard {per_shard}"
+            f"slowest 1 % by shard {per_shard}; the bench's full collections "
+            f"{phase.bench_gcs}, {phase.bench_gc_ms:.1f} ms"
         )
     print(
         f"no replica for shard {args.shards - 1}: {len(sharded.no_replica_ms)} requests, "
@@ -406,6 +419,13 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(SEED)
     queries = [" ".join(rng.sample(words[:2_000], 6)) for _ in range(500)]
     spec = {"memories": args.memories, "workspaces": args.workspaces, "embedding": args.embedding}
+    # The dataset's words (100k+ objects) out of the collector's view: a full collection
+    # walking them held the GIL, and so every sender, for ~60 ms of CPU (~200 ms of wall
+    # time at load 20), in whichever slice it fell. Those still made are counted.
+    gc.collect()
+    gc.freeze()
+    pauses = CollectorPauses()
+    gc.callbacks.append(pauses)
     with tempfile.TemporaryDirectory() as tmp:
         server = RedisServer(Path(tmp))
         server.start()
@@ -433,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             for phase in (sharded, *one):
                 start_phase(phase, server.url, spec, args, queries, lambda _s: unsharded.rate)
-            open_rounds([unsharded, sharded, *one], server.url, args, queries, unsharded.rate)
+            open_rounds(
+                [unsharded, sharded, *one], server.url, args, queries, unsharded.rate, pauses
+            )
             for phase in one:  # its claims would answer for the stopped shard
                 stop_phase(phase)
             sharded.no_replica_ms = no_replica(

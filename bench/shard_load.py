@@ -3,9 +3,9 @@
 
 Requests go through ``RecallClient`` (routing by shard) for a random workspace of the
 synthetic corpus, scope ``workspace``. The open loop schedules request *i* at
-``start + i / rate`` whatever the answers do; its latency counts from when the request
-was due, so a request that waited for a free sender counts its wait (no coordinated
-omission).
+``start + i / rate`` (``start``: once every sender is connected) whatever the answers
+do; its latency counts from when the request was due, so a request that waited for a
+free sender counts its wait (no coordinated omission).
 """
 
 from __future__ import annotations
@@ -27,6 +27,31 @@ from turngraph.schemas.shards import shard_of
 DEADLINE_MS = 5_000
 OPEN_LOOP_SENDERS = 32
 """Threads that send the open loop's requests (each waits for its answer)."""
+
+SCHEDULE_LEAD_S = 0.05
+"""From every sender connected to the first request due."""
+
+CONNECT_TIMEOUT_S = 60.0
+"""How long the senders wait for each other to connect (else the slice fails loudly)."""
+
+
+class CollectorPauses:
+    """Time this process spent in full (generation 2) collections, which hold the GIL:
+    every sender waits meanwhile (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.count = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.count += 1
 
 
 @dataclass
@@ -116,16 +141,25 @@ def open_loop(
     load = Load(seconds=seconds)
     lock = threading.Lock()
     numbers = itertools.count()
-    start = time.monotonic() + 0.5  # every sender connected before the first is due
+    starts: list[float] = []
+    # The schedule starts once every sender is connected: redis-py connects on a
+    # connection's first command, so otherwise the slice's first requests would each
+    # count a connection's set-up (32 at once; they were the slowest of some slices).
+    ready = threading.Barrier(
+        OPEN_LOOP_SENDERS,
+        action=lambda: starts.append(time.monotonic() + SCHEDULE_LEAD_S),
+        timeout=CONNECT_TIMEOUT_S,
+    )
 
     def run(seed: int) -> None:
         rng = random.Random(seed)
+        conn = redis.Redis.from_url(url)
+        conn.ping()
         client = RecallClient(
-            redis.Redis.from_url(url),
-            requests_key=requests_key,
-            deadline_ms=DEADLINE_MS,
-            shards=shards,
+            conn, requests_key=requests_key, deadline_ms=DEADLINE_MS, shards=shards
         )
+        ready.wait()
+        start = starts[0]
         mine: list[float] = []
         shards_of: list[int] = []
         bad = 0
