@@ -21,8 +21,11 @@ function inspector(...args) {
     .filter(([key]) => key.startsWith("TURNGRAPH_") && !key.startsWith("TURNGRAPH_TEST_"))
     .flatMap(([key, value]) => ["-e", `${key}=${value}`]);
   const server = [PYTHON, "-m", "turngraph.cli", "mcp", "--workspace", WORKSPACE];
+  // `turngraph mcp` answers `initialize` 2.8 s after its start at load 14 on two cores;
+  // CI at load ~20 ran past the Inspector's 15 s default, so the bound is the call's own.
+  const timeouts = ["--connect-timeout", "50000"];
   return new Promise((resolve) => {
-    execFile(INSPECTOR, ["--cli", ...env, ...server, ...args], { timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(INSPECTOR, ["--cli", ...timeouts, ...env, ...server, ...args], { timeout: 60_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? error.code ?? 1 : 0, stdout, stderr });
     });
   });
