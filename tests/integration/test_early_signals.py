@@ -68,7 +68,11 @@ def test_sigint_during_start_up_stops_up_in_one_line(
         assert code == 0, output[-3000:]
         assert "Traceback" not in output, output[-3000:]
         assert "stopped" in output and "SIGINT" in output, output[-3000:]
-        wait_until(lambda: processes_of(data_dir) == [], 5, "nothing of `up` left")
+        wait_until(
+            lambda: processes_of(data_dir) == [],
+            5,
+            lambda: f"nothing of `up` left: {processes_of(data_dir)}",
+        )
     finally:
         stop(up)
         kill_everything_of(data_dir)

@@ -82,7 +82,11 @@ def test_up_in_the_background_stops_on_a_signal_within_10s_leaving_nothing(
         assert len(processes_of(data_dir)) >= 6  # up, 2 servers, 3 workers
         up.send_signal(stop_signal)
         assert up.wait(timeout=STOP_DEADLINE_S) == 0, log.read_text()[-3000:]
-        wait_until(lambda: processes_of(data_dir) == [], 2, "nothing of `up` left")
+        wait_until(
+            lambda: processes_of(data_dir) == [],
+            2,
+            lambda: f"nothing of `up` left: {processes_of(data_dir)}",
+        )
         assert not (data_dir / STATE_FILE).exists()
         assert "Traceback" not in log.read_text()
     finally:
@@ -103,7 +107,11 @@ def test_up_stops_on_sigterm_while_starting(tmp_path: Path) -> None:
         )
         up.send_signal(signal.SIGTERM)
         assert up.wait(timeout=STOP_DEADLINE_S * 2) == 0, log.read_text()[-3000:]
-        wait_until(lambda: processes_of(data_dir) == [], 2, "nothing of `up` left")
+        wait_until(
+            lambda: processes_of(data_dir) == [],
+            2,
+            lambda: f"nothing of `up` left: {processes_of(data_dir)}",
+        )
         assert "Traceback" not in log.read_text()
     finally:
         stop(up)
@@ -389,7 +397,11 @@ def test_services_in_the_background_stop_on_sigint(tmp_path: Path) -> None:
         )
         services.send_signal(signal.SIGINT)
         assert services.wait(timeout=STOP_DEADLINE_S * 2) == 0, log.read_text()[-2000:]
-        wait_until(lambda: processes_of(data_dir) == [], 2, "no server left")
+        wait_until(
+            lambda: processes_of(data_dir) == [],
+            2,
+            lambda: f"no server left: {processes_of(data_dir)}",
+        )
         assert not (data_dir / STATE_FILE).exists()
     finally:
         stop(services)

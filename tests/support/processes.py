@@ -21,11 +21,15 @@ STARTUP_TIMEOUT_S = 120.0
 """A cold JVM on a loaded two-core machine."""
 
 
-def wait_until(condition: Callable[[], object], timeout_s: float, what: str) -> None:
+def wait_until(
+    condition: Callable[[], object], timeout_s: float, what: str | Callable[[], str]
+) -> None:
+    """Poll ``condition``; ``what`` (or what it returns, asked on failure) names it."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s:.0f}s: {what}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"not within {timeout_s:.0f}s: {said}")
         time.sleep(0.05)  # polling other processes' state
 
 
