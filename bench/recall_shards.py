@@ -420,8 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     queries = [" ".join(rng.sample(words[:2_000], 6)) for _ in range(500)]
     spec = {"memories": args.memories, "workspaces": args.workspaces, "embedding": args.embedding}
     # The dataset's words (100k+ objects) out of the collector's view: a full collection
-    # walking them held the GIL, and so every sender, for ~60 ms of CPU (~200 ms of wall
-    # time at load 20), in whichever slice it fell. Those still made are counted.
+    # walking them holds the GIL, and so every sender, for ~60 ms of CPU (~200 ms of wall
+    # time at load 20), in whichever slice it falls. Those made during slices are counted.
     gc.collect()
     gc.freeze()
     pauses = CollectorPauses()
