@@ -144,3 +144,18 @@ def test_compaction_keeps_the_statistics() -> None:
     summary_terms = len(set(tokenize(_summary().text)))
     assert summary_terms <= sum(part.unstated_df.values()) < counted
     assert summary_terms + part.dead_postings == sum(part.unstated_df.values())
+
+
+def test_restatements_take_no_candidate_place_from_a_turn() -> None:
+    # the lexical walk returns its `limit` best turns, and the restatements scoring among
+    # them besides: six ownership contexts and a summary that say "billing" more often
+    # than any turn do not push the turns out of the candidates
+    index = _turns()
+    for item in _restatements():
+        index.add(item)
+    query = dict.fromkeys(tokenize("billing session scope"), 1.0)
+    hits = [index.memory(key) for key, _ in index.lexical(WS, query, limit=2)]
+    turns = [m.id for m in hits if m is not None and m.in_statistics]
+    others = [m.id for m in hits if m is not None and not m.in_statistics]
+    assert sorted(turns) == ["t0", "t2"], [m.id for m in hits if m is not None]
+    assert "summary" in others and len(others) > 1

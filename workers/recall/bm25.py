@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from operator import itemgetter
 
 from turngraph.workers.recall.postings import Hit, Partition, Postings, idf
@@ -22,8 +22,11 @@ def walk(
     alive: Container[int],
     limit: int,
     ranking: Ranking,
+    restates: Callable[[int], bool] = lambda _: False,
 ) -> list[Hit]:
-    """The ``limit`` best memories for ``query`` (term -> weight), best first.
+    """The ``limit`` best memories for ``query`` (term -> weight), best first, and the
+    restatements (``restates``: outside the statistics, ``Memory.in_statistics``) that
+    score among them: a digest takes no candidate place from a turn.
 
     Terms are walked rarest first, newest postings first, within the ranking's ``postings_budget``;
     terms too common for what is left only rescore the best candidates found so far.
@@ -51,8 +54,18 @@ def walk(
                 i = bisect_left(ids, internal, 0, n)
                 if i < n and ids[i] == internal:
                     acc[internal] += weight * weights[i]
-    best = heapq.nlargest(limit + 8, acc.items(), key=itemgetter(1))
-    return [hit for hit in best if hit[0] in alive][:limit]
+    best = heapq.nlargest(2 * limit + 8, acc.items(), key=itemgetter(1))
+    hits: list[Hit] = []
+    places = 0
+    for hit in best:
+        if hit[0] not in alive:
+            continue
+        if not restates(hit[0]):
+            if places == limit:
+                break
+            places += 1
+        hits.append(hit)
+    return hits
 
 
 def score_members(

@@ -373,7 +373,15 @@ class MemoryIndex:
         if session_id is not None:
             members = self._members.get(("session", session_id), array("i"))
             return bm25.score_members(part, query, members[-SESSION_SCAN_CAP:], self._docs, limit)
-        return bm25.walk(part, query, self._docs, limit, self.ranking)
+        docs = self._docs
+        return bm25.walk(
+            part,
+            query,
+            docs,
+            limit,
+            self.ranking,
+            lambda internal: not docs[internal].memory.in_statistics,
+        )
 
     def term_scores(
         self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]
