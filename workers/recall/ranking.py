@@ -56,21 +56,21 @@ class Ranking:
     the top 10 with one session. 0: its turns carry the entities. Decision records keep
     theirs (curated; the seed ranks them first for their decision)."""
 
-    session_weight: float = 2.5
+    session_weight: float = 2.0
     """Fusion weight of the session signal (``sessions.py``): the opening turn of a session
     whose first turns match the question gets the session's strength. RealMem dev, re-run
-    from a capture: R@10 0.274 -> 0.371, session hit@10 0.713 -> 0.719 at 2.0; 2.5 with
-    ``session_reach`` 9: 0.391 -> 0.392 and 0.742 -> 0.767, without context 0.375 -> 0.388
-    and 0.728 -> 0.753 (docs/recall.md). Own dev R@10
-    and REALTALK dev unchanged. 0 turns it off."""
+    from a capture: R@10 0.274 -> 0.371, session hit@10 0.713 -> 0.719 (docs/recall.md).
+    2.5 buys RealMem session hit@10 (+1.4 dev) for our own dev set's first places (R@5
+    0.769 -> 0.712: unrelated openers above the answer). 0 turns it off."""
     session_count: int = 10
     """Strongest sessions whose opening turns get the session signal."""
     session_hits: int = 3
     """Best lexical hits of a session summed into its strength."""
     session_reach: int = 9
     """Only hits up to this turn index count toward a session's strength: further into a
-    long session the topic has moved on from what its opening turn said (own dev lost
-    R@10 at 10 with the first version of the signal; RealMem dev sessions run ~20 turns)."""
+    long session the topic has moved on from what its opening turn said. 6 -> 9, RealMem
+    dev with context 0.393/0.744 -> 0.396/0.753, without 0.376/0.728 -> 0.383/0.736; own
+    dev R@10 and R@5 unchanged (docs/recall.md)."""
 
     # -- fusion ---------------------------------------------------------------------
     lexical_weight: float = 1.0
