@@ -136,6 +136,9 @@ def test_raw_jobs_from_a_buggy_client(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     caplog.set_level(logging.INFO)
+    # RQ's own level too: a test before this one in the same process may have run
+    # configure_logging, which holds RQ's loggers at WARNING (its "Worker" lines gone).
+    caplog.set_level(logging.INFO, logger="rq.worker")
     queue = settings.ingest_queue
     jobs = [raw_job(spec, i) for i, spec in enumerate(recombine(collect(RAW_JOB, DRAWN), N))]
     first_id, first = raw_job({**RAW_SPEC, "id": "valid"}, 0)  # dequeued first, surely logged
