@@ -39,6 +39,13 @@ def _gone(pid: int) -> bool:
     return state == "Z"
 
 
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)  # polling another process's exit
+    return _gone(pid)
+
+
 def test_a_child_dies_when_its_parent_is_killed() -> None:
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
@@ -48,10 +55,7 @@ def test_a_child_dies_when_its_parent_is_killed() -> None:
         assert Path(f"/proc/{child}/status").read_text().count("Umask:\t0077") == 1
         parent.kill()
         parent.wait()
-        deadline = time.monotonic() + 10
-        while not _gone(child) and time.monotonic() < deadline:
-            time.sleep(0.02)  # polling another process's exit
-        assert _gone(child)
+        assert _gone_within(child, 10)
     finally:
         parent.kill()
         parent.wait()
@@ -92,10 +96,7 @@ def test_a_forked_child_dies_with_its_parent_only_when_tied() -> None:
         for parent, _child in pairs:
             parent.kill()
             parent.wait()
-        deadline = time.monotonic() + 10
-        while not _gone(tied) and time.monotonic() < deadline:
-            time.sleep(0.02)  # polling another process's exit
-        assert _gone(tied)
+        assert _gone_within(tied, 10)
         assert not _gone(untied)
     finally:
         for parent, child in pairs:
