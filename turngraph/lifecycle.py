@@ -149,8 +149,40 @@ def popen_tied_to_process(
         return subprocess.Popen(list(argv), preexec_fn=preexec, **popen_kwargs)
 
     if threading.current_thread() is threading.main_thread():
-        return start()
+        return _holding_stops(start)
     proc: subprocess.Popen[bytes] = _SPAWNER.run(start)
+    return proc
+
+
+def _holding_stops(start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """``start()`` with stop signals held. One raised between the fork and ``Popen``'s
+    return (the child's pre-exec hook and exec run meanwhile: long on a loaded machine)
+    would lose the child, which the caller's clean-up then never stops (seen: ``up`` said
+    "stopped" and a server of its data folder outlived it). A held signal goes to the
+    previous handler once the child is known; if that raises, the child is killed (it has
+    done nothing yet) and reaped."""
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    if any(handler is None for handler in previous.values()):
+        return start()  # a handler installed outside Python: leave it alone
+    held: list[int] = []
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda signum, _frame: held.append(signum))
+    try:
+        proc = start()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    try:
+        for signum in held:
+            handler = previous[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     return proc
 
 

@@ -238,3 +238,33 @@ def test_a_server_started_from_a_thread_outlives_the_thread_not_the_process(
         parent.wait()
         if not _gone(child):
             os.kill(child, signal.SIGKILL)
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_a_stop_during_a_spawn_kills_the_child_instead_of_losing_it() -> None:
+    """The signal lands while ``Popen`` runs (here: right after the fork, as on a loaded
+    machine where the child's pre-exec hook is slow): raised there, the child would be
+    lost to the caller's clean-up and outlive ``up``."""
+    from turngraph.lifecycle import _holding_stops
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise _Stopped
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        os.kill(os.getpid(), signal.SIGINT)  # delivered before Popen would have returned
+        return started[0]
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        with pytest.raises(_Stopped):
+            _holding_stops(start)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert started[0].returncode == -signal.SIGKILL  # killed and reaped, not left running
+    assert signal.getsignal(signal.SIGINT) is previous
