@@ -64,11 +64,17 @@ def parent_death_preexec(
         if umask is not None:
             os.umask(umask)
         if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
-            if os.getppid() != parent:  # the parent died between fork and prctl
-                os.kill(os.getpid(), death_signal)
+            _die_with(prctl, parent, death_signal)
 
     return preexec
+
+
+def _die_with(prctl: Callable[..., int], parent: int, death_signal: signal.Signals) -> None:
+    """In a child: ``death_signal`` when ``parent`` dies, now if it already has (between
+    the fork and this call)."""
+    prctl(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), death_signal)
 
 
 def forks_die_with_this_process(death_signal: signal.Signals = signal.SIGKILL) -> None:
@@ -88,12 +94,9 @@ def forks_die_with_this_process(death_signal: signal.Signals = signal.SIGKILL) -
     def before() -> None:
         forking[0] = os.getpid()
 
-    def in_child() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
-        if os.getppid() != forking[0]:  # the parent died between fork and prctl
-            os.kill(os.getpid(), death_signal)
-
-    os.register_at_fork(before=before, after_in_child=in_child)
+    os.register_at_fork(
+        before=before, after_in_child=lambda: _die_with(prctl, forking[0], death_signal)
+    )
 
 
 class _Spawner:

@@ -307,12 +307,16 @@ class MemoryIndex:
         if part.dead_postings > COMPACT_DEAD_RATIO * max(part.live_postings, 1):
             self._rebuild_locked(part)
 
+    def _restates(self, internal: int) -> bool:
+        """Whether a live memory is outside its partition's statistics."""
+        return not self._docs[internal].memory.in_statistics
+
     def _rebuild_locked(self, part: Partition) -> None:
         docs = self._docs
         part.rebuild(
             lambda internal: d.length if (d := docs.get(internal)) else None,
             self.ranking,
-            lambda internal: not docs[internal].memory.in_statistics,
+            self._restates,
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -373,15 +377,7 @@ class MemoryIndex:
         if session_id is not None:
             members = self._members.get(("session", session_id), array("i"))
             return bm25.score_members(part, query, members[-SESSION_SCAN_CAP:], self._docs, limit)
-        docs = self._docs
-        return bm25.walk(
-            part,
-            query,
-            docs,
-            limit,
-            self.ranking,
-            lambda internal: not docs[internal].memory.in_statistics,
-        )
+        return bm25.walk(part, query, self._docs, limit, self.ranking, self._restates)
 
     def term_scores(
         self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]
