@@ -137,7 +137,7 @@ def open_loop(
 ) -> Load:
     """``rate * seconds`` requests, request *i* due at ``start + i / rate``; each labelled
     with its shard of ``label_shards`` (default: of ``shards``) in ``Load.shards``."""
-    total = max(1, int(rate * seconds))
+    total = max(1, round(rate * seconds))
     load = Load(seconds=seconds)
     lock = threading.Lock()
     numbers = itertools.count()
