@@ -140,3 +140,34 @@ def test_summaries_below_their_turns_keeps_a_summary_above_them() -> None:
         "f",
         "s",
     ]
+
+
+def _chain_index(with_summary: bool) -> MemoryIndex:
+    # one chain source: the best lexical hit's neighbouring turns join the candidates
+    index = MemoryIndex(ranking=DEFAULT.with_values(chain_sources=1, session_weight=0.0))
+    index.add(memory("ask", "Which hiking boots should I buy?", session_id="s_old", turn_index=0))
+    index.add(memory("answer", "Leather ones, resoled twice.", session_id="s_old", turn_index=1))
+    if with_summary:
+        index.add(
+            memory(
+                "boots_summary",
+                "Summary · hiking boots: boots compared, hiking boots chosen.",
+                session_id="s_old",
+                kind=MemoryKind.SUMMARY,
+                status="Final",
+                source_event_ids=("e_gone_0", "e_gone_1"),
+            )
+        )
+    return index
+
+
+def test_a_summary_takes_no_chain_source_place_from_a_turn() -> None:
+    # the summary says the query's words most often: it is the best lexical hit, but it has
+    # no neighbouring turns; the turn after the asking turn comes in by the chain either way
+    for with_summary in (False, True):
+        ids = [
+            r.memory_id
+            for r in search(_chain_index(with_summary), request("hiking boots"), now=NOW).results
+        ]
+        assert "answer" in ids, (with_summary, ids)
+    assert "boots_summary" in ids  # still returned: it takes a place in the answer, not the chain's

@@ -289,7 +289,7 @@ def _candidates(
     graph_hits.sort(key=lambda hit: hit[1], reverse=True)
     chain: dict[int, float] = {}
     lexical_keys = {key for key, _ in lexical_hits}
-    for key, score in lexical_hits[: ranking.chain_sources]:
+    for key, score in _stated(index, lexical_hits)[: ranking.chain_sources]:
         for neighbour in index.turn_neighbours(key):
             if neighbour not in lexical_keys:
                 chain[neighbour] = max(chain.get(neighbour, 0.0), ranking.chain_decay * score)
@@ -307,6 +307,14 @@ def _candidates(
     if session:
         signals["session"] = session
     return signals
+
+
+def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` without the restatements (``Memory.in_statistics``): a summary, recap or
+    ownership context has no neighbouring turns, so it takes no chain-source place from a
+    turn. Before, a digest among the best lexical hits pushed the last source out and its
+    neighbour lost the chain score it has with distillation off (docs/recall.md)."""
+    return [hit for hit in hits if (m := index.memory(hit[0])) is not None and m.in_statistics]
 
 
 def _shared_idf_terms(
