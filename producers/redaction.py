@@ -62,8 +62,9 @@ class Rule:
 
     ``triggers`` are lowercase literals found by the automaton. By default a match must
     start exactly ``offset`` characters before a trigger (one ``Pattern.match`` call);
-    with ``window`` set, the pattern is searched from there over ``window`` characters
-    (``-1``: to the end), for secrets whose position is not fixed by the trigger.
+    with ``window`` set, a match is searched for that starts within ``window`` characters
+    from there (``-1``: to the end), for secrets whose position is not fixed by the
+    trigger; such a pattern's matches must be shorter than its window.
     ``group`` names the part of a match that is secret (default: all of it).
     """
 
@@ -239,7 +240,12 @@ def _spans(rule: Rule, text: str, positions: list[int]) -> list[tuple[int, int, 
             end = size if rule.window < 0 else min(size, start + rule.window)
             if start >= end:
                 continue
-            matches = list(rule.pattern.finditer(text, start, end))
+            # A match starts in the window but may end past it: the search reads a window
+            # further, so a pattern's closing lookahead sees the real next character, not
+            # the window's edge (a window ending inside a longer run redacted the run's
+            # 40-character prefix, and a key starting near the edge was missed).
+            reach = size if rule.window < 0 else min(size, end + rule.window)
+            matches = [m for m in rule.pattern.finditer(text, start, reach) if m.start() < end]
             searched_to = end
         for match in matches:
             if rule.group:

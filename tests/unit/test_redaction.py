@@ -108,3 +108,15 @@ def test_redact_event_covers_every_free_text_field() -> None:
 def test_redact_never_raises_and_is_idempotent_on_any_text(text: str) -> None:
     once = redact(text)
     assert redact(once) == once
+
+
+def test_a_search_window_edge_neither_makes_nor_hides_a_bare_aws_key() -> None:
+    # A bare AWS secret key is looked for within a window after an AWS word. A window
+    # ending inside a longer base64 run once redacted the run's 40-character prefix (found
+    # by test_redaction_adversarial: redaction was then not idempotent), and a key that
+    # started near the window's end was missed.
+    run_across_the_edge = "aws" + " " * 257 + "A1a/" * 20
+    assert redact(run_across_the_edge) == run_across_the_edge
+    key = "Ab1/" * 10
+    key_across_the_edge = "aws" + " " * 287 + key + " end"
+    assert redact(key_across_the_edge) == "aws" + " " * 287 + "[REDACTED:aws_secret_key] end"
