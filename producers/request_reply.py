@@ -5,9 +5,9 @@ A client pushes a request (JSON with ``request_id``, ``reply_to``, ``deadline_ms
 deadline (:func:`ask`). A server pops requests, refuses reply keys outside its namespace,
 answers an invalid request with a typed error, drops one past its deadline and answers the
 rest on their reply key with a TTL, counting each outcome (:class:`RequestServer`). While
-it serves, each reply and the pop of the next waiting request share one round trip. A
-server popping several lists takes them in turn (the one after the list it last served
-first), so no list waits behind another's backlog.
+it serves, each reply and the next (blocking) pop share one round trip, so a server wakes
+once per answer. A server popping several lists takes them in turn (the one after the
+list it last served first), so no list waits behind another's backlog.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 POP_TIMEOUT_S = 1.0
-"""How long one server BLPOP waits before the loop checks whether it should stop."""
+"""How long one server blocking pop waits before the loop checks whether it should stop
+(below the client's socket timeout: redis-py reads a blocking command's answer with it)."""
 
 REDIS_ERROR_PAUSE_S = 0.5
 """A serving loop's pause after a Redis error before it pops again."""
@@ -163,32 +164,45 @@ def is_reply_key(value: object, prefix: str) -> bool:
 def push_message(conn: redis.Redis, key: str, message: BaseModel | Request, ttl_s: int) -> None:
     """Push ``message`` (a request or a reply) on the list ``key``, which expires unread
     after ``ttl_s``."""
-    _, error = _push_then_pop(conn, key, message, ttl_s, ())
-    if error is not None:
-        raise error
+    pushed = _push_then_pop(conn, [(key, message.model_dump_json())], ttl_s, (), 0.0)
+    if pushed.error is not None:
+        raise pushed.error
+
+
+@dataclass(frozen=True)
+class _Pushed:
+    taken: tuple[str, bytes] | None
+    """(list, message) popped after the pushes, or None."""
+    failed: int
+    """Pushes Redis refused."""
+    error: redis.RedisError | None
+    """The first error (a push's, or the pop's)."""
 
 
 def _push_then_pop(
     conn: redis.Redis,
-    key: str,
-    message: BaseModel | Request,
+    messages: Sequence[tuple[str, str]],
     ttl_s: int,
     pop_next: Sequence[str],
-) -> tuple[tuple[str, bytes] | None, redis.RedisError | None]:
-    """:func:`push_message` and, in the same round trip, a pop of the first message
-    waiting on the lists ``pop_next`` without blocking (``LMPOP``, Redis 7): (list,
-    message) or None when they are all empty, and the push's error if it failed (what was
-    popped is returned all the same: it must not be lost)."""
+    timeout_s: float,
+) -> _Pushed:
+    """Push each (list, message) of ``messages`` (lists expiring unread after ``ttl_s``)
+    and, in the same round trip, pop the first message on the lists ``pop_next``, waiting
+    up to ``timeout_s`` for one (``BLMPOP``, Redis 7; outside a transaction a blocking
+    command blocks as alone, and Redis has executed the pushes before it waits). What was
+    popped is returned even when a push failed: it must not be lost."""
     with conn.pipeline(transaction=False) as pipe:
-        pipe.rpush(key, message.model_dump_json())
-        pipe.expire(key, ttl_s)
+        for key, message in messages:
+            pipe.rpush(key, message)
+            pipe.expire(key, ttl_s)
         if pop_next:
-            pipe.lmpop(len(pop_next), *pop_next, direction="LEFT")
+            pipe.blmpop(timeout_s, len(pop_next), *pop_next, direction="LEFT")
         results = pipe.execute(raise_on_error=False)
     errors = [r for r in results if isinstance(r, redis.RedisError)]
-    popped = results[2] if pop_next and not isinstance(results[2], Exception) else None
+    failed = sum(isinstance(r, redis.RedisError) for r in results[: 2 * len(messages) : 2])
+    popped = results[-1] if pop_next and not isinstance(results[-1], Exception) else None
     taken = None if popped is None else (popped[0].decode(), popped[1][0])
-    return taken, errors[0] if errors else None
+    return _Pushed(taken, failed, errors[0] if errors else None)
 
 
 def invalid_request(
@@ -215,15 +229,21 @@ class ServeCounters:
     malformed: int = 0
     refused_reply_to: int = 0
     """Requests naming a reply key outside the server's reply namespace: never answered."""
+    replies_lost: int = 0
+    """Replies (counted in ``answered`` too) whose push Redis refused, or that a lost
+    connection may have lost: the client's ``ask`` ends at its deadline."""
 
 
 class RequestServer(Generic[RequestT, ReplyT]):
     """The serving end: pop, check, reply, count (the handler is the caller's).
 
-    While :meth:`run` serves, :meth:`reply` also takes the next request waiting on the
-    lists last popped, in the same round trip, and the next :meth:`pop` returns it without
-    one (a replica under load then spends one round trip per request, not two). A request
-    taken that way when the server is told to stop is still answered.
+    While :meth:`run` serves, :meth:`reply` only keeps the reply, and the next :meth:`pop`
+    sends it and waits for the next request in one round trip (a pipeline ending in a
+    blocking pop): a server wakes once per answer, not for the reply's round trip and
+    again for the request (docs/scaling.md). The loop's pop follows the handler at once,
+    so the reply waits for nothing but the rest of ``serve_once``; a reply kept when the
+    loop stops is sent then. A request popped while the server is told to stop is still
+    answered.
 
     Several lists (a replica's shards, the operator's and each tenant's) are popped in
     turn: every pop looks first at the list after the one it last took a request from.
@@ -251,19 +271,38 @@ class RequestServer(Generic[RequestT, ReplyT]):
         self._last_key: str | None = None
         """The list the last request handed out came from: the others go first next."""
         self._taken: tuple[str, bytes] | None = None
-        """A request taken with the last reply, not handed out yet."""
+        """A request taken by a pop whose replies failed, not handed out yet."""
+        self._replies: list[tuple[str, str]] = []
+        """(reply key, reply) kept by :meth:`reply` while serving: the next pop sends them."""
         self._serving = False
 
     def pop(
         self, keys: Sequence[str], timeout_s: float = POP_TIMEOUT_S
     ) -> tuple[str, bytes] | None:
         """(list, raw request) of the first request on ``keys``; None after ``timeout_s``.
-        A request taken with the last reply comes first, with no round trip."""
+        Replies kept by :meth:`reply` go in the same round trip; if one failed, its error
+        is raised and a request popped with it comes first at the next call."""
         if self._taken is not None:
-            taken, self._taken = self._taken, None
-            self._last_key = taken[0]
-            return taken
+            held, self._taken = self._taken, None
+            self._last_key = held[0]
+            return held
         self._keys = list(keys)
+        if self._replies:
+            replies, self._replies = self._replies, []
+            try:
+                pushed = _push_then_pop(
+                    self._redis, replies, self._reply_ttl_s, self._in_turn(), timeout_s
+                )
+            except redis.RedisError:  # connection lost: the replies may not have gone
+                self.counters.replies_lost += len(replies)
+                raise
+            self.counters.replies_lost += pushed.failed
+            if pushed.taken is not None:
+                self._last_key = pushed.taken[0]
+            if pushed.error is not None:
+                self._taken = pushed.taken
+                raise pushed.error
+            return pushed.taken
         popped: Any = self._redis.blpop(self._in_turn(), timeout=timeout_s)
         if popped is None:
             return None
@@ -325,28 +364,41 @@ class RequestServer(Generic[RequestT, ReplyT]):
 
     def reply(self, reply_to: str, response: ReplyT) -> None:
         """Push ``response`` on ``reply_to``, which expires unread after the reply TTL;
-        while :meth:`run` serves, take the next waiting request in the same round trip."""
-        take_next = self._serving and self._taken is None
-        taken, error = _push_then_pop(
-            self._redis, reply_to, response, self._reply_ttl_s, self._in_turn() if take_next else ()
-        )
-        if taken is not None:
-            self._taken = taken
-        if error is not None:
-            raise error
+        while :meth:`run` serves, the next :meth:`pop` pushes it (the loop pops next)."""
+        if self._serving:
+            self._replies.append((reply_to, response.model_dump_json()))
+            return
+        push_message(self._redis, reply_to, response, self._reply_ttl_s)
 
     def run(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
         """Call ``serve_once`` (which pops with :meth:`pop`) until ``stop`` is set; a Redis
-        error pauses, never ends it. Then a request taken with the last reply is served
-        (its reply takes no other)."""
+        error pauses, never ends it. Then the replies kept are sent, and a request popped
+        with a failed one is served (its reply sent at once)."""
         self._serving = True
         try:
             while not stop.is_set():
                 self._serve(serve_once, stop)
         finally:
             self._serving = False
+            self._send_kept_replies()
         if self._taken is not None:
             self._serve(serve_once, stop)
+
+    def _send_kept_replies(self) -> None:
+        replies, self._replies = self._replies, []
+        if not replies:
+            return
+        try:
+            pushed = _push_then_pop(self._redis, replies, self._reply_ttl_s, (), 0.0)
+        except redis.RedisError as exc:
+            self.counters.replies_lost += len(replies)
+            log.warning("request_server_redis_error", kind=self._kind, error=type(exc).__name__)
+            return
+        self.counters.replies_lost += pushed.failed
+        if pushed.error is not None:
+            log.warning(
+                "request_server_redis_error", kind=self._kind, error=type(pushed.error).__name__
+            )
 
     def _serve(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
         try:

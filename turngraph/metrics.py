@@ -201,7 +201,7 @@ class RecallCollector(Collector):
 
 
 REQUEST_OUTCOMES = tuple(f.name for f in fields(ServeCounters))
-"""``answered``, ``skipped_late``, ``malformed``, ``refused_reply_to``."""
+"""``answered``, ``skipped_late``, ``malformed``, ``refused_reply_to``, ``replies_lost``."""
 
 
 class RequestCollector(Collector):

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.support.processes import wait_until
 from turngraph.producers.request_reply import (
     DeadlineExceeded,
     RequestServer,
@@ -170,12 +171,13 @@ def _answering(
     after_reply: Any = None,
     keys: tuple[str, ...] = (REQUESTS,),
     answered: list[str] | None = None,
+    timeout_s: float = 0.2,
 ) -> Any:
     """A ``serve_once`` that pops ``keys`` with ``server`` and answers every request (its
     id appended to ``answered``, in the order served)."""
 
     def serve_once() -> None:
-        popped = server.pop(keys, timeout_s=0.2)
+        popped = server.pop(keys, timeout_s=timeout_s)
         if popped is None:
             return
         request, _ = server.accept(popped[1], _ours)
@@ -195,39 +197,80 @@ def _commands(conn: redis.Redis, name: str) -> int:
     return int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
 
 
-def test_a_serving_loop_takes_the_next_request_with_each_reply(redis_conn: redis.Redis) -> None:
+def _counting_client(conn: redis.Redis) -> tuple[redis.Redis, list[int]]:
+    """A client of ``conn``'s server that counts its round trips (each write of one or
+    more commands, a pipeline's included)."""
+    sent: list[int] = []
+
+    class Counting(redis.Connection):
+        def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            sent.append(1)
+            super().send_packed_command(command, check_health)
+
+    pool = redis.ConnectionPool(connection_class=Counting, **conn.connection_pool.connection_kwargs)
+    return redis.Redis(connection_pool=pool), sent
+
+
+def test_a_serving_loop_wakes_once_per_answer(redis_conn: redis.Redis) -> None:
+    # One client asking one request at a time: each reply goes with the blocking pop that
+    # waits for the next request, one round trip per request (reply, then an empty pop,
+    # then a blocking pop would be two, and two wake-ups of an idle server).
     requests = [_request(f"r{i}") for i in range(20)]
-    redis_conn.rpush(REQUESTS, *(r.model_dump_json() for r in requests))
-    server = _server(redis_conn)
+    conn, sent = _counting_client(redis_conn)
+    server = _server(conn)
     stop = threading.Event()
 
     def stop_after_the_last() -> None:
         if server.counters.answered == len(requests):
             stop.set()
 
+    def one_at_a_time() -> None:
+        for request in requests:
+            redis_conn.rpush(REQUESTS, request.model_dump_json())
+            assert redis_conn.blpop([str(request.reply_to)], timeout=10) is not None
+
+    conn.ping()  # connected: the connection's own set-up commands are not counted
+    sent.clear()
     redis_conn.config_resetstat()
-    server.run(_answering(server, after_reply=stop_after_the_last), stop)
+    asking = threading.Thread(target=one_at_a_time)
+    asking.start()
+    server.run(_answering(server, after_reply=stop_after_the_last, timeout_s=10.0), stop)
+    asking.join(timeout=10)
+    assert not asking.is_alive()
     assert server.counters.answered == len(requests)
-    assert all(redis_conn.llen(str(r.reply_to)) == 1 for r in requests)
-    # One blocking pop, for the first request: every other came with a reply (without
-    # the shared round trip: 20 BLPOPs); the last reply's LMPOP found the list empty.
-    assert _commands(redis_conn, "blpop") == 1
-    assert _commands(redis_conn, "lmpop") == len(requests)
+    # The first pop alone, each later one with the last reply, the last reply alone.
+    assert len(sent) == len(requests) + 1
+    assert _commands(redis_conn, "blmpop") == len(requests) - 1
     assert redis_conn.llen(REQUESTS) == 0
 
 
-def test_a_request_taken_with_the_last_reply_is_answered_after_stop(
-    redis_conn: redis.Redis,
-) -> None:
-    requests = [_request(f"r{i}") for i in range(5)]
-    redis_conn.rpush(REQUESTS, *(r.model_dump_json() for r in requests))
+def _blocked_in(conn: redis.Redis, command: str) -> bool:
+    clients: Any = conn.client_list()
+    return any(c["cmd"] == command and "b" in c["flags"] for c in clients)
+
+
+def test_a_request_popped_as_the_loop_stops_is_answered(redis_conn: redis.Redis) -> None:
+    first = _request("r0")
+    later = [_request("r1"), _request("r2")]
+    redis_conn.rpush(REQUESTS, first.model_dump_json())
     server = _server(redis_conn)
     stop = threading.Event()
-    server.run(_answering(server, after_reply=stop.set), stop)  # stop after the first
-    answered = [r for r in requests if redis_conn.exists(str(r.reply_to))]
-    assert [r.request_id for r in answered] == ["r0", "r1"]  # r1 came with r0's reply
+
+    def stop_while_the_reply_waits() -> None:
+        # Told to stop while its pop (which carries r0's reply) waits; r1 comes meanwhile.
+        wait_until(lambda: _blocked_in(redis_conn, "blmpop"), 10, "the server's pop blocked")
+        stop.set()
+        redis_conn.rpush(REQUESTS, *(r.model_dump_json() for r in later))
+
+    def after_reply() -> None:
+        if server.counters.answered == 1:
+            threading.Thread(target=stop_while_the_reply_waits).start()
+
+    server.run(_answering(server, after_reply=after_reply, timeout_s=10.0), stop)
+    answered = [r.request_id for r in (first, *later) if redis_conn.exists(str(r.reply_to))]
+    assert answered == ["r0", "r1"]  # r1 popped with r0's reply, answered after stop
     assert server.counters.answered == 2
-    assert redis_conn.llen(REQUESTS) == 3  # the rest wait for another server
+    assert redis_conn.llen(REQUESTS) == 1  # r2 waits for another server
 
 
 def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) -> None:
@@ -246,7 +289,8 @@ def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) 
         serve()
 
     server.run(serve_once, stop)  # the first reply raises: logged, the loop goes on
-    assert server.counters.answered == 1  # r1, taken by r0's failed reply
+    assert server.counters.answered == 2  # r0, whose reply was lost, and r1, taken with it
+    assert server.counters.replies_lost == 1
     assert redis_conn.llen(str(second.reply_to)) == 1
     assert redis_conn.llen(REQUESTS) == 0
 
@@ -269,7 +313,7 @@ def test_several_lists_are_served_in_turn_not_one_after_the_other(
             stop.set()
 
     server.run(_answering(server, stop_after_the_last, lists, answered), stop)
-    # The first by the blocking pop, the rest each taken with the previous reply.
+    # The first by a pop alone, the rest each by the pop sending the previous reply.
     assert answered == ["a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2", "a3"]
     assert all(redis_conn.llen(key) == 0 for key in lists)
 
