@@ -171,3 +171,31 @@ def test_a_summary_takes_no_chain_source_place_from_a_turn() -> None:
         ]
         assert "answer" in ids, (with_summary, ids)
     assert "boots_summary" in ids  # still returned: it takes a place in the answer, not the chain's
+
+
+def _ownership_index() -> MemoryIndex:
+    index = MemoryIndex(ranking=DEFAULT)
+    for n in range(3):
+        index.add(
+            memory(
+                f"own_{n}",
+                f"Owner u_1 owns this session scope (session s_{n}). Git: branch main.",
+                session_id=f"s_{n}",
+                kind=MemoryKind.PROMOTED,
+                extra={"memory_kind": "ownership_context", "origin": "system"},
+            )
+        )
+        index.add(memory(f"turn_{n}", f"Session {n}: we set up the main deploy script.",
+                         session_id=f"s_{n}"))  # fmt: skip
+    return index
+
+
+def test_an_ownership_context_answers_only_a_question_about_ownership() -> None:
+    index = _ownership_index()
+    # a question about what was said: the turns, no ownership sentence (they match "main"
+    # and "session" as well as the turns do)
+    ids = [r.memory_id for r in search(index, request("main session deploy"), now=NOW).results]
+    assert ids and all(i.startswith("turn_") for i in ids), ids
+    for query in ("who owns this session?", "which branch was session 1 on?"):
+        ids = [r.memory_id for r in search(index, request(query), now=NOW).results]
+        assert any(i.startswith("own_") for i in ids), (query, ids)

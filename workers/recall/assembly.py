@@ -13,13 +13,22 @@ of them as provenance. Two rules:
 - It earns a place after the best turns, not before them: ranked first, it stands for
   its whole span while its session held the answer less often than the best turn's did
   (RealMem dev: 23 % against 37 %) (``summaries_after``).
+
+An ownership context (one sentence the maintenance worker writes per session and per
+workspace: who owns the scope, its git branch) answers a question about who owns what or
+which branch, not one about what was said: it is left out of every other answer
+(``ownership_only_when_asked``). One per session, they are near-duplicates of each other:
+packed, they merged into one result carrying the opening turn of every session that
+matched (28 on a RealMem question, "What have you got for me?").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from turngraph.schemas.memories import PromotionKind
 from turngraph.schemas.summaries import SummaryStatus
 from turngraph.workers.recall.memory import Memory, MemoryKind
 
@@ -33,6 +42,25 @@ P = TypeVar("P", bound=_Placed)
 
 AUTOMATIC = SummaryStatus.DRAFT.value
 """The status of a summary the maintenance worker made on its own (docs/distill.md)."""
+
+
+OWNERSHIP = PromotionKind.OWNERSHIP_CONTEXT.value
+
+_OWNERSHIP_QUESTION = re.compile(
+    r"\b(owns?|owners?|owned|ownership|whose|branch(?:es)?)\b", re.IGNORECASE
+)
+
+
+def asks_about_ownership(query: str) -> bool:
+    """The query asks who owns a scope or which branch it was on."""
+    return bool(_OWNERSHIP_QUESTION.search(query))
+
+
+def ownership_only_when_asked(ranked: Sequence[P], query: str) -> list[P]:
+    """``ranked`` without the ownership contexts, unless ``query`` asks about ownership."""
+    if asks_about_ownership(query):
+        return list(ranked)
+    return [item for item in ranked if item.memory.extra.get("memory_kind") != OWNERSHIP]
 
 
 def summaries_below_their_turns(ranked: Sequence[P]) -> list[P]:

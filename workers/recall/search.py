@@ -15,7 +15,11 @@ from turngraph.schemas.recall import (
     ScoreBreakdown,
 )
 from turngraph.schemas.scopes import ScopeName, ScopeValue
-from turngraph.workers.recall.assembly import summaries_after, summaries_below_their_turns
+from turngraph.workers.recall.assembly import (
+    ownership_only_when_asked,
+    summaries_after,
+    summaries_below_their_turns,
+)
 from turngraph.workers.recall.followups import (
     QueryPlan,
     context_boost,
@@ -105,6 +109,7 @@ def search(
         index, request, now, intent, scopes, plan, fused, context_scores, names, window
     )
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
+    factors = ownership_only_when_asked(factors, request.query)
     factors = summaries_after(summaries_below_their_turns(factors), ranking.summaries_after)
     pool = [
         Scored(
