@@ -107,3 +107,23 @@ def test_in_a_single_session_the_answer_comes_before_the_opener() -> None:
     found = [r.memory_id for r in search(index, request(query), now=NOW).results]
     assert found[0] == "t2", found
     assert "t0" in found and found.index("t0") > found.index("t2"), found
+
+
+def test_the_session_asked_in_lends_nothing_and_sets_no_bar() -> None:
+    """The signal looks for an earlier session: the one the question is asked in gets no
+    strength, and its hits (the conversation itself) do not set what a full session is."""
+    ranking = DEFAULT.with_values(session_hits=1, session_count=3)
+    index = _index(ranking)
+    hits = [(1, 4.0), (4, 2.0), (6, 1.0)]  # s_back holds the best hit
+    assert session_signal(index, hits, ranking) == {0: 1.0, 4: 0.5, 6: 0.25}
+    # asked inside s_back: s_trip is the strongest earlier session, a full one
+    assert session_signal(index, hits, ranking, current_session="s_back") == {4: 1.0, 6: 0.5}
+
+
+def test_a_question_asked_inside_a_session_does_not_lift_its_own_opener() -> None:
+    asked_elsewhere = [
+        r.memory_id for r in search(_index(DEFAULT), request(QUERY), now=NOW).results
+    ]
+    assert "opener" in asked_elsewhere, asked_elsewhere
+    inside = search(_index(DEFAULT), request(QUERY, session_id="s_back"), now=NOW).results
+    assert "opener" not in [r.memory_id for r in inside], inside

@@ -88,7 +88,7 @@ def search(
         known_entities=lambda grams: _known(index, targets, grams),
         ranking=ranking,
     )
-    signals = _candidates(index, targets, plan, ranking)
+    signals = _candidates(index, targets, plan, ranking, request.session_id)
     named = query_names(intent.query)
     names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     degraded: list[str] = []
@@ -267,9 +267,14 @@ def _known(index: MemoryIndex, targets: Sequence[_Target], grams: Iterable[str])
 
 
 def _candidates(
-    index: MemoryIndex, targets: Sequence[_Target], plan: QueryPlan, ranking: Ranking
+    index: MemoryIndex,
+    targets: Sequence[_Target],
+    plan: QueryPlan,
+    ranking: Ranking,
+    current_session: str | None = None,
 ) -> dict[str, dict[int, float]]:
-    """Candidate scores per signal, each normalised so its best candidate has 1.0."""
+    """Candidate scores per signal, each normalised so its best candidate has 1.0
+    (``current_session``: the one the question is asked in, for the session signal)."""
     lexical_hits: list[Hit] = []
     graph_hits: list[Hit] = []
     for target in targets:
@@ -308,7 +313,7 @@ def _candidates(
         "graph": normalise(dict(graph_hits)),
         "chain": {k: v / top_lexical for k, v in chain.items()} if top_lexical else {},
     }
-    session = session_signal(index, lexical_hits, ranking)
+    session = session_signal(index, lexical_hits, ranking, current_session)
     if session:
         signals["session"] = session
     return signals

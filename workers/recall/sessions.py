@@ -10,6 +10,12 @@ each session's first turns and gives that strength to the session's opening turn
 then joins the candidates (and gets its semantic cosine like any other), in a chat the
 user opened with an assistant. RealMem dev: 46 % of the evidence turns open their
 session; docs/recall.md has the figures.
+
+The session the question is asked in takes no part: the signal looks for an *earlier*
+session, and the current one's turns that match best are the conversation the assistant
+is having (the window leaves them out of the answer). Counted, it took one of the
+strongest places and set the bar for "a full session", so every earlier session looked
+weak beside it.
 """
 
 from __future__ import annotations
@@ -28,19 +34,27 @@ class _Sessions(Protocol):
 
 
 def session_signal(
-    index: _Sessions, lexical_hits: Sequence[tuple[int, float]], ranking: Ranking
+    index: _Sessions,
+    lexical_hits: Sequence[tuple[int, float]],
+    ranking: Ranking,
+    current_session: str | None = None,
 ) -> dict[int, float]:
     """``internal id -> strength`` of the opening turns of the ``ranking.session_count``
     strongest sessions among ``lexical_hits``: the sum of a session's
     ``ranking.session_hits`` best lexical scores up to turn ``ranking.session_reach``,
-    over that many hits as good as the best hit of all (a full session is 1.0)."""
+    over that many hits as good as the best hit of all (a full session is 1.0). The
+    ``current_session`` (the one the question is asked in) is left out of both."""
     if ranking.session_weight <= 0 or ranking.session_count <= 0:
         return {}
     scores: dict[str, list[float]] = {}
+    best_hit = 0.0
     for key, score in lexical_hits:
         memory = index.memory(key)
         if memory is None or memory.session_id is None or memory.turn_index is None:
             continue
+        if memory.session_id == current_session:
+            continue  # an earlier session is wanted; this one is the conversation itself
+        best_hit = max(best_hit, score)
         if memory.turn_index <= ranking.session_reach:  # the opening still frames it
             scores.setdefault(memory.session_id, []).append(score)
     strength = {
@@ -53,7 +67,7 @@ def session_signal(
     if strength[strongest[0]] <= 0:
         return {}
     # a full session: as many hits as the best hit of all (one weak hit lends little)
-    full = ranking.session_hits * max(score for _, score in lexical_hits)
+    full = ranking.session_hits * best_hit
     signal: dict[int, float] = {}
     for session in strongest:
         opener = index.session_turn(session, 0)
