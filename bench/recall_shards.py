@@ -17,7 +17,8 @@ are most of a large run's time; ``--boot-apart`` bootstraps one deployment at a 
 so that ready times are each deployment's alone, at the cost of a core left idle), at
 most ``--phase-timeout`` seconds, else the bench stops with the phase named. Each
 deployment then answers ``--clients`` closed-loop client threads (``RecallClient``
-routing by shard) for ``--seconds`` (its saturation), the others idle. Then every
+routing by shard) for ``--seconds`` (its saturation), the others idle, and again after
+the open loops (a rate taken from a quiet moment may overload a busier one). Then every
 deployment answers an open loop at each of ``--load-shares`` of the unsharded
 saturation (the same rates for all; p99 depends on the rate: at low load four
 processes pay more wake-ups, at high load they use both cores where one process has one
@@ -60,7 +61,7 @@ import redis
 
 from bench.proc import cpu_seconds, rss_mb
 from bench.shard_corpus import SEED, SyntheticSource, vocabulary
-from bench.shard_load import CollectorPauses, closed_loop
+from bench.shard_load import CollectorPauses, Load, closed_loop
 from bench.shard_open import OpenPlan, Phase, open_rounds
 from bench.shard_report import report
 from turngraph.embedded.redis_server import RedisServer
@@ -150,9 +151,9 @@ def await_ready(phases: list[Phase], url: str, timeout_s: float) -> None:
         phase.held = {name: held.get(name, 0) for name in phase.procs}
 
 
-def saturate(phase: Phase, url: str, args: argparse.Namespace, queries: list[str]) -> None:
+def saturate(phase: Phase, url: str, args: argparse.Namespace, queries: list[str]) -> Load:
     """The deployment's closed-loop saturation (the others idle meanwhile)."""
-    phase.saturation = closed_loop(
+    return closed_loop(
         url, phase.shards, args.workspaces, queries, args.clients, args.seconds, phase.requests_key
     )
 
@@ -244,10 +245,12 @@ def main(argv: list[str] | None = None) -> int:
                     launch(phase, server.url, spec)
                 await_ready(group, server.url, args.phase_timeout)
             for phase in phases:
-                saturate(phase, server.url, args, queries)
+                phase.saturation = saturate(phase, server.url, args, queries)
             rates = {share: share * unsharded.saturation.per_s for share in args.load_shares}
             plan = OpenPlan(rates, args.answers, args.rounds, args.workspaces, args.shards)
             open_rounds(phases, server.url, plan, queries, pauses)
+            for phase in phases:
+                phase.saturation_after = saturate(phase, server.url, args, queries)
             for phase in phases:
                 for name, pid in phase.pids.items():
                     phase.rss_mb[name] = max(phase.rss_mb[name], rss_mb(pid))

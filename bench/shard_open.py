@@ -101,6 +101,9 @@ class Phase:
     """Largest of after ready and after the loads."""
     held: dict[str, int] = field(default_factory=dict)
     saturation: Load = field(default_factory=Load)
+    saturation_after: Load = field(default_factory=Load)
+    """The closed loop again after the open loops: the machine the rates met may have
+    had less to give than the one they were taken from."""
     open: dict[float, OpenRun] = field(default_factory=dict)
     """Share of the unsharded saturation -> the open loop at that rate."""
     no_replica_ms: list[float] = field(default_factory=list)

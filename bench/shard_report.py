@@ -44,18 +44,19 @@ def report(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Ph
     print(table(headers, rows))
     load_rows: list[list[object]] = []
     for phase in deployments:
-        closed = phase.saturation.latencies
-        load_rows.append(
-            [
-                f"{phase.label} closed",
-                len(closed),
-                percentile(closed, 50),
-                percentile(closed, 99),
-                phase.saturation.per_s,
-                phase.saturation.failures,
-                *[""] * 6,
-            ]
-        )
+        for when, loop in (("closed", phase.saturation), ("closed after", phase.saturation_after)):
+            closed = loop.latencies
+            load_rows.append(
+                [
+                    f"{phase.label} {when}",
+                    len(closed),
+                    percentile(closed, 50),
+                    percentile(closed, 99),
+                    loop.per_s,
+                    loop.failures,
+                    *[""] * 6,
+                ]
+            )
     for share in shares:
         reference = unsharded.open[share].p99_ms
         for phase in deployments:
@@ -145,5 +146,6 @@ def result(args: argparse.Namespace, unsharded: Phase, sharded: Phase, *more: Ph
         runq_ratio=_ratio(at.runq_ms, ref.runq_ms),
         saturation_per_s=round(sharded.saturation.per_s, 1),
         unsharded_saturation_per_s=round(unsharded.saturation.per_s, 1),
+        unsharded_saturation_after_per_s=round(unsharded.saturation_after.per_s, 1),
         no_replica_ms=round(max(sharded.no_replica_ms), 1),
     )
