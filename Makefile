@@ -71,7 +71,7 @@ typecheck: install-dev
 
 ## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
 test: lint typecheck
-	$(VENV)/bin/pytest -q -p no:cacheprovider -n 4 --dist loadfile --durations=30
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder --durations=30
 
 ## Re-export the JSON Schemas from the pydantic models and the TypeScript types from them.
 schemas: install-dev
