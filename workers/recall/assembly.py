@@ -17,7 +17,8 @@ of them as provenance. Two rules:
 An ownership context (one sentence the maintenance worker writes per session and per
 workspace: who owns the scope, its git branch) answers a question about who owns what or
 which branch, not one about what was said: it is left out of every other answer
-(``ownership_only_when_asked``). One per session, they are near-duplicates of each other:
+(``asks_about_ownership``, ``is_ownership_context``: the scoring skips it, so it takes no
+place in the packing pool either). One per session, they are near-duplicates of each other:
 packed, they merged into one result carrying the opening turn of every session that
 matched (28 on a RealMem question, "What have you got for me?").
 """
@@ -56,11 +57,9 @@ def asks_about_ownership(query: str) -> bool:
     return bool(_OWNERSHIP_QUESTION.search(query))
 
 
-def ownership_only_when_asked(ranked: Sequence[P], query: str) -> list[P]:
-    """``ranked`` without the ownership contexts, unless ``query`` asks about ownership."""
-    if asks_about_ownership(query):
-        return list(ranked)
-    return [item for item in ranked if item.memory.extra.get("memory_kind") != OWNERSHIP]
+def is_ownership_context(memory: Memory) -> bool:
+    """The system's sentence of who owns a scope (left out unless the query asks)."""
+    return memory.extra.get("memory_kind") == OWNERSHIP
 
 
 def summaries_below_their_turns(ranked: Sequence[P]) -> list[P]:

@@ -16,7 +16,8 @@ from turngraph.schemas.recall import (
 )
 from turngraph.schemas.scopes import ScopeName, ScopeValue
 from turngraph.workers.recall.assembly import (
-    ownership_only_when_asked,
+    asks_about_ownership,
+    is_ownership_context,
     summaries_after,
     summaries_below_their_turns,
 )
@@ -109,7 +110,6 @@ def search(
         index, request, now, intent, scopes, plan, fused, context_scores, names, window
     )
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
-    factors = ownership_only_when_asked(factors, request.query)
     factors = summaries_after(summaries_below_their_turns(factors), ranking.summaries_after)
     pool = [
         Scored(
@@ -169,13 +169,15 @@ def _score(
     """``final = semantic x recency x status x context boost x speaker x scope prior``, per
     candidate (``speakers_named``: words of the searched speakers' names in the query);
     superseded memories are dropped unless asked for, and so is anything outside the scopes
-    and what the assistant already holds in its ``window`` (``window.py``).
+    and what the assistant already holds in its ``window`` (``window.py``), and an
+    ownership context unless the query asks about ownership (``assembly.py``).
 
     Candidates are visited by falling ``semantic``; once even the largest possible
     multiplier cannot lift one into the packing pool, the rest cannot either (exact).
     """
     ranking = index.ranking
     about_user = is_about_the_user(request.query)
+    ownership_asked = asks_about_ownership(request.query)
     order = [scope.value for scope in scopes]
     pool_size = request.max_results * ranking.pack_pool
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
@@ -194,6 +196,8 @@ def _score(
             continue
         if window.holds(memory):
             continue
+        if not ownership_asked and is_ownership_context(memory):
+            continue  # it answers who owns a scope, not what was said (assembly.py)
         label = _scope_label(memory, request, scopes)
         if label is None:
             continue  # defence in depth: never return a memory outside the asked scopes
