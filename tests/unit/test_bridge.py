@@ -70,7 +70,14 @@ def _event(**over: Any) -> dict[str, Any]:
 
 def test_publish_hashes_scopes_and_buffers(bridge: Bridge) -> None:
     reply = bridge.handle_line(json.dumps({"id": 7, "op": "publish", "event": _event()}))
-    assert reply["success"] is True and reply["id"] == 7 and reply["buffered"] is True
+    assert reply["id"] == 7
+    # Nothing listens at the publisher's port: the turn is buffered either way. Which reply
+    # says so depends on whether the sender thread has already failed to connect (then the
+    # bridge knows Redis is away and says it is kept here), a race a loaded machine loses.
+    if reply["success"]:
+        assert reply["buffered"] is True
+    else:
+        assert reply["error_code"] == "BACKEND_UNAVAILABLE" and reply["pending"] == 1
     event = bridge.build_event(_event())
     assert event.workspace.startswith("w_") and "alice" not in event.model_dump_json()
 
