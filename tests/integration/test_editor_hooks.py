@@ -3,8 +3,13 @@
 For each editor: ``turngraph hooks install EDITOR --project`` writes its file; the
 commands in that file are run the way the editor runs them (``bash -c COMMAND``, the
 documented payload on stdin, the editor's variables, its timeout) against the real
-services: an ingest worker, a maintenance worker and a recall worker. Session 1 makes a
-decision; session 2's start-up context, and its first prompt's context where the editor
+services: an ingest worker, a maintenance worker and a recall worker. The editor kills a hook
+at its timeout: here that timeout bounds the hook's CPU time, and three times it its wall
+time (four test processes share two cores at load up to 25, where starting Python alone has
+passed 10 s: ``hook capture`` timed out so in a full run at load 17). The hook's own waits
+ending inside the editor's timeout are unit-tested
+(``test_hook_runner::test_session_start_lookups_end_before_the_editors_timeout``). Session 1
+makes a decision; session 2's start-up context, and its first prompt's context where the editor
 takes one, contain it. Uninstall gives the file back as it was.
 """
 
@@ -12,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import resource
 import subprocess
 import sys
 import threading
@@ -42,6 +49,8 @@ pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).parents[1] / "data" / "hooks"
 PAYLOADS = json.loads((FIXTURES / "payloads.json").read_text())
 DECISION = "drop_oldest"
+WALL_TIME_SLACK = 3
+"""A hook's wall-time bound, in editor timeouts (its CPU time is held to one)."""
 PROJECT_VARIABLE = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
 PROMPT_EVENT = {
     "claude-code": "UserPromptSubmit",
@@ -145,13 +154,19 @@ def _run_event(
     commands = _our_commands(config, event, editor)
     assert commands, f"no turngraph hook installed for {editor} {event}"
     for command, timeout_s in commands:
+        cpu_s = math.ceil(timeout_s)
+
+        def editors_timeout_in_cpu_time(cpu_s: int = cpu_s) -> None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+
         done = subprocess.run(
             ["bash", "-c", command],
             input=json.dumps(payload).encode(),
             env=env,
             cwd=project,
             capture_output=True,
-            timeout=timeout_s,
+            timeout=timeout_s * WALL_TIME_SLACK,
+            preexec_fn=editors_timeout_in_cpu_time,
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert b"Traceback" not in done.stderr
