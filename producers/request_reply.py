@@ -267,7 +267,7 @@ class RequestServer(Generic[RequestT, ReplyT]):
         self._kind = request_model.__name__.removesuffix("Request").lower()
         self.counters = counters if counters is not None else ServeCounters()
         self._keys: list[str] = []
-        """The lists of the last blocking pop: where a reply takes the next request."""
+        """The lists the last pop was given (``_in_turn`` orders them)."""
         self._last_key: str | None = None
         """The list the last request handed out came from: the others go first next."""
         self._taken: tuple[str, bytes] | None = None

@@ -17,8 +17,8 @@ of them as provenance. Two rules:
 An ownership context (one sentence the maintenance worker writes per session and per
 workspace: who owns the scope, its git branch) answers a question about who owns what or
 which branch, not one about what was said: it is left out of every other answer
-(``asks_about_ownership``, ``is_ownership_context``: the scoring skips it, so it takes no
-place in the packing pool either). One per session, they are near-duplicates of each other:
+(``asks_about_ownership``, ``Memory.is_ownership_context``: the scoring skips it, so it
+takes no place in the packing pool either). One per session, they are near-duplicates:
 packed, they merged into one result carrying the opening turn of every session that
 matched (28 on a RealMem question, "What have you got for me?").
 """
@@ -29,7 +29,6 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from turngraph.schemas.memories import PromotionKind
 from turngraph.schemas.summaries import SummaryStatus
 from turngraph.workers.recall.memory import Memory, MemoryKind
 
@@ -45,8 +44,6 @@ AUTOMATIC = SummaryStatus.DRAFT.value
 """The status of a summary the maintenance worker made on its own (docs/distill.md)."""
 
 
-OWNERSHIP = PromotionKind.OWNERSHIP_CONTEXT.value
-
 _OWNERSHIP_QUESTION = re.compile(
     r"\b(owns?|owners?|owned|ownership|whose|branch(?:es)?)\b", re.IGNORECASE
 )
@@ -55,11 +52,6 @@ _OWNERSHIP_QUESTION = re.compile(
 def asks_about_ownership(query: str) -> bool:
     """The query asks who owns a scope or which branch it was on."""
     return bool(_OWNERSHIP_QUESTION.search(query))
-
-
-def is_ownership_context(memory: Memory) -> bool:
-    """The system's sentence of who owns a scope (left out unless the query asks)."""
-    return memory.extra.get("memory_kind") == OWNERSHIP
 
 
 def summaries_below_their_turns(ranked: Sequence[P]) -> list[P]:

@@ -32,8 +32,8 @@ RESTATEMENTS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP, MemoryKind.DECIS
 decision record's its summaries'. They are searched, but are not counted in the corpus
 statistics (``Memory.in_statistics``)."""
 
-_SYSTEM_KINDS = frozenset({PromotionKind.OWNERSHIP_CONTEXT.value})
-"""Promoted kinds the system writes, one boilerplate sentence per scope."""
+_OWNERSHIP_CONTEXT = PromotionKind.OWNERSHIP_CONTEXT.value
+"""The promoted kind the system writes, one boilerplate sentence per scope."""
 
 _SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
 """Fields whose few distinct values many memories repeat: interned."""
@@ -109,9 +109,12 @@ class Memory:
         session (620 on the RealMem dev personas, 13 % of the documents): counted, they
         moved every turn's weights (docs/recall.md). They are still searched, by the
         turns' statistics."""
-        if self.kind in RESTATEMENTS:
-            return False
-        return self.extra.get("memory_kind") not in _SYSTEM_KINDS
+        return self.kind not in RESTATEMENTS and not self.is_ownership_context
+
+    @property
+    def is_ownership_context(self) -> bool:
+        """The system's sentence of who owns a scope (one per session and workspace)."""
+        return self.extra.get("memory_kind") == _OWNERSHIP_CONTEXT
 
     @property
     def searchable_text(self) -> str:

@@ -17,7 +17,6 @@ from turngraph.schemas.recall import (
 from turngraph.schemas.scopes import ScopeName, ScopeValue
 from turngraph.workers.recall.assembly import (
     asks_about_ownership,
-    is_ownership_context,
     summaries_after,
     summaries_below_their_turns,
 )
@@ -196,7 +195,7 @@ def _score(
             continue
         if window.holds(memory):
             continue
-        if not ownership_asked and is_ownership_context(memory):
+        if not ownership_asked and memory.is_ownership_context:
             continue  # it answers who owns a scope, not what was said (assembly.py)
         label = _scope_label(memory, request, scopes)
         if label is None:
