@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from turngraph.schemas.bridge_common import WorkerReply
 from turngraph.schemas.errors import ErrorCode, TransientError
+from turngraph.schemas.json_lines import MAX_DEPTH, nesting_depth
 from turngraph.schemas.validation import invalid_fields
 
 __all__ = [
@@ -324,10 +325,19 @@ class RequestServer(Generic[RequestT, ReplyT]):
 
         ``reply_allowed`` says whether a ``reply_to`` value (``""`` when none was given)
         may be answered on (see :func:`is_reply_key`). An invalid request naming an
-        allowed key gets a typed error naming the fields (never their values)."""
+        allowed key gets a typed error naming the fields (never their values). A request
+        nesting arrays or objects deeper than ``MAX_DEPTH`` is dropped unparsed (the
+        standard parser recurses: 100,000 levels raised ``RecursionError`` and ended the
+        serving process), counted as malformed."""
         try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError:
+            return self._malformed(["not UTF-8"])
+        if nesting_depth(text) > MAX_DEPTH:
+            return self._malformed([f"nested more than {MAX_DEPTH} levels deep"])
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
             return self._malformed(["not JSON"])
         if not isinstance(data, dict):
             return self._malformed(["not an object"])

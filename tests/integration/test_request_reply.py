@@ -137,6 +137,18 @@ def test_an_invalid_request_gets_a_typed_error_naming_the_field(redis_conn: redi
     assert server.counters.malformed == 3
 
 
+def test_a_request_nested_past_the_parser_is_dropped_and_counted(
+    redis_conn: redis.Redis,
+) -> None:
+    # The standard parser recurses: this raised RecursionError, which ended the serving
+    # process (recall worker, maintenance ask admission) for every client.
+    server = _server(redis_conn)
+    deep = '{"request_id": "r4", "reply_to": "' + PREFIX + 'r4", "x": ' + "[" * 100_000
+    assert server.accept(deep + "]" * 100_000 + "}", _ours) == (None, None)
+    assert server.counters.malformed == 1
+    assert redis_conn.dbsize() == 0
+
+
 @pytest.mark.parametrize(
     "reply_to", ["rq:queue:turngraph-ingest", PREFIX, PREFIX + "a:b", PREFIX + "x\r\nDEL y", 5]
 )
