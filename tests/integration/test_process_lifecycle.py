@@ -147,6 +147,54 @@ def test_kill_9_of_services_leaves_no_server_and_the_next_up_works(tmp_path: Pat
         kill_everything_of(data_dir)
 
 
+def test_up_starts_again_a_worker_and_a_server_that_died(tmp_path: Path) -> None:
+    """`up` is the README's run command: a recall worker that crashed or a Redis that was
+    OOM-killed came back only with a restart of `up` (it said "running" meanwhile, and
+    recall was simply absent)."""
+    data_dir = tmp_path / "data"
+    up, log = _up_and_serving(tmp_path, data_dir)
+    try:
+        endpoints = read_endpoints(data_dir)
+        assert endpoints is not None
+
+        def children(kind: str) -> list[int]:
+            return [
+                int(line.partition(":")[0])
+                for line in processes_of(data_dir)
+                if kind in line and _parent_of(int(line.partition(":")[0])) == up.pid
+            ]
+
+        (recall,) = children("worker recall")
+        (valkey,) = children("valkey-server")
+        os.kill(recall, signal.SIGKILL)
+        os.kill(valkey, signal.SIGKILL)
+        conn = redis.Redis.from_url(endpoints.redis_url, socket_timeout=2)
+
+        def serving_again() -> bool:
+            (new_recall,) = children("worker recall") or (recall,)
+            if new_recall == recall or len(children("valkey-server")) != 1:
+                return False
+            try:  # on the same port and password: services.json did not change
+                return process_is_ready(conn, socket.gethostname(), new_recall)
+            except redis.RedisError:
+                return False
+
+        try:
+            wait_until(
+                serving_again,
+                STARTUP_TIMEOUT_S * 2,
+                lambda: f"Redis and a new recall worker serving again: {processes_of(data_dir)}",
+            )
+        finally:
+            conn.close()
+        assert up.poll() is None
+        assert _log_says(log, "worker_restarted")
+    finally:
+        stop(up)
+        kill_everything_of(data_dir)
+    assert processes_of(data_dir) == []
+
+
 def _parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
 

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,9 +22,9 @@ from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
 from turngraph.lifecycle import (
     StopSignal,
+    pause,
     popen_tied_to_process,
     stop_on_signals,
-    wait_for_stop,
 )
 from turngraph.logs import configure_logging
 from turngraph.producers.connection import open_publisher
@@ -48,45 +49,119 @@ warm stop had nothing left to finish (an ingest batch embedding on a loaded mach
 on for 50 s against dead servers); a batch they held stays in Redis for the next run."""
 
 
+SUPERVISE_EVERY_S = 1.0
+"""How often ``up`` checks that its servers and workers still run (a dead one is started
+again, as ``turngraph services`` does for its servers and honcho would not)."""
+
+RESTART_BACKOFF_S = (1.0, 60.0)
+"""A worker that exits within :data:`STABLE_AFTER_S` of its start waits this long before
+the next start, doubling from the first value up to the second (a crash loop costs one
+start a minute at most); one that ran longer is started again at the next check."""
+
+STABLE_AFTER_S = 30.0
+"""A worker that ran this long before exiting is started again without waiting."""
+
+
 @contextlib.contextmanager
-def _services(settings: Settings) -> Iterator[dict[str, str]]:
-    """Embedded services when no URLs are configured; yields the children's environment."""
+def _services(settings: Settings) -> Iterator[tuple[dict[str, str], EmbeddedServices | None]]:
+    """Embedded services when no URLs are configured; yields the children's environment
+    and the services (None with URLs configured)."""
     if not settings.embedded:
-        yield {}
+        yield {}, None
         return
-    with EmbeddedServices(settings.data_dir, settings.embedded_graph) as endpoints:
+    services = EmbeddedServices(settings.data_dir, settings.embedded_graph)
+    with services as endpoints:
         print(f"data folder     {settings.data_dir}")
         print(f"embedded Redis  {without_password(endpoints.redis_url)}")
         print(f"embedded graph  {endpoints.graph_uri} ({endpoints.graph_engine})")
         if endpoints.graph_engine == "neo4j":
             print(f"Neo4j Browser   {endpoints.studio_url}")
-        yield endpoints.as_env()
+        yield endpoints.as_env(), services
 
 
-@contextlib.contextmanager
-def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[list[subprocess.Popen[bytes]]]:
-    kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers
-    children: list[subprocess.Popen[bytes]] = []
-    try:
-        for kind in kinds:
-            children.append(
-                popen_tied_to_process(  # a kill -9 of `up` is a kill -9 of them
-                    [sys.executable, "-m", "turngraph.cli", "worker", kind],
-                    death_signal=signal.SIGKILL,
-                    env={"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env},
+class Workers:
+    """``up``'s worker processes: started, started again when one exits, stopped."""
+
+    def __init__(self, env: dict[str, str], ingest_workers: int) -> None:
+        self.kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers
+        self._env = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env}
+        self.children: list[subprocess.Popen[bytes]] = []
+        self._started: list[float] = []
+        self._not_before: list[float] = []
+        self._backoff: list[float] = []
+
+    def start(self) -> None:
+        for kind in self.kinds:
+            self.children.append(self._spawn(kind))
+            self._started.append(time.monotonic())
+            self._not_before.append(0.0)
+            self._backoff.append(RESTART_BACKOFF_S[0])
+
+    def _spawn(self, kind: str) -> subprocess.Popen[bytes]:
+        return popen_tied_to_process(  # a kill -9 of `up` is a kill -9 of them
+            [sys.executable, "-m", "turngraph.cli", "worker", kind],
+            death_signal=signal.SIGKILL,
+            env=self._env,
+        )
+
+    def restart_dead(self) -> list[str]:
+        """Start again each worker that exited (after its back-off); returns their kinds."""
+        restarted = []
+        now = time.monotonic()
+        for slot, (kind, child) in enumerate(zip(self.kinds, self.children, strict=True)):
+            code = child.poll()
+            if code is None:
+                continue
+            if self._not_before[slot] == 0.0:  # first seen dead
+                ran_s = now - self._started[slot]
+                wait_s = self._backoff[slot] if ran_s < STABLE_AFTER_S else 0.0
+                self._backoff[slot] = (
+                    min(self._backoff[slot] * 2, RESTART_BACKOFF_S[1])
+                    if ran_s < STABLE_AFTER_S
+                    else RESTART_BACKOFF_S[0]
                 )
-            )
-        yield children
-    finally:
-        for child in children:
+                self._not_before[slot] = now + wait_s
+                log.warning(
+                    "worker_exited", kind=kind, pid=child.pid, exit_code=code, restart_in_s=wait_s
+                )
+            if now < self._not_before[slot]:
+                continue
+            self.children[slot] = self._spawn(kind)
+            self._started[slot], self._not_before[slot] = time.monotonic(), 0.0
+            log.warning("worker_restarted", kind=kind, pid=self.children[slot].pid)
+            restarted.append(kind)
+        return restarted
+
+    def stop(self) -> None:
+        for child in self.children:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
-        for child in children:
+        for child in self.children:
             try:
                 child.wait(timeout=WORKER_STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+
+
+@contextlib.contextmanager
+def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[Workers]:
+    workers = Workers(env, ingest_workers)
+    try:
+        workers.start()
+        yield workers
+    finally:
+        workers.stop()
+
+
+def supervise(services: EmbeddedServices | None, workers: Workers) -> None:
+    """Until a stop signal: every :data:`SUPERVISE_EVERY_S`, start again the embedded
+    servers (same port and credentials) and the workers that died."""
+    while True:
+        pause(SUPERVISE_EVERY_S)
+        if services is not None:
+            services.restart_dead()
+        workers.restart_dead()
 
 
 def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool:
@@ -144,15 +219,18 @@ def run_up(args: argparse.Namespace) -> int:
     configure_logging(settings)
     stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
     try:
-        with _services(settings) as env, _workers(env, args.ingest_workers) as children:
+        with (
+            _services(settings) as (env, services),
+            _workers(env, args.ingest_workers) as workers,
+        ):
             live = settings.model_copy(
                 update={"redis_url": env.get("TURNGRAPH_REDIS_URL", settings.redis_url)}
             )
-            found = run_demo(live, recall_worker=children[0])
+            found = run_demo(live, recall_worker=workers.children[0])
             if args.exit_after_demo:
                 return 0 if found else 1
             print("turngraph is running; press Ctrl-C (or send SIGTERM) to stop.", flush=True)
-            wait_for_stop()
+            supervise(services, workers)
     except StopSignal as stopped:
         log.info("stopped", signal=str(stopped))
     return 0
