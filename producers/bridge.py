@@ -74,9 +74,9 @@ def line_refusal(refused: InvalidLineError, request_id: str | int | None) -> dic
     return {"id": request_id, **reply} if request_id is not None else reply
 
 
-def _invalid_fields(exc: ValidationError) -> str:
+def _invalid_fields(exc: ValidationError, prefix: str = "") -> str:
     """The invalid fields, each with what the schema expects there (never the input)."""
-    return ", ".join(described_fields(exc, "(root)"))
+    return ", ".join(described_fields(exc, "(root)", prefix))
 
 
 class Bridge:
@@ -220,7 +220,9 @@ class Bridge:
         try:
             event = self.build_event(request.event)
         except (ValidationError, ValueError) as exc:
-            fields = _invalid_fields(exc) if isinstance(exc, ValidationError) else str(exc)
+            fields = (
+                _invalid_fields(exc, "event.") if isinstance(exc, ValidationError) else str(exc)
+            )
             return error_reply(
                 ErrorCode.INVALID_REQUEST,
                 f"invalid turn event: {fields}",

@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from turngraph.schemas.validation import rule_error
+
 TURN_EVENT_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of :class:`TurnEvent`."""
 
@@ -125,7 +127,7 @@ class TurnEvent(BaseModel):
     @classmethod
     def _not_blank(cls, value: str) -> str:
         if not value.strip():  # nothing to remember, and no memory can be built of it
-            raise ValueError("content is blank")
+            raise rule_error("content is blank: send a turn with text in it")
         return value
 
     @field_validator("occurred_at", mode="after")
@@ -134,7 +136,10 @@ class TurnEvent(BaseModel):
         try:
             moment = value.astimezone(UTC)
         except OverflowError:
-            raise ValueError("occurred_at is out of range once converted to UTC") from None
+            raise rule_error(
+                "occurred_at is out of range once converted to UTC: send a moment "
+                "between 1970-01-01 and 9999-01-01 UTC"
+            ) from None
         if not EARLIEST_OCCURRED_AT <= moment < LATEST_OCCURRED_AT:
-            raise ValueError("occurred_at must lie between 1970-01-01 and 9999-01-01 UTC")
+            raise rule_error("occurred_at must lie between 1970-01-01 and 9999-01-01 UTC")
         return value

@@ -122,6 +122,27 @@ def test_values_the_writer_cannot_store_are_typed_errors(
     assert field in reply["user_message"]
 
 
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"occurred_at": "2026-01-01T00:00:00"}, "event.occurred_at: Input should have timezone"),
+        (
+            {"occurred_at": "1969-12-31T23:59:59Z"},
+            "event.occurred_at: occurred_at must lie between",
+        ),
+        ({"content": "  \n "}, "event.content: content is blank"),
+    ],
+)
+def test_an_invalid_event_says_what_to_change(
+    bridge: Bridge, fields: dict[str, Any], says: str
+) -> None:
+    # These named the field and nothing else ("invalid turn event: event.occurred_at"):
+    # a naive timestamp from a JavaScript `toISOString()` without its `Z` gave no hint.
+    reply = bridge.handle_line(json.dumps({"op": "publish", "event": _event(**fields)}))
+    assert reply["error_code"] == "INVALID_REQUEST", reply
+    assert says in reply["user_message"], reply["user_message"]
+
+
 def test_recall_hashes_scope_keys(bridge: Bridge) -> None:
     reply = bridge.handle_line(
         json.dumps({"op": "recall", "query": "queue policy?", "workspace": "/work/proj"})
