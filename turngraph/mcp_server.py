@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
+import structlog
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Context,
@@ -28,14 +29,18 @@ from mcp.server.mcpserver import (
     MCPServer,
     Resolve,
 )
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
 
 from turngraph.mcp_distill import register_distill_tools
 from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
 from turngraph.schemas.bridge_common import error_reply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import Scope, ScopeNameValue, ScopeValue
+from turngraph.schemas.validation import described_fields, invalid_fields
+
+log = structlog.get_logger(__name__)
 
 SERVER_NAME = "turngraph"
 """How the server introduces itself to MCP clients."""
@@ -85,9 +90,35 @@ def can_elicit(ctx: Context) -> bool:
     return capabilities is not None and capabilities.elicitation is not None
 
 
+class MemoryServer(MCPServer):
+    """The SDK's server, with arguments that fail a tool's input schema answered like
+    every other failure: ``INVALID_REQUEST`` in the structured content, naming each field
+    and what the schema expects there, never the value (the SDK answered with pydantic's
+    text alone, which quotes the input and carries no ``error_code``)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            log.info("mcp_arguments_refused", tool=name, fields=invalid_fields(cause, "(root)"))
+            return tool_result(
+                error_reply(
+                    ErrorCode.INVALID_REQUEST,
+                    f"invalid {name} arguments: {', '.join(described_fields(cause, '(root)'))}",
+                    "fix the named arguments (the tool's inputSchema in tools/list says "
+                    "what each takes)",
+                ).model_dump(mode="json", exclude_none=True)
+            )
+
+
 def build_server(tools: MemoryTools) -> MCPServer:
     """The MCP server with the memory's tools."""
-    mcp_server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=server_version())
+    mcp_server = MemoryServer(SERVER_NAME, instructions=INSTRUCTIONS, version=server_version())
 
     class _Tools:
         """``@server.tool(...)`` with the docstring dedented into the tool's description."""

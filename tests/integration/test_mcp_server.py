@@ -336,3 +336,32 @@ def test_a_line_of_invalid_utf8_does_not_stop_the_server(tmp_path: Path) -> None
         process.wait(timeout=30)
     assert {tool["name"] for tool in by_id[2]["result"]["tools"]} == TOOLS
     assert b"Traceback" not in stderr
+
+
+def test_arguments_the_schema_refuses_are_typed_errors_naming_the_field(tmp_path: Path) -> None:
+    # The SDK answered these with pydantic's text alone: no error_code, the value quoted.
+    from tests.support.processes import cli_env
+
+    workspace = tmp_path / "proj"
+    workspace.mkdir()
+    env = {**cli_env(tmp_path / "data"), "TURNGRAPH_LOG_LEVEL": "WARNING"}
+    calls = {
+        "recall": ({"query": 12345}, "query: Input should be a valid string"),
+        "remember": ({"content": "note-qzx", "role": "robot-role"}, "role: Input should be"),
+        "recap": ({"budget_tokens": -7}, "budget_tokens: Input should be greater than"),
+        "forget": ({"scope": "galaxy-scope"}, "scope: Input should be"),
+    }
+
+    async def session() -> dict[str, mcp_types.CallToolResult]:
+        async with Client(_server(env, workspace)) as client:
+            return {name: await client.call_tool(name, args) for name, (args, _) in calls.items()}
+
+    out = anyio.run(session)
+    for name, (args, says) in calls.items():
+        result = out[name]
+        assert result.is_error, name
+        content = result.structured_content or {}
+        assert content.get("error_code") == "INVALID_REQUEST", (name, _text(result))
+        assert says in content["user_message"] and content["remediation"], content
+        for value in args.values():
+            assert str(value) not in _text(result) + json.dumps(content), (name, value)
