@@ -63,7 +63,7 @@ def _load(path: Path) -> tuple[bytes | None, dict[str, Any]]:
         return raw, {}
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise ConfigurationError(
             f"{path} is not valid JSON: fix it or move it away first"
         ) from None

@@ -98,7 +98,7 @@ def parse_payload(raw: bytes, action: HookAction, *, project_dir: str | None = N
         raise HookInputError(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes")
     try:
         payload = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the parser
         raise HookInputError("payload is not valid JSON") from None
     if not isinstance(payload, dict):
         raise HookInputError("payload is not a JSON object")

@@ -64,7 +64,7 @@ def collapse_tool_call(name: str, arguments: Any) -> tuple[str, str] | None:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser
             arguments = {"input": arguments}
     args: dict[str, Any] = arguments if isinstance(arguments, dict) else {}
     tool = canonical_name(name) or "tool"

@@ -112,7 +112,7 @@ def parse_lines(lines: list[bytes], counts: ParseCounts) -> Iterator[TranscriptT
     for raw in lines:
         try:
             entry = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the parser
             counts.malformed += 1
             continue
         if not isinstance(entry, dict):

@@ -105,14 +105,15 @@ def test_edits_made_after_install_are_kept(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == {"model": "opus", "env": {"FOO": "1"}}
 
 
-def test_a_broken_file_is_refused_untouched(tmp_path: Path) -> None:
+@pytest.mark.parametrize("broken", ["{not json", "[" * 200_000 + "]" * 200_000])
+def test_a_broken_file_is_refused_untouched(tmp_path: Path, broken: str) -> None:
     spec = EDITORS["gemini"]
     path = config_file(spec, project=tmp_path, home=tmp_path)
     path.parent.mkdir(parents=True)
-    path.write_text("{not json")
+    path.write_text(broken)
     with pytest.raises(ConfigurationError, match="not valid JSON"):
         install(spec, path, EXE)
-    assert path.read_text() == "{not json"
+    assert path.read_text() == broken
 
 
 def test_status_names_what_is_installed_where(tmp_path: Path) -> None:

@@ -177,7 +177,7 @@ def _hook(
     "stdin",
     [b"", b"not json", b"[1]", b'{"cwd": "/tmp"}', b'{"session_id": 5, "cwd": "/tmp"}',
      b'{"session_id": "s", "cwd": "/tmp", "prompt": ' + b'"' + b"x" * 10_000_000 + b'"}',
-     b"\xff\xfe\x00"],
+     b"\xff\xfe\x00", b"[" * 200_000 + b"]" * 200_000],
 )  # fmt: skip
 def test_bad_payloads_exit_0_with_no_output_and_a_counted_error(
     stdin: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

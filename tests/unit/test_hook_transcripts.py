@@ -110,3 +110,20 @@ def test_meta_tools_are_dropped_and_details_are_short() -> None:
     )
     assert speaker == "edit" and len(content) < 400
     assert json.loads(json.dumps(content))  # plain text
+
+
+def test_a_line_nested_past_the_parser_is_malformed_and_the_turns_around_it_are_read() -> None:
+    # json.loads raised RecursionError: the hook failed on every later call, so no turn
+    # of that transcript after it was ever published.
+    def user(uuid: str, text: str) -> bytes:
+        entry = {"type": "user", "uuid": uuid, "message": {"role": "user", "content": text}}
+        return json.dumps(entry).encode() + b"\n"
+
+    deep = b'{"type": "user", "message": {"content": ' + b"[" * 200_000 + b"]" * 200_000
+    lines = [user("u-1", "before"), deep + b"}}\n", user("u-2", "after")]
+    counts = ParseCounts()
+    turns = list(parse_lines(lines, counts))
+    assert [turn.content for turn in turns] == ["before", "after"]
+    assert counts.malformed == 1
+    nested_arguments = "[" * 200_000 + "]" * 200_000
+    assert collapse_tool_call("run_in_terminal", nested_arguments) is not None
