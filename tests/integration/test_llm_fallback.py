@@ -134,8 +134,16 @@ def test_too_long_prompt_is_not_mistaken_for_a_refused_format(fake: FakeOpenAI) 
         [malformed(), malformed()],
         [fenced("not an object"), Reply(content="I cannot help with that.")],
         [Reply(content=""), Reply(content="")],
+        [malformed('{"turns": ' + "[" * 5_000)] * 2,  # a small model looping on "["
     ],
-    ids=["400-in-every-mode", "500", "unreadable-twice", "prose-twice", "empty-twice"],
+    ids=[
+        "400-in-every-mode",
+        "500",
+        "unreadable-twice",
+        "prose-twice",
+        "empty-twice",
+        "nested-past-the-parser",
+    ],
 )
 def test_failed_batch_falls_back_to_the_offline_rules(
     fake: FakeOpenAI, replies: list[Reply]
@@ -205,8 +213,9 @@ def test_turns_missing_from_the_answer_come_from_the_offline_rules(fake: FakeOpe
             * 5,
             10.0,
         ),
+        ([malformed('{"turns": ' + "[" * 5_000 + "]" * 5_000 + "}")] * 2, 10.0),
     ],
-    ids=["400", "timeout", "unreadable", "response_format-ignored", "looping-model"],
+    ids=["400", "timeout", "unreadable", "response_format-ignored", "looping-model", "nested"],
 )
 def test_a_failing_endpoint_never_loses_a_turn(
     fake: FakeOpenAI,

@@ -74,8 +74,9 @@ def _fallback_events(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ([Reply(content='{"topic": "Job qu', finish_reason="length")], "answer_cut_at_token_limit"),
         ([Reply(content=""), Reply(content="")], "invalid_twice"),
         ([malformed(), malformed()], "invalid_twice"),
+        ([malformed('{"topic": ' + "[" * 5_000 + "]" * 5_000 + "}")] * 2, "invalid_twice"),
     ],
-    ids=["500", "401", "cut-at-limit", "empty-twice", "malformed-twice"],
+    ids=["500", "401", "cut-at-limit", "empty-twice", "malformed-twice", "nested-twice"],
 )
 def test_every_llm_failure_stores_the_offline_summary(
     clients: Clients, fake: FakeOpenAI, replies: list[Reply], reason: str

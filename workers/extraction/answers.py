@@ -41,6 +41,10 @@ class ParsedAnswer:
     """False when nothing could be read (broken JSON, wrong shape, refusal)."""
 
 
+NESTED_TOO_DEEP = "the answer nests arrays or objects deeper than JSON parsing allows"
+"""The problem named for an answer the parser gives up on (RecursionError)."""
+
+
 def json_text(text: str) -> str:
     """The JSON object in ``text``: the answer itself, the inside of its first code fence,
     or the first decodable ``{…}`` after some prose. Unchanged when none is found (the
@@ -73,6 +77,8 @@ def parse_answer(text: str, batch: Sequence[TurnEvent], ontology: Ontology) -> P
             problems=[f"the answer is not valid JSON: {err.msg} at char {err.pos}"],
             usable=False,
         )
+    except RecursionError:  # a small model looping on "[": it ended the ingest job
+        return ParsedAnswer(problems=[NESTED_TOO_DEEP], usable=False)
     try:
         answer = ExtractionAnswer.model_validate(data)
     except pydantic.ValidationError as err:

@@ -23,7 +23,7 @@ import structlog
 
 from turngraph.schemas.summaries import SUMMARY_SCHEMA_NAME, SummaryContent, summary_json_schema
 from turngraph.schemas.validation import invalid_fields
-from turngraph.workers.extraction.answers import json_text
+from turngraph.workers.extraction.answers import NESTED_TOO_DEEP, json_text
 from turngraph.workers.extraction.endpoint import LLMEndpoint
 from turngraph.workers.extraction.errors import LLM_ERRORS
 from turngraph.workers.graph.session_turns import SessionTurn
@@ -244,6 +244,8 @@ class LLMSummarizer(Provider):
             data = json.loads(json_text(text))
         except json.JSONDecodeError as err:
             return None, [f"not valid JSON: {err.msg} at char {err.pos}"]
+        except RecursionError:
+            return None, [NESTED_TOO_DEEP]
         data, cut = _bounded(data)
         try:
             content = SummaryContent.model_validate(data)
