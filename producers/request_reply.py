@@ -6,8 +6,10 @@ deadline (:func:`ask`). A server pops requests, refuses reply keys outside its n
 answers an invalid request with a typed error, drops one past its deadline and answers the
 rest on their reply key with a TTL, counting each outcome (:class:`RequestServer`). While
 it serves, each reply and the next (blocking) pop share one round trip, so a server wakes
-once per answer. A server popping several lists takes them in turn (the one after the
-list it last served first), so no list waits behind another's backlog.
+once per answer; a reply's caller can be told when Redis stored it (:data:`ReplySent`),
+which that round trip learns from Redis's clock. A server popping several lists takes
+them in turn (the one after the list it last served first), so no list waits behind
+another's backlog.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from turngraph.schemas.validation import invalid_fields
 
 __all__ = [
     "DeadlineExceeded",
+    "ReplySent",
     "RequestFailed",
     "RequestServer",
     "ServeCounters",
@@ -53,6 +56,11 @@ REDIS_ERROR_PAUSE_S = 0.5
 
 REPLY_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What may follow a reply prefix: a reply key names one request, nothing else."""
+
+
+ReplySent = Callable[[float], None]
+"""Told the ``time.perf_counter()`` moment by which Redis had stored a reply (never called
+for a reply lost)."""
 
 
 class Request(Protocol):
@@ -174,10 +182,17 @@ def push_message(conn: redis.Redis, key: str, message: BaseModel | Request, ttl_
 class _Pushed:
     taken: tuple[str, bytes] | None
     """(list, message) popped after the pushes, or None."""
-    failed: int
-    """Pushes Redis refused."""
+    stored: tuple[bool, ...]
+    """Per message: whether Redis took its push."""
+    stored_at: float
+    """The ``time.perf_counter()`` moment by which Redis had run the pushes."""
     error: redis.RedisError | None
     """The first error (a push's, or the pop's)."""
+
+    @property
+    def failed(self) -> int:
+        """Pushes Redis refused."""
+        return self.stored.count(False)
 
 
 def _push_then_pop(
@@ -186,24 +201,54 @@ def _push_then_pop(
     ttl_s: int,
     pop_next: Sequence[str],
     timeout_s: float,
+    *,
+    clock: bool = False,
 ) -> _Pushed:
     """Push each (list, message) of ``messages`` (lists expiring unread after ``ttl_s``)
     and, in the same round trip, pop the first message on the lists ``pop_next``, waiting
     up to ``timeout_s`` for one (``BLMPOP``, Redis 7; outside a transaction a blocking
     command blocks as alone, and Redis has executed the pushes before it waits). What was
-    popped is returned even when a push failed: it must not be lost."""
+    popped is returned even when a push failed: it must not be lost.
+
+    The pipeline returns only when the pop does, possibly a wait later. With ``clock``,
+    Redis's ``TIME`` before and after the pop says how long it waited after the pushes,
+    which ``stored_at`` leaves out; otherwise ``stored_at`` is when the pipeline returned."""
+    timed = clock and bool(pop_next)
     with conn.pipeline(transaction=False) as pipe:
         for key, message in messages:
             pipe.rpush(key, message)
             pipe.expire(key, ttl_s)
+        if timed:
+            pipe.time()
         if pop_next:
             pipe.blmpop(timeout_s, len(pop_next), *pop_next, direction="LEFT")
+        if timed:
+            pipe.time()
+        sent = time.perf_counter()
         results = pipe.execute(raise_on_error=False)
+    returned = time.perf_counter()
     errors = [r for r in results if isinstance(r, redis.RedisError)]
-    failed = sum(isinstance(r, redis.RedisError) for r in results[: 2 * len(messages) : 2])
-    popped = results[-1] if pop_next and not isinstance(results[-1], Exception) else None
-    taken = None if popped is None else (popped[0].decode(), popped[1][0])
-    return _Pushed(taken, failed, errors[0] if errors else None)
+    stored = tuple(not isinstance(r, redis.RedisError) for r in results[: 2 * len(messages) : 2])
+    stored_at = returned
+    if timed:
+        before, popped, after = results[-3:]
+        stored_at -= min(max(_seconds_between(before, after), 0.0), returned - sent)
+    else:
+        popped = results[-1] if pop_next else None
+    taken = None if popped is None or isinstance(popped, Exception) else _taken(popped)
+    return _Pushed(taken, stored, stored_at, errors[0] if errors else None)
+
+
+def _taken(popped: Any) -> tuple[str, bytes]:
+    return popped[0].decode(), popped[1][0]
+
+
+def _seconds_between(before: object, after: object) -> float:
+    """Seconds from one ``TIME`` answer (seconds, microseconds) to another; 0 when either
+    is an error (then the pipeline's return stands for the push: later, never earlier)."""
+    if not isinstance(before, tuple) or not isinstance(after, tuple):
+        return 0.0
+    return (after[0] - before[0]) + (after[1] - before[1]) / 1_000_000
 
 
 def invalid_request(
@@ -217,6 +262,15 @@ def invalid_request(
         f"invalid {what} request: {', '.join(fields)}",
         "fix the named fields and try again",
     )
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """A reply kept while serving, for the next pop to send."""
+
+    key: str
+    message: str
+    on_sent: ReplySent | None
 
 
 @dataclass
@@ -273,8 +327,8 @@ class RequestServer(Generic[RequestT, ReplyT]):
         """The list the last request handed out came from: the others go first next."""
         self._taken: tuple[str, bytes] | None = None
         """A request taken by a pop whose replies failed, not handed out yet."""
-        self._replies: list[tuple[str, str]] = []
-        """(reply key, reply) kept by :meth:`reply` while serving: the next pop sends them."""
+        self._replies: list[_Reply] = []
+        """Replies kept by :meth:`reply` while serving: the next pop sends them."""
         self._serving = False
 
     def pop(
@@ -292,12 +346,17 @@ class RequestServer(Generic[RequestT, ReplyT]):
             replies, self._replies = self._replies, []
             try:
                 pushed = _push_then_pop(
-                    self._redis, replies, self._reply_ttl_s, self._in_turn(), timeout_s
+                    self._redis,
+                    [(r.key, r.message) for r in replies],
+                    self._reply_ttl_s,
+                    self._in_turn(),
+                    timeout_s,
+                    clock=any(r.on_sent is not None for r in replies),
                 )
             except redis.RedisError:  # connection lost: the replies may not have gone
                 self.counters.replies_lost += len(replies)
                 raise
-            self.counters.replies_lost += pushed.failed
+            self._sent(replies, pushed)
             if pushed.taken is not None:
                 self._last_key = pushed.taken[0]
             if pushed.error is not None:
@@ -309,6 +368,13 @@ class RequestServer(Generic[RequestT, ReplyT]):
             return None
         self._last_key = popped[0].decode()
         return self._last_key, popped[1]
+
+    def _sent(self, replies: Sequence[_Reply], pushed: _Pushed) -> None:
+        """Count the replies Redis refused; tell the others' callers when they were stored."""
+        self.counters.replies_lost += pushed.failed
+        for reply, stored in zip(replies, pushed.stored, strict=True):
+            if stored and reply.on_sent is not None:
+                reply.on_sent(pushed.stored_at)
 
     def _in_turn(self) -> list[str]:
         """The lists to pop, starting with the one after the list last served."""
@@ -372,13 +438,17 @@ class RequestServer(Generic[RequestT, ReplyT]):
         self.reply(reply_to, response)
         return None, response
 
-    def reply(self, reply_to: str, response: ReplyT) -> None:
+    def reply(self, reply_to: str, response: ReplyT, on_sent: ReplySent | None = None) -> None:
         """Push ``response`` on ``reply_to``, which expires unread after the reply TTL;
-        while :meth:`run` serves, the next :meth:`pop` pushes it (the loop pops next)."""
+        while :meth:`run` serves, the next :meth:`pop` pushes it (the loop pops next).
+        ``on_sent`` is told when Redis had stored it, once the push is known to have gone
+        (the pop's wait for the next request left out), never for a reply lost."""
         if self._serving:
-            self._replies.append((reply_to, response.model_dump_json()))
+            self._replies.append(_Reply(reply_to, response.model_dump_json(), on_sent))
             return
         push_message(self._redis, reply_to, response, self._reply_ttl_s)
+        if on_sent is not None:
+            on_sent(time.perf_counter())
 
     def run(self, serve_once: Callable[[], object], stop: threading.Event) -> None:
         """Call ``serve_once`` (which pops with :meth:`pop`) until ``stop`` is set; a Redis
@@ -399,12 +469,14 @@ class RequestServer(Generic[RequestT, ReplyT]):
         if not replies:
             return
         try:
-            pushed = _push_then_pop(self._redis, replies, self._reply_ttl_s, (), 0.0)
+            pushed = _push_then_pop(
+                self._redis, [(r.key, r.message) for r in replies], self._reply_ttl_s, (), 0.0
+            )
         except redis.RedisError as exc:
             self.counters.replies_lost += len(replies)
             log.warning("request_server_redis_error", kind=self._kind, error=type(exc).__name__)
             return
-        self.counters.replies_lost += pushed.failed
+        self._sent(replies, pushed)
         if pushed.error is not None:
             log.warning(
                 "request_server_redis_error", kind=self._kind, error=type(pushed.error).__name__

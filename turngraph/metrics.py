@@ -280,7 +280,7 @@ class IngestHistograms:
 def recall_histogram(registry: CollectorRegistry) -> Histogram:
     return Histogram(
         "turngraph_recall_seconds",
-        "seconds to answer one recall request (search and reply)",
+        "seconds from a recall request's pop to its reply stored by Redis",
         buckets=RECALL_BUCKETS,
         registry=registry,
     )

@@ -98,6 +98,11 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
         conn.rpush(DISTILL_REQUESTS, b"not an ask")  # counted, and the next one served
         summary = DistillClient(waiting, deadline_ms=60_000).summarize("metrics", last_n=4)
         assert summary.success, summary.user_message  # through the LLM summarizer
+        # A recall's latency is observed once its reply's push is known to be stored: when
+        # the serving loop's next pop returns (with a request, or after its 1 s).
+        assert wait_for(
+            lambda: value(scrape(recall_port), "turngraph_recall_seconds_count") == 4, 10
+        )
         ingest_samples, recall_samples = scrape(ingest_port), scrape(recall_port)
         maintenance_samples = scrape(maintenance_port)
     finally:

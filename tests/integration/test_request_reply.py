@@ -184,9 +184,11 @@ def _answering(
     keys: tuple[str, ...] = (REQUESTS,),
     answered: list[str] | None = None,
     timeout_s: float = 0.2,
+    stored: list[str] | None = None,
 ) -> Any:
     """A ``serve_once`` that pops ``keys`` with ``server`` and answers every request (its
-    id appended to ``answered``, in the order served)."""
+    id appended to ``answered``, in the order served, and to ``stored`` when the server
+    says Redis stored its reply)."""
 
     def serve_once() -> None:
         popped = server.pop(keys, timeout_s=timeout_s)
@@ -196,7 +198,11 @@ def _answering(
         assert request is not None
         if answered is not None:
             answered.append(request.request_id)
-        server.reply(request.reply_to, DistillResponse(request_id=request.request_id, success=True))
+        request_id = request.request_id
+        on_sent = None if stored is None else lambda _at: stored.append(request_id)
+        server.reply(
+            request.reply_to, DistillResponse(request_id=request_id, success=True), on_sent
+        )
         server.counters.answered += 1
         if after_reply is not None:
             after_reply()
@@ -292,7 +298,8 @@ def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) 
     server = _server(redis_conn)
     stop = threading.Event()
     served: list[int] = []
-    serve = _answering(server)
+    stored: list[str] = []
+    serve = _answering(server, stored=stored)
 
     def serve_once() -> None:
         served.append(1)
@@ -303,6 +310,7 @@ def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) 
     server.run(serve_once, stop)  # the first reply raises: logged, the loop goes on
     assert server.counters.answered == 2  # r0, whose reply was lost, and r1, taken with it
     assert server.counters.replies_lost == 1
+    assert stored == ["r1"]  # r0's reply was refused: nobody is told it was stored
     assert redis_conn.llen(str(second.reply_to)) == 1
     assert redis_conn.llen(REQUESTS) == 0
 

@@ -70,7 +70,8 @@ TENANTS_REFRESH_S = 5.0
 """How often the worker looks for tenants added since (their request lists are popped)."""
 
 LatencyObserver = Callable[[float], None]
-"""Told the seconds each answered request took (the metrics histogram)."""
+"""Told the seconds each answered request took, from its pop to its reply stored by Redis
+(the metrics histogram); told once the serving loop's next pop has sent the reply."""
 
 GraphProbe = Callable[[], object]
 """Raises when the graph server does not answer (the shell passes the driver's check)."""
@@ -170,14 +171,19 @@ class RecallWorker:
         return self.feed.bootstrapped
 
     # -- serving ------------------------------------------------------------------
-    def handle(self, raw: bytes, tenant: str | None = None) -> RecallResponse | None:
+    def handle(
+        self, raw: bytes, tenant: str | None = None, received_at: float | None = None
+    ) -> RecallResponse | None:
         """Answer one raw request; ``None`` when nobody can or should get a reply.
 
         ``tenant``: the tenant whose request list it came from (None: the operator's
         list). A tenant's request must reply on that tenant's reply keys and names scope
         keys of that tenant only (qualified here; a key already in the qualified form is
         refused); its results carry event ids as the tenant named them. An operator's
-        request without ``reply_to`` is answered to the caller only."""
+        request without ``reply_to`` is answered to the caller only. ``received_at``: the
+        ``time.perf_counter()`` moment it was popped (default: now); the latency observed
+        runs from it to the reply stored by Redis (or to the answer, with no reply key)."""
+        received_at = time.perf_counter() if received_at is None else received_at
         request, refused = self._server.accept(
             raw, lambda reply_to: self.replies_allowed_to(reply_to, tenant)
         )
@@ -202,18 +208,19 @@ class RecallWorker:
                 "sent to a shard that does not hold its workspace",
                 "give clients and recall replicas the same TURNGRAPH_RECALL_SHARDS",
             )
-        started = time.perf_counter()
         response = search(self.index, request)
         if tenant is not None:
             unqualify_results(response.results, tenant)
         response.memory_block = render_memory_block(response.results)
         response.degraded += self.degraded_reasons()
+        observer = self._latency_observer
         if request.reply_to:
-            self._server.reply(request.reply_to, response)
+            on_sent = None if observer is None else lambda at: observer(at - received_at)
+            self._server.reply(request.reply_to, response, on_sent)
+        elif observer is not None:  # answered to the caller only
+            observer(time.perf_counter() - received_at)
         self.counters.answered += 1
         self.counters.degraded.update(response.degraded)
-        if self._latency_observer is not None:
-            self._latency_observer(time.perf_counter() - started)
         return response
 
     def _refuse(self, request: RecallRequest, what: str, remediation: str) -> RecallResponse:
@@ -307,13 +314,14 @@ class RecallWorker:
 
     def serve_once(self, timeout_s: float = POP_TIMEOUT_S) -> bool:
         popped = self._server.pop(self.request_keys(), timeout_s)
+        received_at = time.perf_counter()
         if popped is None:
             return False
         key, raw = popped
         operators = key == self._requests_key or key.startswith(
             self._requests_key + SHARDED_REQUESTS_SUFFIX
         )
-        self.handle(raw, None if operators else tenant_of_key(key))
+        self.handle(raw, None if operators else tenant_of_key(key), received_at)
         return True
 
     def run(self) -> None:
