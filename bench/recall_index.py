@@ -127,12 +127,16 @@ def footprint(index: MemoryIndex) -> dict[str, int]:
     """Bytes held by the postings, the texts, and the vectors (see the module docstring)."""
     postings = 0
     for part in index._parts.values():
-        postings += sys.getsizeof(part.postings) + sys.getsizeof(part.entities)
-        for term, columns in part.postings.items():
-            postings += sys.getsizeof(term) + sys.getsizeof(columns)
-            postings += sum(sys.getsizeof(c) for c in (columns.ids, columns.tfs, columns.weights))
-        for key, ids in part.entities.items():
-            postings += sys.getsizeof(key) + sys.getsizeof(ids)
+        for restated in (False, True):
+            terms, entities = part.postings_of(restated), part.entities_of(restated)
+            postings += sys.getsizeof(terms) + sys.getsizeof(entities)
+            for term, columns in terms.items():
+                postings += sys.getsizeof(term) + sys.getsizeof(columns)
+                postings += sum(
+                    sys.getsizeof(c) for c in (columns.ids, columns.tfs, columns.weights)
+                )
+            for key, ids in entities.items():
+                postings += sys.getsizeof(key) + sys.getsizeof(ids)
     texts = sum(sys.getsizeof(doc.memory.text) for doc in index._docs.values())
     found = {"postings": postings, "texts": texts, "vectors": 0, "hnsw": 0, "vector_ids": 0}
     if index.semantic is not None and index.semantic.vectors is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from operator import itemgetter
 
 from turngraph.workers.recall.postings import Hit, Partition, Postings, idf
@@ -22,22 +22,49 @@ def walk(
     alive: Container[int],
     limit: int,
     ranking: Ranking,
-    restates: Callable[[int], bool] = lambda _: False,
 ) -> list[Hit]:
-    """The ``limit`` best memories for ``query`` (term -> weight), best first, and the
-    restatements (``restates``: outside the statistics, ``Memory.in_statistics``) that
-    score among them: a digest takes no candidate place from a turn.
+    """The ``limit`` best memories of what was said for ``query`` (term -> weight), best
+    first, and the restatements (``Partition``) that score among them: a digest takes no
+    candidate place from a turn, and the turns found are those of an index without
+    restatements (their postings are walked apart, each within its own budget).
 
-    Terms are walked rarest first, newest postings first, within the ranking's ``postings_budget``;
-    terms too common for what is left only rescore the best candidates found so far.
+    Terms are walked rarest first, newest postings first, within the ranking's
+    ``postings_budget``; terms too common for what is left only rescore the best
+    candidates found so far.
     """
-    found = [(p.ready(), term, p) for term in query if (p := part.postings.get(term)) is not None]
+    weights = {
+        term: idf(part.n_docs, part.doc_frequency(postings)) * query[term]
+        for term in query
+        if (postings := part.postings.get(term)) is not None
+    }
+    stated = _best(_accumulate(part.postings, query, weights, part, ranking), alive, limit)
+    if not part.restated_postings:
+        return stated
+    digests = _accumulate(part.restated_postings, query, weights, part, ranking)
+    restated = _best(digests, alive, 2 * limit + 8)
+    bar = stated[-1][1] if len(stated) == limit else 0.0
+    among = [hit for hit in restated if hit[1] >= bar]
+    return sorted(stated + among, key=itemgetter(1), reverse=True)
+
+
+def _accumulate(
+    columns: Mapping[str, Postings],
+    query: Mapping[str, float],
+    weights: Mapping[str, float],
+    part: Partition,
+    ranking: Ranking,
+) -> dict[int, float]:
+    """BM25 scores over one set of postings (``weights``: the statistics' idf x query
+    weight per term; a term only restatements hold gets the idf of a term nobody said)."""
+    found = [(p.ready(), term, p) for term in query if (p := columns.get(term)) is not None]
     found.sort(key=itemgetter(0))
     acc: dict[int, float] = {}
     budget = ranking.postings_budget
     late: list[tuple[float, Postings]] = []
     for df, term, postings in found:
-        weight = idf(part.n_docs, part.doc_frequency(term, postings)) * query[term]
+        weight = weights.get(term)
+        if weight is None:
+            weight = idf(part.n_docs, 0) * query[term]
         if df > budget and acc:
             late.append((weight, postings))
             continue
@@ -49,23 +76,18 @@ def walk(
     if late:
         acc = dict(heapq.nlargest(ranking.rescore_candidates, acc.items(), key=itemgetter(1)))
         for weight, postings in late:
-            ids, weights, n = postings.ids, postings.weights, postings.ready()
+            ids, weights_of, n = postings.ids, postings.weights, postings.ready()
             for internal in acc:
                 i = bisect_left(ids, internal, 0, n)
                 if i < n and ids[i] == internal:
-                    acc[internal] += weight * weights[i]
+                    acc[internal] += weight * weights_of[i]
+    return acc
+
+
+def _best(acc: Mapping[int, float], alive: Container[int], limit: int) -> list[Hit]:
+    """The ``limit`` best live ones (removed ids linger: a few more are read)."""
     best = heapq.nlargest(2 * limit + 8, acc.items(), key=itemgetter(1))
-    hits: list[Hit] = []
-    places = 0
-    for hit in best:
-        if hit[0] not in alive:
-            continue
-        if not restates(hit[0]):
-            if places == limit:
-                break
-            places += 1
-        hits.append(hit)
-    return hits
+    return [hit for hit in best if hit[0] in alive][:limit]
 
 
 def score_members(
@@ -76,12 +98,15 @@ def score_members(
     limit: int | None,
 ) -> list[Hit]:
     """BM25 of ``query`` for the given memories only (no postings walk); the ``limit``
-    best first, or every memory that matched (in ``members`` order) when ``None``."""
+    best first, or every memory that matched (in ``members`` order) when ``None``. A
+    member is found in the postings of what was said or in the restatements'."""
     terms = []
     for term, q in query.items():
         postings = part.postings.get(term)
-        if postings is not None:
-            terms.append((idf(part.n_docs, part.doc_frequency(term, postings)) * q, postings))
+        weight = idf(part.n_docs, part.doc_frequency(postings) if postings else 0) * q
+        for columns in (postings, part.restated_postings.get(term)):
+            if columns is not None:
+                terms.append((weight, columns))
     acc: dict[int, float] = {}
     for internal in members:
         if internal not in alive:

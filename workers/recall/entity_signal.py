@@ -34,17 +34,37 @@ def entity_hits(
     session_id: str | None = None,
     distilled_share: float = 1.0,
 ) -> list[Hit]:
-    """Memories mentioning the given entity keys (weighted, rarer entities count more).
+    """Memories mentioning the given entity keys (weighted, rarer entities count more),
+    the ``limit`` best of what was said and the restatements scoring among them (each
+    kind from its own postings: ``Partition``).
 
     A span digest (summary, recap) holds the entities of all its turns, so it matches any
     entity its span named: its hits count ``distilled_share`` (0: it gets no graph signal;
     its turns carry the entities themselves)."""
+    stated = part.entities
+    weights = {key: w * idf(part.n_docs, len(stated.get(key, ()))) for key, w in entities.items()}
+    said = _hits(stated, weights, memory_of, limit, session_id, 1.0)
+    if not part.restated_entities:
+        return said
+    restated = _hits(part.restated_entities, weights, memory_of, limit, session_id, distilled_share)
+    bar = said[-1][1] if len(said) == limit else 0.0
+    among = [hit for hit in restated if hit[1] >= bar]
+    return sorted(said + among, key=itemgetter(1), reverse=True)
+
+
+def _hits(
+    postings: Mapping[str, array],
+    weights: Mapping[str, float],
+    memory_of: MemoryOf,
+    limit: int,
+    session_id: str | None,
+    distilled_share: float,
+) -> list[Hit]:
     acc: dict[int, float] = {}
-    for key, weight in entities.items():
-        ents = part.entities.get(key)
+    for key, w in weights.items():
+        ents = postings.get(key)
         if not ents:
             continue
-        w = weight * idf(part.n_docs + part.unstated_docs, len(ents))
         for internal in ents[-ENTITY_POSTINGS_CAP:]:
             memory = memory_of(internal)
             if memory is None or (session_id and memory.session_id != session_id):
@@ -58,8 +78,9 @@ def entity_hits(
 def entity_neighbours(
     part: Partition, keys: Iterable[str], memory_of: MemoryOf, limit: int
 ) -> list[str]:
-    """Entities co-mentioned with ``keys`` in their newest memories, most frequent first."""
-    seeds = set(keys)
+    """Entities co-mentioned with ``keys`` in the newest memories of what was said, most
+    frequent first (a digest co-mentions every entity of its span)."""
+    seeds = dict.fromkeys(keys)
     counts: Counter[str] = Counter()
     for key in seeds:
         for internal in part.entities.get(key, array("i"))[-NEIGHBOUR_SAMPLE:]:

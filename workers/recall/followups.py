@@ -158,12 +158,13 @@ def plan_query(
     plan.follow_up = is_follow_up(query)
     plan.context_terms = _key_terms(recent, idf_of, ranking.context_terms)
     context_text = " ".join(turn.content for turn in recent)
-    plan.context_entities = set(known_entities(entity_ngrams(context_text)))
+    context_entities = known_entities(entity_ngrams(context_text))
+    plan.context_entities = set(context_entities)
     if plan.follow_up:
         for term, strength in plan.context_terms.items():
             weight = ranking.expansion_weight * strength
             plan.terms[term] = max(plan.terms.get(term, 0.0), weight)
-        for key in plan.context_entities:
+        for key in context_entities:
             plan.entities.setdefault(key, ranking.context_entity_weight)
     return plan
 
@@ -176,7 +177,7 @@ def _key_terms(
     for age, turn in enumerate(reversed(turns)):
         position = 1.0 / (1 + 0.5 * age)
         role = 1.0 if turn.role == "user" else 0.7
-        for term in set(tokenize(turn.content)):
+        for term in dict.fromkeys(tokenize(turn.content)):
             specificity = idf_of(term)
             if specificity > 0:
                 scores[term] = scores.get(term, 0.0) + position * role * specificity

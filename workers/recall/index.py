@@ -44,6 +44,7 @@ from turngraph.workers.recall.postings import (
     bm25_weight,
     idf,
     partition_of,
+    restated_key,
 )
 from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.semantic import EMBED_BATCH, SemanticSignal
@@ -69,6 +70,12 @@ class _Doc:
     partition: PartitionKey
     length: int
     n_terms: int
+
+    @property
+    def vector_partition(self) -> PartitionKey:
+        """Where its vector is searched: a restatement's apart from what was said, so the
+        nearest turns are those of an index without restatements (``restated_key``)."""
+        return self.partition if self.memory.in_statistics else restated_key(self.partition)
 
 
 class MemoryIndex:
@@ -121,7 +128,7 @@ class MemoryIndex:
                 key = self._ids.get(memory.id)
                 doc = self._docs.get(key) if key is not None else None
                 if key is not None and doc is not None:
-                    self.semantic.store(doc.partition, key, vector)
+                    self.semantic.store(doc.vector_partition, key, vector)
                     self.semantic.counters.received += 1
         elif internal is not None:
             self._embed([internal])
@@ -159,7 +166,7 @@ class MemoryIndex:
                 if doc is None or vector is None:
                     missing.append(internal)
                 else:
-                    self.semantic.store(doc.partition, internal, vector)
+                    self.semantic.store(doc.vector_partition, internal, vector)
                     self.semantic.counters.received += 1
         for start in range(0, len(missing), EMBED_BATCH):
             self._embed(missing[start : start + EMBED_BATCH])
@@ -172,6 +179,7 @@ class MemoryIndex:
                 doc = self._docs[old]
                 same = doc.memory.searchable_text == memory.searchable_text
                 same = same and doc.memory.entities == memory.entities
+                same = same and doc.memory.in_statistics == memory.in_statistics
                 if same and partition_of(doc.memory) == partition_of(memory):
                     doc.memory = memory  # no re-index, the vector stays valid
                     return None
@@ -187,7 +195,7 @@ class MemoryIndex:
             for internal, vector in zip(internals, vectors, strict=True):
                 doc = self._docs.get(internal)
                 if doc is not None:
-                    self.semantic.store(doc.partition, internal, vector)
+                    self.semantic.store(doc.vector_partition, internal, vector)
 
     def embedding_text(self, internal: int) -> str:
         """What a memory's vector is made from: ``speaker: text``, after the previous
@@ -246,25 +254,27 @@ class MemoryIndex:
         part = self._parts.get(pkey)
         if part is None:
             part = self._parts[pkey] = Partition()
-        if memory.in_statistics:
+        restated = not memory.in_statistics
+        if restated:
+            part.restated_docs += 1
+        else:
             part.n_docs += 1
             part.total_len += length
-        else:
-            part.unstated_docs += 1
-            part.unstated_df.update(counts.keys())
         if not part.weights_avgdl:
             part.weights_avgdl = part.avgdl
         avgdl = part.weights_avgdl
+        columns = part.postings_of(restated)
         for term, tf in counts.items():
-            postings = part.postings.get(term)
+            postings = columns.get(term)
             if postings is None:
-                postings = part.postings[term] = Postings()
+                postings = columns[term] = Postings()
             tf = min(tf, 255)
             postings.append(internal, tf, bm25_weight(tf, length, avgdl, self.ranking))
+        entities = part.entities_of(restated)
         for key in memory.entities:
-            ents = part.entities.get(key)
+            ents = entities.get(key)
             if ents is None:
-                ents = part.entities[key] = array("i")
+                ents = entities[key] = array("i")
             ents.append(internal)
         part.live_postings += len(counts)
         part.speakers.update(name_words(memory.extra.get("speaker")))
@@ -299,7 +309,7 @@ class MemoryIndex:
             part.n_docs -= 1
             part.total_len -= doc.length
         else:
-            part.unstated_docs -= 1  # its postings leave unstated_df with them (rebuild)
+            part.restated_docs -= 1
         part.speakers.subtract(name_words(memory.extra.get("speaker")))
         part.speakers += Counter()  # drop names no live memory has any more
         part.live_postings -= doc.n_terms
@@ -307,17 +317,9 @@ class MemoryIndex:
         if part.dead_postings > COMPACT_DEAD_RATIO * max(part.live_postings, 1):
             self._rebuild_locked(part)
 
-    def _restates(self, internal: int) -> bool:
-        """Whether a live memory is outside its partition's statistics."""
-        return not self._docs[internal].memory.in_statistics
-
     def _rebuild_locked(self, part: Partition) -> None:
         docs = self._docs
-        part.rebuild(
-            lambda internal: d.length if (d := docs.get(internal)) else None,
-            self.ranking,
-            self._restates,
-        )
+        part.rebuild(lambda internal: d.length if (d := docs.get(internal)) else None, self.ranking)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -347,7 +349,7 @@ class MemoryIndex:
         if part is None:
             return 0, 0
         postings = part.postings.get(term)
-        return (part.doc_frequency(term, postings) if postings else 0), part.n_docs
+        return (part.doc_frequency(postings) if postings else 0), part.n_docs
 
     def speaker_names(self, pkey: PartitionKey, words: Iterable[str]) -> list[str]:
         """Which of ``words`` name a speaker of the partition's memories."""
@@ -355,7 +357,9 @@ class MemoryIndex:
         return [w for w in words if part is not None and part.speakers.get(w, 0) > 0]
 
     def known_entities(self, pkey: PartitionKey, candidates: Iterable[str]) -> list[str]:
-        """Which of ``candidates`` (entity keys) name an entity of this partition."""
+        """Which of ``candidates`` (entity keys) name an entity of what was said in this
+        partition (a restatement's entities are its turns'; an ownership context's are
+        not the conversation's)."""
         part = self._parts.get(pkey)
         if part is None:
             return []
@@ -377,7 +381,7 @@ class MemoryIndex:
         if session_id is not None:
             members = self._members.get(("session", session_id), array("i"))
             return bm25.score_members(part, query, members[-SESSION_SCAN_CAP:], self._docs, limit)
-        return bm25.walk(part, query, self._docs, limit, self.ranking, self._restates)
+        return bm25.walk(part, query, self._docs, limit, self.ranking)
 
     def term_scores(
         self, pkey: PartitionKey, query: Mapping[str, float], internals: Iterable[int]

@@ -24,6 +24,11 @@ def partition_of(memory: Memory) -> PartitionKey:
     return ("workspace", memory.workspace)
 
 
+def restated_key(pkey: PartitionKey) -> PartitionKey:
+    """The vector partition of a partition's restatements (``Partition``)."""
+    return (f"{pkey[0]}:restated", pkey[1])
+
+
 def bm25_weight(tf: int, length: int, avgdl: float, ranking: Ranking) -> float:
     """The length-normalised term-frequency part of BM25 (idf is applied at query time)."""
     k1, b = ranking.bm25_k1, ranking.bm25_b
@@ -61,10 +66,22 @@ class Postings:
 
 @dataclass(slots=True)
 class Partition:
-    """The postings of one workspace or one user; removed ids linger until a rebuild."""
+    """The postings of one workspace or one user; removed ids linger until a rebuild.
+
+    What was said (turns, facts, what a person promoted: ``Memory.in_statistics``) and
+    what restates it (summaries, recaps, decision records, the system's ownership
+    contexts) are held apart: ``postings`` and ``entities`` are what was said, and the
+    statistics (``n_docs``, ``total_len``, document frequencies) are theirs alone;
+    ``restated_postings`` and ``restated_entities`` hold the restatements, weighted by
+    the same statistics. So a search ranks what was said exactly as it would with no
+    restatement in the index (the walk's budget, the entity postings' newest places, the
+    co-mentions), and places each restatement among it by its own score
+    (docs/recall.md, "what was said ranks as if nothing were restated")."""
 
     postings: dict[str, Postings] = field(default_factory=dict)
     entities: dict[str, array] = field(default_factory=dict)
+    restated_postings: dict[str, Postings] = field(default_factory=dict)
+    restated_entities: dict[str, array] = field(default_factory=dict)
     n_docs: int = 0
     total_len: int = 0
     weights_avgdl: float = 0.0
@@ -72,55 +89,49 @@ class Partition:
     dead_postings: int = 0
     speakers: Counter[str] = field(default_factory=Counter)
     """Live memories per word of their speakers' names (``speakers.name_words``)."""
-    unstated_docs: int = 0
-    """Live memories outside the statistics (``Memory.in_statistics``): not in
-    ``n_docs`` or ``total_len``."""
-    unstated_df: Counter[str] = field(default_factory=Counter)
-    """Per term, how many of its postings (removed ones too, until a rebuild) belong to
-    memories outside the statistics."""
+    restated_docs: int = 0
+    """Live restatements: not in ``n_docs`` or ``total_len``."""
 
-    def doc_frequency(self, term: str, postings: Postings) -> int:
-        """Memories of the statistics holding ``term`` (removed ones count until the
-        partition is compacted)."""
-        return max(0, postings.ready() - self.unstated_df.get(term, 0))
+    def doc_frequency(self, postings: Postings) -> int:
+        """Memories of the statistics holding a term, from its (stated) postings (removed
+        ones count until the partition is compacted)."""
+        return postings.ready()
+
+    def postings_of(self, restated: bool) -> dict[str, Postings]:
+        return self.restated_postings if restated else self.postings
+
+    def entities_of(self, restated: bool) -> dict[str, array]:
+        return self.restated_entities if restated else self.entities
 
     @property
     def avgdl(self) -> float:
         return self.total_len / self.n_docs if self.n_docs else 1.0
 
-    def rebuild(
-        self,
-        length_of: Callable[[int], int | None],
-        ranking: Ranking,
-        unstated: Callable[[int], bool],
-    ) -> None:
+    def rebuild(self, length_of: Callable[[int], int | None], ranking: Ranking) -> None:
         """Drop removed ids (``length_of`` returns None for them) and recompute weights
-        for the current mean length (and ``unstated_df`` from the memories outside the
-        statistics that are left).
+        for the current mean length.
 
         Each term's columns are built aside and swapped in with one assignment, so a
         reader sees either the old or the new postings, never a half-built one.
         """
         avgdl = self.avgdl
-        unstated_df: Counter[str] = Counter()
-        for term, old in list(self.postings.items()):
-            new = Postings()
-            for internal, tf in zip(old.ids, old.tfs, strict=True):
-                length = length_of(internal)
-                if length is not None:
-                    new.append(internal, tf, bm25_weight(tf, length, avgdl, ranking))
-                    if unstated(internal):
-                        unstated_df[term] += 1
-            if new.ids:
-                self.postings[term] = new
-            else:
-                del self.postings[term]
-        for key, ents in list(self.entities.items()):
-            live = array("i", (i for i in ents if length_of(i) is not None))
-            if live:
-                self.entities[key] = live
-            else:
-                del self.entities[key]
-        self.unstated_df = unstated_df
+        for columns in (self.postings, self.restated_postings):
+            for term, old in list(columns.items()):
+                new = Postings()
+                for internal, tf in zip(old.ids, old.tfs, strict=True):
+                    length = length_of(internal)
+                    if length is not None:
+                        new.append(internal, tf, bm25_weight(tf, length, avgdl, ranking))
+                if new.ids:
+                    columns[term] = new
+                else:
+                    del columns[term]
+        for entities in (self.entities, self.restated_entities):
+            for key, ents in list(entities.items()):
+                live = array("i", (i for i in ents if length_of(i) is not None))
+                if live:
+                    entities[key] = live
+                else:
+                    del entities[key]
         self.weights_avgdl = avgdl
         self.dead_postings = 0

@@ -66,23 +66,32 @@ def is_visible(status: str, include_superseded: bool) -> bool:
     return include_superseded or status != SUPERSEDED
 
 
-def rrf_fuse(ranked: Mapping[str, Sequence[K]], ranking: Ranking) -> dict[K, float]:
-    """Weighted reciprocal rank fusion, normalised so the best candidate scores 1.0."""
+def rrf_fuse(
+    ranked: Mapping[str, Sequence[K]], ranking: Ranking, over: Callable[[K], bool] | None = None
+) -> dict[K, float]:
+    """Weighted reciprocal rank fusion, normalised so the best candidate scores 1.0.
+    With ``over``, an item's rank counts only the items ``over`` accepts before it: an
+    item it refuses (a restatement) takes a rank among them and moves none."""
     fused: dict[K, float] = {}
     for signal, items in ranked.items():
         weight = ranking.signal_weight(signal)
-        for rank, item in enumerate(items, start=1):
+        accepted = 0
+        for item in items:
+            counted = over is None or over(item)
+            rank = accepted + 1
+            accepted += counted
             fused[item] = fused.get(item, 0.0) + weight / (ranking.rrf_k + rank)
-    if not fused:
-        return fused
-    top = max(fused.values())
-    return {item: score / top for item, score in fused.items()}
+    return normalise(fused, over)
 
 
-def fuse(signals: Mapping[str, Mapping[K, float]], ranking: Ranking) -> dict[K, float]:
-    """Fused relevance in [0, 1]: RRF over each signal's ranking, blended (by
+def fuse(
+    signals: Mapping[str, Mapping[K, float]],
+    ranking: Ranking,
+    over: Callable[[K], bool] | None = None,
+) -> dict[K, float]:
+    """Fused relevance: RRF over each signal's ranking, blended (by
     ``ranking.fusion_score_share``) with the weighted sum of the signals' max-normalised
-    scores; the best candidate gets 1.0."""
+    scores; the best candidate ``over`` accepts gets 1.0 (``normalise``)."""
     share = ranking.fusion_score_share
     by_rank: dict[K, float] = {}
     if share < 1.0:
@@ -90,26 +99,33 @@ def fuse(signals: Mapping[str, Mapping[K, float]], ranking: Ranking) -> dict[K, 
             name: sorted(scores, key=scores.__getitem__, reverse=True)
             for name, scores in signals.items()
         }
-        by_rank = rrf_fuse(ranked, ranking)
+        by_rank = rrf_fuse(ranked, ranking, over)
     by_score: dict[K, float] = {}
     for name, scores in signals.items():
         weight = ranking.signal_weight(name)
         for item, score in scores.items():
             by_score[item] = by_score.get(item, 0.0) + weight * score
-    by_score = normalise(by_score)
+    by_score = normalise(by_score, over)
     if share >= 1.0:
         return by_score
     return normalise(
         {
             item: (1 - share) * by_rank.get(item, 0.0) + share * by_score.get(item, 0.0)
             for item in by_score
-        }
+        },
+        over,
     )
 
 
-def normalise(scores: Mapping[K, float]) -> dict[K, float]:
-    """Divide by the maximum, so the best is 1.0 (empty and all-zero stay as they are)."""
-    top = max(scores.values(), default=0.0)
+def normalise(scores: Mapping[K, float], over: Callable[[K], bool] | None = None) -> dict[K, float]:
+    """Divide by the maximum, so the best is 1.0 (empty and all-zero stay as they are).
+    With ``over``, the maximum is taken over the keys it accepts (what was said: a
+    restatement scored above every turn gets more than 1.0, and no turn's score moves
+    for it); over all keys when it accepts none."""
+    values = scores.values() if over is None else [v for k, v in scores.items() if over(k)]
+    top = max(values, default=0.0)
+    if top <= 0 and over is not None:
+        top = max(scores.values(), default=0.0)
     return {k: v / top for k, v in scores.items()} if top > 0 else dict(scores)
 
 

@@ -29,6 +29,7 @@ from turngraph.workers.recall.followups import (
 )
 from turngraph.workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
 from turngraph.workers.recall.memory import Memory, MemoryKind
+from turngraph.workers.recall.postings import restated_key
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.scoring import (
     STATUS_MULTIPLIERS,
@@ -101,8 +102,9 @@ def search(
             signals["semantic"] = _semantic(index, semantic, targets, vector, signals)
         elif reason is not None:
             degraded.append(reason)
-    fused = fuse(signals, ranking)
-    context_scores = _context_scores(index, targets, plan, fused, ranking.context_scored)
+    said = _said(index)
+    fused = fuse(signals, ranking, said)
+    context_scores = _context_scores(index, targets, plan, fused, ranking.context_scored, said)
 
     window = Window.of(request.session_id, request.conversation_context, request.query)
     factors = _score(
@@ -309,17 +311,31 @@ def _candidates(
     session_ids = {t.session_id for t in targets if t.session_id}
     if session_ids:
         chain = {k: v for k, v in chain.items() if _in_sessions(index, k, session_ids)}
-    lexical = normalise(dict(lexical_hits))
-    top_lexical = max((score for _, score in lexical_hits), default=0.0)
+    said = _said(index)
+    lexical = normalise(dict(lexical_hits), said)
+    top_lexical = max((score for key, score in lexical_hits if said(key)), default=0.0)
     signals = {
         "lexical": lexical,
-        "graph": normalise(dict(graph_hits)),
+        "graph": normalise(dict(graph_hits), said),
         "chain": {k: v / top_lexical for k, v in chain.items()} if top_lexical else {},
     }
     session = session_signal(index, lexical_hits, ranking, current_session)
     if session:
         signals["session"] = session
     return signals
+
+
+def _said(index: MemoryIndex) -> Callable[[int], bool]:
+    """Whether a candidate is what was said (``Memory.in_statistics``), not a restatement.
+    Every normaliser is taken over what was said, so a turn scores as it would with no
+    restatement in the index; a restatement is placed among the turns by its own score
+    (``Partition``, docs/recall.md)."""
+
+    def said(key: int) -> bool:
+        memory = index.memory(key)
+        return memory is not None and memory.in_statistics
+
+    return said
 
 
 def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
@@ -366,8 +382,9 @@ def _semantic(
         (t.partition, _session_filter(index, t.session_id) if t.session_id else None)
         for t in targets
     ]
+    restated = [(restated_key(partition), keep) for partition, keep in partitions]
     pool = {key for scores in signals.values() for key in scores}
-    return semantic.candidates(partitions, vector, pool)
+    return semantic.candidates(partitions, vector, pool, restated)
 
 
 def _session_filter(index: MemoryIndex, session_id: str) -> Callable[[int], bool]:
@@ -389,16 +406,26 @@ def _context_scores(
     plan: QueryPlan,
     fused: Mapping[int, float],
     scored: int,
+    said: Callable[[int], bool],
 ) -> dict[int, float]:
-    """How well the ``scored`` best candidates match the session's recent key terms,
-    normalised 0..1."""
+    """How well the ``scored`` best candidates of what was said (and the restatements
+    ranked among them) match the session's recent key terms, normalised over what was
+    said."""
     if not plan.context_terms or not fused:
         return {}
-    top = heapq.nlargest(scored, fused, key=fused.__getitem__)
+    ranked = sorted(fused, key=fused.__getitem__, reverse=True)
+    top: list[int] = []
+    places = 0
+    for key in ranked:
+        if said(key):
+            if places == scored:
+                break
+            places += 1
+        top.append(key)
     scores: dict[int, float] = {}
     for target in targets:
         scores.update(index.term_scores(target.partition, plan.context_terms, top))
-    return normalise(scores)
+    return normalise(scores, said)
 
 
 def _scope_label(

@@ -132,14 +132,41 @@ class SemanticSignal:
         partitions: Iterable[tuple[tuple[str, str], Callable[[int], bool] | None]],
         query: Vector,
         pool: Iterable[int],
+        restated: Iterable[tuple[tuple[str, str], Callable[[int], bool] | None]] = (),
     ) -> dict[int, float]:
         """Min-max normalised cosine for the nearest memories of each partition and for
         every other candidate in ``pool``: 1.0 for the nearest, 0.0 at the K-th nearest
         (and below). ``partitions`` are ``(partition, keep)`` pairs; ``keep`` restricts a
-        partition to some of its memories (one session)."""
+        partition to some of its memories (one session). The ``restated`` partitions (a
+        partition's restatements, ``postings.restated_key``) add their nearest above the
+        K-th, on the same scale (a digest nearer than every turn scores above 1.0): the
+        nearest turns and their range are those of an index without restatements."""
         vectors = self.vectors
         if vectors is None:
             return {}
+        sims = self._nearest(vectors, partitions, query)
+        if not sims:
+            return {}
+        high, low = max(sims.values()), min(sims.values())
+        restatements = self._nearest(vectors, restated, query)
+        sims.update(restatements)
+        rest = [key for key in pool if key not in sims]
+        sims.update(vectors.similarity(rest, query))
+        span = high - low
+        if span <= 1e-9:
+            return {key: 1.0 for key, value in sims.items() if value >= high}
+        return {
+            key: (value - low) / span if key in restatements else min(1.0, (value - low) / span)
+            for key, value in sims.items()
+            if value > low
+        }
+
+    @staticmethod
+    def _nearest(
+        vectors: VectorIndex,
+        partitions: Iterable[tuple[tuple[str, str], Callable[[int], bool] | None]],
+        query: Vector,
+    ) -> dict[int, float]:
         sims: dict[int, float] = {}
         for partition, keep in partitions:
             limit = SEMANTIC_CANDIDATES * (SESSION_OVERFETCH if keep else 1)
@@ -147,12 +174,4 @@ class SemanticSignal:
             if keep is not None:
                 hits = [hit for hit in hits if keep(hit[0])]
             sims.update(hits[:SEMANTIC_CANDIDATES])
-        if not sims:
-            return {}
-        high, low = max(sims.values()), min(sims.values())
-        rest = [key for key in pool if key not in sims]
-        sims.update(vectors.similarity(rest, query))
-        span = high - low
-        if span <= 1e-9:
-            return {key: 1.0 for key, value in sims.items() if value >= high}
-        return {key: min(1.0, (value - low) / span) for key, value in sims.items() if value > low}
+        return sims

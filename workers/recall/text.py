@@ -110,16 +110,18 @@ def entity_key(name: str) -> str:
     return " ".join(_ALNUM.findall(name.lower()))
 
 
-def entity_ngrams(text: str, max_len: int = MAX_ENTITY_NGRAM) -> set[str]:
-    """Every 1..max_len word n-gram of ``text`` in :func:`entity_key` form."""
+def entity_ngrams(text: str, max_len: int = MAX_ENTITY_NGRAM) -> list[str]:
+    """Every 1..max_len word n-gram of ``text`` in :func:`entity_key` form, once each, in
+    the order they first occur (an order that does not depend on the process's string
+    hashing, so every replica ranks alike)."""
     words = _ALNUM.findall(text.lower())
-    grams: set[str] = set()
+    grams: dict[str, None] = {}
     for start in range(len(words)):
         for length in range(1, max_len + 1):
             if start + length > len(words):
                 break
-            grams.add(" ".join(words[start : start + length]))
-    return grams
+            grams[" ".join(words[start : start + length])] = None
+    return list(grams)
 
 
 def estimate_tokens(text: str) -> int:
