@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -20,6 +20,15 @@ from turngraph.workers.recall.assembly import (
     summaries_after,
     summaries_below_their_turns,
 )
+from turngraph.workers.recall.candidates import (
+    best_idf,
+    candidates,
+    context_scores,
+    known_entities,
+    search_targets,
+    semantic_scores,
+    what_was_said,
+)
 from turngraph.workers.recall.followups import (
     QueryPlan,
     context_boost,
@@ -27,22 +36,18 @@ from turngraph.workers.recall.followups import (
     plan_query,
     resolve_scopes,
 )
-from turngraph.workers.recall.index import Hit, MemoryIndex, PartitionKey, idf
+from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory, MemoryKind
-from turngraph.workers.recall.postings import restated_key
-from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.scoring import (
     STATUS_MULTIPLIERS,
     Scored,
     fuse,
     is_visible,
-    normalise,
     pack,
     status_multiplier,
     time_multiplier,
 )
-from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE, SemanticSignal
-from turngraph.workers.recall.sessions import session_signal
+from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE
 from turngraph.workers.recall.speakers import (
     query_names,
     speaker_multiplier,
@@ -50,14 +55,7 @@ from turngraph.workers.recall.speakers import (
 )
 from turngraph.workers.recall.text import estimate_tokens, truncate_to_tokens
 from turngraph.workers.recall.timeq import TimeIntent, parse_time
-from turngraph.workers.recall.vectors import Vector
 from turngraph.workers.recall.window import Window
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    partition: PartitionKey
-    session_id: str | None  # restrict to this session (session scope without workspace)
 
 
 def search(
@@ -75,9 +73,9 @@ def search(
     def known(gram: str) -> bool:
         return any(index.known_entities(t.partition, [gram]) for t in targets_all)
 
-    targets_all = _targets(index, request, tuple(ScopeName))
+    targets_all = search_targets(index, request, tuple(ScopeName))
     scopes = resolve_scopes(request.scopes, request.query, known)
-    targets = _targets(index, request, scopes)
+    targets = search_targets(index, request, scopes)
     if not targets:
         return _response(request, [], started, degraded=["no_scope_key"])
 
@@ -85,11 +83,11 @@ def search(
     plan = plan_query(
         intent.query,
         request.conversation_context,
-        idf_of=lambda term: _best_idf(index, targets, term),
-        known_entities=lambda grams: _known(index, targets, grams),
+        idf_of=lambda term: best_idf(index, targets, term),
+        known_entities=lambda grams: known_entities(index, targets, grams),
         ranking=ranking,
     )
-    signals = _candidates(index, targets, plan, ranking, request.session_id)
+    signals = candidates(index, targets, plan, ranking, request.session_id)
     named = query_names(intent.query)
     names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     degraded: list[str] = []
@@ -99,17 +97,15 @@ def search(
             without_names(intent.query, names), _query_budget_s(request, started)
         )
         if vector is not None:
-            signals["semantic"] = _semantic(index, semantic, targets, vector, signals)
+            signals["semantic"] = semantic_scores(index, semantic, targets, vector, signals)
         elif reason is not None:
             degraded.append(reason)
-    said = _said(index)
+    said = what_was_said(index)
     fused = fuse(signals, ranking, said)
-    context_scores = _context_scores(index, targets, plan, fused, ranking.context_scored, said)
+    context_match = context_scores(index, targets, plan, fused, ranking.context_scored, said)
 
     window = Window.of(request.session_id, request.conversation_context, request.query)
-    factors = _score(
-        index, request, now, intent, scopes, plan, fused, context_scores, names, window
-    )
+    factors = _score(index, request, now, intent, scopes, plan, fused, context_match, names, window)
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     factors = summaries_after(summaries_below_their_turns(factors), ranking.summaries_after)
     pool = [
@@ -163,7 +159,7 @@ def _score(
     scopes: Sequence[ScopeName],
     plan: QueryPlan,
     fused: Mapping[int, float],
-    context_scores: Mapping[int, float],
+    context_match: Mapping[int, float],
     speakers_named: frozenset[str],
     window: Window,
 ) -> list[_Factors]:
@@ -209,7 +205,7 @@ def _score(
         boost = 1.0
         if plan.context_terms:
             shared = len(plan.context_entities.intersection(memory.entities))
-            boost = context_boost(shared, context_scores.get(key, 0.0), ranking.context_boost_max)
+            boost = context_boost(shared, context_match.get(key, 0.0), ranking.context_boost_max)
         speaker = speaker_multiplier(
             memory.extra.get("speaker"), speakers_named, ranking.speaker_multiplier
         )
@@ -240,157 +236,6 @@ def _retold(memory: Memory) -> bool:
     return memory.extra.get("role") == "assistant" or memory.kind in _RETELLINGS
 
 
-def _targets(
-    index: MemoryIndex, request: RecallRequest, scopes: Iterable[ScopeName]
-) -> list[_Target]:
-    wanted = set(scopes)
-    targets: list[_Target] = []
-    if ScopeName.WORKSPACE in wanted and request.workspace:
-        targets.append(_Target(("workspace", request.workspace), None))
-    elif ScopeName.SESSION in wanted and request.session_id and request.workspace:
-        targets.append(_Target(("workspace", request.workspace), request.session_id))
-    if ScopeName.USER in wanted and request.user:
-        targets.append(_Target(("user", request.user), None))
-    return [t for t in targets if index.has_partition(t.partition)]
-
-
-def _best_idf(index: MemoryIndex, targets: Sequence[_Target], term: str) -> float:
-    best = 0.0
-    for target in targets:
-        df, n = index.doc_frequency(target.partition, term)
-        if df:
-            best = max(best, idf(n, df))
-    return best
-
-
-def _known(index: MemoryIndex, targets: Sequence[_Target], grams: Iterable[str]) -> list[str]:
-    grams = list(grams)
-    found: dict[str, None] = {}
-    for target in targets:
-        found.update(dict.fromkeys(index.known_entities(target.partition, grams)))
-    return list(found)
-
-
-def _candidates(
-    index: MemoryIndex,
-    targets: Sequence[_Target],
-    plan: QueryPlan,
-    ranking: Ranking,
-    current_session: str | None = None,
-) -> dict[str, dict[int, float]]:
-    """Candidate scores per signal, each normalised so its best candidate has 1.0
-    (``current_session``: the one the question is asked in, for the session signal)."""
-    lexical_hits: list[Hit] = []
-    graph_hits: list[Hit] = []
-    for target in targets:
-        lexical_hits += index.lexical(
-            target.partition,
-            _shared_idf_terms(index, targets, target, plan.terms),
-            limit=ranking.lexical_candidates,
-            session_id=target.session_id,
-        )
-        entities = dict(plan.entities)
-        seeds = [key for key, weight in plan.entities.items() if weight >= 1.0]
-        for name in index.entity_neighbours(target.partition, seeds, ranking.neighbour_entities):
-            entities.setdefault(name, ranking.neighbour_weight)
-        graph_hits += index.entity_hits(
-            target.partition,
-            entities,
-            limit=ranking.graph_candidates,
-            session_id=target.session_id,
-            distilled_share=ranking.distilled_graph_share,
-        )
-    lexical_hits.sort(key=lambda hit: hit[1], reverse=True)
-    graph_hits.sort(key=lambda hit: hit[1], reverse=True)
-    chain: dict[int, float] = {}
-    lexical_keys = {key for key, _ in lexical_hits}
-    for key, score in _stated(index, lexical_hits)[: ranking.chain_sources]:
-        for neighbour in index.turn_neighbours(key):
-            if neighbour not in lexical_keys:
-                chain[neighbour] = max(chain.get(neighbour, 0.0), ranking.chain_decay * score)
-    session_ids = {t.session_id for t in targets if t.session_id}
-    if session_ids:
-        chain = {k: v for k, v in chain.items() if _in_sessions(index, k, session_ids)}
-    said = _said(index)
-    lexical = normalise(dict(lexical_hits), said)
-    top_lexical = max((score for key, score in lexical_hits if said(key)), default=0.0)
-    signals = {
-        "lexical": lexical,
-        "graph": normalise(dict(graph_hits), said),
-        "chain": {k: v / top_lexical for k, v in chain.items()} if top_lexical else {},
-    }
-    session = session_signal(index, lexical_hits, ranking, current_session)
-    if session:
-        signals["session"] = session
-    return signals
-
-
-def _said(index: MemoryIndex) -> Callable[[int], bool]:
-    """Whether a candidate is what was said (``Memory.in_statistics``), not a restatement.
-    Every normaliser is taken over what was said, so a turn scores as it would with no
-    restatement in the index; a restatement is placed among the turns by its own score
-    (``Partition``, docs/recall.md)."""
-
-    def said(key: int) -> bool:
-        memory = index.memory(key)
-        return memory is not None and memory.in_statistics
-
-    return said
-
-
-def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
-    """``hits`` without the restatements (``Memory.in_statistics``): a summary, recap or
-    ownership context has no neighbouring turns, so it takes no chain-source place from a
-    turn. Before, a digest among the best lexical hits pushed the last source out and its
-    neighbour lost the chain score it has with distillation off (docs/recall.md)."""
-    return [hit for hit in hits if (m := index.memory(hit[0])) is not None and m.in_statistics]
-
-
-def _shared_idf_terms(
-    index: MemoryIndex, targets: Sequence[_Target], target: _Target, terms: Mapping[str, float]
-) -> Mapping[str, float]:
-    """Query weights for one partition's walk, rescaled so that its scores use the idf of
-    the searched partitions together: a user partition of a few promoted memories would
-    otherwise rate every word as common and lose to any workspace turn."""
-    if len({t.partition for t in targets}) < 2:
-        return terms
-    scaled: dict[str, float] = {}
-    for term, weight in terms.items():
-        stats = [index.doc_frequency(t.partition, term) for t in targets]
-        df, n = index.doc_frequency(target.partition, term)
-        total_df, total_n = sum(d for d, _ in stats), sum(m for _, m in stats)
-        own = idf(n, df) if df else 0.0
-        scaled[term] = weight * idf(total_n, total_df) / own if own > 0 else weight
-    return scaled
-
-
-def _in_sessions(index: MemoryIndex, key: int, session_ids: set[str]) -> bool:
-    memory = index.memory(key)
-    return memory is not None and memory.session_id in session_ids
-
-
-def _semantic(
-    index: MemoryIndex,
-    semantic: SemanticSignal,
-    targets: Sequence[_Target],
-    vector: Vector,
-    signals: Mapping[str, Mapping[int, float]],
-) -> dict[int, float]:
-    """Nearest memories of the searched partitions, plus the cosine of every other
-    candidate, min-max normalised (``semantic.candidates``)."""
-    partitions = [
-        (t.partition, _session_filter(index, t.session_id) if t.session_id else None)
-        for t in targets
-    ]
-    restated = [(restated_key(partition), keep) for partition, keep in partitions]
-    pool = {key for scores in signals.values() for key in scores}
-    return semantic.candidates(partitions, vector, pool, restated)
-
-
-def _session_filter(index: MemoryIndex, session_id: str) -> Callable[[int], bool]:
-    return lambda key: _in_sessions(index, key, {session_id})
-
-
 def _query_budget_s(request: RecallRequest, started: float) -> float:
     """What the query embedding may take: a share of what is left of the deadline."""
     left_ms = float(request.deadline_ms)
@@ -398,34 +243,6 @@ def _query_budget_s(request: RecallRequest, started: float) -> float:
         left_ms = request.sent_at_ms + request.deadline_ms - time.time() * 1000
     left_ms -= (time.perf_counter() - started) * 1000
     return max(0.0, min(QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE * left_ms / 1000))
-
-
-def _context_scores(
-    index: MemoryIndex,
-    targets: Sequence[_Target],
-    plan: QueryPlan,
-    fused: Mapping[int, float],
-    scored: int,
-    said: Callable[[int], bool],
-) -> dict[int, float]:
-    """How well the ``scored`` best candidates of what was said (and the restatements
-    ranked among them) match the session's recent key terms, normalised over what was
-    said."""
-    if not plan.context_terms or not fused:
-        return {}
-    ranked = sorted(fused, key=fused.__getitem__, reverse=True)
-    top: list[int] = []
-    places = 0
-    for key in ranked:
-        if said(key):
-            if places == scored:
-                break
-            places += 1
-        top.append(key)
-    scores: dict[int, float] = {}
-    for target in targets:
-        scores.update(index.term_scores(target.partition, plan.context_terms, top))
-    return normalise(scores, said)
 
 
 def _scope_label(
