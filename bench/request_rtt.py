@@ -31,7 +31,8 @@ import redis
 from bench.report import percentile, result_line, table
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.producers.recall_client import RecallClient
-from turngraph.producers.request_reply import RequestServer, push_message
+from turngraph.producers.request_reply import push_message
+from turngraph.producers.request_server import RequestServer
 from turngraph.producers.shard_push import load_shard_push, push_if_served
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
 from turngraph.schemas.recall import RecallRequest, RecallResponse

@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from rq.registry import StartedJobRegistry
 
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.producers.request_reply import ServeCounters
+from turngraph.producers.request_server import ServeCounters
 from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.ingest.dead_letters import dead_letter_key

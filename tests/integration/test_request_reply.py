@@ -13,12 +13,12 @@ import redis
 from tests.support.processes import wait_until
 from turngraph.producers.request_reply import (
     DeadlineExceeded,
-    RequestServer,
     ServerUnavailable,
     UnreadableReply,
     ask,
     is_reply_key,
 )
+from turngraph.producers.request_server import RequestServer
 from turngraph.schemas.distill import DistillOp, DistillRequest, DistillResponse
 from turngraph.schemas.errors import ErrorCode, TransientError
 

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import redis
 from rq import Queue
 
-from turngraph.producers.request_reply import RequestServer, is_reply_key
+from turngraph.producers.request_reply import is_reply_key
+from turngraph.producers.request_server import RequestServer
 from turngraph.schemas.defaults import DISTILL_REPLY_TTL_S, FAILURE_TTL_S
 from turngraph.schemas.distill import DistillRequest, DistillResponse
 from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, DISTILL_REPLY_PREFIX, DISTILL_REQUESTS

@@ -4,7 +4,7 @@ No fork and no RQ job per request: one process holds the index and warm connecti
 A second thread tails the change stream the ingest workers write, so the index stays
 fresh. N replicas may pop from the same request list; each keeps its own index.
 
-Requests come and go through ``producers/request_reply.py`` (distillation asks' too).
+Requests come and go through ``producers/request_server.py`` (distillation asks' too).
 Honest degradation: :meth:`RecallWorker.run` serves at once. The graph is read in a
 background thread (``feed.py``, retried with back-off while the graph is down) while the
 tail already applies what the stream brings; until the graph read is applied, answers say
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import redis
 import structlog
 
-from turngraph.producers.request_reply import POP_TIMEOUT_S, RequestServer, ServeCounters
+from turngraph.producers.request_server import POP_TIMEOUT_S, RequestServer, ServeCounters
 from turngraph.producers.shard_push import load_shard_push
 from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
 from turngraph.schemas.errors import ErrorCode
