@@ -188,7 +188,8 @@ def connect(
     distiller = DistillClient(
         redis.Redis.from_url(
             url, socket_timeout=DISTILL_SOCKET_TIMEOUT_S, socket_connect_timeout=CONNECT_TIMEOUT_S
-        )
+        ),
+        read_conn=probe_conn,  # the rolling context: one GET, bounded like a status probe
     )
     return Connection(
         publisher=publisher,

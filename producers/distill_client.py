@@ -40,9 +40,13 @@ class DistillClient:
         *,
         requests_key: str = DISTILL_REQUESTS,
         deadline_ms: int = DEFAULT_DISTILL_DEADLINE_MS,
+        read_conn: redis.Redis | None = None,
     ) -> None:
-        """``conn`` should have a socket timeout at least as long as ``deadline_ms``."""
+        """``conn`` should have a socket timeout at least as long as ``deadline_ms``;
+        ``read_conn`` (default ``conn``), a short one: the rolling context is one read,
+        and a Redis that accepts but does not answer held it for ``conn``'s timeout."""
         self._redis = conn
+        self._reads = read_conn if read_conn is not None else conn
         self._requests_key = requests_key
         self.deadline_ms = deadline_ms
 
@@ -109,7 +113,7 @@ class DistillClient:
     def read_rolling_context(self, session_id: str) -> RollingContext | None:
         """As :meth:`rolling_context`, but a Redis failure raises ``redis.RedisError`` (so a
         caller can tell "none yet" from "memory unavailable")."""
-        raw: Any = self._redis.get(ROLLING_CONTEXT_PREFIX + session_id)
+        raw: Any = self._reads.get(ROLLING_CONTEXT_PREFIX + session_id)
         if raw is None:
             return None
         try:

@@ -4,6 +4,10 @@ the turn reaches the queue, and recall and distill fail open with no worker runn
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -71,3 +75,45 @@ def test_the_documented_example_publishes_and_fails_open(settings: Settings) -> 
         assert read_stats(conn, settings.ingest_queue).enqueued == 1
     finally:
         conn.close()
+
+
+class SilentServer:
+    """A server that accepts connections and never answers: a Redis paused (SIGSTOP),
+    swapping, or behind a link that drops packets."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.accepted.append(self.listener.accept()[0])
+
+    def close(self) -> None:
+        self.listener.close()
+        for held in self.accepted:  # the client's read ends (EOF) instead of hanging on
+            held.close()
+
+
+def test_the_rolling_context_is_not_waited_for_on_a_silent_redis(settings: Settings) -> None:
+    # The context op (read straight from Redis before each recall, docs/editors.md) used
+    # the distill connection, whose socket timeout is the longest distill deadline:
+    # a paused Redis held the bridge, and every line behind it, for 121 s.
+    silent = SilentServer()
+    memory = connect(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{silent.port}"}))
+    answered: list[object] = []
+    try:
+        reading = threading.Thread(
+            target=lambda: answered.append(memory.distiller.rolling_context("s-1")), daemon=True
+        )
+        started = time.monotonic()
+        reading.start()
+        reading.join(timeout=5.0)
+        waited = time.monotonic() - started
+    finally:
+        silent.close()
+        memory.close()
+    assert answered == [None] and waited < 5.0
