@@ -1,22 +1,22 @@
 """A recall replica's health, seen from outside: its heartbeat key and its change-stream lag.
 
 Each replica writes ``turngraph:recall:replica:<name>`` every ``HEARTBEAT_EVERY_S``
-(JSON: whether the graph bootstrap is done, the last change-stream entry applied, the lag,
-the index size) with a short expiry, so a dead replica's key vanishes on its own.
+(:class:`~turngraph.schemas.replicas.ReplicaHeartbeat`: whether the graph bootstrap is
+done, the last change-stream entry applied, the lag, the index size) with a short expiry,
+so a dead replica's key vanishes on its own.
 ``turngraph doctor`` and the metrics read them; the replica itself uses the lag to flag
 its answers ``change_stream_lag``.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import redis
 
 from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
+from turngraph.schemas.replicas import ReplicaHeartbeat, read_heartbeat
 
 HEARTBEAT_EVERY_S = 1.0
 """How often a replica refreshes its heartbeat and measures its lag."""
@@ -31,31 +31,6 @@ the graph stopped answering (nothing new is stored; answers come from the index)
 
 CHANGE_STREAM_LAG = "change_stream_lag"
 """``degraded`` flag: the replica is further behind the change stream than its threshold."""
-
-
-@dataclass(frozen=True)
-class ReplicaHeartbeat:
-    """One replica's last published state."""
-
-    replica: str
-    bootstrapped: bool
-    graph_reachable: bool
-    """False when the graph has not answered the replica's probe for a while."""
-    position: str
-    """The last change-stream entry id applied (``0-0``: none)."""
-    lag_s: float
-    """Age of the oldest entry not applied yet; 0 when caught up."""
-    memories: int
-    at: float
-    """Unix time of the heartbeat."""
-    shards: list[int] = field(default_factory=lambda: [0])
-    """The shards the replica serves (``schemas/shards.py``)."""
-    shard_count: int = 1
-    config: str = ""
-    """The hash of the replica's configuration (``turngraph/worker_config.py``)."""
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
 
 
 def heartbeat_key(replica: str) -> str:
@@ -74,10 +49,8 @@ def process_is_ready(conn: redis.Redis, host: str, pid: int, *, applied: str = "
     pattern = heartbeat_key(replica_name(host, pid, "*"))
     for key in conn.scan_iter(match=pattern, count=1_000):
         value: Any = conn.get(key)
-        if value is None:
-            continue
-        beat = json.loads(value)
-        if beat.get("bootstrapped") is True and _stream_id(beat["position"]) >= _stream_id(applied):
+        beat = read_heartbeat(value)
+        if beat is not None and beat.bootstrapped and beat.position_id >= _stream_id(applied):
             return True
     return False
 
@@ -92,32 +65,10 @@ def publish_heartbeat(conn: redis.Redis, beat: ReplicaHeartbeat) -> None:
 
 
 def read_heartbeats(conn: redis.Redis) -> list[ReplicaHeartbeat]:
-    """Every live replica's heartbeat (unreadable ones are skipped)."""
-    beats: list[ReplicaHeartbeat] = []
+    """Every live replica's heartbeat (values that are not one are skipped)."""
     keys = sorted(conn.scan_iter(match=RECALL_REPLICA_PREFIX + "*", count=100))
     values: list[Any] = list(conn.mget(keys)) if keys else []
-    for value in values:
-        if value is None:
-            continue
-        try:
-            data = json.loads(value)
-            beats.append(
-                ReplicaHeartbeat(
-                    replica=str(data["replica"]),
-                    bootstrapped=bool(data["bootstrapped"]),
-                    graph_reachable=bool(data.get("graph_reachable", True)),
-                    position=str(data["position"]),
-                    lag_s=float(data["lag_s"]),
-                    memories=int(data["memories"]),
-                    at=float(data["at"]),
-                    shards=[int(x) for x in data.get("shards", [0])],
-                    shard_count=int(data.get("shard_count", 1)),
-                    config=str(data.get("config", "")),
-                )
-            )
-        except (ValueError, KeyError, TypeError):
-            continue
-    return beats
+    return [beat for beat in map(read_heartbeat, values) if beat is not None]
 
 
 def entry_time_s(entry_id: str) -> float:

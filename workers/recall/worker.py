@@ -35,6 +35,7 @@ from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX
 from turngraph.schemas.recall import RecallRequest, RecallResponse
+from turngraph.schemas.replicas import ReplicaHeartbeat
 from turngraph.schemas.shards import SHARDED_REQUESTS_SUFFIX, ShardSet
 from turngraph.schemas.tenants import tenant_of_key
 from turngraph.workers.embeddings.protocol import Embedder
@@ -48,7 +49,6 @@ from turngraph.workers.recall.replica import (
     CHANGE_STREAM_LAG,
     GRAPH_UNAVAILABLE,
     HEARTBEAT_EVERY_S,
-    ReplicaHeartbeat,
     heartbeat_key,
     publish_heartbeat,
     replica_name,
@@ -274,7 +274,8 @@ class RecallWorker:
             self._graph_ok_at = time.monotonic()
 
     def heartbeat(self) -> ReplicaHeartbeat:
-        """Measure the lag and publish this replica's heartbeat; returns what it wrote."""
+        """Measure the lag, publish this replica's heartbeat and claim its shards (loading
+        the clients' shard push first when sharded); returns the heartbeat written."""
         position = self.feed.position
         self.lag_s = stream_lag_s(self._redis, self._changes_stream, position)
         beat = ReplicaHeartbeat(
