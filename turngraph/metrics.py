@@ -248,12 +248,13 @@ def _embedding_metrics(embedder: Embedder | None) -> Iterator[Metric]:
 
 
 class IngestHistograms:
-    """Batch size, batch duration and queue wait of an ingest worker (its batch observer)."""
+    """Batch size, batch duration and admission-to-end latency of an ingest worker's batch
+    jobs (its batch observer)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.batch_size = Histogram(
             "turngraph_ingest_batch_size",
-            "jobs per ingest batch",
+            "turns per ingest batch job",
             buckets=BATCH_SIZE_BUCKETS,
             registry=registry,
         )
@@ -265,7 +266,7 @@ class IngestHistograms:
         )
         self.latency = Histogram(
             "turngraph_ingest_latency_seconds",
-            "seconds from enqueue to the end of the batch, of each batch's dequeued job",
+            "seconds from a batch job's admission (RQ enqueue) to the end of the batch",
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
