@@ -12,7 +12,7 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from turngraph.producers.request_reply import RequestFailed, ask, invalid_request
+from turngraph.producers.request_reply import RequestFailed, ask, invalid_request, push_message
 from turngraph.schemas.distill import (
     DEFAULT_DISTILL_DEADLINE_MS,
     DistillOp,
@@ -42,9 +42,10 @@ class DistillClient:
         deadline_ms: int = DEFAULT_DISTILL_DEADLINE_MS,
         read_conn: redis.Redis | None = None,
     ) -> None:
-        """``conn`` should have a socket timeout at least as long as ``deadline_ms``;
-        ``read_conn`` (default ``conn``), a short one: the rolling context is one read,
-        and a Redis that accepts but does not answer held it for ``conn``'s timeout."""
+        """``conn`` should have a socket timeout at least as long as ``deadline_ms`` (it
+        waits for the answers); ``read_conn`` (default ``conn``), a short one: it reads
+        the rolling context and pushes the requests, single round trips that a Redis
+        accepting connections but not answering held for ``conn``'s timeout (121 s)."""
         self._redis = conn
         self._reads = read_conn if read_conn is not None else conn
         self._requests_key = requests_key
@@ -149,6 +150,7 @@ class DistillClient:
                 DistillResponse,
                 request_ttl_s=REQUEST_TTL_S,
                 server="a maintenance worker",
+                push=lambda: push_message(self._reads, self._requests_key, request, REQUEST_TTL_S),
             )
         except RequestFailed as exc:
             return DistillResponse.failure(

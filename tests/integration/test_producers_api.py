@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import redis
@@ -117,3 +118,26 @@ def test_the_rolling_context_is_not_waited_for_on_a_silent_redis(settings: Setti
         silent.close()
         memory.close()
     assert answered == [None] and waited < 5.0
+
+
+def test_a_distill_ask_on_a_silent_redis_fails_open_near_its_deadline(settings: Settings) -> None:
+    # The request was pushed on the distill connection (socket timeout: the longest
+    # distill deadline): an ask with a 500 ms deadline waited 121 s on a paused Redis.
+    silent = SilentServer()
+    memory = connect(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{silent.port}"}))
+    answered: list[Any] = []
+    try:
+        asking = threading.Thread(
+            target=lambda: answered.append(memory.distiller.full_summary("m-1", deadline_ms=500)),
+            daemon=True,
+        )
+        started = time.monotonic()
+        asking.start()
+        asking.join(timeout=5.0)
+        waited = time.monotonic() - started
+    finally:
+        silent.close()
+        memory.close()
+    assert waited < 5.0
+    [reply] = answered
+    assert not reply.success and reply.error_code.value == "BACKEND_UNAVAILABLE"
