@@ -36,7 +36,8 @@ def forget(
     if settings.tenant:
         raise ConfigurationError(
             "forget is an operator command: ask the operator to run "
-            "`turngraph forget --tenant <tenant> --hashed <id>`"
+            f"`turngraph forget --scope {scope.value} --tenant {settings.tenant} <id> --yes` "
+            "with the id `turngraph scopes` shows here"
         )
     if tenant is not None:
         try:

@@ -9,6 +9,9 @@ import pytest
 
 from turngraph.cli.failures import report_failure
 from turngraph.schemas.bridge_common import ErrorReply
+from turngraph.schemas.errors import ConfigurationError
+from turngraph.schemas.scopes import Scope
+from turngraph.settings import Settings
 
 
 def test_with_json_a_failure_is_the_bridges_error_reply(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,3 +35,17 @@ def test_without_json_it_is_one_line_and_a_code_must_be_known(
     assert capsys.readouterr().err == "error: gone (see list)\n"
     with pytest.raises(ValueError, match="NOT_A_CODE"):
         report_failure(argparse.Namespace(json=True), "NOT_A_CODE", "m", "r")
+
+
+@pytest.mark.parametrize("scope", list(Scope))
+def test_a_tenant_asked_to_forget_is_told_a_command_that_runs(scope: Scope) -> None:
+    # It said `turngraph forget --tenant <tenant> --hashed <id>`, which argparse refuses
+    # (--scope is required) and which named no tenant.
+    from turngraph.cli import build_parser
+    from turngraph.forgetting import forget
+
+    with pytest.raises(ConfigurationError) as refused:
+        forget(Settings(tenant="acme", redis_url="redis://127.0.0.1:1/0"), scope, "x")
+    command = str(refused.value).split("`")[1].replace("<id>", "w_" + "0" * 32)
+    args = build_parser().parse_args(command.split()[1:])
+    assert (args.scope, args.tenant, args.yes) == (scope.value, "acme", True)
