@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.redaction import looks_secret
+from turngraph.producers.request_reply import TENANT_LIMIT_FIX, NotPermitted
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge_common import Clamped, ErrorReply
 from turngraph.schemas.bridge_distill import (
@@ -263,6 +264,12 @@ class DistillOps:
             return unavailable()
         try:
             rolling = backend.read_rolling_context(self._hasher.session(request.session_id))
+        except redis.exceptions.NoPermissionError:
+            return ErrorReply(
+                error_code=ErrorCode.NOT_AVAILABLE,
+                user_message=NotPermitted.user_message,
+                remediation=TENANT_LIMIT_FIX,
+            )
         except redis.RedisError as exc:
             log.warning("bridge_context_unavailable", error=type(exc).__name__)
             return unavailable()

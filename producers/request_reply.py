@@ -24,6 +24,7 @@ from turngraph.schemas.errors import ErrorCode, TransientError
 
 __all__ = [
     "DeadlineExceeded",
+    "NotPermitted",
     "Pushed",
     "Request",
     "RequestFailed",
@@ -84,6 +85,24 @@ class ServerUnavailable(RequestFailed):
     fix = "check that Redis and {server} are running (turngraph up)"
 
 
+TENANT_LIMIT_FIX = (
+    "on a tenant credential (TURNGRAPH_TENANT) only publish, recall and status reach "
+    "memory; summaries, recaps and the rolling context need the operator's "
+    "(docs/security.md#tenants)"
+)
+"""What to do when Redis refuses a key to the caller's credential (``NOPERM``)."""
+
+
+class NotPermitted(RequestFailed):
+    """Redis refused the credential these keys (``NOPERM``): a tenant's may publish and
+    recall only, so waiting for a worker or restarting one would change nothing."""
+
+    code = ErrorCode.NOT_AVAILABLE
+    reason = "not_permitted"
+    user_message = "not available on this credential (a tenant's)"
+    fix = TENANT_LIMIT_FIX
+
+
 class DeadlineExceeded(RequestFailed):
     """Nobody answered within the request's deadline."""
 
@@ -126,6 +145,9 @@ def ask(
         popped: Any = (
             conn.blpop([request.reply_to], timeout=max(remaining, 0.001)) if remaining > 0 else None
         )
+    except redis.exceptions.NoPermissionError as exc:
+        log.warning("request_not_permitted", request_id=request.request_id)
+        raise NotPermitted(server) from exc
     except redis.RedisError as exc:
         log.warning("request_unavailable", request_id=request.request_id, error=type(exc).__name__)
         raise ServerUnavailable(server) from exc

@@ -77,3 +77,33 @@ def test_a_tenant_producer_publishes_reads_its_status_and_asks_recall(
     )
     assert len(records) == 1
     assert records[0]["w"].startswith("t-acme-w_") and records[0]["s"].startswith("t-acme-s_")
+
+
+def test_distilled_memory_on_a_tenant_credential_says_why_it_is_not_there(
+    clients: Clients, tmp_path: Path
+) -> None:
+    # Redis refuses these keys to a tenant (docs/security.md, Limits); the bridge said
+    # "memory is unavailable right now: check that Redis and a maintenance worker are
+    # running", which no operator action on the workers would change.
+    assert clients.settings.redis_url
+    issued = issue(clients.redis, "acme")
+    env = {
+        **os.environ,
+        "TURNGRAPH_REDIS_URL": issued.redis_url(clients.settings.redis_url),
+        "TURNGRAPH_TENANT": "acme",
+        "TURNGRAPH_DATA_DIR": str(tmp_path / "data"),
+        "TURNGRAPH_LOG_LEVEL": "WARNING",
+    }
+    workspace = tmp_path / "proj"
+    workspace.mkdir()
+    lines = [
+        {"id": 1, "op": "context", "session_id": "s1"},
+        {"id": 2, "op": "summary", "memory_id": "m1", "deadline_ms": 2_000},
+        {"id": 3, "op": "recap", "workspace": str(workspace), "deadline_ms": 2_000},
+    ]
+    code, out = _cli(env, workspace, "bridge", stdin="".join(json.dumps(x) + "\n" for x in lines))
+    assert code == 0 and [reply["id"] for reply in out] == [1, 2, 3]
+    for reply in out:
+        assert reply["error_code"] == "NOT_AVAILABLE", reply
+        assert "tenant" in reply["user_message"] and "TURNGRAPH_TENANT" in reply["remediation"]
+    assert clients.redis.llen("turngraph:distill:requests") == 0
