@@ -49,3 +49,23 @@ def test_a_tenant_asked_to_forget_is_told_a_command_that_runs(scope: Scope) -> N
     command = str(refused.value).split("`")[1].replace("<id>", "w_" + "0" * 32)
     args = build_parser().parse_args(command.split()[1:])
     assert (args.scope, args.tenant, args.yes) == (scope.value, "acme", True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["summarize", "s1", "--last", "0"], "between 1 and 500"),
+        (["summarize", "s1", "--last", "9999"], "between 1 and 500"),
+        (["recap", "s1", "--budget", "-1"], "between 100 and 20000"),
+        (["summarize", "s1", "--last", "ten"], "not a whole number"),
+    ],
+)
+def test_distill_commands_refuse_counts_out_of_range_as_usage_errors(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `turngraph summarize s --last 0` printed "internal error: ValueError" (exit 1).
+    from turngraph.cli import build_parser
+
+    with pytest.raises(SystemExit) as usage:
+        build_parser().parse_args(argv)
+    assert usage.value.code == 2 and says in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
 from turngraph.app import build_distiller
 from turngraph.cli.graph_cmd import _clients
@@ -82,10 +83,29 @@ def run_compact(args: argparse.Namespace) -> int:
 SESSION_HELP = "the session: its raw key (the editor's chat id) or its id (s_...)"
 
 
+def _between(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high], the bounds the bridge and the MCP
+    tools take (``DistillRequest``); out of range is a usage error naming them (it was
+    ``internal error: ValueError`` for ``--last 0``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return value
+
+    return parse
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     recap = subparsers.add_parser("recap", help="a budgeted recap of a session")
     recap.add_argument("session", help=SESSION_HELP)
-    recap.add_argument("--budget", type=int, default=None, help="token budget (default 1000)")
+    recap.add_argument(
+        "--budget", type=_between(100, 20_000), default=None, help="token budget (default 1000)"
+    )
     recap.add_argument("--store", action="store_true", help="also keep it as the recap memory")
     recap.add_argument("--json", action="store_true", help="print the SessionRecap as JSON")
     recap.set_defaults(handler=run_recap)
@@ -94,7 +114,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "summarize", help="summarize and store the last N turns of a session"
     )
     summarize.add_argument("session", help=SESSION_HELP)
-    summarize.add_argument("--last", type=int, default=10, help="how many turns (default 10)")
+    summarize.add_argument(
+        "--last", type=_between(1, 500), default=10, help="how many turns (default 10)"
+    )
     summarize.add_argument("--json", action="store_true", help="print the summary as JSON")
     summarize.set_defaults(handler=run_summarize)
 
