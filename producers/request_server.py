@@ -75,8 +75,9 @@ class ServeCounters:
     refused_reply_to: int = 0
     """Requests naming a reply key outside the server's reply namespace: never answered."""
     replies_lost: int = 0
-    """Replies (counted in ``answered`` too) whose push Redis refused, or that a lost
-    connection may have lost: the client's ``ask`` ends at its deadline."""
+    """Replies whose push Redis refused, or that a lost connection may have lost: the
+    client's ``ask`` ends at its deadline. Their requests are counted under their own
+    outcome too (``answered``, or ``malformed`` for an error reply)."""
 
 
 class RequestServer(Generic[RequestT, ReplyT]):
@@ -236,7 +237,11 @@ class RequestServer(Generic[RequestT, ReplyT]):
         if self._serving:
             self._replies.append(_Reply(reply_to, response.model_dump_json(), on_sent))
             return
-        push_message(self._redis, reply_to, response, self._reply_ttl_s)
+        try:
+            push_message(self._redis, reply_to, response, self._reply_ttl_s)
+        except redis.RedisError:  # refused, or the connection lost with it
+            self.counters.replies_lost += 1
+            raise
         if on_sent is not None:
             on_sent(time.perf_counter())
 

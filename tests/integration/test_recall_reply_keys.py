@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import redis
 
 from tests.support.turns import turn
 from turngraph.app import build_recall_worker
@@ -60,3 +61,16 @@ def test_a_request_on_a_proper_reply_key_is_answered(clients: Clients) -> None:
     request = {"request_id": "abc-123", "reply_to": key, "query": "anything"}
     assert recall.handle(json.dumps(request).encode()) is not None
     assert clients.redis.llen(key) == 1 and 0 < clients.redis.ttl(key) <= 30
+
+
+def test_a_reply_redis_refuses_is_answered_and_counted_lost(clients: Clients) -> None:
+    # Every popped request is counted: one answered whose reply Redis refused is in
+    # answered and in replies_lost (turngraph_requests_total), and the error is raised.
+    recall = build_recall_worker(clients)
+    recall.bootstrap()
+    key = "turngraph:recall:reply:abc-124"
+    clients.redis.set(key, "not a list")
+    request = {"request_id": "abc-124", "reply_to": key, "query": "anything"}
+    with pytest.raises(redis.ResponseError):
+        recall.handle(json.dumps(request).encode())
+    assert recall.counters.answered == 1 and recall.counters.replies_lost == 1

@@ -315,6 +315,22 @@ def test_a_failed_reply_loses_no_request_taken_with_it(redis_conn: redis.Redis) 
     assert redis_conn.llen(REQUESTS) == 0
 
 
+def test_a_reply_refused_outside_the_serving_loop_is_counted_lost(
+    redis_conn: redis.Redis,
+) -> None:
+    # Outside run() (a request popped with a failed reply, served as the loop ends) the
+    # reply is pushed at once: one Redis refuses still counts, as it does in the loop.
+    server = _server(redis_conn)
+    redis_conn.set(PREFIX + "r0", "not a list")
+    stored: list[float] = []
+    with pytest.raises(redis.ResponseError):
+        server.reply(PREFIX + "r0", DistillResponse(request_id="r0", success=True), stored.append)
+    assert server.counters.replies_lost == 1 and stored == []
+    server.reply(PREFIX + "r1", DistillResponse(request_id="r1", success=True), stored.append)
+    assert server.counters.replies_lost == 1 and len(stored) == 1
+    assert redis_conn.llen(PREFIX + "r1") == 1
+
+
 def test_several_lists_are_served_in_turn_not_one_after_the_other(
     redis_conn: redis.Redis,
 ) -> None:

@@ -213,14 +213,14 @@ class RecallWorker:
             unqualify_results(response.results, tenant)
         response.memory_block = render_memory_block(response.results)
         response.degraded += self.degraded_reasons()
+        self.counters.answered += 1  # a reply then lost counts in replies_lost too
+        self.counters.degraded.update(response.degraded)
         observer = self._latency_observer
         if request.reply_to:
             on_sent = None if observer is None else lambda at: observer(at - received_at)
             self._server.reply(request.reply_to, response, on_sent)
         elif observer is not None:  # answered to the caller only
             observer(time.perf_counter() - received_at)
-        self.counters.answered += 1
-        self.counters.degraded.update(response.degraded)
         return response
 
     def _refuse(self, request: RecallRequest, what: str, remediation: str) -> RecallResponse:
