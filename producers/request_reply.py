@@ -130,8 +130,9 @@ def ask(
     """Push ``request`` on ``requests_key`` (which expires after ``request_ttl_s`` unless
     served) and wait on its ``reply_to`` until ``deadline_ms`` after ``started`` (a
     ``time.monotonic()`` value; default now). ``server`` names what answers, for the
-    remediation ("a recall worker"). ``conn`` should have a socket timeout at least as long
-    as the deadline. ``push`` sends the request instead of :func:`push_message` (one that
+    remediation ("a recall worker"). A deadline longer than ``conn``'s socket timeout is
+    waited for in several pops; a socket timeout close to the client's usual deadline
+    bounds how long a Redis that does not answer holds the caller. ``push`` sends the request instead of :func:`push_message` (one that
     checks something in the same round trip may raise a :class:`RequestFailed` to answer
     at once). Raises :class:`ServerUnavailable`, :class:`DeadlineExceeded` or
     :class:`UnreadableReply`."""
@@ -141,10 +142,7 @@ def ask(
             push_message(conn, requests_key, request, request_ttl_s)
         else:
             push()
-        remaining = request.deadline_ms / 1000 - (time.monotonic() - started)
-        popped: Any = (
-            conn.blpop([request.reply_to], timeout=max(remaining, 0.001)) if remaining > 0 else None
-        )
+        popped = _pop_until(conn, request.reply_to, started + request.deadline_ms / 1000)
     except redis.exceptions.NoPermissionError as exc:
         log.warning("request_not_permitted", request_id=request.request_id)
         raise NotPermitted(server) from exc
@@ -158,6 +156,24 @@ def ask(
         return reply_model.model_validate_json(popped[1])
     except ValidationError as exc:
         raise UnreadableReply(server) from exc
+
+
+POP_READ_MARGIN_S = 0.25
+"""How much longer than a blocking pop's own timeout its answer may take to be read."""
+
+
+def _pop_until(conn: redis.Redis, key: str, deadline: float) -> Any:
+    """``BLPOP key`` until ``deadline`` (a ``time.monotonic()`` value), in waits the
+    connection's socket timeout can read: one pop for a deadline longer than it timed out
+    reading (``TimeoutError``, reported as Redis being unavailable)."""
+    socket_timeout = conn.connection_pool.connection_kwargs.get("socket_timeout")
+    step = None if socket_timeout is None else max(socket_timeout - POP_READ_MARGIN_S, 0.05)
+    while (remaining := deadline - time.monotonic()) > 0:
+        wait = remaining if step is None else min(remaining, step)
+        popped = conn.blpop([key], timeout=max(wait, 0.001))
+        if popped is not None:
+            return popped
+    return None
 
 
 def is_reply_key(value: object, prefix: str) -> bool:

@@ -98,6 +98,23 @@ def test_nobody_serving_raises_deadline_exceeded_within_the_deadline(
     assert 0 < int(redis_conn.ttl(REQUESTS)) <= 60  # the unserved list expires
 
 
+def test_a_deadline_longer_than_the_socket_timeout_is_waited_for(redis_conn: redis.Redis) -> None:
+    # One BLPOP for the whole deadline was read with the connection's socket timeout: a
+    # bridge recall with deadline_ms 5000 on a client made for 750 ms failed after 1.25 s
+    # as BACKEND_UNAVAILABLE ("redis_unavailable"), Redis being fine and the worker slow.
+    kwargs = redis_conn.connection_pool.connection_kwargs
+    short = redis.Redis(host=kwargs["host"], port=kwargs["port"], password=kwargs.get("password"),
+                        socket_timeout=0.5)  # fmt: skip
+    started = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceeded):
+            ask(short, REQUESTS, _request(deadline_ms=1_500), DistillResponse,
+                request_ttl_s=60, server="a test server")  # fmt: skip
+    finally:
+        short.close()
+    assert 1.4 < time.monotonic() - started < 3.0
+
+
 def test_an_unreadable_answer_is_a_typed_error(redis_conn: redis.Redis) -> None:
     redis_conn.rpush(PREFIX + "r1", b'{"not": "a reply"}')
     with pytest.raises(UnreadableReply) as caught:
