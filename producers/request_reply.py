@@ -132,10 +132,10 @@ def ask(
     ``time.monotonic()`` value; default now). ``server`` names what answers, for the
     remediation ("a recall worker"). A deadline longer than ``conn``'s socket timeout is
     waited for in several pops; a socket timeout close to the client's usual deadline
-    bounds how long a Redis that does not answer holds the caller. ``push`` sends the request instead of :func:`push_message` (one that
-    checks something in the same round trip may raise a :class:`RequestFailed` to answer
-    at once). Raises :class:`ServerUnavailable`, :class:`DeadlineExceeded` or
-    :class:`UnreadableReply`."""
+    bounds how long a Redis that does not answer holds the caller. ``push`` sends the
+    request instead of :func:`push_message` (one that checks something in the same round
+    trip may raise a :class:`RequestFailed` to answer at once). Raises
+    :class:`ServerUnavailable`, :class:`DeadlineExceeded` or :class:`UnreadableReply`."""
     started = time.monotonic() if started is None else started
     try:
         if push is None:
