@@ -105,8 +105,14 @@ class RequestServer(Generic[RequestT, ReplyT]):
         *,
         reply_ttl_s: int,
         counters: ServeCounters | None = None,
+        queued_observer: Callable[[float], None] | None = None,
     ) -> None:
+        """``queued_observer`` is told, for each valid request that carries
+        ``sent_at_ms`` (late ones too), the seconds from it to the request's check here:
+        its wait in the list, by its client's clock and this host's (0 when they
+        disagree the other way)."""
         self._redis = conn
+        self._queued_observer = queued_observer
         self._request_model = request_model
         self._reply_model = reply_model
         self._reply_ttl_s = reply_ttl_s
@@ -210,7 +216,10 @@ class RequestServer(Generic[RequestT, ReplyT]):
             request_id = str(data.get("request_id") or "unknown")[:128]
             return self._malformed(fields, reply_to, request_id)
         fields_of = cast(Request, request)
-        if fields_of.sent_at_ms is not None and int(time.time() * 1000) > (
+        now_ms = int(time.time() * 1000)
+        if fields_of.sent_at_ms is not None and self._queued_observer is not None:
+            self._queued_observer(max(0, now_ms - fields_of.sent_at_ms) / 1000)
+        if fields_of.sent_at_ms is not None and now_ms > (
             fields_of.sent_at_ms + fields_of.deadline_ms
         ):
             self.counters.skipped_late += 1

@@ -365,6 +365,7 @@ def build_recall_worker(
     *,
     embedder: Embedder | None = None,
     latency_observer: LatencyObserver | None = None,
+    queued_observer: LatencyObserver | None = None,
 ) -> RecallWorker:
     """The recall replica (the configured embedder unless one is given). Nothing here
     contacts the graph: :meth:`RecallWorker.run` reads it in the background."""
@@ -372,6 +373,7 @@ def build_recall_worker(
         embedder=embedder if embedder is not None else build_embedder(clients.settings),
         lag_degraded_s=clients.settings.recall_lag_degraded_s,
         latency_observer=latency_observer,
+        queued_observer=queued_observer,
         graph_probe=clients.graph.verify_connectivity,
         vectors=GraphVectors(clients.graph, clients.graph_database),
         redis_client=clients.redis,

@@ -53,6 +53,7 @@ EXPORTED_METRICS: dict[str, str] = {
     "turngraph_llm_fallback_batches_total": "counter",
     # recall replica
     "turngraph_recall_seconds": "histogram",
+    "turngraph_recall_queued_seconds": "histogram",
     "turngraph_recall_answers_total": "counter",
     "turngraph_recall_degraded_total": "counter",
     "turngraph_recall_index_memories": "gauge",
@@ -282,6 +283,16 @@ def recall_histogram(registry: CollectorRegistry) -> Histogram:
     return Histogram(
         "turngraph_recall_seconds",
         "seconds from a recall request's pop to its reply stored by Redis",
+        buckets=RECALL_BUCKETS,
+        registry=registry,
+    )
+
+
+def recall_queued_histogram(registry: CollectorRegistry) -> Histogram:
+    return Histogram(
+        "turngraph_recall_queued_seconds",
+        "seconds a recall request waited in Redis before a replica took it (from the "
+        "client's sent_at_ms)",
         buckets=RECALL_BUCKETS,
         registry=registry,
     )

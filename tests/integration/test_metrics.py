@@ -147,6 +147,7 @@ def test_every_exported_metric_is_scraped_after_real_traffic(
     assert value(maintenance_samples, "turngraph_requests_total", outcome="answered", **asks) == 1
     assert value(maintenance_samples, "turngraph_requests_total", outcome="malformed", **asks) == 1
     assert value(recall_samples, "turngraph_recall_seconds_count") == 4
+    assert value(recall_samples, "turngraph_recall_queued_seconds_count") == 4  # sent_at_ms
     assert value(recall_samples, "turngraph_recall_degraded_total", reason="no_scope_key") == 1
     assert value(recall_samples, "turngraph_recall_index_memories") >= TURNS
     assert value(recall_samples, "turngraph_recall_bootstrapped") == 1

@@ -21,7 +21,7 @@ from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.producers.recall_client import RecallClient
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX
-from turngraph.schemas.recall import RecallResponse
+from turngraph.schemas.recall import RecallRequest, RecallResponse
 from turngraph.workers.recall.worker import RecallWorker
 
 pytestmark = pytest.mark.integration
@@ -138,3 +138,39 @@ def test_the_recall_latency_leaves_out_the_wait_for_the_next_request(
 def _blocked_in(conn: redis.Redis, command: str) -> bool:
     clients: Any = conn.client_list()
     return any(c["cmd"] == command and "b" in c["flags"] for c in clients)
+
+
+def test_the_time_a_request_waited_in_redis_is_observed(clients: Clients) -> None:
+    # Requests pushed before any replica serves: the wait from their sent_at_ms to the
+    # pop is observed, a request popped past its deadline's too (dropped, never answered).
+    sent_ms = int(time.time() * 1000)
+    key = RECALL_REPLY_PREFIX + "waited"
+    on_time = RecallRequest(
+        request_id="waited", reply_to=key, query="eviction", sent_at_ms=sent_ms, deadline_ms=60_000
+    )
+    late = RecallRequest(
+        request_id="late",
+        reply_to=RECALL_REPLY_PREFIX + "late",
+        query="eviction",
+        sent_at_ms=sent_ms - 5_000,
+        deadline_ms=1_000,
+    )
+    clients.redis.rpush(clients.settings.recall_requests_key, late.model_dump_json())
+    clients.redis.rpush(clients.settings.recall_requests_key, on_time.model_dump_json())
+    queued: list[float] = []
+    worker = build_recall_worker(clients, queued_observer=queued.append)
+    serving_from = time.time()
+    serving = threading.Thread(target=worker.run, daemon=True)
+    serving.start()
+    try:
+        assert clients.redis.blpop([key], timeout=30) is not None
+        answered_by = time.time()
+    finally:
+        worker.stop()
+        serving.join(timeout=10)
+    assert worker.counters.skipped_late == 1 and worker.counters.answered == 1
+    assert len(queued) == 2
+    late_wait, on_time_wait = queued
+    waited_ms = int(serving_from * 1000) - sent_ms  # at least: in the list until serving began
+    assert late_wait >= (waited_ms + 5_000) / 1000
+    assert waited_ms / 1000 <= on_time_wait <= answered_by - sent_ms / 1000  # popped before

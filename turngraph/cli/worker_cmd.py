@@ -50,6 +50,7 @@ from turngraph.metrics import (
     RequestCollector,
     new_registry,
     recall_histogram,
+    recall_queued_histogram,
     serve_metrics,
 )
 from turngraph.schemas.errors import PermanentError, TransientError
@@ -173,7 +174,10 @@ def run_worker(args: argparse.Namespace) -> int:
         if args.kind == "recall":
             embedder = build_embedder(settings)
             recall = build_recall_worker(
-                clients, embedder=embedder, latency_observer=recall_histogram(registry).observe
+                clients,
+                embedder=embedder,
+                latency_observer=recall_histogram(registry).observe,
+                queued_observer=recall_queued_histogram(registry).observe,
             )
             registry.register(RecallCollector(recall, embedder))
             registry.register(RequestCollector("recall", recall.counters))

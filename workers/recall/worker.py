@@ -70,8 +70,10 @@ TENANTS_REFRESH_S = 5.0
 """How often the worker looks for tenants added since (their request lists are popped)."""
 
 LatencyObserver = Callable[[float], None]
-"""Told the seconds each answered request took, from its pop to its reply stored by Redis
-(the metrics histogram); told once the serving loop's next pop has sent the reply."""
+"""Told seconds (a metrics histogram): ``latency_observer`` those each answered request
+took, from its pop to its reply stored by Redis, once the serving loop's next pop has
+sent the reply; ``queued_observer`` those each request waited in Redis before it
+(``RequestServer``)."""
 
 GraphProbe = Callable[[], object]
 """Raises when the graph server does not answer (the shell passes the driver's check)."""
@@ -110,6 +112,7 @@ class RecallWorker:
         reply_prefix: str = RECALL_REPLY_PREFIX,
         lag_degraded_s: float = RECALL_LAG_DEGRADED_S,
         latency_observer: LatencyObserver | None = None,
+        queued_observer: LatencyObserver | None = None,
         graph_probe: GraphProbe | None = None,
         name: str | None = None,
         shards: ShardSet | None = None,
@@ -133,6 +136,7 @@ class RecallWorker:
             RecallResponse,
             reply_ttl_s=reply_ttl_s,
             counters=self.counters,
+            queued_observer=queued_observer,
         )
         self._stop = threading.Event()
         self.feed = IndexFeed(
