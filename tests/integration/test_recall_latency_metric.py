@@ -3,7 +3,8 @@ request's pop to its reply stored by Redis, against the real Redis and graph.
 
 A reply goes out with the serving loop's next blocking pop (one round trip per answer),
 so the observation is made when that pop returns: it must cover the reply's push and
-leave out the pop's wait for the next request."""
+leave out the pop's wait for the next request. The wait before the pop is the other
+histogram's (``turngraph_recall_queued_seconds``)."""
 
 from __future__ import annotations
 
