@@ -86,8 +86,8 @@ class ServerUnavailable(RequestFailed):
 
 
 TENANT_LIMIT_FIX = (
-    "on a tenant credential (TURNGRAPH_TENANT) only publish, recall and status reach "
-    "memory; summaries, recaps and the rolling context need the operator's "
+    "a tenant credential (TURNGRAPH_TENANT) reaches only its own tenant's publish, "
+    "recall and status; summaries, recaps and the rolling context need the operator's "
     "(docs/security.md#tenants)"
 )
 """What to do when Redis refuses a key to the caller's credential (``NOPERM``)."""
