@@ -160,3 +160,29 @@ def test_a_long_running_command_stops_cleanly_when_asked(
             process.wait()
     assert "Traceback" not in out + err, (out + err)[-2000:]
     assert process.returncode in (0, 1, -signal.SIGTERM), (out + err)[-2000:]
+
+
+def test_a_worker_waiting_for_the_embedded_services_says_so(tmp_path: Path) -> None:
+    # It waited up to 90 s for `turngraph services` printing nothing at all: a worker
+    # started alone, as a Procfile line run by hand, looked hung.
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")}
+    environment.update(TURNGRAPH_DATA_DIR=str(tmp_path / "data"), TURNGRAPH_LOG_FORMAT="json")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "turngraph", "worker", "ingest"],
+        env=environment,
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stderr is not None
+        first = json.loads(process.stderr.readline())  # blocks until the first line
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert first["event"] == "waiting_for_embedded_services", first
+    assert first["data_dir"] == str(tmp_path / "data") and "turngraph services" in first["fix"]

@@ -94,12 +94,23 @@ def read_endpoints(data_dir: Path) -> ServiceEndpoints | None:
 
 
 def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
-    """For Procfile processes started beside ``turngraph services``."""
+    """For Procfile processes started beside ``turngraph services``: says once that it
+    waits (a worker started alone otherwise printed nothing for ``timeout_s``)."""
     deadline = time.monotonic() + timeout_s
+    said = False
     while True:
         endpoints = read_endpoints(data_dir)
         if endpoints is not None:
             return endpoints
+        if not said and timeout_s > 0:
+            log.info(
+                "waiting_for_embedded_services",
+                data_dir=str(data_dir),
+                timeout_s=timeout_s,
+                fix="start `turngraph services` (or `turngraph up`) with this data folder, "
+                "or set TURNGRAPH_REDIS_URL and TURNGRAPH_GRAPH_URI",
+            )
+            said = True
         if time.monotonic() > deadline:
             raise EmbeddedServiceError(
                 f"no embedded services running for {data_dir}: start `turngraph services` "
