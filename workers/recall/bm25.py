@@ -12,7 +12,7 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable, Mapping
 from operator import itemgetter
 
-from turngraph.workers.recall.postings import Hit, Partition, Postings, idf
+from turngraph.workers.recall.postings import Hit, Partition, Postings, among_said, idf
 from turngraph.workers.recall.ranking import Ranking
 
 
@@ -41,10 +41,7 @@ def walk(
     if not part.restated_postings:
         return stated
     digests = _accumulate(part.restated_postings, query, weights, part, ranking)
-    restated = _best(digests, alive, 2 * limit + 8)
-    bar = stated[-1][1] if len(stated) == limit else 0.0
-    among = [hit for hit in restated if hit[1] >= bar]
-    return sorted(stated + among, key=itemgetter(1), reverse=True)
+    return among_said(stated, _best(digests, alive, 2 * limit + 8), limit)
 
 
 def _accumulate(

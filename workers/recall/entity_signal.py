@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 
 from turngraph.workers.recall.memory import SPAN_DIGESTS, Memory
-from turngraph.workers.recall.postings import Hit, Partition, idf
+from turngraph.workers.recall.postings import Hit, Partition, among_said, idf
 
 ENTITY_POSTINGS_CAP = 400
 """Newest memories taken per entity for the graph signal."""
@@ -47,9 +47,7 @@ def entity_hits(
     if not part.restated_entities:
         return said
     restated = _hits(part.restated_entities, weights, memory_of, limit, session_id, distilled_share)
-    bar = said[-1][1] if len(said) == limit else 0.0
-    among = [hit for hit in restated if hit[1] >= bar]
-    return sorted(said + among, key=itemgetter(1), reverse=True)
+    return among_said(said, restated, limit)
 
 
 def _hits(

@@ -7,6 +7,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.ranking import Ranking
@@ -22,6 +23,15 @@ def partition_of(memory: Memory) -> PartitionKey:
     if memory.scope == "user" or not memory.workspace:
         return ("user", memory.user or "")
     return ("workspace", memory.workspace)
+
+
+def among_said(said: list[Hit], restated: list[Hit], limit: int) -> list[Hit]:
+    """The ``limit`` best hits of what was said, with the restatements scoring among them
+    merged in (all of them when fewer than ``limit`` were said), best first: a
+    restatement takes no candidate place from what was said (``Partition``)."""
+    bar = said[-1][1] if len(said) == limit else 0.0
+    among = [hit for hit in restated if hit[1] >= bar]
+    return sorted(said + among, key=itemgetter(1), reverse=True)
 
 
 def restated_key(pkey: PartitionKey) -> PartitionKey:
