@@ -73,6 +73,13 @@ def read_new_lines(
                 break  # still being written: the next call reads it whole
             skipped = len(chunk)
             while not chunk.endswith(b"\n"):  # the rest of the long line, in pieces
+                if read + skipped >= max_read_bytes:
+                    # A line without end (a transcript path naming /dev/zero read until
+                    # the editor killed the hook): skip what was read; the next call
+                    # goes on from there and counts the line's tail as malformed.
+                    result.skipped_long += 1
+                    result.end_offset += skipped
+                    return result
                 chunk = stream.readline(max_line_bytes + 1)
                 if not chunk:
                     return result  # the long line is not finished yet either

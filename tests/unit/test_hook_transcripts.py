@@ -127,3 +127,28 @@ def test_a_line_nested_past_the_parser_is_malformed_and_the_turns_around_it_are_
     assert counts.malformed == 1
     nested_arguments = "[" * 200_000 + "]" * 200_000
     assert collapse_tool_call("run_in_terminal", nested_arguments) is not None
+
+
+class _Endless(io.RawIOBase):
+    """Bytes without a newline, for ever (``/dev/zero`` as a transcript path)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return offset
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self.reads += 1
+        assert self.reads < 100_000, "read for ever"  # what the hook did until killed
+        return b"\0" * (size if size and size > 0 else 4096)
+
+
+def test_a_line_that_never_ends_is_read_at_most_the_read_limit_per_call() -> None:
+    endless = _Endless()
+    read = read_new_lines(endless, 0, max_line_bytes=1_000, max_read_bytes=50_000)  # type: ignore[arg-type]
+    assert read.lines == [] and read.skipped_long == 1
+    assert 50_000 <= read.end_offset < 50_000 + 1_001 and endless.reads < 100
