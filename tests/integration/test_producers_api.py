@@ -8,6 +8,7 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ from turngraph.producers import (
     consent_endpoint,
 )
 from turngraph.producers.bounded_queue import read_stats
+from turngraph.producers.connection import Connection
 from turngraph.settings import Settings
 
 
@@ -99,45 +101,46 @@ class SilentServer:
             held.close()
 
 
-def test_the_rolling_context_is_not_waited_for_on_a_silent_redis(settings: Settings) -> None:
-    # The context op (read straight from Redis before each recall, docs/editors.md) used
-    # the distill connection, whose socket timeout is the longest distill deadline:
-    # a paused Redis held the bridge, and every line behind it, for 121 s.
+HELD_FOR_S = 5.0
+"""How long a call on a silent Redis is given before the test calls it held (the fault
+both tests guard held it for 121 s)."""
+
+
+def _on_a_silent_redis(
+    settings: Settings, call: Callable[[Connection], Any]
+) -> tuple[list[Any], float]:
+    """Run ``call`` with a client connected to a Redis that never answers, in a thread
+    given :data:`HELD_FOR_S`: what it returned (nothing if still held) and how long it
+    took."""
     silent = SilentServer()
     memory = connect(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{silent.port}"}))
-    answered: list[object] = []
+    answered: list[Any] = []
     try:
-        reading = threading.Thread(
-            target=lambda: answered.append(memory.distiller.rolling_context("s-1")), daemon=True
-        )
+        calling = threading.Thread(target=lambda: answered.append(call(memory)), daemon=True)
         started = time.monotonic()
-        reading.start()
-        reading.join(timeout=5.0)
+        calling.start()
+        calling.join(timeout=HELD_FOR_S)
         waited = time.monotonic() - started
     finally:
         silent.close()
         memory.close()
-    assert answered == [None] and waited < 5.0
+    return answered, waited
+
+
+def test_the_rolling_context_is_not_waited_for_on_a_silent_redis(settings: Settings) -> None:
+    # The context op (read straight from Redis before each recall, docs/editors.md) used
+    # the distill connection, whose socket timeout is the longest distill deadline:
+    # a paused Redis held the bridge, and every line behind it, for 121 s.
+    answered, waited = _on_a_silent_redis(settings, lambda m: m.distiller.rolling_context("s-1"))
+    assert answered == [None] and waited < HELD_FOR_S
 
 
 def test_a_distill_ask_on_a_silent_redis_fails_open_near_its_deadline(settings: Settings) -> None:
     # The request was pushed on the distill connection (socket timeout: the longest
     # distill deadline): an ask with a 500 ms deadline waited 121 s on a paused Redis.
-    silent = SilentServer()
-    memory = connect(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{silent.port}"}))
-    answered: list[Any] = []
-    try:
-        asking = threading.Thread(
-            target=lambda: answered.append(memory.distiller.full_summary("m-1", deadline_ms=500)),
-            daemon=True,
-        )
-        started = time.monotonic()
-        asking.start()
-        asking.join(timeout=5.0)
-        waited = time.monotonic() - started
-    finally:
-        silent.close()
-        memory.close()
-    assert waited < 5.0
+    answered, waited = _on_a_silent_redis(
+        settings, lambda m: m.distiller.full_summary("m-1", deadline_ms=500)
+    )
+    assert waited < HELD_FOR_S
     [reply] = answered
     assert not reply.success and reply.error_code.value == "BACKEND_UNAVAILABLE"

@@ -33,9 +33,9 @@ def _cli(env: dict[str, str], cwd: Path, *args: str, stdin: str = "") -> tuple[i
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line]
 
 
-def test_a_tenant_producer_publishes_reads_its_status_and_asks_recall(
-    clients: Clients, tmp_path: Path
-) -> None:
+def _as_acme(clients: Clients, tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The environment of a producer on a credential issued to tenant acme, and an empty
+    workspace folder to run it in."""
     assert clients.settings.redis_url
     issued = issue(clients.redis, "acme")
     env = {
@@ -47,6 +47,13 @@ def test_a_tenant_producer_publishes_reads_its_status_and_asks_recall(
     }
     workspace = tmp_path / "proj"
     workspace.mkdir()
+    return env, workspace
+
+
+def test_a_tenant_producer_publishes_reads_its_status_and_asks_recall(
+    clients: Clients, tmp_path: Path
+) -> None:
+    env, workspace = _as_acme(clients, tmp_path)
     assert _cli(env, workspace, "consent", "enable")[0] == 0
     code, out = _cli(
         env, workspace, "publish", "db password=hunter2hunter2 rotated", "--session", "s1",
@@ -85,17 +92,7 @@ def test_distilled_memory_on_a_tenant_credential_says_why_it_is_not_there(
     # Redis refuses these keys to a tenant (docs/security.md, Limits); the bridge said
     # "memory is unavailable right now: check that Redis and a maintenance worker are
     # running", which no operator action on the workers would change.
-    assert clients.settings.redis_url
-    issued = issue(clients.redis, "acme")
-    env = {
-        **os.environ,
-        "TURNGRAPH_REDIS_URL": issued.redis_url(clients.settings.redis_url),
-        "TURNGRAPH_TENANT": "acme",
-        "TURNGRAPH_DATA_DIR": str(tmp_path / "data"),
-        "TURNGRAPH_LOG_LEVEL": "WARNING",
-    }
-    workspace = tmp_path / "proj"
-    workspace.mkdir()
+    env, workspace = _as_acme(clients, tmp_path)
     lines = [
         {"id": 1, "op": "context", "session_id": "s1"},
         {"id": 2, "op": "summary", "memory_id": "m1", "deadline_ms": 2_000},
