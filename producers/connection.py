@@ -157,10 +157,19 @@ def connect(
         socket_timeout=deadline_ms / 1000 + RECALL_SOCKET_SLACK_S,
         socket_connect_timeout=CONNECT_TIMEOUT_S,
     )
+    push_conn = redis.Redis.from_url(  # one round trip, answered within the deadline or never
+        url,
+        socket_timeout=deadline_ms / 1000,
+        socket_connect_timeout=min(CONNECT_TIMEOUT_S, deadline_ms / 1000),
+    )
     tenant = settings.tenant
     recaller = (
         RecallClient.for_tenant(
-            recall_conn, tenant, deadline_ms=deadline_ms, shards=settings.recall_shards
+            recall_conn,
+            tenant,
+            deadline_ms=deadline_ms,
+            shards=settings.recall_shards,
+            push_conn=push_conn,
         )
         if tenant
         else RecallClient(
@@ -168,6 +177,7 @@ def connect(
             requests_key=settings.recall_requests_key,
             deadline_ms=deadline_ms,
             shards=settings.recall_shards,
+            push_conn=push_conn,
         )
     )
     queue_conn = publisher.queue.conn

@@ -10,7 +10,7 @@ import redis
 import structlog
 from pydantic import ValidationError
 
-from turngraph.producers.request_reply import RequestFailed, ask, invalid_request
+from turngraph.producers.request_reply import RequestFailed, ask, invalid_request, push_message
 from turngraph.producers.shard_push import push_if_served
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX, RECALL_REQUESTS
@@ -52,13 +52,18 @@ class RecallClient:
         deadline_ms: int = DEFAULT_DEADLINE_MS,
         shards: int = 1,
         tenant: str | None = None,
+        push_conn: redis.Redis | None = None,
     ) -> None:
-        """``conn`` should have a socket timeout at least as long as ``deadline_ms``;
-        per-request reply keys are ``reply_prefix`` plus the request id. ``shards``: the
-        deployment's recall shard count (``TURNGRAPH_RECALL_SHARDS``; docs/scaling.md):
-        a request goes to its workspace's shard, and fails at once when no replica
-        serves that shard."""
+        """``conn`` should have a socket timeout at least as long as ``deadline_ms`` (it
+        waits for the answer); per-request reply keys are ``reply_prefix`` plus the
+        request id. ``shards``: the deployment's recall shard count
+        (``TURNGRAPH_RECALL_SHARDS``; docs/scaling.md): a request goes to its workspace's
+        shard, and fails at once when no replica serves that shard. ``push_conn``
+        (default ``conn``) sends the request: give it a socket timeout of at most the
+        deadline, so a Redis that accepts connections but does not answer (paused,
+        swapping) fails the recall at its deadline, not at ``conn``'s longer timeout."""
         self._redis = conn
+        self._pushes = push_conn if push_conn is not None else conn
         self._requests_key = requests_key
         self._reply_prefix = reply_prefix
         self.deadline_ms = deadline_ms
@@ -73,6 +78,7 @@ class RecallClient:
         *,
         deadline_ms: int = DEFAULT_DEADLINE_MS,
         shards: int = 1,
+        push_conn: redis.Redis | None = None,
     ) -> RecallClient:
         """A client on ``tenant``'s request list and reply keys (``conn`` carries the
         tenant's credential); the recall worker answers from that tenant's scopes only."""
@@ -83,6 +89,7 @@ class RecallClient:
             deadline_ms=deadline_ms,
             shards=shards,
             tenant=tenant,
+            push_conn=push_conn,
         )
 
     def _shard(self, request: RecallRequest) -> int:
@@ -142,9 +149,12 @@ class RecallClient:
         shard = self._shard(request)
         requests_key = shard_requests_key(self._requests_key, shard, self.shards)
 
-        def push_if_claimed() -> None:
+        def push() -> None:
+            if self.shards <= 1:
+                push_message(self._pushes, requests_key, request, REQUEST_TTL_S)
+                return
             payload = request.model_dump_json()
-            if not push_if_served(self._redis, shard, requests_key, payload, REQUEST_TTL_S):
+            if not push_if_served(self._pushes, shard, requests_key, payload, REQUEST_TTL_S):
                 log.warning("recall_shard_unavailable", request_id=request.request_id, shard=shard)
                 raise NoReplica(shard)
 
@@ -157,7 +167,7 @@ class RecallClient:
                 request_ttl_s=REQUEST_TTL_S,
                 server=SERVER,
                 started=started,
-                push=push_if_claimed if self.shards > 1 else None,
+                push=push,
             )
         except RequestFailed as exc:
             return RecallResponse.failure(

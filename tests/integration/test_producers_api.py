@@ -25,7 +25,7 @@ from turngraph.producers import (
     consent_endpoint,
 )
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.producers.connection import Connection
+from turngraph.producers.connection import RECALL_SOCKET_SLACK_S, Connection
 from turngraph.settings import Settings
 
 
@@ -107,13 +107,14 @@ both tests guard held it for 121 s)."""
 
 
 def _on_a_silent_redis(
-    settings: Settings, call: Callable[[Connection], Any]
+    settings: Settings, call: Callable[[Connection], Any], deadline_ms: int | None = None
 ) -> tuple[list[Any], float]:
     """Run ``call`` with a client connected to a Redis that never answers, in a thread
     given :data:`HELD_FOR_S`: what it returned (nothing if still held) and how long it
     took."""
     silent = SilentServer()
-    memory = connect(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{silent.port}"}))
+    url = f"redis://127.0.0.1:{silent.port}"
+    memory = connect(settings.model_copy(update={"redis_url": url}), deadline_ms=deadline_ms)
     answered: list[Any] = []
     try:
         calling = threading.Thread(target=lambda: answered.append(call(memory)), daemon=True)
@@ -144,3 +145,17 @@ def test_a_distill_ask_on_a_silent_redis_fails_open_near_its_deadline(settings: 
     assert waited < HELD_FOR_S
     [reply] = answered
     assert not reply.success and reply.error_code.value == "BACKEND_UNAVAILABLE"
+
+
+def test_a_recall_on_a_silent_redis_fails_open_at_its_deadline(settings: Settings) -> None:
+    # The request was pushed on the recall connection, whose socket timeout is the
+    # deadline plus RECALL_SOCKET_SLACK_S (it waits for the answer): a paused Redis held
+    # a 300 ms recall for 0.8 s (1.28 s through MCP's 750 ms default). The push now has
+    # a connection timed by the deadline itself; the old code never returned before the
+    # longer timeout.
+    answered, waited = _on_a_silent_redis(
+        settings, lambda m: m.recaller.recall("which bundler?", workspace="w"), deadline_ms=300
+    )
+    [reply] = answered
+    assert not reply.success and reply.error_code.value == "BACKEND_UNAVAILABLE"
+    assert waited < 0.3 + RECALL_SOCKET_SLACK_S, waited
