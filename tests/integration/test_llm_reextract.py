@@ -159,7 +159,7 @@ def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(
     job = queue.enqueue(jobs.reextract_job, description="reextract()")
     worker.work(burst=True, with_scheduler=False)
     job.refresh()
-    assert job.get_status() == "finished", job.exc_info
+    assert job.get_status() == "finished", job.latest_result()
     assert job.return_value() == {
         "succeeded": 2,
         "failed": 0,

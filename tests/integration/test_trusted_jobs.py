@@ -108,7 +108,9 @@ def test_a_stock_worker_cannot_run_a_maintenance_job(clients: Clients) -> None:
         burst=True, with_scheduler=False
     )
     job.refresh()
-    assert job.is_failed and "ConfigurationError" in (job.exc_info or "")
+    result = job.latest_result()
+    assert job.is_failed and result is not None
+    assert "ConfigurationError" in (result.exc_string or "")
     again = queue.enqueue(rolling_context_job, {"session_id": "s_none"})
     build_maintenance_worker(clients).work(burst=True, with_scheduler=False)
     again.refresh()
