@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -20,6 +21,7 @@ from turngraph import demo
 from turngraph.cli.engine_option import add_graph_option, with_graph_option
 from turngraph.embedded import EmbeddedServices
 from turngraph.embedded.redis_server import without_password
+from turngraph.embedded.services import SUPERVISE_EVERY_S
 from turngraph.lifecycle import (
     StopSignal,
     pause,
@@ -49,10 +51,6 @@ warm stop had nothing left to finish (an ingest batch embedding on a loaded mach
 on for 50 s against dead servers); a batch they held stays in Redis for the next run."""
 
 
-SUPERVISE_EVERY_S = 1.0
-"""How often ``up`` checks that its servers and workers still run (a dead one is started
-again, as ``turngraph services`` does for its servers and honcho would not)."""
-
 RESTART_BACKOFF_S = (1.0, 60.0)
 """A worker that exits within :data:`STABLE_AFTER_S` of its start waits this long before
 the next start, doubling from the first value up to the second (a crash loop costs one
@@ -79,23 +77,33 @@ def _services(settings: Settings) -> Iterator[tuple[dict[str, str], EmbeddedServ
         yield endpoints.as_env(), services
 
 
+@dataclass
+class _Slot:
+    """One worker process of ``up`` and when it may be started again."""
+
+    kind: str
+    child: subprocess.Popen[bytes]
+    started: float
+    backoff: float = RESTART_BACKOFF_S[0]
+    not_before: float = 0.0
+    """When a dead worker may start again; 0.0 until it is seen dead."""
+
+
 class Workers:
     """``up``'s worker processes: started, started again when one exits, stopped."""
 
     def __init__(self, env: dict[str, str], ingest_workers: int) -> None:
         self.kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers
         self._env = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env}
-        self.children: list[subprocess.Popen[bytes]] = []
-        self._started: list[float] = []
-        self._not_before: list[float] = []
-        self._backoff: list[float] = []
+        self._slots: list[_Slot] = []
+
+    @property
+    def children(self) -> list[subprocess.Popen[bytes]]:
+        return [slot.child for slot in self._slots]
 
     def start(self) -> None:
         for kind in self.kinds:
-            self.children.append(self._spawn(kind))
-            self._started.append(time.monotonic())
-            self._not_before.append(0.0)
-            self._backoff.append(RESTART_BACKOFF_S[0])
+            self._slots.append(_Slot(kind, self._spawn(kind), time.monotonic()))
 
     def _spawn(self, kind: str) -> subprocess.Popen[bytes]:
         return popen_tied_to_process(  # a kill -9 of `up` is a kill -9 of them
@@ -108,28 +116,30 @@ class Workers:
         """Start again each worker that exited (after its back-off); returns their kinds."""
         restarted = []
         now = time.monotonic()
-        for slot, (kind, child) in enumerate(zip(self.kinds, self.children, strict=True)):
-            code = child.poll()
+        for slot in self._slots:
+            code = slot.child.poll()
             if code is None:
                 continue
-            if self._not_before[slot] == 0.0:  # first seen dead
-                ran_s = now - self._started[slot]
-                wait_s = self._backoff[slot] if ran_s < STABLE_AFTER_S else 0.0
-                self._backoff[slot] = (
-                    min(self._backoff[slot] * 2, RESTART_BACKOFF_S[1])
-                    if ran_s < STABLE_AFTER_S
-                    else RESTART_BACKOFF_S[0]
+            if slot.not_before == 0.0:  # first seen dead
+                crashed = now - slot.started < STABLE_AFTER_S
+                wait_s = slot.backoff if crashed else 0.0
+                slot.backoff = (
+                    min(slot.backoff * 2, RESTART_BACKOFF_S[1]) if crashed else RESTART_BACKOFF_S[0]
                 )
-                self._not_before[slot] = now + wait_s
+                slot.not_before = now + wait_s
                 log.warning(
-                    "worker_exited", kind=kind, pid=child.pid, exit_code=code, restart_in_s=wait_s
+                    "worker_exited",
+                    kind=slot.kind,
+                    pid=slot.child.pid,
+                    exit_code=code,
+                    restart_in_s=wait_s,
                 )
-            if now < self._not_before[slot]:
+            if now < slot.not_before:
                 continue
-            self.children[slot] = self._spawn(kind)
-            self._started[slot], self._not_before[slot] = time.monotonic(), 0.0
-            log.warning("worker_restarted", kind=kind, pid=self.children[slot].pid)
-            restarted.append(kind)
+            slot.child = self._spawn(slot.kind)
+            slot.started, slot.not_before = time.monotonic(), 0.0
+            log.warning("worker_restarted", kind=slot.kind, pid=slot.child.pid)
+            restarted.append(slot.kind)
         return restarted
 
     def stop(self) -> None:
