@@ -61,13 +61,20 @@ run: install
 demo: install
 	$(VENV)/bin/turngraph up --exit-after-demo
 
+## import-linter and mypy read packages from folders: they run on the package laid out as it
+## installs (schemas/ as turngraph/schemas, ...; ops/package_tree.py), so mypy's paths read
+## turngraph/workers/... for workers/..., turngraph/schemas/... for schemas/...
+TREE := build/package-tree
+
 lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/lint-imports
+	$(PY) ops/package_tree.py $(TREE)
+	cd $(TREE) && PYTHONPATH=. $(CURDIR)/$(VENV)/bin/lint-imports
 
 typecheck: install-dev
-	$(VENV)/bin/mypy turngraph bench
+	$(PY) ops/package_tree.py $(TREE)
+	cd $(TREE) && $(CURDIR)/$(VENV)/bin/mypy --cache-dir $(CURDIR)/.mypy_cache turngraph bench
 
 ## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
 test: lint typecheck

@@ -15,11 +15,12 @@ PACKAGES = ("schemas", "producers", "workers", "turngraph", "bench")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _lint(root: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
+def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports on a package tree laid out as installed (ops/package_tree.py)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run(
-        [str(LINT_IMPORTS), "--config", str(root / "pyproject.toml"), "--no-cache"],
-        cwd=root,
+        [str(LINT_IMPORTS), "--config", str(tree / "pyproject.toml"), "--no-cache"],
+        cwd=tree,
         env=env,
         capture_output=True,
         text=True,
@@ -27,22 +28,30 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _copy_tree(dest: Path) -> Path:
-    # turngraph/ links schemas/, producers/ and workers/ in: the links are copied as links.
+def _lay_out(source: Path, dest: Path) -> Path:
+    subprocess.run(
+        [sys.executable, str(source / "ops" / "package_tree.py"), str(dest)],
+        cwd=source,
+        check=True,
+        capture_output=True,
+    )
+    return dest
+
+
+def _copy_sources(dest: Path) -> Path:
     for package in PACKAGES:
         shutil.copytree(
-            ROOT / package,
-            dest / package,
-            symlinks=True,
-            ignore=shutil.ignore_patterns("*.pyc", "node_modules"),
+            ROOT / package, dest / package, ignore=shutil.ignore_patterns("*.pyc", "node_modules")
         )
     shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    (dest / "ops").mkdir()
+    shutil.copy(ROOT / "ops" / "package_tree.py", dest / "ops" / "package_tree.py")
     return dest
 
 
 @pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is a dev dependency")
-def test_the_layers_hold_on_the_code_as_it_is() -> None:
-    result = _lint(ROOT)
+def test_the_layers_hold_on_the_code_as_it_is(tmp_path: Path) -> None:
+    result = _lint(_lay_out(ROOT, tmp_path / "tree"))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -60,9 +69,9 @@ def test_the_layers_hold_on_the_code_as_it_is() -> None:
     ],
 )
 def test_a_wrong_way_import_breaks_a_contract(tmp_path: Path, module: str, wrong_way: str) -> None:
-    tree = _copy_tree(tmp_path)
-    target = tree / module
+    sources = _copy_sources(tmp_path / "sources")
+    target = sources / module
     target.write_text(target.read_text() + f"\n{wrong_way}  # noqa\n")
-    result = _lint(tree)
+    result = _lint(_lay_out(sources, tmp_path / "tree"))
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
