@@ -10,19 +10,18 @@ RQ's own failed registry keeps the batch jobs RQ failed itself (retries exhauste
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import Any
 
 import redis
 from rq import Queue
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
 from rq.registry import FailedJobRegistry
 from rq.serializers import JSONSerializer
-from rq.utils import str_to_date
 
 from turngraph.producers.bounded_queue import admitted_key
-from turngraph.producers.rq_internals import RQ_FAILED_PREFIX, RQ_JOB_PREFIX
 from turngraph.schemas.defaults import FAILURE_TTL_S, JOB_TIMEOUT_S
 from turngraph.schemas.keys import DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
 from turngraph.workers.ingest.envelope import EnvelopeError
@@ -100,33 +99,44 @@ class FailedJob:
     source: str
 
 
-def _error_name(exc_info: bytes | None) -> str:
+def _error_name(exc_string: str | None) -> str:
     """The exception type of RQ's stored traceback (its last line), nothing more: a
     library's message could quote input."""
-    if not exc_info:
-        return "unknown"
-    try:
-        text = zlib.decompress(exc_info).decode("utf-8", "replace")
-    except zlib.error:
-        text = exc_info.decode("utf-8", "replace")
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in (exc_string or "").splitlines() if line.strip()]
     name = lines[-1].split(":", 1)[0].strip() if lines else "unknown"
     return name.rsplit(".", 1)[-1][:80] or "unknown"
+
+
+def _registry(conn: redis.Redis, queue_name: str) -> FailedJobRegistry:
+    return FailedJobRegistry(queue_name, connection=conn, serializer=JSONSerializer)
+
+
+def _fetch(conn: redis.Redis, job_id: str) -> Job | None:
+    """The job (``Job.fetch``), or None when it is gone or RQ cannot read it."""
+    try:
+        return Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
+    except NoSuchJobError:
+        return None
+    except Exception:  # RQ's restore raises whatever a bad field does
+        return None
+
+
+def _rq_failed(conn: redis.Redis, job_id: str) -> FailedJob:
+    """One job of RQ's failed registry, read through ``Job.fetch`` and its latest result."""
+    job = _fetch(conn, job_id)
+    if job is None:
+        return FailedJob(job_id, "unknown", "job", "unreadable", 0.0, "rq")
+    result = job.latest_result()
+    error = _error_name(result.exc_string if result is not None else None)
+    return FailedJob(job_id, error, "", "", job.ended_at.timestamp() if job.ended_at else 0.0, "rq")
 
 
 def failed_jobs(conn: redis.Redis, queue_name: str) -> list[FailedJob]:
     """Dead letters and RQ's failed registry of ``queue_name``, oldest first."""
     out = [FailedJob(**asdict(letter), source="dead_letter") for letter in read(conn, queue_name)]
     seen = {job.job_id for job in out}
-    members: list[bytes] = cast(Any, conn.zrange(RQ_FAILED_PREFIX + queue_name, 0, -1))
-    ids = [i for i in (raw.decode("utf-8", "replace") for raw in members) if i not in seen]
-    with conn.pipeline(transaction=False) as pipe:
-        for job_id in ids:
-            pipe.hmget(RQ_JOB_PREFIX + job_id, "exc_info", "ended_at")
-        details = pipe.execute()
-    for job_id, (exc_info, ended_at) in zip(ids, details, strict=True):
-        at = str_to_date(ended_at).timestamp() if ended_at else 0.0
-        out.append(FailedJob(job_id, _error_name(exc_info), "", "", at, "rq"))
+    ids = [i for i in _registry(conn, queue_name).get_job_ids(cleanup=False) if i not in seen]
+    out += [_rq_failed(conn, job_id) for job_id in ids]
     return sorted(out, key=lambda job: job.at)
 
 
@@ -135,8 +145,8 @@ def requeue(conn: redis.Redis, queue_name: str, job_id: str) -> None:
     or a poison turn, kept, in a batch job of its own; anything else (a job hash that could
     not be read) raises :class:`EnvelopeError` naming its field (it would only fail again:
     purge it)."""
-    registry = FailedJobRegistry(queue_name, connection=conn, serializer=JSONSerializer)
-    if job_id in registry.get_job_ids():
+    registry = _registry(conn, queue_name)
+    if job_id in registry.get_job_ids(cleanup=False):
         registry.requeue(job_id)
         return
     kept: Any = conn.hget(kept_turns_key(queue_name), job_id)
@@ -154,14 +164,16 @@ def requeue(conn: redis.Redis, queue_name: str, job_id: str) -> None:
 
 
 def purge(conn: redis.Redis, queue_name: str) -> int:
-    """Forget every failed job of ``queue_name`` (records and job hashes); returns how many."""
+    """Forget every failed job of ``queue_name`` (records, RQ's registry entries and jobs);
+    returns how many."""
     jobs = failed_jobs(conn, queue_name)
-    with conn.pipeline(transaction=True) as pipe:
-        for job in jobs:
-            if job.source == "rq":
-                pipe.delete(RQ_JOB_PREFIX + job.job_id)
-        pipe.delete(
-            dead_letter_key(queue_name), kept_turns_key(queue_name), RQ_FAILED_PREFIX + queue_name
-        )
-        pipe.execute()
+    registry = _registry(conn, queue_name)
+    for job in jobs:
+        if job.source != "rq":
+            continue
+        registry.remove(job.job_id)
+        found = _fetch(conn, job.job_id)
+        if found is not None:
+            found.delete()
+    conn.delete(dead_letter_key(queue_name), kept_turns_key(queue_name))
     return len(jobs)
