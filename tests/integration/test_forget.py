@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
+import redis
+from rq.job import Job
 from rq.registry import StartedJobRegistry
+from rq.serializers import JSONSerializer
 
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish, snapshot
 from tests.support.turns import turn
@@ -17,7 +21,7 @@ from turngraph.producers.bounded_queue import is_ingested
 from turngraph.schemas.changes import ScopeForgotten, decode_change
 from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.scopes import Scope
-from turngraph.workers.graph.forget import decode_job_data, forget_scope, mentions_scope
+from turngraph.workers.graph.forget import forget_scope, mentions_scope
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
@@ -65,6 +69,22 @@ def graph_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[st
     return total
 
 
+def job_arguments(conn: redis.Redis, job_key: str) -> Any:
+    """A job's arguments as RQ reads them (``Job.fetch``), None when it cannot."""
+    try:
+        job = Job.fetch(job_key.removeprefix("rq:job:"), connection=conn, serializer=JSONSerializer)
+        return [list(job.args), job.kwargs]
+    except Exception:
+        return None
+
+
+def list_entry(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
 def redis_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[str]) -> list[str]:
     """Keys named after a forgotten turn, job hashes, inbox or admission list entries and
     stream entries carrying the scope."""
@@ -76,12 +96,12 @@ def redis_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[st
             or (
                 name.startswith("rq:job:")
                 and conn.type(raw) == b"hash"
-                and mentions_scope(decode_job_data(conn.hget(raw, "data")), field, key)
+                and mentions_scope(job_arguments(conn, name), field, key)
             )
             or (
                 conn.type(raw) == b"list"
                 and any(
-                    mentions_scope(decode_job_data(entry), field, key)
+                    mentions_scope(list_entry(entry), field, key)
                     for entry in conn.lrange(raw, 0, -1)
                 )
             )

@@ -3,10 +3,11 @@
 What goes (SPEC §8):
 
 - in Redis, first, so nothing queued writes the scope back: its turns waiting in an inbox
-  or an admission list, its turns in queued, failed, finished and deferred RQ jobs (an
-  ingest batch job keeps the other scopes' turns; a job left with none, or a maintenance
-  job of the scope, is deleted), the ingest markers of its turns, and its entries on the
-  change stream (they carry the turns' text);
+  or an admission list; every queued, failed, finished, deferred, scheduled or canceled
+  RQ job carrying the scope, deleted through RQ's ``Job.delete`` (an ingest batch job's
+  turns of other scopes go back on the queue in a new batch job, unless it had finished
+  or was canceled); the ingest markers of its turns, and its entries on the change
+  stream (they carry the turns' text);
 - in the graph: the scope's own nodes (see :mod:`workers.graph.subgraph`) with their
   relationships; elsewhere, the provenance its turns gave (an entity or fact that only
   these turns stated is deleted; one stated elsewhere too keeps only the other turns,
@@ -27,14 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from rq.exceptions import NoSuchJobError
-from rq.job import Job
+from rq import Queue, Retry
+from rq.job import Job, JobStatus
 from rq.registry import (
     CanceledJobRegistry,
     DeferredJobRegistry,
@@ -47,7 +47,6 @@ from rq.results import Result
 from rq.serializers import JSONSerializer
 
 from turngraph.producers.bounded_queue import admitted_key, ingested_key
-from turngraph.producers.rq_internals import RQ_JOB_PREFIX, RQ_QUEUE_PREFIX
 from turngraph.schemas.changes import (
     CHANGE_FIELD,
     ChangeEntry,
@@ -56,7 +55,13 @@ from turngraph.schemas.changes import (
     ScopeForgotten,
     encode_change,
 )
-from turngraph.schemas.defaults import CHANGES_MAXLEN, INGEST_FUNCTION
+from turngraph.schemas.defaults import (
+    CHANGES_MAXLEN,
+    INGEST_FUNCTION,
+    JOB_TIMEOUT_S,
+    RETRIES,
+    RETRY_INTERVALS_S,
+)
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE
 from turngraph.schemas.tenants import TENANTS_KEY, inbox_key, qualify
@@ -66,6 +71,9 @@ from turngraph.workers.tombstones import mark_forgotten
 
 SCAN_BATCH = 1_000
 """Jobs or stream entries read per round trip."""
+
+_DONE = (JobStatus.FINISHED, JobStatus.CANCELED)
+"""A job in these states ran or will never run: its other turns need nothing more."""
 
 _REGISTRIES = (
     FailedJobRegistry,
@@ -98,17 +106,6 @@ def _batches(items: Sequence[str], size: int) -> Iterator[list[str]]:
 # -- Redis ------------------------------------------------------------------------------
 
 
-def decode_job_data(raw: bytes | None) -> Any:
-    if raw is None:
-        return None
-    with contextlib.suppress(zlib.error):  # short payloads are stored uncompressed
-        raw = zlib.decompress(raw)
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
 def mentions_scope(value: Any, field: str, key: str, depth: int = 0) -> bool:
     """True if a job's arguments carry the scope: a mapping with ``field == key``
     (a TurnEvent's ``session_id``/``workspace``/``user``), or ``{"scope", "key"}``."""
@@ -120,77 +117,92 @@ def mentions_scope(value: Any, field: str, key: str, depth: int = 0) -> bool:
         if value.get("key") == key and value.get("scope") in tuple(Scope):
             return True
         return any(mentions_scope(v, field, key, depth + 1) for v in value.values())
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return any(mentions_scope(v, field, key, depth + 1) for v in value)
     return False
 
 
-def _registry_keys(conn: redis.Redis, queue: str) -> list[str]:
-    return [r(queue, connection=conn, serializer=JSONSerializer).key for r in _REGISTRIES]
-
-
-def _job_ids(conn: redis.Redis, queue: str) -> list[str]:
-    queued: Any = conn.lrange(f"{RQ_QUEUE_PREFIX}{queue}", 0, -1)
-    ids = [i.decode() for i in queued]
-    for registry_key in _registry_keys(conn, queue):
-        kept: Any = conn.zrange(registry_key, 0, -1)
-        ids += [i.decode() for i in kept]
-    return list(dict.fromkeys(ids))
-
-
-def _job_keys(job_id: str) -> list[str]:
-    """Every key RQ keeps for one job: its hash, dependency sets and result stream."""
-    job_key = f"{RQ_JOB_PREFIX}{job_id}"
-    return [job_key, f"{job_key}:dependents", f"{job_key}:dependencies", Result.get_key(job_id)]
-
-
-def _keep_other_turns(conn: redis.Redis, job_id: str, field: str, key: str) -> bool:
-    """An ingest batch job keeps the turns of other scopes (RQ's ``Job.save``); False
-    when it is not one or none is left (the caller deletes it). The scope's turns lose
-    their admitted markers (keys named after them)."""
+def _fetch(conn: redis.Redis, ids: list[str]) -> list[Job]:
+    """RQ's ``Job.fetch_many``; one by one when a job among them cannot be read (skipped:
+    its data says nothing RQ could run)."""
     try:
-        job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
-        if job.func_name != INGEST_FUNCTION or not job.args or not isinstance(job.args[0], list):
-            return False
-    except (NoSuchJobError, ValueError, TypeError):
-        return False
-    gone = [turn for turn in job.args[0] if mentions_scope(turn, field, key)]
+        found = Job.fetch_many(ids, connection=conn, serializer=JSONSerializer)
+        return [job for job in found if job is not None]
+    except Exception:  # RQ's restore raises whatever a bad field does
+        jobs = []
+        for job_id in ids:
+            with contextlib.suppress(Exception):
+                jobs.append(Job.fetch(job_id, connection=conn, serializer=JSONSerializer))
+        return jobs
+
+
+def _arguments(job: Job) -> list[Any]:
+    """The job's arguments as RQ decodes them, or nothing when it cannot."""
+    try:
+        return [list(job.args), dict(job.kwargs)]
+    except Exception:  # undecodable data: RQ's DeserializationError and friends
+        return []
+
+
+def _scope_jobs(conn: redis.Redis, ids: Iterable[str], field: str, key: str) -> Iterator[Job]:
+    """The jobs among ``ids`` whose arguments carry the scope, a round trip per batch."""
+    for batch in _batches(list(dict.fromkeys(ids)), SCAN_BATCH):
+        for job in _fetch(conn, batch):
+            if mentions_scope(_arguments(job), field, key):
+                yield job
+
+
+def _other_turns(conn: redis.Redis, job: Job, field: str, key: str) -> list[Any]:
+    """An ingest batch job's turns of other scopes; the scope's turns lose their admitted
+    markers (keys named after them)."""
+    args = _arguments(job)
+    if job.func_name != INGEST_FUNCTION or not args[0] or not isinstance(args[0][0], list):
+        return []
+    turns = args[0][0]
+    gone = [turn for turn in turns if mentions_scope(turn, field, key)]
     markers = [admitted_key(str(t.get("event_id"))) for t in gone if isinstance(t, dict)]
     if markers:
         conn.delete(*markers)
-    kept = [turn for turn in job.args[0] if not mentions_scope(turn, field, key)]
-    if not kept:
-        return False
-    job.args = (kept,)
-    job.save()
-    return True
+    return [turn for turn in turns if not mentions_scope(turn, field, key)]
+
+
+def _batch_like(job: Job, turns: list[Any]) -> Any:
+    """RQ's ``Queue.prepare_data`` of a batch job like ``job`` holding ``turns``."""
+    return Queue.prepare_data(
+        INGEST_FUNCTION,
+        args=(turns,),
+        description=f"ingest_batch({len(turns)} turns)",
+        timeout=int(job.timeout or JOB_TIMEOUT_S),
+        result_ttl=job.result_ttl,
+        failure_ttl=job.failure_ttl,
+        retry=Retry(max=RETRIES, interval=list(RETRY_INTERVALS_S)),
+    )
 
 
 def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str) -> int:
-    """Take the scope out of every waiting or kept RQ job (not one running right now);
-    returns the jobs changed or deleted."""
+    """Take the scope out of every waiting or kept RQ job (not one running right now):
+    each such job is deleted (``Job.delete``, its results too); an ingest batch job's
+    turns of other scopes go back on the queue in a batch job of their own, unless the
+    job had finished. Returns the jobs deleted."""
     field = EPISODE_SCOPE_PROPERTY[scope]
     deleted = 0
-    for queue in queues:
-        registry_keys = _registry_keys(conn, queue)
-        for batch in _batches(_job_ids(conn, queue), SCAN_BATCH):
-            pipe = conn.pipeline(transaction=False)
-            for job_id in batch:
-                pipe.hget(f"{RQ_JOB_PREFIX}{job_id}", "data")
-            mentioning = [
-                job_id
-                for job_id, raw in zip(batch, pipe.execute(), strict=True)
-                if mentions_scope(decode_job_data(raw), field, key)
-            ]
-            doomed = [j for j in mentioning if not _keep_other_turns(conn, j, field, key)]
-            pipe = conn.pipeline(transaction=True)
-            for job_id in doomed:
-                pipe.lrem(f"{RQ_QUEUE_PREFIX}{queue}", 0, job_id)
-                for registry_key in registry_keys:
-                    pipe.zrem(registry_key, job_id)
-                pipe.delete(*_job_keys(job_id))
-            pipe.execute()
-            deleted += len(mentioning)
+    for name in queues:
+        queue = Queue(name, connection=conn, serializer=JSONSerializer)
+        registries = [r(name, connection=conn, serializer=JSONSerializer) for r in _REGISTRIES]
+        ids = queue.get_job_ids()
+        for registry in registries:
+            ids += registry.get_job_ids(cleanup=False)
+        for job in list(_scope_jobs(conn, ids, field, key)):
+            kept = _other_turns(conn, job, field, key)
+            if kept and job.get_status() not in _DONE:
+                queue.enqueue_many([_batch_like(job, kept)])
+            with conn.pipeline(transaction=True) as pipe:
+                job.delete(pipeline=pipe)
+                for registry in registries:
+                    registry.remove(job.id, pipeline=pipe)
+                pipe.execute()
+            Result.delete_all(job)
+            deleted += 1
     return deleted
 
 
@@ -226,10 +238,9 @@ def running_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: st
     field = EPISODE_SCOPE_PROPERTY[scope]
     running = 0
     for queue in queues:
-        ids = StartedJobRegistry(queue, connection=conn, serializer=JSONSerializer).get_job_ids()
-        for job_id in ids:
-            raw: Any = conn.hget(f"{RQ_JOB_PREFIX}{job_id}", "data")
-            running += mentions_scope(decode_job_data(raw), field, key)
+        registry = StartedJobRegistry(queue, connection=conn, serializer=JSONSerializer)
+        ids = registry.get_job_ids(cleanup=False)
+        running += sum(1 for _ in _scope_jobs(conn, ids, field, key))
     return running
 
 
