@@ -12,13 +12,21 @@ and only our entries go.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from turngraph.producers.hooks.editors import EDITORS, EditorSpec, entry_commands, hook_entry
+from turngraph.producers.hooks.editors import (
+    EDITORS,
+    EditorSpec,
+    HttpTarget,
+    entry_commands,
+    entry_urls,
+    hook_entry,
+)
 from turngraph.schemas.errors import ConfigurationError
 
 BACKUP_SUFFIX = ".turngraph-backup"
@@ -30,9 +38,62 @@ _OURS = re.compile(
 )
 
 
+_OUR_URL = re.compile(
+    r"^https?://[^/]+/v1/hooks/[a-z-]+/(session-start|prompt|capture|summarize|session-end)$"
+)
+
+FORWARDER = "turngraph-forward.py"
+"""The forwarder's name in ``<data folder>/hooks/`` (``forward.py`` of this package)."""
+
+
 def is_ours(command: str) -> bool:
     """True for a command ``turngraph hooks install`` wrote."""
     return bool(_OURS.search(command))
+
+
+def is_our_url(url: str) -> bool:
+    """True for an ``http`` hook's URL ``turngraph hooks install`` wrote."""
+    return bool(_OUR_URL.match(url))
+
+
+def _ours(entry: Any) -> bool:
+    return any(is_ours(c) for c in entry_commands(entry)) or any(
+        is_our_url(u) for u in entry_urls(entry)
+    )
+
+
+def install_forwarder(data_dir: Path) -> Path:
+    """The forwarder, copied into ``<data folder>/hooks/`` (rewritten only when it changed)."""
+    source = (Path(__file__).with_name("forward.py")).read_bytes()
+    target = data_dir / "hooks" / FORWARDER
+    try:
+        if target.read_bytes() == source:
+            return target
+    except OSError:
+        pass
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{FORWARDER}.{os.getpid()}")
+    partial.write_bytes(source)
+    partial.replace(target)
+    return target
+
+
+def forwarder_executable(python: str, forwarder: Path) -> str:
+    """How editors start the forwarder: the interpreter, isolated and without ``site``."""
+    return f"{shlex.quote(python)} -I -S {shlex.quote(str(forwarder))}"
+
+
+def http_target(data_dir: Path) -> HttpTarget | None:
+    """The running endpoint's URL and token from the data folder (None: not there)."""
+    try:
+        described = json.loads((data_dir / "endpoint.json").read_text())
+        token = (data_dir / "endpoint.token").read_text().strip()
+    except (OSError, ValueError):
+        return None
+    url = described.get("url") if isinstance(described, dict) else None
+    if not isinstance(url, str) or not url.startswith("http://") or not token:
+        return None
+    return HttpTarget(url, token)
 
 
 def hook_command(executable: str, action: str, editor: str) -> str:
@@ -91,11 +152,11 @@ def _without_ours(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
         for entry in entries:
             inner = entry.get("hooks") if isinstance(entry, dict) else None
             if isinstance(inner, list):
-                others = [h for h in inner if not any(is_ours(c) for c in entry_commands(h))]
+                others = [h for h in inner if not _ours(h)]
                 removed += len(inner) - len(others)
                 if others or not inner:
                     kept.append({**entry, "hooks": others} if len(others) != len(inner) else entry)
-            elif any(is_ours(c) for c in entry_commands(entry)):
+            elif _ours(entry):
                 removed += 1
             else:
                 kept.append(entry)
@@ -118,16 +179,21 @@ class InstallReport:
     action: str = ""
 
 
-def install(spec: EditorSpec, path: Path, executable: str) -> InstallReport:
-    """Add our entries to ``path`` (see the module docstring)."""
+def install(
+    spec: EditorSpec, path: Path, executable: str, http: HttpTarget | None = None
+) -> InstallReport:
+    """Add our entries to ``path`` (see the module docstring): commands that start
+    ``executable``, or ``http`` hooks to ``http`` for the events that take one."""
     raw, data = _load(path)
     cleaned, removed = _without_ours(data)
     backup = path.with_name(path.name + BACKUP_SUFFIX)
     created_marker = path.with_name(path.name + CREATED_SUFFIX)
     if raw is None:
-        created = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
+        created = [str(p) for p in [path.parent, *path.parent.parents] if not p.exists()]
+        created += _created_beside(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        created_marker.write_text(json.dumps([str(p) for p in created]))
+        deepest_first = sorted(set(created), key=lambda p: len(Path(p).parts), reverse=True)
+        created_marker.write_text(json.dumps(deepest_first))
     elif removed == 0 and not backup.exists() and not created_marker.exists():
         backup.write_bytes(raw)
     merged = dict(cleaned)
@@ -139,9 +205,12 @@ def install(spec: EditorSpec, path: Path, executable: str) -> InstallReport:
         command = hook_command(executable, binding.action.value, spec.name)
         existing = hooks.get(binding.event)
         entries = list(existing) if isinstance(existing, list) else []
-        entries.append(hook_entry(spec, binding, command))
+        entries.append(hook_entry(spec, binding, command, http))
         hooks[binding.event] = entries
     merged["hooks"] = hooks
+    if http is not None:  # the token is in it: readable by the user only
+        path.touch(mode=0o600)
+        path.chmod(0o600)
     path.write_bytes(_dump(merged))
     return InstallReport(
         spec.name,
@@ -150,6 +219,19 @@ def install(spec: EditorSpec, path: Path, executable: str) -> InstallReport:
         backup if backup.exists() else None,
         "reinstalled" if removed else "installed",
     )
+
+
+def _created_beside(path: Path) -> list[str]:
+    """The folders another of our installs in the same folder created (VS Code and Copilot
+    CLI share ``.github/hooks/``): whichever is uninstalled last removes them."""
+    found: list[str] = []
+    for marker in path.parent.glob("*" + CREATED_SUFFIX) if path.parent.is_dir() else []:
+        try:
+            listed = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            continue
+        found.extend(str(p) for p in listed if isinstance(p, str))
+    return found
 
 
 def uninstall(spec: EditorSpec, path: Path) -> InstallReport:
@@ -216,9 +298,10 @@ def status(*, project: Path, home: Path) -> list[Installed]:
                 for event, entries in (hooks.items() if isinstance(hooks, dict) else [])
                 if isinstance(entries, list)
                 and any(
-                    is_ours(c) and f"--editor {spec.name}" in c
+                    (is_ours(c) and f"--editor {spec.name}" in c)
+                    or (is_our_url(c) and f"/v1/hooks/{spec.name}/" in c)
                     for e in entries
-                    for c in entry_commands(e)
+                    for c in [*entry_commands(e), *entry_urls(e)]
                 )
             ]
             if events:

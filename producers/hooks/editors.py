@@ -44,6 +44,9 @@ class Binding:
     event: str
     action: HookAction
     timeout_s: int
+    http: bool = False
+    """Claude Code runs an ``http`` hook for it quietly (checked on 2.1.332: ``SessionStart``
+    runs command hooks only; a failed ``SessionEnd`` http hook prints an error)."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +80,9 @@ EDITORS: dict[str, EditorSpec] = {
         EditorSpec(
             "claude-code", ".claude/settings.local.json", ".claude/settings.json", "claude",
             (Binding("SessionStart", A.SESSION_START, 10),
-             Binding("UserPromptSubmit", A.PROMPT, PROMPT_TIMEOUT_S),
-             Binding("Stop", A.CAPTURE, 10), Binding("PreCompact", A.SUMMARIZE, 60),
+             Binding("UserPromptSubmit", A.PROMPT, PROMPT_TIMEOUT_S, http=True),
+             Binding("Stop", A.CAPTURE, 10, http=True),
+             Binding("PreCompact", A.SUMMARIZE, 60, http=True),
              Binding("SessionEnd", A.SESSION_END, 60)),
             transcript=True, prompt_context=True,
         ),
@@ -128,8 +132,28 @@ PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PRO
 """Environment variables editors set to the project folder."""
 
 
-def hook_entry(spec: EditorSpec, binding: Binding, command: str) -> dict[str, Any]:
-    """The configuration entry that runs ``command`` for ``binding``, in the editor's shape."""
+@dataclass(frozen=True)
+class HttpTarget:
+    """Where Claude Code's ``http`` hooks POST: the endpoint's base URL and its token."""
+
+    url: str
+    token: str
+
+
+def hook_url(base_url: str, editor: str, action: HookAction) -> str:
+    """The endpoint's URL for one of our hooks."""
+    return f"{base_url.rstrip('/')}/v1/hooks/{editor}/{action.value}"
+
+
+def hook_entry(
+    spec: EditorSpec, binding: Binding, command: str, http: HttpTarget | None = None
+) -> dict[str, Any]:
+    """The configuration entry that runs ``command`` for ``binding``, in the editor's shape
+    (an ``http`` hook to ``http`` instead where the editor runs one for the event)."""
+    if http is not None and binding.http and spec.shape == "claude":
+        url = hook_url(http.url, spec.name, binding.action)
+        return {"hooks": [{"type": "http", "url": url, "timeout": binding.timeout_s,
+                           "headers": {"Authorization": f"Bearer {http.token}"}}]}  # fmt: skip
     if spec.shape in ("claude", "codex"):
         return {"hooks": [{"type": "command", "command": command, "timeout": binding.timeout_s}]}
     if spec.shape == "gemini":
@@ -162,6 +186,18 @@ def entry_commands(entry: Any) -> list[str]:
     found = [entry[k] for k in ("command", "bash", "powershell") if isinstance(entry.get(k), str)]
     for inner in entry.get("hooks") or []:
         found.extend(entry_commands(inner))
+    return found
+
+
+def entry_urls(entry: Any) -> list[str]:
+    """Every URL an entry's ``http`` hooks POST to."""
+    if not isinstance(entry, dict):
+        return []
+    found = (
+        [entry["url"]] if entry.get("type") == "http" and isinstance(entry.get("url"), str) else []
+    )
+    for inner in entry.get("hooks") or []:
+        found.extend(entry_urls(inner))
     return found
 
 

@@ -12,11 +12,12 @@ from turngraph.producers.hooks.config import (
     BACKUP_SUFFIX,
     config_file,
     install,
+    is_our_url,
     is_ours,
     status,
     uninstall,
 )
-from turngraph.producers.hooks.editors import EDITORS, entry_commands
+from turngraph.producers.hooks.editors import EDITORS, HttpTarget, entry_commands, entry_urls
 from turngraph.schemas.errors import ConfigurationError
 
 EXE = "/opt/turngraph/bin/turngraph"
@@ -123,3 +124,57 @@ def test_status_names_what_is_installed_where(tmp_path: Path) -> None:
     found = {(f.editor, f.scope) for f in status(project=project, home=home)}
     assert found == {("vscode", "project"), ("gemini", "user")}
     assert not is_ours("notify-send done") and not is_ours("turngraph mcp")
+
+
+HTTP = HttpTarget("http://127.0.0.1:7431", "secret-token")
+
+
+def test_claude_code_gets_http_hooks_where_it_runs_them_quietly(tmp_path: Path) -> None:
+    spec = EDITORS["claude-code"]
+    path = config_file(spec, project=None, home=tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(EXISTING["claude-code"])
+    before = path.read_bytes()
+    install(spec, path, EXE, HTTP)
+    hooks = json.loads(path.read_text())["hooks"]
+    urls = {event: [u for e in entries for u in entry_urls(e)] for event, entries in hooks.items()}
+    assert urls["UserPromptSubmit"] == ["http://127.0.0.1:7431/v1/hooks/claude-code/prompt"]
+    assert urls["Stop"] == ["http://127.0.0.1:7431/v1/hooks/claude-code/capture"]
+    assert urls["PreCompact"] == ["http://127.0.0.1:7431/v1/hooks/claude-code/summarize"]
+    ours = [h for e in hooks["UserPromptSubmit"] for h in e["hooks"] if h.get("type") == "http"]
+    assert ours[0]["headers"] == {"Authorization": "Bearer secret-token"}
+    # SessionStart runs command hooks only; a failed SessionEnd http hook prints an error.
+    for event, action in (("SessionStart", "session-start"), ("SessionEnd", "session-end")):
+        assert urls[event] == []
+        assert f"{EXE} hook {action} --editor claude-code" in [
+            c for e in hooks[event] for c in entry_commands(e)
+        ]
+    assert path.stat().st_mode & 0o077 == 0  # the token is in it
+    assert [(f.editor, f.scope, len(f.events)) for f in status(project=tmp_path / "p",
+            home=tmp_path)] == [("claude-code", "user", 5)]  # fmt: skip
+    install(spec, path, EXE, HTTP)  # twice: one entry per event
+    again = json.loads(path.read_text())["hooks"]
+    assert [u for e in again["Stop"] for u in entry_urls(e)] == urls["Stop"]
+    assert uninstall(spec, path).action == "restored"
+    assert path.read_bytes() == before
+
+
+def test_our_urls_are_told_from_others() -> None:
+    assert is_our_url("http://127.0.0.1:7431/v1/hooks/claude-code/prompt")
+    assert not is_our_url("http://localhost:8080/hooks/tool-executed")
+    assert not is_our_url("http://127.0.0.1:7431/v1/hooks/claude-code/prompt/extra")
+
+
+def test_two_editors_sharing_a_folder_leave_nothing_behind(tmp_path: Path) -> None:
+    vscode, copilot = EDITORS["vscode"], EDITORS["copilot-cli"]
+    for first, second in ((vscode, copilot), (copilot, vscode)):
+        project = tmp_path / f"{first.name}-first"
+        project.mkdir()
+        for spec in (first, second):
+            install(spec, config_file(spec, project=project, home=tmp_path), EXE)
+        assert (project / ".github" / "hooks").is_dir()
+        for spec in (first, second):
+            assert uninstall(spec, config_file(spec, project=project, home=tmp_path)).action == (
+                "removed"
+            )
+        assert list(project.iterdir()) == []

@@ -11,7 +11,10 @@ from pathlib import Path
 from turngraph.producers.hooks.config import (
     config_file,
     default_executable,
+    forwarder_executable,
+    http_target,
     install,
+    install_forwarder,
     status,
     uninstall,
 )
@@ -35,26 +38,62 @@ def run_hooks(args: argparse.Namespace) -> int:
         return 2
     spec = EDITORS[args.editor]
     path = _target(args)
-    if args.action == "install":
-        executable = args.command or default_executable(
-            sys.executable, Path(sys.executable).parent / "turngraph"
-        )
-        report = install(spec, path, executable)
-    else:
+    if args.action == "uninstall":
         report = uninstall(spec, path)
-    print(
-        json.dumps(
-            {
-                "success": True,
-                "editor": report.editor,
-                "file": str(report.path),
-                "action": report.action,
-                "events": report.events,
-                "backup": str(report.backup) if report.backup else None,
-            }
-        )
-    )
+        print(json.dumps({"success": True, "editor": report.editor, "file": str(report.path),
+                          "action": report.action, "events": report.events,
+                          "backup": str(report.backup) if report.backup else None}))  # fmt: skip
+        return 0
+    settings = Settings()
+    via = _via(args)
+    if via == "http" and not args.user:
+        print("turngraph hooks install: http hooks carry the endpoint's token: install them "
+              "with --user (a project's file gets the forwarder: --via forwarder)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    http = http_target(settings.data_dir) if via == "http" else None
+    if via == "http" and http is None:
+        print("turngraph hooks install: the endpoint is not running (no endpoint.json or "
+              "endpoint.token in the data folder): start `turngraph up` first, or install "
+              "the forwarder (--via forwarder)", file=sys.stderr)  # fmt: skip
+        return 1
+    if args.command:
+        executable = args.command
+    elif via == "command":
+        executable = default_executable(sys.executable, Path(sys.executable).parent / "turngraph")
+    else:
+        executable = forwarder_executable(sys.executable, install_forwarder(settings.data_dir))
+    report = install(spec, path, executable, http)
+    folder = Path(args.folder).expanduser().resolve()
+    consented = _consent(settings, folder, enable=args.consent)
+    print(json.dumps({"success": True, "editor": report.editor, "file": str(report.path),
+                      "action": report.action, "events": report.events, "via": via,
+                      "backup": str(report.backup) if report.backup else None,
+                      "consent": consented}))  # fmt: skip
+    if not consented:
+        print(f"turngraph hooks install: publishing is not enabled for {folder}: every hook "
+              "does nothing there until you run `turngraph consent enable --workspace "
+              f"{folder}` (or install again with --consent)", file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _via(args: argparse.Namespace) -> str:
+    """``--via``, else a ``turngraph hook`` command (the endpoint is not served yet)."""
+    return str(args.via) if args.via else "command"
+
+
+def _consent(settings: Settings, folder: Path, *, enable: bool) -> bool:
+    """Whether publishing is enabled for ``folder`` (enabled first with ``--consent``)."""
+    from turngraph.clients import producer_consent_endpoint
+    from turngraph.producers.consent import ConsentStore
+    from turngraph.producers.scopes import ScopeHasher
+
+    workspace = ScopeHasher.for_data_dir(settings.data_dir).workspace(str(folder))
+    endpoint = producer_consent_endpoint(settings)
+    store = ConsentStore(settings.data_dir)
+    if enable:
+        store.enable(workspace, endpoint)
+    return store.is_enabled(workspace, endpoint)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -104,6 +143,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     hooks.add_argument("--folder", default=".", help="the project folder (default: here)")
     hooks.add_argument(
         "--command", help="how editors start turngraph (default: this installation's path)"
+    )
+    hooks.add_argument(
+        "--via",
+        choices=["http", "forwarder", "command"],
+        help="how the editor reaches turngraph: Claude Code's http hooks (--user only), the "
+        "forwarder (a small script handing the payload to `turngraph up`'s endpoint), or a "
+        "`turngraph hook` command (a full start-up per event, no endpoint needed; the default)",
+    )
+    hooks.add_argument(
+        "--consent", action="store_true", help="also enable publishing for the folder"
     )
     hooks.add_argument("--json", action="store_true", help="status as JSON")
     hooks.set_defaults(handler=run_hooks)

@@ -1,0 +1,141 @@
+"""The hook forwarder: an editor's hook payload, handed to turngraph's always-warm endpoint.
+
+``python -I -S turngraph-forward.py hook EVENT --editor EDITOR`` (what ``turngraph hooks
+install`` writes for editors that run commands) reads the payload on stdin, POSTs it to
+``<url>/v1/hooks/EDITOR/EVENT`` with the bearer token, and prints the reply's body: the
+output ``turngraph hook EVENT --editor EDITOR`` would print. When anything is missing or
+fails (no ``endpoint.json``, no token, the endpoint down or slow, a reply other than 200) it
+prints nothing and exits 0 at once: the editor goes on without memory.
+
+It is run by path, never imported: standard library only, and of that only built-in C
+modules (``_socket``, ``posix``): ``socket``, ``json``, ``http.client`` and even ``os`` are
+not loaded by an isolated start-up and would each cost more than it (``docs/hooks.md``).
+``install`` copies it to ``<data folder>/hooks/``; the data folder is
+``TURNGRAPH_DATA_DIR`` when set, else the folder this file was copied into.
+"""
+
+import _socket
+import sys
+
+if sys.platform == "win32":
+    import nt as _system
+else:
+    import posix as _system
+
+__all__ = ["main"]
+
+CONNECT_TIMEOUT_S = 0.25
+"""Loopback answers a connect at once; a refused port fails at once."""
+REPLY_TIMEOUT_S = {"prompt": 3.0, "session-start": 9.0, "capture": 2.0}
+"""Per event; the endpoint keeps its own deadlines (750 ms for recall), these bound a hang."""
+OTHER_TIMEOUT_S = 55.0
+"""Summarize and session end: the editor allows them 60 s."""
+MAX_REPLY = 4 << 20
+
+
+def _parent(path: str) -> str:
+    cut = max(path.rfind("/"), path.rfind("\\"))
+    return path[:cut] if cut > 0 else "."
+
+
+def _data_dir() -> str:
+    environ: dict[bytes, bytes] | dict[str, str] = _system.environ
+    configured = {_text(k): _text(v) for k, v in environ.items()}.get("TURNGRAPH_DATA_DIR")
+    return configured or _parent(_parent(__file__))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="surrogateescape") if isinstance(value, bytes) else value
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read(65536)
+
+
+def _url(endpoint_json: str) -> tuple[str, int]:
+    """``host, port`` of the ``"url"`` in ``endpoint.json`` (plain ``http://host:port``)."""
+    key = endpoint_json.index('"url"')
+    start = endpoint_json.index('"', endpoint_json.index(":", key + 5)) + 1
+    url = endpoint_json[start : endpoint_json.index('"', start)]
+    if not url.startswith("http://"):
+        raise ValueError("not http")
+    host, _, port = url[7:].rstrip("/").rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _arguments(argv: list[str]) -> tuple[str, str]:
+    """``EVENT, EDITOR`` from ``hook EVENT --editor EDITOR``."""
+    event = argv[argv.index("hook") + 1]
+    editor = argv[argv.index("--editor") + 1]
+    for name in (event, editor):
+        if not name or not all(c.isalnum() or c == "-" for c in name):
+            raise ValueError("bad name")
+    return event, editor
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = b"", body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out, rest = out + rest[:size], rest[size + 2 :]
+    return out
+
+
+def forward(argv: list[str], payload: bytes) -> bytes:
+    """The endpoint's reply body for ``payload`` (raises on anything but a 200)."""
+    event, editor = _arguments(argv)
+    data = _data_dir()
+    host, port = _url(_read(data + "/endpoint.json"))
+    token = _read(data + "/endpoint.token").strip()
+    if not token or "\r" in token or "\n" in token:
+        raise ValueError("no token")
+    head = (
+        f"POST /v1/hooks/{editor}/{event} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    )
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    sock = _socket.socket(family, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect((host, port))
+        sock.settimeout(REPLY_TIMEOUT_S.get(event, OTHER_TIMEOUT_S))
+        sock.sendall(head.encode("latin-1") + payload)
+        chunks, size = [], 0
+        while size <= MAX_REPLY:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        sock.close()
+    reply = b"".join(chunks)
+    header, _, body = reply.partition(b"\r\n\r\n")
+    status = header.split(b"\r\n", 1)[0].split()
+    if len(status) < 2 or status[1] != b"200" or size > MAX_REPLY:
+        raise ValueError("not 200")
+    if b"\r\ntransfer-encoding: chunked" in header.lower():
+        body = _dechunk(body)
+    return body
+
+
+def main() -> int:
+    """Forward, print the reply; on any failure print nothing. Always exit 0."""
+    try:
+        payload = sys.stdin.buffer.read()
+        body = forward(sys.argv[1:], payload).strip()
+        if body and body != b"{}":
+            sys.stdout.buffer.write(body + b"\n")
+            sys.stdout.buffer.flush()
+    except BaseException:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
