@@ -117,21 +117,24 @@ class Workers:
         self.killed: list[subprocess.Popen[bytes]] = []
         self.reaped: list[subprocess.Popen[bytes]] = []
         self.crashed = 0
+        self.crash_tails: list[str] = []
+        self._logs: dict[int, Path] = {}
         self._count = 0
         self._stopped = False
 
     def start(self) -> None:
         self._count += 1
-        with (self.log_dir / f"worker-{self._count}.log").open("wb") as log:
-            self.live.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
-                    env=self.env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+        path = self.log_dir / f"worker-{self._count}.log"
+        with path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "turngraph.cli", "worker", "ingest"],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
+        self.live.append(proc)
+        self._logs[proc.pid] = path
 
     def check(self) -> None:
         """A worker that exited by itself crashed: counted, and replaced."""
@@ -140,6 +143,8 @@ class Workers:
         for proc in list(self.live):
             if proc.poll() is not None:
                 self.crashed += 1
+                tail = self._logs[proc.pid].read_text(errors="replace").splitlines()[-15:]
+                self.crash_tails.append(f"exit {proc.returncode}:\n" + "\n".join(tail))
                 self.live.remove(proc)
                 self.start()
 
@@ -357,6 +362,8 @@ def run(engine: str, args: argparse.Namespace) -> tuple[bool, dict[str, float | 
             note("drained" if drained else f"gave up after {DRAIN_TIMEOUT_S:.0f} s")
             workers.check()
             crashes = workers.crashed
+            for tail in workers.crash_tails:
+                print(f"a worker crashed, its log's last lines ({tail})")
             orphans = workers.stop()
             left = backlog(conn, INGEST_QUEUE)
             queue_stats = read_stats(conn, INGEST_QUEUE)

@@ -67,6 +67,17 @@ def schema_statements(entity_labels: Iterable[str]) -> list[str]:
     return statements
 
 
+CREATED_BY_ANOTHER = frozenset(
+    {
+        "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+        "Neo.ClientError.Schema.ConstraintAlreadyExists",
+        "Neo.ClientError.Schema.IndexAlreadyExists",
+    }
+)
+"""Neo4j's answer to a ``CREATE … IF NOT EXISTS`` that raced an identical one of another
+transaction (workers starting together): the rule exists, as asked. Not an error: it
+made an ingest worker exit at start (``bench.chaos``'s crashes on Neo4j)."""
+
 _NAME = re.compile(r"^CREATE (?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS ")
 
 
@@ -98,6 +109,10 @@ def ensure_schema(driver: neo4j.Driver, database: str | None, entity_labels: Ite
         present = existing_schema_names(driver, database)
         missing = [s for s in statements if not ((m := _NAME.match(s)) and m[1] in present)]
         for statement in missing:
-            driver.execute_query(statement, database_=database)
+            try:
+                driver.execute_query(statement, database_=database)
+            except neo4j.exceptions.ClientError as exc:
+                if exc.code not in CREATED_BY_ANOTHER:
+                    raise
     log.info("graph_schema_ready", statements=len(statements), sent=len(missing))
     return len(missing)
