@@ -29,23 +29,26 @@ install-dev: $(DEV_STAMP)
 
 NEO4J_POM := turngraph/embedded/neo4j-server.pom.xml
 
-$(DEV_STAMP): $(STAMP) producers/typescript/package-lock.json ops/cypher-lint/package-lock.json $(NEO4J_POM)
-	@echo "==> [1/5] the dev extra: pytest, ruff, mypy, import-linter, llguidance, neo4j-viz"
+$(DEV_STAMP): $(STAMP) producers/typescript/package-lock.json ops/cypher-lint/package-lock.json tests/clients/package-lock.json $(NEO4J_POM)
+	@echo "==> [1/6] the dev extra: pytest, ruff, mypy, import-linter, llguidance, neo4j-viz"
 	$(PROGRESS) "pip install .[dev]" $(PY) -m pip install --progress-bar on -e '.[dev]'
 	@# Neo4j's own Cypher parser (Node) for the Neo4j-only statements' lint test.
-	@echo "==> [2/5] Node packages for the Cypher lint test (skipped without npm)"
+	@echo "==> [2/6] Node packages for the Cypher lint test (skipped without npm)"
 	if command -v npm >/dev/null; then $(PROGRESS) "npm ci" npm ci --prefix ops/cypher-lint --no-audit --no-fund; fi
 	@# The bridge's TypeScript types and the Node clients of the bridge and MCP server (tests).
-	@echo "==> [3/5] Node packages for the bridge and MCP client tests (skipped without npm)"
+	@echo "==> [3/6] Node packages for the bridge and MCP client tests (skipped without npm)"
 	if command -v npm >/dev/null; then $(PROGRESS) "npm ci" npm ci --prefix producers/typescript --no-audit --no-fund; fi
+	@# The editors' own CLIs (Claude Code, Codex, Gemini CLI) for the real-client tests (~900 MB).
+	@echo "==> [4/6] Claude Code, Codex and Gemini CLI for the real-client tests (skipped without npm)"
+	if command -v npm >/dev/null; then $(PROGRESS) "npm ci" npm ci --prefix tests/clients --no-audit --no-fund; fi
 	@# Headless Chromium for the graph view's browser test (Debian's package; root only, else skipped).
-	@echo "==> [4/5] headless Chromium for the graph view's browser test (root with apt-get only)"
+	@echo "==> [5/6] headless Chromium for the graph view's browser test (root with apt-get only)"
 	if [ "$$(id -u)" = 0 ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then \
 	  $(PROGRESS) "apt-get install chromium" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null' \
 	  || echo "chromium not installed: the graph view's browser test will be skipped"; fi
 	@# Neo4j 5.26 Community and Browser into Maven's cache, for the Neo4j tier of the tests and
 	@# `turngraph services --graph neo4j` (which copies them into the data folder's cache).
-	@echo "==> [5/5] Neo4j 5.26 Community and Browser through Maven (skipped without Java and Maven)"
+	@echo "==> [6/6] Neo4j 5.26 Community and Browser through Maven (skipped without Java and Maven)"
 	if command -v mvn >/dev/null && command -v java >/dev/null; then \
 	  $(PROGRESS) "mvn dependency:resolve" mvn --batch-mode --quiet --no-transfer-progress --file $(NEO4J_POM) dependency:resolve \
 	  || echo "Neo4j not fetched now: the Neo4j tier of the tests fetches it again"; \

@@ -38,10 +38,25 @@ def _parent(path: str) -> str:
     return path[:cut] if cut > 0 else "."
 
 
-def _data_dir() -> str:
+PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR")
+"""Sent as ``X-Turngraph-Project-Dir`` (what they tell ``turngraph hook``): editors.py's."""
+
+
+def _environ() -> dict[str, str]:
     environ: dict[bytes, bytes] | dict[str, str] = _system.environ
-    configured = {_text(k): _text(v) for k, v in environ.items()}.get("TURNGRAPH_DATA_DIR")
-    return configured or _parent(_parent(__file__))
+    return {_text(k): _text(v) for k, v in environ.items()}
+
+
+def _data_dir(environ: dict[str, str]) -> str:
+    return environ.get("TURNGRAPH_DATA_DIR") or _parent(_parent(__file__))
+
+
+def _project_header(environ: dict[str, str]) -> str:
+    """The editor's project folder as a header line (none when unset or not plain ASCII)."""
+    folder = next((environ[k] for k in PROJECT_DIR_VARIABLES if environ.get(k)), "")
+    if not folder or not folder.isascii() or not folder.isprintable():
+        return ""
+    return f"X-Turngraph-Project-Dir: {folder}\r\n"
 
 
 def _text(value: bytes | str) -> str:
@@ -88,7 +103,8 @@ def _dechunk(body: bytes) -> bytes:
 def forward(argv: list[str], payload: bytes) -> bytes:
     """The endpoint's reply body for ``payload`` (raises on anything but a 200)."""
     event, editor = _arguments(argv)
-    data = _data_dir()
+    environ = _environ()
+    data = _data_dir(environ)
     host, port = _url(_read(data + "/endpoint.json"))
     token = _read(data + "/endpoint.token").strip()
     if not token or "\r" in token or "\n" in token:
@@ -96,6 +112,7 @@ def forward(argv: list[str], payload: bytes) -> bytes:
     head = (
         f"POST /v1/hooks/{editor}/{event} HTTP/1.1\r\nHost: {host}:{port}\r\n"
         f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"{_project_header(environ)}"
         f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
     )
     family = _socket.AF_INET6 if ":" in host else _socket.AF_INET

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from turngraph.producers.hooks import forward as forward_module
 from turngraph.producers.hooks.config import (
     FORWARDER,
     forwarder_executable,
@@ -26,6 +27,7 @@ from turngraph.producers.hooks.config import (
     install_forwarder,
     is_ours,
 )
+from turngraph.producers.hooks.editors import PROJECT_DIR_VARIABLES
 
 TOKEN = "t0ken-for-tests"
 PROMPT_REPLY = {
@@ -40,6 +42,7 @@ PROMPT_REPLY = {
 class Endpoint:
     url: str
     received: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    project_dirs: list[str | None] = field(default_factory=list)
     status: int = 200
     hang: threading.Event | None = None
 
@@ -57,6 +60,7 @@ def endpoint() -> Iterator[Endpoint]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             state.received.append((self.path, self.headers.get("Authorization"), body))
+            state.project_dirs.append(self.headers.get("X-Turngraph-Project-Dir"))
             if state.hang is not None:
                 state.hang.wait(30)
             reply = json.dumps(PROMPT_REPLY).encode() if self.path.endswith("/prompt") else b"{}"
@@ -199,3 +203,17 @@ def test_installing_twice_keeps_one_copy_and_mends_a_changed_one(tmp_path: Path)
         == (Path(__file__).parents[2] / "producers" / "hooks" / "forward.py").read_bytes()
     )
     assert [p.name for p in (tmp_path / "hooks").iterdir()] == [FORWARDER]
+
+
+def test_the_editors_project_folder_goes_along_as_a_header(
+    endpoint: Endpoint, tmp_path: Path
+) -> None:
+    data = _data(tmp_path, endpoint.url)
+    command = hook_command(
+        forwarder_executable(sys.executable, install_forwarder(data)), "prompt", "gemini"
+    )
+    env = {**os.environ, "TURNGRAPH_DATA_DIR": str(data), "GEMINI_PROJECT_DIR": "/src/app"}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    subprocess.run(["bash", "-c", command], input=b"{}", env=env, timeout=60, check=True)
+    assert endpoint.project_dirs == ["/src/app"]
+    assert forward_module.PROJECT_DIR_VARIABLES == PROJECT_DIR_VARIABLES
