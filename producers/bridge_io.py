@@ -25,7 +25,7 @@ class LongLine:
 
 
 class LineHandler(Protocol):
-    """What answers the lines (:class:`producers.bridge.Bridge`)."""
+    """What answers the lines (:class:`producers.operations.Operations`)."""
 
     def handle_line(self, line: str) -> dict[str, Any]: ...
 

@@ -15,7 +15,6 @@ from typing import Protocol
 import redis
 
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.producers.bridge_distill import DistillBackend
 from turngraph.producers.distill_client import DistillClient
 from turngraph.producers.publisher import ConsentCheck, Publisher
 from turngraph.producers.recall_client import RecallClient
@@ -100,7 +99,7 @@ class Connection:
     publisher: Publisher
     recaller: Recaller
     queue_status: Callable[[], Mapping[str, int]] | None = None
-    distiller: DistillBackend | None = None
+    distiller: DistillClient | None = None
     probe: Callable[[], Reachability] | None = None
     redis_url: str = ""
     """Where this connection's Redis is (a bridge compares it with where the embedded

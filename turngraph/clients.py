@@ -11,10 +11,10 @@ import structlog
 from pydantic import SecretStr
 
 from turngraph.embedded.services import ServiceEndpoints, read_endpoints, wait_for_endpoints
-from turngraph.producers.bridge import Bridge
-from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.connection import Connection, connect
 from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.errors import ConfigurationError
@@ -164,9 +164,9 @@ def producer_consent_endpoint(settings: Settings) -> str:
     return consent_endpoint(settings.redis_url, settings.data_dir)
 
 
-def build_bridge(
+def build_operations(
     settings: Settings, *, deadline_ms: int | None = None, note_hints: bool = True
-) -> Bridge:
+) -> Operations:
     """A bridge on the configured (or running embedded) Redis. Without one yet, publish and
     recall answer BACKEND_UNAVAILABLE, and the bridge looks again every few seconds.
     ``note_hints=False``: the folder hints of ``turngraph scopes`` are left alone."""
@@ -187,11 +187,11 @@ def build_bridge(
             log.warning("bridge_redis_url_invalid")  # a bad URL: no backend, not a crash
             return None
 
-    return Bridge(
+    return Operations(
         hasher=ScopeHasher.for_data_dir(settings.data_dir),
         hints=ScopeHints(settings.data_dir) if note_hints else None,
         consent=consent,
-        backend=BridgeBackend(
+        backend=Backend(
             endpoint=endpoint,
             publisher=None,
             recaller=None,

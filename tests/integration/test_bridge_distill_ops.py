@@ -20,9 +20,9 @@ from tests.support.distill import decision_events
 from tests.support.maintenance import UNFINISHED, long_session, maintenance_worker, service_env
 from tests.support.turns import T0, turn
 from turngraph.app import build_pipeline, build_recall_worker
-from turngraph.clients import Clients, build_bridge
-from turngraph.producers.bridge import Bridge
+from turngraph.clients import Clients, build_operations
 from turngraph.producers.consent import ConsentStore, consent_endpoint
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.recall.text import estimate_tokens
@@ -36,7 +36,7 @@ DEADLINE_MS = 60_000
 @dataclass
 class Served:
     clients: Clients
-    bridge: Bridge
+    bridge: Operations
     hasher: ScopeHasher
     workspace: str
 
@@ -72,7 +72,7 @@ def served(clients: Clients, tmp_path: Path) -> Iterator[Served]:
     ConsentStore(settings.data_dir).enable(
         hasher.workspace(workspace), consent_endpoint(settings.redis_url, settings.data_dir)
     )
-    bridge = build_bridge(settings)
+    bridge = build_operations(settings)
     recall = build_recall_worker(clients)
     recall.bootstrap()
     thread = threading.Thread(target=recall.run, daemon=True)
@@ -201,7 +201,7 @@ def test_recap_of_the_previous_long_session(served: Served) -> None:
 
 
 def test_ops_fail_open_without_a_maintenance_worker(clients: Clients) -> None:
-    bridge = build_bridge(clients.settings)
+    bridge = build_operations(clients.settings)
     try:
         started = time.monotonic()
         reply = bridge.handle_line(

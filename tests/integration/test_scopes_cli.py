@@ -13,9 +13,9 @@ import pytest
 from turngraph.app import build_pipeline
 from turngraph.cli import main
 from turngraph.clients import Clients
-from turngraph.producers.bridge import Bridge
-from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.consent import ConsentStore
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.scope_hints import HINTS_FILE, ScopeHints
 from turngraph.producers.scopes import ScopeHasher
@@ -44,11 +44,11 @@ def project(clients: Clients, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     consent = ConsentStore(settings.data_dir)
     consent.enable(hasher.workspace(str(folder)), "redis://test")
     publisher = Publisher(redis_url=settings.redis_url)
-    bridge = Bridge(
+    bridge = Operations(
         hasher=hasher,
         consent=consent,
         hints=ScopeHints(settings.data_dir),
-        backend=BridgeBackend(endpoint="redis://test", publisher=publisher, recaller=None),
+        backend=Backend(endpoint="redis://test", publisher=publisher, recaller=None),
     )
     events = []
     for index, text in enumerate(["we pin ruff to 0.6", "and run mypy in CI"]):

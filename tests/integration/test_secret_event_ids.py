@@ -15,10 +15,10 @@ from structlog.testing import capture_logs
 from tests.integration.test_secrets_never_leave import _redis_bytes
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients
-from turngraph.producers.bridge import Bridge
-from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.redaction import HASHED_ID_PREFIX, contains_secret, secret_free_id
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
@@ -65,10 +65,10 @@ def test_a_secret_id_never_leaves_the_producer(
     consent = ConsentStore(settings.data_dir)
     consent.enable(hasher.workspace(WORKSPACE), settings.redis_url)
     publisher = open_publisher(settings, consent=consent.checker(settings.redis_url))
-    bridge = Bridge(
+    bridge = Operations(
         hasher=hasher,
         consent=consent,
-        backend=BridgeBackend(endpoint=settings.redis_url, publisher=publisher, recaller=None),
+        backend=Backend(endpoint=settings.redis_url, publisher=publisher, recaller=None),
     )
     with capture_logs() as logs:
         replies = []

@@ -10,10 +10,10 @@ import pytest
 import redis
 from structlog.testing import capture_logs
 
-from turngraph.producers.bridge import Bridge
-from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
 
@@ -69,10 +69,10 @@ def test_no_secret_reaches_redis_or_the_logs(
     consent = ConsentStore(settings.data_dir)
     consent.enable(hasher.workspace(RAW_WORKSPACE), settings.redis_url)
     publisher = open_publisher(settings, consent=consent.checker(settings.redis_url))
-    bridge = Bridge(
+    bridge = Operations(
         hasher=hasher,
         consent=consent,
-        backend=BridgeBackend(endpoint=settings.redis_url, publisher=publisher, recaller=None),
+        backend=Backend(endpoint=settings.redis_url, publisher=publisher, recaller=None),
     )
     with capture_logs() as logs:
         for index, row in enumerate(CORPUS):

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from tests.support.worker_processes import wait_for
 from turngraph.embedded.process import free_port
-from turngraph.producers.bridge import Bridge
-from turngraph.producers.bridge_backend import BridgeBackend
+from turngraph.producers import bridge_io
 from turngraph.producers.consent import ConsentStore
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.errors import ErrorCode
@@ -36,15 +37,15 @@ class FakeRecaller:
 
 
 @pytest.fixture
-def bridge(tmp_path: Path) -> Iterator[Bridge]:
+def bridge(tmp_path: Path) -> Iterator[Operations]:
     hasher = ScopeHasher(b"s" * 32)
     consent = ConsentStore(tmp_path)
     consent.enable(hasher.workspace("/work/proj"), ENDPOINT)
     publisher = Publisher(redis_url=f"redis://127.0.0.1:{free_port()}/0", buffer_size=100)
-    yield Bridge(
+    yield Operations(
         hasher=hasher,
         consent=consent,
-        backend=BridgeBackend(
+        backend=Backend(
             endpoint=ENDPOINT,
             publisher=publisher,
             recaller=FakeRecaller(),
@@ -68,7 +69,7 @@ def _event(**over: Any) -> dict[str, Any]:
     return event
 
 
-def test_publish_hashes_scopes_and_buffers(bridge: Bridge) -> None:
+def test_publish_hashes_scopes_and_buffers(bridge: Operations) -> None:
     reply = bridge.handle_line(json.dumps({"id": 7, "op": "publish", "event": _event()}))
     assert reply["id"] == 7
     # Nothing listens at the publisher's port: the turn is buffered either way. Which reply
@@ -82,14 +83,14 @@ def test_publish_hashes_scopes_and_buffers(bridge: Bridge) -> None:
     assert event.workspace.startswith("w_") and "alice" not in event.model_dump_json()
 
 
-def test_publish_without_consent_is_refused(bridge: Bridge) -> None:
+def test_publish_without_consent_is_refused(bridge: Operations) -> None:
     reply = bridge.handle_line(
         json.dumps({"op": "publish", "event": _event(workspace="/other/proj")})
     )
     assert reply["error_code"] == "CONSENT_REQUIRED" and "remediation" in reply
 
 
-def test_invalid_event_names_fields_but_never_quotes_input(bridge: Bridge) -> None:
+def test_invalid_event_names_fields_but_never_quotes_input(bridge: Operations) -> None:
     secret_content = "x" * 300_000  # too long
     reply = bridge.handle_line(
         json.dumps({"op": "publish", "event": _event(content=secret_content, role="robot")})
@@ -114,7 +115,7 @@ def test_invalid_event_names_fields_but_never_quotes_input(bridge: Bridge) -> No
     ],
 )
 def test_values_the_writer_cannot_store_are_typed_errors(
-    bridge: Bridge, field: str, raw: str
+    bridge: Operations, field: str, raw: str
 ) -> None:
     line = json.dumps({"op": "publish", "event": _event(**{field: "__RAW__"})})
     reply = bridge.handle_line(line.replace('"__RAW__"', raw))
@@ -134,7 +135,7 @@ def test_values_the_writer_cannot_store_are_typed_errors(
     ],
 )
 def test_an_invalid_event_says_what_to_change(
-    bridge: Bridge, fields: dict[str, Any], says: str
+    bridge: Operations, fields: dict[str, Any], says: str
 ) -> None:
     # These named the field and nothing else ("invalid turn event: event.occurred_at"):
     # a naive timestamp from a JavaScript `toISOString()` without its `Z` gave no hint.
@@ -143,7 +144,7 @@ def test_an_invalid_event_says_what_to_change(
     assert says in reply["user_message"], reply["user_message"]
 
 
-def test_recall_hashes_scope_keys(bridge: Bridge) -> None:
+def test_recall_hashes_scope_keys(bridge: Operations) -> None:
     reply = bridge.handle_line(
         json.dumps({"op": "recall", "query": "queue policy?", "workspace": "/work/proj"})
     )
@@ -153,7 +154,7 @@ def test_recall_hashes_scope_keys(bridge: Bridge) -> None:
     assert recaller.calls[0][1]["workspace"].startswith("w_")
 
 
-def test_flush_and_status(bridge: Bridge) -> None:
+def test_flush_and_status(bridge: Operations) -> None:
     assert bridge.handle_line('{"op": "flush", "timeout_s": 0.01}')["success"] is True
     bridge.handle_line(json.dumps({"op": "publish", "event": _event()}))
     reply = bridge.handle_line('{"op": "flush", "timeout_s": 0.01}')
@@ -185,29 +186,29 @@ def test_flush_and_status(bridge: Bridge) -> None:
         ('{"op": "flush", "timeout_s": true}', "INVALID_REQUEST"),
     ],
 )
-def test_malformed_lines_get_typed_errors(bridge: Bridge, line: str, code: str) -> None:
+def test_malformed_lines_get_typed_errors(bridge: Operations, line: str, code: str) -> None:
     reply = bridge.handle_line(line)
     assert reply["success"] is False and reply["error_code"] == code
     assert reply["user_message"] and reply["remediation"]
 
 
-def test_serve_answers_every_line_and_survives_garbage(bridge: Bridge) -> None:
+def test_serve_answers_every_line_and_survives_garbage(bridge: Operations) -> None:
     lines_in = io.BytesIO(b'{"op": "status", "id": "a"}\n\n\x00garbage\n{"op": "status"}\n')
     lines_out = io.BytesIO()
-    assert bridge.serve(lines_in, lines_out) == 0
+    assert bridge_io.serve(bridge, lines_in, lines_out) == 0
     replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
     assert [r["success"] for r in replies] == [True, False, False, True]
     assert replies[0]["id"] == "a"
     assert replies[1]["user_message"] == "the request line is empty"  # answered, not skipped
 
 
-def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Bridge) -> None:
+def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Operations) -> None:
     lines_in = io.BytesIO(
         b'{"op": "status", "id": 1}\n\xff\xfe{"op": "status"}\n'
         b'{"op": "status", "id": 2, "note": "caf\xc3\xa9"}\n{"id": 3, "op": "status"}'
     )
     lines_out = io.BytesIO()
-    assert bridge.serve(lines_in, lines_out) == 0
+    assert bridge_io.serve(bridge, lines_in, lines_out) == 0
     replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
     assert [r.get("id") for r in replies] == [1, None, 2, 3]
     assert replies[1]["error_code"] == "INVALID_ENCODING" and replies[1]["remediation"]
@@ -215,7 +216,7 @@ def test_invalid_utf8_is_one_typed_error_between_good_replies(bridge: Bridge) ->
 
 
 def test_an_overlong_line_is_refused_and_the_next_line_answered(
-    bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+    bridge: Operations, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import turngraph.producers.bridge_io as bridge_io
 
@@ -223,7 +224,7 @@ def test_an_overlong_line_is_refused_and_the_next_line_answered(
     long_line = b'{"op": "status", "pad": "' + b"x" * 500 + b'"}\n'
     lines_in = io.BytesIO(long_line + b'{"op": "status", "id": 9}\n')
     lines_out = io.BytesIO()
-    bridge.serve(lines_in, lines_out)
+    bridge_io.serve(bridge, lines_in, lines_out)
     replies = [json.loads(line) for line in lines_out.getvalue().splitlines()]
     assert replies[0]["error_code"] == "INVALID_REQUEST" and replies[1]["id"] == 9
 
@@ -231,12 +232,12 @@ def test_an_overlong_line_is_refused_and_the_next_line_answered(
 @settings(max_examples=100, deadline=None)
 @given(raw=st.binary(max_size=200))
 def test_any_bytes_get_a_contract_reply(raw: bytes) -> None:
-    bridge = Bridge(
+    bridge = Operations(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(Path("/nonexistent-consent-dir")),
-        backend=BridgeBackend(endpoint=ENDPOINT, publisher=None, recaller=None),
+        backend=Backend(endpoint=ENDPOINT, publisher=None, recaller=None),
     )
-    _assert_contract(bridge.handle_bytes(raw))
+    _assert_contract(bridge_io.handle_bytes(bridge, raw))
 
 
 JSON_VALUES = st.recursive(
@@ -285,7 +286,7 @@ def _assert_contract(reply: dict[str, Any]) -> None:
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(line=st.text(max_size=200))
-def test_any_text_line_gets_a_reply(bridge: Bridge, line: str) -> None:
+def test_any_text_line_gets_a_reply(bridge: Operations, line: str) -> None:
     _assert_contract(bridge.handle_line(line))
 
 
@@ -293,7 +294,9 @@ def test_any_text_line_gets_a_reply(bridge: Bridge, line: str) -> None:
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(request=REQUESTS)
-def test_any_request_object_gets_a_contract_reply(bridge: Bridge, request: dict[str, Any]) -> None:
+def test_any_request_object_gets_a_contract_reply(
+    bridge: Operations, request: dict[str, Any]
+) -> None:
     reply = bridge.handle_line(json.dumps(request))
     _assert_contract(reply)
     assert reply.get("error_code") != "INTERNAL_ERROR"
@@ -332,10 +335,10 @@ def test_recall_through_the_real_client_always_answers_the_contract(
     from turngraph.producers.recall_client import RecallClient
 
     dead = redis.Redis(port=free_port(), socket_connect_timeout=0.05, retry=Retry(NoBackoff(), 0))
-    bridge = Bridge(
+    bridge = Operations(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(tmp_path),
-        backend=BridgeBackend(
+        backend=Backend(
             endpoint=ENDPOINT, publisher=None, recaller=RecallClient(dead, deadline_ms=50)
         ),
     )
@@ -357,10 +360,10 @@ def test_a_bridge_started_before_redis_connects_later(tmp_path: Path) -> None:
             return None
         return Connection(publisher=publisher, recaller=FakeRecaller())
 
-    bridge = Bridge(
+    bridge = Operations(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(tmp_path),
-        backend=BridgeBackend(
+        backend=Backend(
             endpoint=ENDPOINT, publisher=None, recaller=None, connect=connect, reconnect_every_s=0.0
         ),
     )
@@ -372,7 +375,7 @@ def test_a_bridge_started_before_redis_connects_later(tmp_path: Path) -> None:
     bridge.close()
 
 
-def test_out_of_range_recall_options_are_clamped_and_reported(bridge: Bridge) -> None:
+def test_out_of_range_recall_options_are_clamped_and_reported(bridge: Operations) -> None:
     reply = bridge.handle_line(
         json.dumps(
             {"id": "c", "op": "recall", "query": "q", "max_results": 500, "half_life_days": 0.1}
@@ -390,7 +393,7 @@ def test_out_of_range_recall_options_are_clamped_and_reported(bridge: Bridge) ->
     assert "clamped" not in in_range and recaller.calls[-1][1]["max_results"] == 7
 
 
-def test_flush_timeout_above_the_cap_is_clamped_and_reported(bridge: Bridge) -> None:
+def test_flush_timeout_above_the_cap_is_clamped_and_reported(bridge: Operations) -> None:
     reply = bridge.handle_line('{"op": "flush", "timeout_s": 600}')
     assert reply["success"] is True
     assert reply["clamped"] == {"timeout_s": {"requested": 600.0, "used": 30.0}}
@@ -408,14 +411,14 @@ def test_flush_timeout_above_the_cap_is_clamped_and_reported(bridge: Bridge) -> 
     ],
 )
 def test_requests_are_checked_as_the_schema_says(
-    bridge: Bridge, request_: dict[str, Any], field: str
+    bridge: Operations, request_: dict[str, Any], field: str
 ) -> None:
     reply = bridge.handle_line(json.dumps({"id": 5, **request_}))
     assert reply["error_code"] == "INVALID_REQUEST" and reply["id"] == 5
     assert field in reply["user_message"]
 
 
-def test_every_reply_matches_its_reply_model(bridge: Bridge) -> None:
+def test_every_reply_matches_its_reply_model(bridge: Operations) -> None:
     from pydantic import TypeAdapter
 
     from turngraph.schemas.bridge import REPLY_MODELS
@@ -431,7 +434,7 @@ def test_every_reply_matches_its_reply_model(bridge: Bridge) -> None:
         TypeAdapter(REPLY_MODELS[op][0] | REPLY_MODELS[op][1]).validate_python(reply)
 
 
-def test_recall_takes_a_scope_id_as_it_is(bridge: Bridge) -> None:
+def test_recall_takes_a_scope_id_as_it_is(bridge: Operations) -> None:
     workspace = bridge.hasher.workspace("/work/proj")
     user = bridge.hasher.user("alice")
     line = {"op": "recall", "query": "queue?", "workspace": workspace, "user": user}

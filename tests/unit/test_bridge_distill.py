@@ -14,9 +14,9 @@ import pytest
 import redis
 from pydantic import TypeAdapter
 
-from turngraph.producers.bridge import Bridge
-from turngraph.producers.bridge_backend import BridgeBackend
 from turngraph.producers.consent import ConsentStore
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.core import Operations
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.bridge import REPLY_MODELS
 from turngraph.schemas.bridge_distill import PromotableKind
@@ -92,18 +92,18 @@ def distill() -> FakeDistill:
 
 
 @pytest.fixture
-def bridge(tmp_path: Path, distill: FakeDistill) -> Iterator[Bridge]:
+def bridge(tmp_path: Path, distill: FakeDistill) -> Iterator[Operations]:
     hasher = ScopeHasher(b"s" * 32)
     consent = ConsentStore(tmp_path)
     consent.enable(hasher.workspace("/work/proj"), ENDPOINT)
-    yield Bridge(
+    yield Operations(
         hasher=hasher,
         consent=consent,
-        backend=BridgeBackend(endpoint=ENDPOINT, publisher=None, recaller=None, distiller=distill),
+        backend=Backend(endpoint=ENDPOINT, publisher=None, recaller=None, distiller=distill),
     )
 
 
-def _ask(bridge: Bridge, op: str, **fields: Any) -> dict[str, Any]:
+def _ask(bridge: Operations, op: str, **fields: Any) -> dict[str, Any]:
     reply = bridge.handle_line(json.dumps({"id": 9, "op": op, **fields}))
     ok, error = REPLY_MODELS[op]
     TypeAdapter(ok | error).validate_python(reply)
@@ -116,7 +116,7 @@ PROMOTE = {"kind": "preference", "text": "short answers", "workspace": "/work/pr
 
 
 def test_recap_defaults_to_the_previous_session_with_hashed_keys(
-    bridge: Bridge, distill: FakeDistill
+    bridge: Operations, distill: FakeDistill
 ) -> None:
     _ask(bridge, "recap", workspace="/work/proj", current_session_id="chat-2", budget_tokens=300)
     _, (session, budget), options = distill.calls[0]
@@ -126,14 +126,14 @@ def test_recap_defaults_to_the_previous_session_with_hashed_keys(
     assert "/work/proj" not in json.dumps(distill.calls)
 
 
-def test_deadline_is_clamped_and_reported(bridge: Bridge, distill: FakeDistill) -> None:
+def test_deadline_is_clamped_and_reported(bridge: Operations, distill: FakeDistill) -> None:
     reply = _ask(bridge, "summary", memory_id="sum_1", deadline_ms=10**9)
     assert reply["success"] is True and reply["kind"] == "memory"
     assert reply["clamped"] == {"deadline_ms": {"requested": 10**9, "used": 120_000}}
     assert distill.calls[0][2] == {"deadline_ms": 120_000}
 
 
-def test_a_reply_without_its_payload_is_an_internal_error(bridge: Bridge) -> None:
+def test_a_reply_without_its_payload_is_an_internal_error(bridge: Operations) -> None:
     reply = _ask(bridge, "summarize", session_id="chat-1", last_n=3)
     assert reply["error_code"] == "INTERNAL_ERROR"
 
@@ -143,14 +143,14 @@ def test_a_reply_without_its_payload_is_an_internal_error(bridge: Bridge) -> Non
              ErrorCode.REFUSED, ErrorCode.BACKEND_UNAVAILABLE],
 )  # fmt: skip
 def test_worker_failures_keep_their_code(
-    bridge: Bridge, distill: FakeDistill, code: ErrorCode
+    bridge: Operations, distill: FakeDistill, code: ErrorCode
 ) -> None:
     distill.failure = code
     reply = _ask(bridge, "recap", workspace="/work/proj")
     assert reply["success"] is False and reply["error_code"] == code.value
 
 
-def test_promote_hashes_keys_and_needs_consent(bridge: Bridge, distill: FakeDistill) -> None:
+def test_promote_hashes_keys_and_needs_consent(bridge: Operations, distill: FakeDistill) -> None:
     reply = _ask(bridge, "promote", **{**PROMOTE, "scope": "user"})
     assert reply["success"] is True and reply["memory"]["scope"] == "user"
     (kind, _, user), options = distill.calls[0][1], distill.calls[0][2]
@@ -161,7 +161,7 @@ def test_promote_hashes_keys_and_needs_consent(bridge: Bridge, distill: FakeDist
 
 
 def test_secret_looking_text_is_refused_before_it_leaves(
-    bridge: Bridge, distill: FakeDistill
+    bridge: Operations, distill: FakeDistill
 ) -> None:
     for entry in CORPUS:
         text = entry["content"][:2_000]
@@ -174,7 +174,7 @@ def test_secret_looking_text_is_refused_before_it_leaves(
 
 
 def test_context_before_and_after_maintenance_saw_the_session(
-    bridge: Bridge, distill: FakeDistill
+    bridge: Operations, distill: FakeDistill
 ) -> None:
     assert _ask(bridge, "context", session_id="chat-1")["available"] is False
     distill.rolling = RollingContext(
@@ -196,10 +196,10 @@ def test_context_before_and_after_maintenance_saw_the_session(
 
 
 def test_without_a_backend_every_op_is_unavailable(tmp_path: Path) -> None:
-    bridge = Bridge(
+    bridge = Operations(
         hasher=ScopeHasher(b"s" * 32),
         consent=ConsentStore(tmp_path),
-        backend=BridgeBackend(endpoint=ENDPOINT, publisher=None, recaller=None),
+        backend=Backend(endpoint=ENDPOINT, publisher=None, recaller=None),
     )
     for op, fields in (
         ("summarize", {"session_id": "c"}),
@@ -222,7 +222,7 @@ def test_without_a_backend_every_op_is_unavailable(tmp_path: Path) -> None:
     ],
 )
 def test_invalid_requests_name_the_field(
-    bridge: Bridge, op: str, fields: dict[str, Any], field: str
+    bridge: Operations, op: str, fields: dict[str, Any], field: str
 ) -> None:
     reply = _ask(bridge, op, **fields)
     assert reply["error_code"] == "INVALID_REQUEST" and field in reply["user_message"]
@@ -230,7 +230,7 @@ def test_invalid_requests_name_the_field(
 
 @pytest.mark.parametrize("given", ["raw", "id"])
 def test_recap_and_summarize_take_a_raw_key_or_its_id_alike(
-    bridge: Bridge, distill: FakeDistill, given: str
+    bridge: Operations, distill: FakeDistill, given: str
 ) -> None:
     """The one rule for scope keys (as ``turngraph scopes`` lists ids): an MCP client that
     passes ``s_…`` gets that session, not the hash of its id."""

@@ -14,9 +14,10 @@ from typing import Any
 
 import structlog
 
-from turngraph.clients import build_bridge
+from turngraph.clients import build_operations
 from turngraph.lifecycle import StopSignal, stop_on_signals
 from turngraph.logs import configure_logging
+from turngraph.producers import bridge_io
 from turngraph.producers.git_info import git_metadata
 from turngraph.settings import Settings
 
@@ -65,7 +66,7 @@ def run_bridge(args: argparse.Namespace) -> int:
     configure_logging(settings)  # logs go to stderr; stdout carries only replies
     stop_on_signals()  # SIGTERM or SIGINT: deliver what is buffered, then exit 0
     try:
-        return build_bridge(settings).serve(sys.stdin.buffer, sys.stdout.buffer)
+        return bridge_io.serve(build_operations(settings), sys.stdin.buffer, sys.stdout.buffer)
     except StopSignal as stopped:
         log.info("stopped", signal=str(stopped))
         return 0
@@ -95,7 +96,7 @@ def run_publish(args: argparse.Namespace) -> int:
         info = git_metadata(Path(workspace))
         if info is not None:
             event["git"] = info.model_dump(exclude_none=True)
-    bridge = build_bridge(settings)
+    bridge = build_operations(settings)
     try:
         reply = bridge.handle_line(json.dumps({"op": "publish", "event": event}))
         if reply.get("success"):
@@ -121,7 +122,7 @@ def run_recall(args: argparse.Namespace) -> int:
         request["session_id"] = args.session
     if args.user:
         request["user"] = args.user
-    bridge = build_bridge(settings, deadline_ms=args.deadline_ms)
+    bridge = build_operations(settings, deadline_ms=args.deadline_ms)
     try:
         return _print(bridge.handle_line(json.dumps(request)))
     finally:

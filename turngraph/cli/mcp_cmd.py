@@ -1,4 +1,4 @@
-"""``turngraph mcp``: the memory as an MCP server on stdio (see ``turngraph.mcp_server``)."""
+"""``turngraph mcp``: the memory as an MCP server on stdio (``turngraph.mcp_server``)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     from turngraph.lifecycle import exit_on_signals
     from turngraph.logs import configure_logging
-    from turngraph.mcp_server import build_server
-    from turngraph.mcp_stdio import serve_stdio
-    from turngraph.mcp_tools import LazyBridge, MemoryTools
+    from turngraph.mcp_server.server import build_server
+    from turngraph.mcp_server.stdio import serve_stdio
+    from turngraph.mcp_server.tools import LazyOperations, MemoryTools
     from turngraph.schemas.scopes import Scope
     from turngraph.scope_keys import raw_workspace
     from turngraph.settings import Settings
@@ -37,11 +37,11 @@ def run_mcp(args: argparse.Namespace) -> int:
     def build() -> Any:
         # Redis, the drivers and the redaction rules load here, after `initialize` could
         # be answered (`python -m bench.startup`)
-        from turngraph.clients import build_bridge
+        from turngraph.clients import build_operations
 
-        return build_bridge(settings, deadline_ms=args.deadline_ms)
+        return build_operations(settings, deadline_ms=args.deadline_ms)
 
-    bridge = LazyBridge(build)
+    bridge = LazyOperations(build)
 
     def forget_scope(scope: Scope, key: str) -> dict[str, object]:
         from turngraph.forgetting import forget

@@ -9,7 +9,7 @@ import secrets
 import string
 import time
 
-from turngraph.clients import build_bridge, producer_consent_endpoint
+from turngraph.clients import build_operations, producer_consent_endpoint
 from turngraph.doctor.checks import Check, fail, ok
 from turngraph.forgetting import forget
 from turngraph.producers.consent import ConsentStore
@@ -38,7 +38,7 @@ def run_smoke(settings: Settings, timeout_s: float) -> Check:
     workspace_id = ScopeHasher.for_data_dir(settings.data_dir).workspace(SMOKE_WORKSPACE)
     endpoint = producer_consent_endpoint(settings)
     consent.enable(workspace_id, endpoint)
-    bridge = build_bridge(settings, deadline_ms=2_000, note_hints=False)
+    bridge = build_operations(settings, deadline_ms=2_000, note_hints=False)
     word = marker()
     session = f"{SMOKE_SESSION}-{word}"  # a new turn every run (an old one is a duplicate)
     started = time.monotonic()

@@ -1,13 +1,13 @@
 """``turngraph mcp``: the memory as an MCP server (stdio), for editors that speak MCP.
 
-Every tool answers through the bridge's core (:class:`producers.bridge.Bridge`): the same
+Every tool answers through the bridge's core (:class:`producers.operations.Operations`): the same
 validation, scope hashing, consent check and fail-open deadline as ``turngraph bridge``,
 and the same reply objects (as the tool result's structured content). A failure is a tool
 result with ``isError`` and the bridge's ``error_code`` / ``user_message`` /
 ``remediation``, never a made-up success.
 
 The distilled-memory tools (``recap``, ``summarize_recent``, ``promote``) are in
-``turngraph.mcp_distill``. No ``from __future__ import annotations`` here: the SDK
+``turngraph.mcp_server.distill``. No ``from __future__ import annotations`` here: the SDK
 evaluates the tools' annotations, and ``forget``'s names a resolver defined inside
 ``build_server``.
 """
@@ -33,8 +33,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from turngraph.mcp_distill import register_distill_tools
-from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
+from turngraph.mcp_server.distill import register_distill_tools
+from turngraph.mcp_server.tools import MemoryTools, publish_and_flush, server_version, tool_result
 from turngraph.schemas.bridge_common import error_reply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import Scope, ScopeNameValue, ScopeValue

@@ -1,7 +1,7 @@
 """The MCP server's distilled-memory tools: ``recap``, ``summarize_recent``, ``promote``.
 
-Registered by :func:`turngraph.mcp_server.build_server`; each answers through the bridge
-core's ops (``producers.bridge_distill``), so consent, scope hashing, the secret check and
+Registered by :func:`turngraph.mcp_server.server.build_server`; each answers through the bridge
+core's ops (``producers.operations.distill``), so consent, scope hashing, the secret check and
 the fail-open deadline are the bridge's. A maintenance worker answers them.
 
 No ``from __future__ import annotations`` here: the SDK evaluates the tools' annotations.
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from turngraph.mcp_tools import MemoryTools, publish_and_flush, server_version, tool_result
+from turngraph.mcp_server.tools import MemoryTools, publish_and_flush, server_version, tool_result
 from turngraph.schemas.scopes import PromotionScope
 
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
@@ -114,7 +114,7 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
         }
         if session_id is None:
             # the redaction rules load on the first promote, not at the server's start
-            from turngraph.producers.bridge_distill import secret_refusal
+            from turngraph.producers.operations.distill import secret_refusal
             from turngraph.producers.redaction import looks_secret
 
             if looks_secret(text):  # refused before the note is published

@@ -1,9 +1,9 @@
-"""The bridge core: typed requests in, typed replies out, for every client of the producer.
+"""The editor operations: typed requests in, typed replies out, for every client.
 
-``turngraph bridge`` (stdio JSON lines, ``producers.bridge_io``) and ``turngraph mcp`` (the
-MCP server) both answer through :meth:`Bridge.handle_request`, so consent, scope hashing,
-validation and the fail-open deadline are decided in one place. An extension writes one
-request per line::
+``turngraph bridge`` (stdio JSON lines, ``producers.bridge_io``), ``turngraph mcp``, the
+local endpoint and the hooks all answer through :meth:`Operations.handle_request`, so
+consent, scope hashing, validation and the fail-open deadline are decided in one place.
+A request is one JSON object::
 
     {"id": 1, "op": "publish", "event": {"session_id": "...", "workspace": "/path",
      "user": "me", "turn_index": 3, "role": "user", "content": "...",
@@ -18,7 +18,7 @@ request per line::
      "user": "me", "session_id": "...", "scope": "user"}
     {"id": 9, "op": "context", "session_id": "..."}
 
-The distilled-memory ops (summarize … context) are in ``producers.bridge_distill``.
+The distilled-memory ops (summarize … context) are in ``producers.operations.distill``.
 Every request gets exactly one reply with the seed bridge's contract: ``success`` and,
 on failure, ``error_code``, ``user_message`` and ``remediation`` (never chat text or
 secrets). The models and their JSON Schemas are in ``schemas.bridge``. Raw scope keys are
@@ -30,15 +30,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, BinaryIO
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from turngraph.producers import bridge_io
-from turngraph.producers.bridge_backend import BridgeBackend
-from turngraph.producers.bridge_distill import DistillOps, unavailable
 from turngraph.producers.consent import ConsentStore
+from turngraph.producers.operations.backend import Backend
+from turngraph.producers.operations.distill import DistillOps, unavailable
 from turngraph.producers.redaction import secret_free_id
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
@@ -79,13 +78,12 @@ def _invalid_fields(exc: ValidationError, prefix: str = "") -> str:
     return ", ".join(described_fields(exc, "(root)", prefix))
 
 
-class Bridge:
+class Operations:
     """Answers requests.
 
     ``backend`` holds the Redis-side clients; they may be None when no Redis is known at
-    start-up, and are looked for again, or found again after a restart
-    (:class:`BridgeBackend`); meanwhile the ops that need them answer
-    ``BACKEND_UNAVAILABLE``.
+    start-up, and are looked for again, or found again after a restart (:class:`Backend`);
+    meanwhile the ops that need them answer ``BACKEND_UNAVAILABLE``.
     """
 
     def __init__(
@@ -93,7 +91,7 @@ class Bridge:
         *,
         hasher: ScopeHasher,
         consent: ConsentStore,
-        backend: BridgeBackend,
+        backend: Backend,
         hints: ScopeHints | None = None,
     ) -> None:
         self._hasher = hasher
@@ -181,14 +179,6 @@ class Bridge:
             )
         self.backend.ensure()
         return self._ops[op](typed)
-
-    def serve(self, lines_in: BinaryIO, lines_out: BinaryIO) -> int:
-        """Answer JSON lines until end of input (see :func:`producers.bridge_io.serve`)."""
-        return bridge_io.serve(self, lines_in, lines_out)
-
-    def handle_bytes(self, raw: bytes) -> dict[str, Any]:
-        """One request line as bytes (see :func:`producers.bridge_io.handle_bytes`)."""
-        return bridge_io.handle_bytes(self, raw)
 
     def close(self) -> None:
         """Deliver what is buffered (bounded wait) and stop the publisher."""

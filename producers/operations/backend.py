@@ -1,7 +1,7 @@
 """What the bridge answers with: the Redis-side clients, found late and found again.
 
 A bridge may start before ``turngraph up``, and embedded services may come back on
-another port or password; :class:`BridgeBackend` holds the current clients and replaces
+another port or password; :class:`Backend` holds the current clients and replaces
 them when a new :class:`~turngraph.producers.connection.Connection` is found. It also
 caches whether Redis answers a PING, so a publish costs at most one round trip a second.
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 
 import structlog
 
-from turngraph.producers.bridge_distill import DistillBackend
 from turngraph.producers.connection import Connection, Reachability, Recaller
+from turngraph.producers.operations.distill import DistillBackend
 from turngraph.producers.publisher import Publisher
 
 log = structlog.get_logger(__name__)
@@ -27,7 +27,7 @@ RECONNECT_EVERY_S = 2.0
 """Without a backend, the bridge looks for one at most this often."""
 
 
-class BridgeBackend:
+class Backend:
     """The publisher, recall and distill clients, queue counters and reachability probe.
 
     They may be None when no Redis is known at start-up: with ``connect`` given,
@@ -65,11 +65,17 @@ class BridgeBackend:
         self._last_connect = -reconnect_every_s
         self._reached: Reachability | None = None
         self._reached_at = 0.0
+        self._ensuring = threading.Lock()
 
     def ensure(self) -> None:
-        """Connect when there is no backend yet, or move when Redis moved."""
+        """Connect when there is no backend yet, or move when Redis moved (one thread at a
+        time: the endpoint and the MCP server answer on several)."""
         if self._connect is None:
             return
+        with self._ensuring:
+            self._ensure(self._connect)
+
+    def _ensure(self, connect: Callable[[], Connection | None]) -> None:
         moved = self.publisher is not None and self._moved()
         if self.publisher is not None and not moved:
             return
@@ -79,7 +85,7 @@ class BridgeBackend:
         self._last_connect = now
         old = self.publisher if moved else None
         try:
-            backend = self._connect()
+            backend = connect()
         except Exception as exc:  # no backend yet: answer BACKEND_UNAVAILABLE, try later
             log.warning("bridge_connect_failed", error=type(exc).__name__)
             return

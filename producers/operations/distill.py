@@ -1,6 +1,6 @@
 """The bridge's distilled-memory ops: summarize, recap, summary, promote, context.
 
-:class:`DistillOps` answers them for :class:`producers.bridge.Bridge` (so ``turngraph
+:class:`DistillOps` answers them for :class:`producers.operations.Operations` (so ``turngraph
 bridge`` and ``turngraph mcp`` share one behaviour): raw scope keys hashed, ``promote``
 checked for consent and for secret-looking text *before* anything leaves this machine,
 the maintenance worker asked through :class:`producers.distill_client.DistillClient`

@@ -2,8 +2,8 @@
 state behind them (:class:`MemoryTools`), a bridge reply as a tool result, and publishing a
 turn that Redis has taken before the tool answers.
 
-Used by ``turngraph.mcp_server`` (recall, remember, status, forget) and
-``turngraph.mcp_distill`` (recap, summarize_recent, promote). No ``from __future__ import
+Used by ``turngraph.mcp_server.server`` (recall, remember, status, forget) and
+``turngraph.mcp_server.distill`` (recap, summarize_recent, promote). No ``from __future__ import
 annotations``: the SDK evaluates the tools' annotations.
 """
 
@@ -31,23 +31,23 @@ ForgetFn = Callable[[Scope, str], dict[str, Any]]
 """Deletes one scope (by raw key or id) and returns a JSON-able report."""
 
 
-class BridgeCore(Protocol):
+class OperationsHandler(Protocol):
     """What the tools need of :class:`producers.bridge.Bridge` (or a lazy holder of one)."""
 
     def handle_request(self, request: Any) -> dict[str, Any]: ...
 
 
-class LazyBridge:
+class LazyOperations:
     """Builds the bridge (Redis client, publisher, recall and distill clients) on first use,
     so the server answers ``initialize`` before those libraries are loaded; ``warm_up``
     starts building it in the background."""
 
-    def __init__(self, build: Callable[[], BridgeCore]) -> None:
+    def __init__(self, build: Callable[[], OperationsHandler]) -> None:
         self._build = build
-        self._bridge: BridgeCore | None = None
+        self._bridge: OperationsHandler | None = None
         self._lock = threading.Lock()
 
-    def _get(self) -> BridgeCore:
+    def _get(self) -> OperationsHandler:
         with self._lock:
             if self._bridge is None:
                 self._bridge = self._build()
@@ -81,7 +81,7 @@ class MemoryTools:
     """The state behind the tools: one bridge core, the workspace this server serves, the
     user, and per-session turn counters for ``remember``."""
 
-    bridge: BridgeCore
+    bridge: OperationsHandler
     workspace: str
     user: str = field(default_factory=getpass.getuser)
     forget_scope: ForgetFn | None = None
