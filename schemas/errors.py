@@ -40,7 +40,8 @@ class ErrorCode(StrEnum):
     ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
     ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
     ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
-    ``REFUSED``: promote refused content that looks like a secret.
+    ``REFUSED``: promote refused content that looks like a secret;
+    ``UNAUTHORIZED``: the local endpoint's token was missing or wrong.
     """
 
     INVALID_JSON = "INVALID_JSON"
@@ -54,4 +55,5 @@ class ErrorCode(StrEnum):
     CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
     NOT_FOUND = "NOT_FOUND"
     REFUSED = "REFUSED"
+    UNAUTHORIZED = "UNAUTHORIZED"
     INTERNAL_ERROR = "INTERNAL_ERROR"

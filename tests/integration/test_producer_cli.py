@@ -48,6 +48,7 @@ def test_consent_publish_status_recall_and_bridge(
         "s1",
         "--turn-index",
         "0",
+        "--json",
     )
 
     code, out = _cli(env, workspace, *publish)
@@ -64,7 +65,9 @@ def test_consent_publish_status_recall_and_bridge(
     stored = b"".join(redis_conn.lrange(f"turngraph:inbox:{settings.ingest_queue}", 0, -1))
     assert b"hunter2hunter2" not in stored and b"[REDACTED:secret]" in stored
 
-    code, out = _cli(env, workspace, "recall", "password rotation?", "--deadline-ms", "100")
+    code, out = _cli(
+        env, workspace, "recall", "password rotation?", "--deadline-ms", "100", "--json"
+    )
     assert code == 1 and out[0]["error_code"] == "DEADLINE_EXCEEDED"  # no recall worker here
 
     lines = "\n".join(

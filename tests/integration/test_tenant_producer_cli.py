@@ -57,7 +57,7 @@ def test_a_tenant_producer_publishes_reads_its_status_and_asks_recall(
     assert _cli(env, workspace, "consent", "enable")[0] == 0
     code, out = _cli(
         env, workspace, "publish", "db password=hunter2hunter2 rotated", "--session", "s1",
-        "--turn-index", "0",
+        "--turn-index", "0", "--json",
     )  # fmt: skip
     assert code == 0 and out[0]["success"] is True, out
     assert clients.redis.llen(inbox_key("acme")) == 1
@@ -67,7 +67,9 @@ def test_a_tenant_producer_publishes_reads_its_status_and_asks_recall(
     assert code == 0 and out[0]["queue"] == "tenant acme inbox"
     assert (out[0]["published"], out[0]["enqueued"], out[0]["length"]) == (1, 1, 1)
 
-    code, out = _cli(env, workspace, "recall", "password rotation?", "--deadline-ms", "200")
+    code, out = _cli(
+        env, workspace, "recall", "password rotation?", "--deadline-ms", "200", "--json"
+    )
     assert code == 1 and out[0]["error_code"] == "DEADLINE_EXCEEDED"  # no recall worker here
     assert clients.redis.llen("turngraph:t:acme:recall:requests") == 1
     assert clients.redis.llen("turngraph:recall:requests") == 0

@@ -134,7 +134,7 @@ def test_an_oversized_turn_states_the_limit_and_echoes_the_id(tmp_path: Path) ->
     assert "x" * 100 not in json.dumps(reply)
 
     published = _turngraph(
-        ["publish", "-", "--session", "chat-1", "--turn-index", "0", "--workspace", "."],
+        ["publish", "-", "--session", "chat-1", "--turn-index", "0", "--workspace", ".", "--json"],
         env,
         tmp_path,
         stdin="x" * 300_000,

@@ -28,8 +28,12 @@ COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
     }),
     ("turngraph.cli.bridge_cmd", {
         "bridge": "stdio JSON-lines bridge for editor extensions",
-        "publish": "publish one turn (prints JSON, exit 0/1)",
-        "recall": "search the memory (prints JSON, exit 0/1)",
+        "publish": "publish one turn (exit 0/1)",
+        "recall": "search the memory (exit 0/1)",
+        "status": "whether memory is reachable now, and the queue's counters (exit 0/1)",
+    }),
+    ("turngraph.cli.endpoint_cmd", {
+        "endpoint": "the always-warm local endpoint for hooks and the CLI (HTTP on loopback)",
     }),
     ("turngraph.cli.mcp_cmd", {
         "mcp": "MCP server on stdio for editors (recall, remember, recap, promote, forget...)",
@@ -67,7 +71,7 @@ COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
 """Modules that contribute subcommands, with each command's one-line help, in the order
 ``--help`` lists them."""
 
-LONG_RUNNING = frozenset({"up", "worker", "services", "bridge", "mcp"})
+LONG_RUNNING = frozenset({"up", "worker", "services", "bridge", "mcp", "endpoint"})
 """Commands for which a stop signal is the ordinary end (exit status 0)."""
 
 ALL = "*"

@@ -1,6 +1,11 @@
-"""``turngraph bridge`` (stdio JSON lines) and one-shot ``turngraph publish`` / ``recall``.
+"""``turngraph bridge`` (stdio JSON lines) and the one-shots ``turngraph publish``,
+``recall`` and ``status``.
 
-The one-shots print the seed bridge's JSON contract and exit 0 on success, 1 on failure.
+The one-shots ask the running local endpoint first (``turngraph.endpoint.client``: one
+loopback request, nothing heavy imported) and take the full code path (their own
+connection to Redis) when none is up. Either way they print through
+``turngraph.reply_text``: a readable listing, or with ``--json`` the bridge's reply; exit
+0 on success, 1 on failure. This module imports only the standard library at its top.
 """
 
 from __future__ import annotations
@@ -12,16 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import structlog
-
-from turngraph.clients import build_operations
-from turngraph.lifecycle import StopSignal, stop_on_signals
-from turngraph.logs import configure_logging
-from turngraph.producers import bridge_io
-from turngraph.producers.git_info import git_metadata
-from turngraph.settings import Settings
-
-log = structlog.get_logger(__name__)
+from turngraph.reply_text import print_reply
 
 BRIDGE_PROTOCOL = """\
 Spawn once per editor window; write one JSON request per line on stdin (UTF-8), read one
@@ -57,29 +53,73 @@ and "remediation". JSON Schemas: schemas/json/bridge_*.schema.json; TypeScript t
 producers/typescript/types/.
 """
 
+JSON_HELP = "print the reply object (the bridge's JSON contract) instead of a listing"
+
 ONE_SHOT_FLUSH_S = 3.0
 """How long ``turngraph publish`` waits for Redis to take the event."""
 
 
 def run_bridge(args: argparse.Namespace) -> int:
+    import structlog
+
+    from turngraph.clients import build_operations
+    from turngraph.lifecycle import StopSignal, stop_on_signals
+    from turngraph.logs import configure_logging
+    from turngraph.producers import bridge_io
+    from turngraph.settings import Settings
+
     settings = Settings()
     configure_logging(settings)  # logs go to stderr; stdout carries only replies
     stop_on_signals()  # SIGTERM or SIGINT: deliver what is buffered, then exit 0
     try:
         return bridge_io.serve(build_operations(settings), sys.stdin.buffer, sys.stdout.buffer)
     except StopSignal as stopped:
-        log.info("stopped", signal=str(stopped))
+        structlog.get_logger(__name__).info("stopped", signal=str(stopped))
         return 0
 
 
-def _print(reply: dict[str, Any]) -> int:
-    print(json.dumps(reply))
-    return 0 if reply.get("success") else 1
+def _through_endpoint(requests: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The reply of the running endpoint to ``requests`` (op, body), sent in order while
+    each succeeds; None when no endpoint answers (then the full code path runs)."""
+    from turngraph.endpoint.client import EndpointUnavailable, find
+
+    client = find()
+    if client is None:
+        return None
+    reply: dict[str, Any] = {}
+    try:
+        for op, body in requests:
+            answer = client.call(op, body)
+            if op == "flush" and reply:
+                if not answer.get("success"):
+                    return {**answer, "event_id": reply.get("event_id")}
+                continue
+            reply = answer
+            if not reply.get("success"):
+                break
+    except EndpointUnavailable:
+        return None
+    return reply
+
+
+def _full_path(deadline_ms: int | None = None) -> Any:
+    """The operations on their own connection (no endpoint running). Warnings and errors
+    only on stderr: a one-shot's connection notes (``bridge_connected``) are not news."""
+    import logging
+
+    from turngraph.clients import build_operations
+    from turngraph.logs import configure_logging
+    from turngraph.settings import Settings
+
+    settings = Settings()
+    level = logging.getLevelName(settings.log_level.upper())
+    if not isinstance(level, int) or level < logging.WARNING:
+        settings = settings.model_copy(update={"log_level": "WARNING"})
+    configure_logging(settings)
+    return build_operations(settings, deadline_ms=deadline_ms)
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    settings = Settings()
-    configure_logging(settings)
     content = sys.stdin.read() if args.content == "-" else args.content
     workspace = str(Path(args.workspace).resolve())
     event: dict[str, Any] = {
@@ -93,26 +133,30 @@ def run_publish(args: argparse.Namespace) -> int:
         "importance": args.importance,
     }
     if args.git:
+        from turngraph.producers.git_info import git_metadata
+
         info = git_metadata(Path(workspace))
         if info is not None:
             event["git"] = info.model_dump(exclude_none=True)
-    bridge = build_operations(settings)
+    fast = _through_endpoint(
+        [("publish", {"event": event}), ("flush", {"timeout_s": ONE_SHOT_FLUSH_S})]
+    )
+    if fast is not None:
+        return print_reply(fast, "publish", as_json=args.json)
+    bridge = _full_path()
     try:
         reply = bridge.handle_line(json.dumps({"op": "publish", "event": event}))
         if reply.get("success"):
             flushed = bridge.handle_line(json.dumps({"op": "flush", "timeout_s": ONE_SHOT_FLUSH_S}))
             if not flushed.get("success"):
                 reply = {**flushed, "event_id": reply.get("event_id")}
-        return _print(reply)
+        return print_reply(reply, "publish", as_json=args.json)
     finally:
         bridge.close()
 
 
 def run_recall(args: argparse.Namespace) -> int:
-    settings = Settings()
-    configure_logging(settings)
     request: dict[str, Any] = {
-        "op": "recall",
         "query": args.query,
         "workspace": str(Path(args.workspace).resolve()),
         "max_results": args.max_results,
@@ -122,9 +166,26 @@ def run_recall(args: argparse.Namespace) -> int:
         request["session_id"] = args.session
     if args.user:
         request["user"] = args.user
-    bridge = build_operations(settings, deadline_ms=args.deadline_ms)
+    if args.deadline_ms is not None:
+        request["deadline_ms"] = args.deadline_ms
+    fast = _through_endpoint([("recall", request)])
+    if fast is not None:
+        return print_reply(fast, "recall", as_json=args.json)
+    bridge = _full_path(args.deadline_ms)
     try:
-        return _print(bridge.handle_line(json.dumps(request)))
+        reply = bridge.handle_line(json.dumps({"op": "recall", **request}))
+        return print_reply(reply, "recall", as_json=args.json)
+    finally:
+        bridge.close()
+
+
+def run_status(args: argparse.Namespace) -> int:
+    fast = _through_endpoint([("status", {})])
+    if fast is not None:
+        return print_reply(fast, "status", as_json=args.json)
+    bridge = _full_path()
+    try:
+        return print_reply(bridge.handle_line('{"op": "status"}'), "status", as_json=args.json)
     finally:
         bridge.close()
 
@@ -138,7 +199,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     bridge.set_defaults(handler=run_bridge)
 
-    publish = subparsers.add_parser("publish", help="publish one turn (prints JSON, exit 0/1)")
+    publish = subparsers.add_parser("publish", help="publish one turn (exit 0/1)")
     publish.add_argument("content", help="the turn's text, or - to read it from stdin")
     publish.add_argument("--session", required=True, help="session key (hashed before sending)")
     publish.add_argument(
@@ -160,9 +221,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--importance", type=float, default=0.5, help="0..1, how much it matters (default 0.5)"
     )
     publish.add_argument("--git", action="store_true", help="add branch, commit and dirty flag")
+    publish.add_argument("--json", action="store_true", help=JSON_HELP)
     publish.set_defaults(handler=run_publish)
 
-    recall = subparsers.add_parser("recall", help="search the memory (prints JSON, exit 0/1)")
+    recall = subparsers.add_parser("recall", help="search the memory (exit 0/1)")
     recall.add_argument("query", help="what to look for, in plain words")
     recall.add_argument("--workspace", default=".", help="workspace folder (default: here)")
     recall.add_argument("--session", help="session key (hashed)")
@@ -179,4 +241,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="how long to wait before failing open (default 750)",
     )
+    recall.add_argument("--json", action="store_true", help=JSON_HELP)
     recall.set_defaults(handler=run_recall)
+
+    status = subparsers.add_parser(
+        "status", help="whether memory is reachable now, and the queue's counters (exit 0/1)"
+    )
+    status.add_argument("--json", action="store_true", help=JSON_HELP)
+    status.set_defaults(handler=run_status)

@@ -19,13 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from turngraph.producers.hooks.call import hook_target, read_call
 from turngraph.producers.hooks.editors import EDITORS, PROJECT_DIR_VARIABLES
-from turngraph.producers.hooks.payload import (
-    MAX_PAYLOAD_BYTES,
-    HookAction,
-    HookInputError,
-    parse_payload,
-)
+from turngraph.producers.hooks.payload import MAX_PAYLOAD_BYTES, HookAction
 from turngraph.producers.hooks.state import HookState
 
 SERVICES_FILE = "services.json"
@@ -39,12 +35,9 @@ CONNECT_TIMEOUT_S = 0.25
 
 
 def _arguments(argv: Sequence[str]) -> tuple[HookAction, str] | None:
-    if len(argv) != 3 or argv[1] != "--editor" or argv[2] not in EDITORS:
+    if len(argv) != 3 or argv[1] != "--editor":
         return None
-    try:
-        return HookAction(argv[0]), argv[2]
-    except ValueError:
-        return None
+    return hook_target(argv[0], argv[2])
 
 
 def embedded_redis_url(data_dir: Path) -> str | None:
@@ -122,12 +115,9 @@ def run_hook(
         action, editor = parsed
         raw = (stdin or sys.stdin.buffer).read(MAX_PAYLOAD_BYTES + 1)
         project_dir = next((environ[v] for v in PROJECT_DIR_VARIABLES if environ.get(v)), None)
-        try:
-            call = parse_payload(raw, action, project_dir=project_dir)
-        except HookInputError:
-            state.count(error_bad_payload=1)
+        call = read_call(state, action, raw, project_dir=project_dir)
+        if call is None:
             return 0
-        state.count(**{f"calls_{action.value.replace('-', '_')}": 1})
         answer = _runner(settings, state, editor, started).run(call)
         if answer is not None:
             out = stdout or sys.stdout

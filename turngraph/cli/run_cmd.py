@@ -1,4 +1,7 @@
-"""``turngraph up``: the whole system on embedded defaults, with a demo that shows it working."""
+"""``turngraph up``: the whole system on embedded defaults, with a demo that shows it working.
+
+It runs the embedded servers, the workers and the local endpoint (``turngraph endpoint``,
+docs/endpoint.md) as supervised children."""
 
 from __future__ import annotations
 
@@ -56,6 +59,9 @@ RESTART_BACKOFF_S = (1.0, 60.0)
 the next start, doubling from the first value up to the second (a crash loop costs one
 start a minute at most); one that ran longer is started again at the next check."""
 
+ENDPOINT = "endpoint"
+"""The kind of ``up``'s child that serves the local endpoint (``turngraph endpoint``)."""
+
 STABLE_AFTER_S = 30.0
 """A worker that ran this long before exiting is started again without waiting."""
 
@@ -93,8 +99,11 @@ class Workers:
     """``up``'s worker processes: started, started again when one exits, stopped."""
 
     def __init__(self, env: dict[str, str], ingest_workers: int) -> None:
-        self.kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers
+        self.kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers + [ENDPOINT]
         self._env = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env}
+        # The endpoint finds the embedded services as the user's commands do (services.json),
+        # so consent granted from a shell is the consent it checks.
+        self._endpoint_env = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ}
         self._slots: list[_Slot] = []
 
     @property
@@ -106,10 +115,11 @@ class Workers:
             self._slots.append(_Slot(kind, self._spawn(kind), time.monotonic()))
 
     def _spawn(self, kind: str) -> subprocess.Popen[bytes]:
+        command = ["endpoint"] if kind == ENDPOINT else ["worker", kind]
         return popen_tied_to_process(  # a kill -9 of `up` is a kill -9 of them
-            [sys.executable, "-m", "turngraph.cli", "worker", kind],
+            [sys.executable, "-m", "turngraph.cli", *command],
             death_signal=signal.SIGKILL,
-            env=self._env,
+            env=self._endpoint_env if kind == ENDPOINT else self._env,
         )
 
     def restart_dead(self) -> list[str]:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from turngraph.mcp_server.distill import register_distill_tools
 from turngraph.mcp_server.tools import MemoryTools, publish_and_flush, server_version, tool_result
+from turngraph.reply_text import reachability_line
 from turngraph.schemas.bridge_common import error_reply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import Scope, ScopeNameValue, ScopeValue
@@ -59,18 +60,6 @@ class ForgetConfirmation(BaseModel):
     """What the user is asked before a scope is deleted."""
 
     confirm: bool = Field(description="Delete this memory for good (it cannot be undone).")
-
-
-def reachability_line(status: dict[str, Any]) -> str:
-    """What a person reads first from a bridge status reply."""
-    if not status.get("redis_available"):
-        return "memory not reachable (Redis did not answer): turns are not stored"
-    replicas = status.get("recall_replicas")
-    if replicas == 0:
-        return "memory reachable, but no recall worker is running: searches will not answer"
-    if replicas is None:
-        return "memory reachable"
-    return f"memory reachable; {replicas} recall worker{'s' * (replicas != 1)} answering"
 
 
 def not_available(tool: str) -> CallToolResult:

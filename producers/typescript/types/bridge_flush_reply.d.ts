@@ -29,7 +29,8 @@ export type ConfirmationToken = string | null;
  * ``NOT_AVAILABLE``: the operation exists in the protocol but not in this version;
  * ``CONFIRMATION_REQUIRED``: a destructive MCP tool (forget) the user has not confirmed;
  * ``NOT_FOUND``: a distill op found nothing to work on (no turns, no such memory);
- * ``REFUSED``: promote refused content that looks like a secret.
+ * ``REFUSED``: promote refused content that looks like a secret;
+ * ``UNAUTHORIZED``: the local endpoint's token was missing or wrong.
  */
 export type ErrorCode =
   | "INVALID_JSON"
@@ -43,6 +44,7 @@ export type ErrorCode =
   | "CONFIRMATION_REQUIRED"
   | "NOT_FOUND"
   | "REFUSED"
+  | "UNAUTHORIZED"
   | "INTERNAL_ERROR";
 /**
  * publish (and MCP remember): the turn kept but not delivered yet.

@@ -1,0 +1,171 @@
+"""The command line's everyday calls: what ``turngraph recall`` and ``turngraph status``
+cost from a shell, through the local endpoint and on the full code path.
+
+``python -m bench.cli [--runs N]`` starts the embedded services, a recall worker (in this
+process) and a few stored memories, then runs, N times per row, as a person types them:
+
+- ``python -c pass``: the bare interpreter start-up, the reference of this run;
+- ``turngraph recall QUERY`` and ``turngraph status`` with no endpoint running (the full
+  code path: settings, its own Redis connection);
+- the same with ``turngraph endpoint`` running (what ``turngraph up`` runs): the fast
+  path, one loopback request.
+
+Ends with ``RESULT cli ...`` (wall times in ms; ``*_over_python_pass``: ratios to the
+reference of the same run, steadier than the times on a loaded machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench.report import percentile, result_line, table
+from turngraph.app import build_pipeline, build_recall_worker
+from turngraph.clients import build_clients, with_endpoints
+from turngraph.embedded import EmbeddedServices
+from turngraph.endpoint.files import read_live
+from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.settings import LogFormat, Settings
+from turngraph.workers.extraction.offline import OfflineExtractor
+
+MEMORIES = [
+    "decision: the ingest queue uses drop_oldest when it is full",
+    "We keep Redis at maxmemory-policy noeviction; evicted job hashes vanish silently.",
+    "preference: answers use British English spelling",
+]
+QUERY = "which drop policy does the ingest queue use?"
+STARTUP_S = 120.0
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=120)
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[1:]} failed: {done.stderr[-500:]!r}")
+    return elapsed, done.stdout
+
+
+def _series(runs: int, one: Callable[[], tuple[float, bytes]]) -> tuple[list[float], bytes]:
+    times, out = [], b""
+    for _ in range(runs):
+        elapsed, out = one()
+        times.append(elapsed)
+    return times, out
+
+
+def _start_endpoint(exe: str, env: dict[str, str], data_dir: Path) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([exe, "endpoint"], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        live = read_live(data_dir)
+        if live is not None and live.pid == process.pid:
+            return process
+        if process.poll() is not None:
+            raise RuntimeError("turngraph endpoint exited")
+        time.sleep(0.05)  # polling another process's start-up
+    process.kill()
+    raise RuntimeError("turngraph endpoint did not start")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="turngraph recall/status from a shell")
+    parser.add_argument("--runs", type=int, default=20, help="runs per row (default 20)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp_name:
+        tmp = Path(tmp_name)
+        project = tmp / "project"
+        project.mkdir()
+        with EmbeddedServices(tmp / "services") as endpoints:
+            base = Settings(_env_file=None, data_dir=tmp / "data", log_format=LogFormat.JSON)
+            settings = with_endpoints(base, endpoints)
+            clients = build_clients(settings)
+            hasher = ScopeHasher.for_data_dir(settings.data_dir)
+            workspace = hasher.workspace(str(project.resolve()))
+            user = hasher.user(getpass.getuser())
+            t0 = datetime.now(UTC) - timedelta(days=1)
+            build_pipeline(clients, extractor=OfflineExtractor()).ingest([
+                TurnEvent(session_id=hasher.session("earlier"), workspace=workspace, user=user,
+                          turn_index=i, role="user", content=text,
+                          occurred_at=t0 + timedelta(minutes=i),
+                          client=ClientInfo(name="bench", version="1"))
+                for i, text in enumerate(MEMORIES)
+            ])  # fmt: skip
+            recall = build_recall_worker(clients)
+            recall.bootstrap()
+            thread = threading.Thread(target=recall.run, daemon=True)
+            thread.start()
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")},
+                "TURNGRAPH_DATA_DIR": str(settings.data_dir),
+                "TURNGRAPH_REDIS_URL": str(settings.redis_url),
+                "TURNGRAPH_GRAPH_URI": str(settings.graph_uri),
+            }
+            exe = str(Path(sys.executable).parent / "turngraph")
+            recall_argv = [exe, "recall", QUERY]
+            status_argv = [exe, "status"]
+
+            def run(argv: list[str]) -> Callable[[], tuple[float, bytes]]:
+                return lambda: _timed(argv, env, project)
+
+            rows: dict[str, tuple[list[float], bytes]] = {}
+            rows["python -c pass (reference)"] = _series(
+                args.runs, run([sys.executable, "-c", "pass"])
+            )
+            _timed(recall_argv, env, project)  # the recall worker's first answer warms it
+            rows["recall, full path"] = _series(args.runs, run(recall_argv))
+            rows["status, full path"] = _series(args.runs, run(status_argv))
+            endpoint = _start_endpoint(exe, env, settings.data_dir)
+            try:
+                _timed(recall_argv, env, project)
+                rows["recall, through the endpoint"] = _series(args.runs, run(recall_argv))
+                rows["status, through the endpoint"] = _series(args.runs, run(status_argv))
+            finally:
+                endpoint.send_signal(signal.SIGTERM)
+                endpoint.wait(timeout=30)
+            recall.stop()
+            thread.join(timeout=10)
+            clients.close()
+
+    print(f"load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
+          f"{args.runs} runs per row\n")  # fmt: skip
+    body = [
+        [name, round(percentile(t, 50), 1), round(percentile(t, 99), 1), round(max(t), 1),
+         "yes" if b"drop_oldest" in out else ("-" if "recall" not in name else "no")]
+        for name, (t, out) in rows.items()
+    ]  # fmt: skip
+    print(table(["command, as typed in a shell", "p50_ms", "p99_ms", "max_ms", "found"], body))
+    p50 = {name: percentile(t, 50) for name, (t, _) in rows.items()}
+    ref = p50["python -c pass (reference)"]
+    fast = p50["recall, through the endpoint"]
+    print()
+    print(result_line(
+        "cli",
+        python_pass_p50_ms=round(ref, 1),
+        recall_full_p50_ms=round(p50["recall, full path"], 1),
+        status_full_p50_ms=round(p50["status, full path"], 1),
+        recall_endpoint_p50_ms=round(fast, 1),
+        recall_endpoint_p99_ms=round(percentile(rows["recall, through the endpoint"][0], 99), 1),
+        status_endpoint_p50_ms=round(p50["status, through the endpoint"], 1),
+        recall_endpoint_over_python_pass=round(fast / ref, 2),
+        recall_full_over_endpoint=round(p50["recall, full path"] / fast, 2),
+        recall_endpoint_p50_within_150ms="yes" if fast <= 150 else "no",
+        runs=args.runs,
+    ))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""``turngraph endpoint``: the always-warm local endpoint (docs/endpoint.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+ENDPOINT_DESCRIPTION = """\
+Serve hook events, recall, publish, status and the other bridge ops over HTTP on loopback,
+with warm Redis connections (`turngraph up` runs it too). Where it listens is written to
+<data folder>/endpoint.json; requests need the bearer token in <data folder>/endpoint.token
+(made once, mode 600). Stops cleanly on SIGINT or SIGTERM.
+"""
+
+
+def run_endpoint(args: argparse.Namespace) -> int:
+    from turngraph.endpoint.server import serve
+    from turngraph.logs import configure_logging
+    from turngraph.settings import Settings
+
+    settings = Settings()
+    configure_logging(settings)
+    serve(settings, host=args.host, port=args.port)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    endpoint = subparsers.add_parser(
+        "endpoint",
+        help="the always-warm local endpoint for hooks and the CLI (HTTP on loopback)",
+        description=ENDPOINT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    endpoint.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    endpoint.add_argument(
+        "--port", type=int, default=0, help="port to listen on (default 0: a free one)"
+    )
+    endpoint.set_defaults(handler=run_endpoint)
