@@ -15,6 +15,19 @@ the payload on stdin), N times per row:
   itself. The deadline (750 ms) counts from the hook process's start, interpreter
   included; past it the prompt goes without memory.
 
+Then it starts ``turngraph endpoint`` (what ``turngraph up`` serves) and times the same
+hooks through it:
+
+- via http: one POST on a new loopback connection, as Claude Code's ``http`` hooks make
+  it (``Authorization: Bearer``, the payload as body), to the reply's last byte;
+- via the forwarder: ``python -I -S turngraph-forward.py hook EVENT --editor claude-code``
+  as the editor runs it (``bash -c``, the payload on stdin);
+- with the endpoint down: the forwarder finding ``endpoint.json`` naming a closed port
+  (the worst case: a clean stop removes the file), and the POST refused.
+
+With the real Claude Code installed (``tests/clients``), ``claude -p`` with hooks on and
+off, interleaved, services up and down (``bench/hooks_claude.py``).
+
 It also counts the modules each event imports (``-X importtime``) and whether the graph
 driver or redaction was among them. Ends with ``RESULT hooks ...``.
 """
@@ -35,13 +48,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench import hooks_claude
+from bench.hooks_endpoint import endpoint_down_dir, post_hook, start_endpoint, stop_endpoint
 from bench.report import percentile, result_line, table
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.cli.hook_cmd import run_hook
 from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.producers.consent import ConsentStore, consent_endpoint
-from turngraph.producers.hooks.config import default_executable, hook_command
+from turngraph.producers.hooks.config import (
+    default_executable,
+    forwarder_executable,
+    hook_command,
+    http_target,
+    install_forwarder,
+)
+from turngraph.producers.hooks.editors import HttpTarget
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 from turngraph.settings import LogFormat, Settings
@@ -109,9 +131,42 @@ def _claude_line(uid: str, role: str, text: str) -> str:
                        "message": {"role": role, "content": text}})  # fmt: skip
 
 
+ROW_HTTP_PROMPT = "prompt via http (as Claude Code POSTs)"
+ROW_HTTP_CAPTURE = "capture via http"
+ROW_FWD_PROMPT = "prompt via the forwarder"
+ROW_FWD_CAPTURE = "capture via the forwarder"
+ROW_FWD_START = "session start via the forwarder"
+ROW_FWD_DOWN = "prompt via the forwarder, endpoint down"
+ROW_HTTP_DOWN = "prompt via http, endpoint down"
+
+
+def _prompt_payload(cwd: Path, i: int, transcript: Path) -> bytes:
+    return json.dumps({"session_id": "bench-1", "cwd": str(cwd), "prompt": PROMPTS[i % 4],
+                       "transcript_path": str(transcript),
+                       "hook_event_name": "UserPromptSubmit"}).encode()  # fmt: skip
+
+
+def _start_payload(cwd: Path, i: int) -> bytes:
+    return json.dumps({"session_id": f"bench-start-{i}", "cwd": str(cwd), "source": "startup",
+                       "hook_event_name": "SessionStart"}).encode()  # fmt: skip
+
+
+def _capture_payload(project: Path, transcript: Path, tag: str) -> bytes:
+    """Two new lines in the transcript, and the Stop payload naming it."""
+    with transcript.open("a") as out:
+        out.write(_claude_line(f"u{tag}", "user", f"question {tag}") + "\n")
+        out.write(_claude_line(f"a{tag}", "assistant", f"answer {tag}") + "\n")
+    return json.dumps({"session_id": "bench-1", "cwd": str(project),
+                       "transcript_path": str(transcript)}).encode()  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="editor hook cost per prompt and per turn")
     parser.add_argument("--runs", type=int, default=20, help="runs per row (default 20)")
+    parser.add_argument(
+        "--claude-runs", type=int, default=8,
+        help="claude -p pairs (hooks off, on) per services state; 0: skip (default 8)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp_name:
@@ -157,23 +212,13 @@ def main(argv: list[str] | None = None) -> int:
             transcript.write_text("")
 
             def prompt(cwd: Path, environ: dict[str, str]) -> Callable[[int], tuple[float, bytes]]:
-                def one(i: int) -> tuple[float, bytes]:
-                    payload = {"session_id": "bench-1", "cwd": str(cwd), "prompt": PROMPTS[i % 4],
-                               "transcript_path": str(transcript),
-                               "hook_event_name": "UserPromptSubmit"}  # fmt: skip
-                    return _timed(prompt_cmd, json.dumps(payload).encode(), environ, cwd)
-
-                return one
+                return lambda i: _timed(prompt_cmd, _prompt_payload(cwd, i, transcript), environ,
+                                        cwd)  # fmt: skip
 
             def capture(environ: dict[str, str]) -> Callable[[int], tuple[float, bytes]]:
                 def one(i: int) -> tuple[float, bytes]:
-                    tag = f"{id(environ)}-{i}"
-                    with transcript.open("a") as out:
-                        out.write(_claude_line(f"u{tag}", "user", f"question {tag}") + "\n")
-                        out.write(_claude_line(f"a{tag}", "assistant", f"answer {tag}") + "\n")
-                    payload = {"session_id": "bench-1", "cwd": str(project),
-                               "transcript_path": str(transcript)}  # fmt: skip
-                    return _timed(capture_cmd, json.dumps(payload).encode(), environ, project)
+                    payload = _capture_payload(project, transcript, f"{id(environ)}-{i}")
+                    return _timed(capture_cmd, payload, environ, project)
 
                 return one
 
@@ -200,6 +245,53 @@ def main(argv: list[str] | None = None) -> int:
                 return (time.perf_counter() - started) * 1000, out.getvalue().encode()
 
             rows["prompt after start-up (in process)"] = _series(args.runs, in_process)
+
+            # The always-warm endpoint: the same hooks by http and through the forwarder.
+            served = start_endpoint(env, settings.data_dir)
+            target = http_target(settings.data_dir)
+            assert target is not None
+            forwarder = forwarder_executable(sys.executable, install_forwarder(settings.data_dir))
+            fwd = {e: hook_command(forwarder, e, "claude-code")
+                   for e in ("prompt", "capture", "session-start")}  # fmt: skip
+
+            def http_prompt(to: HttpTarget) -> Callable[[int], tuple[float, bytes]]:
+                return lambda i: post_hook(to, "prompt", _prompt_payload(project, i, transcript))
+
+            def http_capture(i: int) -> tuple[float, bytes]:
+                return post_hook(target, "capture", _capture_payload(project, transcript, f"h{i}"))
+
+            def fwd_prompt(environ: dict[str, str]) -> Callable[[int], tuple[float, bytes]]:
+                return lambda i: _timed(fwd["prompt"], _prompt_payload(project, i, transcript),
+                                        environ, project)  # fmt: skip
+
+            def fwd_capture(i: int) -> tuple[float, bytes]:
+                payload = _capture_payload(project, transcript, f"f{i}")
+                return _timed(fwd["capture"], payload, env, project)
+
+            gone, gone_target = endpoint_down_dir(tmp / "stopped", target, _closed_port())
+            stopped = {**env, "TURNGRAPH_DATA_DIR": str(gone)}
+            http_prompt(target)(0)  # the endpoint's first answer warms its caches
+            rows[ROW_HTTP_PROMPT] = _series(args.runs, http_prompt(target))
+            rows[ROW_HTTP_CAPTURE] = _series(args.runs, http_capture)
+            rows[ROW_FWD_PROMPT] = _series(args.runs, fwd_prompt(env))
+            rows[ROW_FWD_CAPTURE] = _series(args.runs, fwd_capture)
+            rows[ROW_FWD_START] = _series(args.runs, lambda i: _timed(
+                fwd["session-start"], _start_payload(project, i), env, project))  # fmt: skip
+            rows[ROW_FWD_DOWN] = _series(args.runs, fwd_prompt(stopped))
+            rows[ROW_HTTP_DOWN] = _series(args.runs, http_prompt(gone_target))
+            claude: dict[str, tuple[float, float, float]] = {}
+            if args.claude_runs and hooks_claude.available():
+                homes = tmp / "claude-hooks", tmp / "claude-bare"
+                for home in homes:
+                    home.mkdir()
+                hooks_claude.install_user_hooks(homes[0], env)
+                claude["up"] = hooks_claude.claude_extra_ms(args.claude_runs, env, project, *homes)
+                stop_endpoint(served)
+                claude["down"] = hooks_claude.claude_extra_ms(
+                    args.claude_runs, env, project, *homes
+                )
+            else:
+                stop_endpoint(served)
             payload = json.dumps({"session_id": "bench-1", "cwd": str(project), "prompt": "x",
                                   "transcript_path": str(transcript)}).encode()  # fmt: skip
             prompt_modules = _modules(prompt_cmd, payload, env, project)
@@ -212,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.runs} runs per row\n")  # fmt: skip
     body = [
         [name, round(percentile(t, 50), 1), round(percentile(t, 99), 1), round(max(t), 1),
-         f"{answered}/{len(t)}" if "prompt" in name else "-"]
+         f"{answered}/{len(t)}" if "prompt" in name or name.startswith("session") else "-"]
         for name, (t, answered) in rows.items()
     ]  # fmt: skip
     print(
@@ -226,6 +318,28 @@ def main(argv: list[str] | None = None) -> int:
     p = {name: (percentile(t, 50), percentile(t, 99)) for name, (t, _) in rows.items()}
     names = list(rows)
     prompt_p99 = p[names[6]][1]
+    if claude:
+        print()
+        print(table(["claude -p, hooks off vs on", "off_ms", "on_ms", "extra_ms (median)"], [
+            [f"services {state}", round(off, 1), round(on, 1), round(extra, 1)]
+            for state, (off, on, extra) in claude.items()
+        ]))  # fmt: skip
+    targets = {  # issue 34's acceptance
+        "prompt_http_p99_ms": (p[ROW_HTTP_PROMPT][1], 30.0),
+        "prompt_forwarder_p99_ms": (p[ROW_FWD_PROMPT][1], 60.0),
+        "prompt_forwarder_down_p99_ms": (p[ROW_FWD_DOWN][1], 20.0),
+        "prompt_http_down_p99_ms": (p[ROW_HTTP_DOWN][1], 20.0),
+        "capture_http_p99_ms": (p[ROW_HTTP_CAPTURE][1], 30.0),
+        "capture_forwarder_p99_ms": (p[ROW_FWD_CAPTURE][1], 30.0),
+    }
+    for state, bound in (("up", 150.0), ("down", 50.0)):
+        if state in claude:
+            targets[f"claude_extra_{state}_ms"] = (claude[state][2], bound)
+    print()
+    print(table(["acceptance (issue 34)", "measured_ms", "target_ms", "met"], [
+        [key, round(value, 1), bound, "yes" if value <= bound else "no"]
+        for key, (value, bound) in targets.items()
+    ]))  # fmt: skip
     print()
     print(result_line(
         "hooks",
@@ -240,6 +354,16 @@ def main(argv: list[str] | None = None) -> int:
         prompt_in_process_p99_within_deadline="yes" if prompt_p99 <= DEADLINE_MS else "no",
         prompt_whole_p99_within_deadline="yes" if p[names[2]][1] <= DEADLINE_MS else "no",
         cold_start_over_python_pass=round(p[names[1]][0] / p[names[0]][0], 2),
+        prompt_http_p50_ms=round(p[ROW_HTTP_PROMPT][0], 1),
+        prompt_forwarder_p50_ms=round(p[ROW_FWD_PROMPT][0], 1),
+        prompt_http_injected=rows[ROW_HTTP_PROMPT][1],
+        prompt_forwarder_injected=rows[ROW_FWD_PROMPT][1],
+        session_start_forwarder_p50_ms=round(p[ROW_FWD_START][0], 1),
+        session_start_forwarder_p99_ms=round(p[ROW_FWD_START][1], 1),
+        forwarder_over_python_pass=round(p[ROW_FWD_PROMPT][0] / p[names[0]][0], 2),
+        **{key: round(value, 1) for key, (value, _) in targets.items()},
+        targets_met=sum(value <= bound for value, bound in targets.values()),
+        targets=len(targets),
     ))  # fmt: skip
     return 0
 

@@ -1,6 +1,7 @@
 """Editor hooks end to end, run exactly as each editor's configuration says.
 
-For each editor: ``turngraph hooks install EDITOR --project`` writes its file; the
+For each editor: ``turngraph hooks install EDITOR --project --via command`` writes its file
+(the ``turngraph hook`` commands; the forwarder and http hooks are test_real_clients'); the
 commands in that file are run the way the editor runs them (``bash -c COMMAND``, the
 documented payload on stdin, the editor's variables, its timeout) against the real
 services: an ingest worker, a maintenance worker and a recall worker. The editor kills a hook
@@ -208,7 +209,8 @@ def test_session_2_starts_with_what_session_1_decided(live: Live, editor: str) -
         consent_endpoint(settings.redis_url, settings.data_dir),
     )
     installed = subprocess.run(
-        [sys.executable, "-m", "turngraph", "hooks", "install", editor, "--folder", str(project)],
+        [sys.executable, "-m", "turngraph", "hooks", "install", editor, "--folder", str(project),
+         "--via", "command"],
         env=live.env, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     path = Path(json.loads(installed.stdout)["file"])
@@ -287,7 +289,8 @@ def test_repeats_overlaps_huge_lines_and_bad_payloads_as_claude_code_sends_them(
         consent_endpoint(settings.redis_url, settings.data_dir),
     )
     subprocess.run(
-        [sys.executable, "-m", "turngraph", "hooks", "install", editor, "--folder", str(project)],
+        [sys.executable, "-m", "turngraph", "hooks", "install", editor, "--folder", str(project),
+         "--via", "command"],
         env=live.env, capture_output=True, timeout=60, check=True,
     )  # fmt: skip
     config = json.loads((project / ".claude" / "settings.local.json").read_text())

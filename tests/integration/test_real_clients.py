@@ -16,7 +16,6 @@ import getpass
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from bench.hooks_endpoint import start_endpoint, stop_endpoint
 from tests.conftest import wipe_graph
 from tests.support.maintenance import maintenance_worker, service_env
 from tests.support.model_server import ModelServer, model_server
@@ -90,16 +90,13 @@ def live(embedded: ServiceEndpoints, tmp_path_factory: pytest.TempPathFactory) -
         clients.close()
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _install(live: Live, editor: str, project: Path, home: Path) -> None:
+    """As a user installs them: Claude Code's http hooks at user level (the token stays out
+    of the project), the forwarder for the others."""
+    via = ["--user", "--via", "http"] if editor == "claude-code" else ["--via", "forwarder"]
     done = subprocess.run(
         [sys.executable, "-m", "turngraph", "hooks", "install", editor, "--folder", str(project),
-         "--consent"],
+         "--consent", *via],
         env={**live.env, "HOME": str(home)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -208,20 +205,25 @@ def sessions(live: Live, request: pytest.FixtureRequest) -> Sessions:
     project, home = live.root / f"{editor}-project", live.root / f"{editor}-home"
     project.mkdir()
     home.mkdir()
-    _install(live, editor, project, home)
-    state = HookState(live.clients.settings.data_dir)
-    before = state.counters().get("published", 0)
-    with model_server(ANSWER) as model:
-        first = runner(model, live, project, home, DECIDED)
-        published = state.counters().get("published", 0) - before
-        assert wait_for(lambda: _graph_holds(live, project), 120), (
-            f"session 1 never became recallable: {first.stderr[-2000:]} {state.counters()}"
-        )
-        second = runner(model, live, project, home, ASKED)
-        asked = [r for r in model.conversation_requests(ASKED) if r.path.endswith(conversation)]
-        assert asked, [r.path for r in model.requests]
-        down = {"TURNGRAPH_REDIS_URL": f"redis://127.0.0.1:{_closed_port()}/0"}
-        third = runner(model, live, project, home, "And for invoices?", **down)
+    served = start_endpoint(live.env, live.clients.settings.data_dir)
+    try:
+        _install(live, editor, project, home)
+        state = HookState(live.clients.settings.data_dir)
+        before = state.counters().get("published", 0)
+        with model_server(ANSWER) as model:
+            first = runner(model, live, project, home, DECIDED)
+            assert wait_for(lambda: _graph_holds(live, project), 120), (
+                f"session 1 never became recallable: {first.stderr[-2000:]} {state.counters()}"
+            )
+            published = state.counters().get("published", 0) - before
+            second = runner(model, live, project, home, ASKED)
+            asked = [r for r in model.conversation_requests(ASKED)
+                     if r.path.endswith(conversation)]  # fmt: skip
+            assert asked, [r.path for r in model.requests]
+            stop_endpoint(served)  # turngraph down: what `turngraph down` leaves
+            third = runner(model, live, project, home, "And for invoices?")
+    finally:
+        stop_endpoint(served)
     body = max(asked, key=lambda r: len(r.text())).text()
     return Sessions(first, second, third, body, published)
 

@@ -70,6 +70,10 @@ def run_hooks(args: argparse.Namespace) -> int:
                       "action": report.action, "events": report.events, "via": via,
                       "backup": str(report.backup) if report.backup else None,
                       "consent": consented}))  # fmt: skip
+    if via == "forwarder" and http_target(settings.data_dir) is None:
+        print("turngraph hooks install: the endpoint is not running: the hooks do nothing "
+              "until `turngraph up` (or `turngraph endpoint`) serves it",
+              file=sys.stderr)  # fmt: skip
     if not consented:
         print(f"turngraph hooks install: publishing is not enabled for {folder}: every hook "
               "does nothing there until you run `turngraph consent enable --workspace "
@@ -78,8 +82,15 @@ def run_hooks(args: argparse.Namespace) -> int:
 
 
 def _via(args: argparse.Namespace) -> str:
-    """``--via``, else a ``turngraph hook`` command (the endpoint is not served yet)."""
-    return str(args.via) if args.via else "command"
+    """``--via``, else: a command when ``--command`` names one, http hooks for Claude Code at
+    user level when the endpoint runs, the forwarder elsewhere."""
+    if args.via:
+        return str(args.via)
+    if args.command:
+        return "command"
+    if args.user and EDITORS[args.editor].shape == "claude":
+        return "http" if http_target(Settings().data_dir) is not None else "forwarder"
+    return "forwarder"
 
 
 def _consent(settings: Settings, folder: Path, *, enable: bool) -> bool:
@@ -149,7 +160,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=["http", "forwarder", "command"],
         help="how the editor reaches turngraph: Claude Code's http hooks (--user only), the "
         "forwarder (a small script handing the payload to `turngraph up`'s endpoint), or a "
-        "`turngraph hook` command (a full start-up per event, no endpoint needed; the default)",
+        "`turngraph hook` command (a full start-up per event, no endpoint needed); default: http "
+        "for claude-code --user when the endpoint runs, else the forwarder",
     )
     hooks.add_argument(
         "--consent", action="store_true", help="also enable publishing for the folder"
