@@ -68,7 +68,8 @@ class QueueStats:
     valid turn out of ``enqueued`` in the step that counts it. ``dropped_oldest`` counts
     earlier entries evicted to make room, so ``accepted = enqueued - dropped_oldest``.
     ``dropped_local`` counts events producers dropped from their own full buffers (never
-    reached Redis).
+    reached Redis). Of the admitted, ``dead_lettered`` and ``forgotten`` were not stored
+    either: :attr:`not_stored` names every reason.
     """
 
     published: int = 0
@@ -83,6 +84,8 @@ class QueueStats:
     """Entries admission refused (not a valid turn)."""
     admitted: int = 0
     """Entries admission wrote into RQ batch jobs."""
+    forgotten: int = 0
+    """Admitted turns a worker skipped: their scope was forgotten after they were admitted."""
     length: int = 0
     """Entries waiting in the inbox (not yet in an RQ batch job)."""
 
@@ -96,11 +99,26 @@ class QueueStats:
         """Events dropped by the inbox's policy."""
         return self.dropped_newest + self.dropped_oldest
 
+    @property
+    def not_stored(self) -> dict[str, int]:
+        """Every turn published and not stored, by reason (duplicates were stored before)."""
+        return {
+            "drop_newest": self.dropped_newest,
+            "drop_oldest": self.dropped_oldest,
+            "producer_buffer": self.dropped_local,
+            "duplicate": self.duplicates,
+            "rejected": self.rejected,
+            "dead_lettered": self.dead_lettered,
+            "forgotten": self.forgotten,
+        }
+
     def as_dict(self) -> dict[str, int]:
-        """The counters plus ``accepted`` and ``dropped``, for printing."""
+        """The counters plus ``accepted``, ``dropped`` and ``not_stored`` (every reason's
+        sum), for printing."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["accepted"] = self.accepted
         out["dropped"] = self.dropped
+        out["not_stored"] = sum(self.not_stored.values())
         return out
 
 

@@ -11,6 +11,11 @@ QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
 INGESTED_PREFIX = "turngraph:ingested:"
 """Marker set by the ingest job once an event is in the graph (duplicate detection)."""
 
+GRAPH_IDENTITY = "turngraph:graph:identity"
+"""Hash: the identity (``graph_id``, ``engine``) of the graph the ingested markers were
+checked against; an ingest worker that starts on another graph drops the markers of turns
+that graph lacks (``workers/ingest/markers.py``)."""
+
 ADMITTED_PREFIX = "turngraph:admitted:"
 """Marker set by admission while an event waits in a batch job: that job's id (a turn
 published again meanwhile is a duplicate); the ingest job deletes it with the ingested
@@ -28,7 +33,12 @@ ADMISSION_LIST_TEMPLATE = "turngraph:admission:{source}"
 every tenant's keys: only workers touch it)."""
 
 TOMBSTONE_PREFIX = "turngraph:forgotten:"
-"""A forgotten scope key; ingest skips turns of forgotten scopes still in flight."""
+"""A forgotten scope key -> the forget's epoch (:data:`FORGET_EPOCH`); ingest skips the
+scope's turns admitted before it (queued when it was forgotten), never later ones."""
+
+FORGET_EPOCH = "turngraph:forget:epoch"
+"""A counter every forget increments; admission stamps each batch job with its value at
+the moment the batch's entries left the inbox (``admitted_epoch`` in the job's meta)."""
 
 RECALL_REQUESTS = "turngraph:recall:requests"
 """Redis list the recall workers block-pop search requests from."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -19,12 +20,14 @@ from turngraph.workers.extraction.models import Extractor
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.graph.bolt_store import BoltGraphStore
 from turngraph.workers.graph.distill_store import BoltDistillStore
+from turngraph.workers.graph.identity import ensure_graph_identity, stored_event_ids
 from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.vectors import GraphVectors
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.batching import BatchObserver, IngestWorker
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
+from turngraph.workers.ingest.markers import StoredLookup, reconcile_markers
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.asks import AskAdmission
@@ -133,7 +136,8 @@ def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> Bol
 def build_pipeline(
     clients: Clients, extractor: Extractor | None = None, stats: ProviderStats | None = None
 ) -> IngestPipeline:
-    """Schema set up (idempotent), writer and extractor wired; one per process.
+    """Schema set up (idempotent), the ingested markers checked if the graph is not the one
+    they were recorded against, writer and extractor wired; one per process.
 
     The extractor is the LLM one when an endpoint is configured (counting into ``stats``),
     else the offline rules.
@@ -147,6 +151,12 @@ def build_pipeline(
         stats.mirror = SharedCounts(clients.redis, "extraction")
     embedder = build_embedder(settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
+    # the markers follow the graph: a new, wiped or other graph keeps only its turns'
+    reconcile_markers(
+        clients.redis,
+        ensure_graph_identity(clients.graph, clients.graph_database),
+        stored_lookup(clients),
+    )
     # Full-text and vector indexes for people searching in Neo4j Browser; skipped on
     # other engines.
     on_neo4j = apply_neo4j_only(
@@ -297,7 +307,14 @@ def build_admission(clients: Clients, conn: redis.Redis | None = None) -> Admiss
             settings.redis_url, socket_timeout=10.0, socket_connect_timeout=2.0
         )
     queue = Queue(settings.ingest_queue, connection=conn, serializer=JSONSerializer)
-    return Admission(conn, queue, job_timeout_s=settings.job_timeout_s)
+    return Admission(
+        conn, queue, job_timeout_s=settings.job_timeout_s, stored=stored_lookup(clients)
+    )
+
+
+def stored_lookup(clients: Clients) -> StoredLookup:
+    """Which of some event ids the graph holds (what the ingested markers are checked by)."""
+    return functools.partial(stored_event_ids, clients.graph, clients.graph_database)
 
 
 def ingest_burst(clients: Clients, worker: IngestWorker | None = None) -> None:

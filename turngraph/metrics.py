@@ -41,6 +41,7 @@ EXPORTED_METRICS: dict[str, str] = {
     "turngraph_queue_dropped_total": "counter",
     "turngraph_queue_duplicates_total": "counter",
     "turngraph_queue_dead_lettered_total": "counter",
+    "turngraph_queue_not_stored_total": "counter",
     "turngraph_queue_dead_letters": "gauge",
     "turngraph_queue_running": "gauge",
     "turngraph_llm_reextract_pending": "gauge",
@@ -111,6 +112,14 @@ class QueueCollector(Collector):
         dropped.add_metric([queue, "drop_oldest"], stats.dropped_oldest)
         dropped.add_metric([queue, "producer_buffer"], stats.dropped_local)
         yield dropped
+        not_stored = CounterMetricFamily(
+            "turngraph_queue_not_stored",
+            "turns published and not stored, per reason (duplicates were stored before)",
+            labels=["queue", "reason"],
+        )
+        for reason, value in stats.not_stored.items():
+            not_stored.add_metric([queue, reason], value)
+        yield not_stored
         yield _gauge("turngraph_queue_dead_letters", "dead letters kept", queue, letters)
         yield _gauge(
             "turngraph_queue_running", "batch jobs ingest workers are running", queue, running

@@ -1,38 +1,91 @@
 """Forgotten scopes: a tombstone per forgotten scope key, checked before every write.
 
-``turngraph forget`` deletes what exists; a turn of that scope already claimed by a
-worker, or published a moment later by an editor that has not noticed, would otherwise
-land afterwards. The ingest pipeline skips turns whose session, workspace or user has a
-tombstone (counted, never silently).
+``turngraph forget`` deletes what exists; a turn of that scope already queued when it ran
+(in a batch job a worker holds, a failed job retried later) would otherwise land
+afterwards. Each forget takes the next value of a counter (its epoch) and the tombstone
+keeps it; admission stamps every batch job with the counter's value at the moment the
+batch's entries left the inbox. The ingest pipeline skips a turn whose session, workspace
+or user has a tombstone newer than its batch's stamp (counted as ``forgotten``, never
+silently). A turn published after the forget is admitted under the new epoch and stored:
+a forgotten scope is emptied, not closed for ever.
+
+Entries still in an inbox or an admission list when the forget took its epoch are
+deleted by the forget itself (``workers/graph/forget.py`` purges them after taking it), so
+whatever is admitted under the new epoch was published after the forget began.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import secrets
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import redis
 
+from turngraph.schemas.keys import FORGET_EPOCH
 from turngraph.schemas.keys import TOMBSTONE_PREFIX as TOMBSTONE_KEY_PREFIX
 from turngraph.schemas.turn_event import TurnEvent
 
-"""``turngraph:forgotten:<scope>:<key>`` exists while a forgotten scope stays closed."""
+__all__ = [
+    "ADMISSION_LOCK_TTL_MS",
+    "ADMITTED_EPOCH",
+    "TOMBSTONE_TTL_S",
+    "admission_lock_key",
+    "admitted_epoch",
+    "current_epoch",
+    "hold_admission",
+    "mark_forgotten",
+    "split_forgotten",
+    "tombstone_key",
+]
+
+ADMITTED_EPOCH = "admitted_epoch"
+"""The batch job's meta field with the forget epoch its turns were admitted under."""
 
 TOMBSTONE_TTL_S = 30 * 24 * 3600
-"""How long a forgotten scope refuses new turns (longer than any job's retries)."""
+"""How long a tombstone outlives its forget (longer than any job's retries or its stay in
+the failed registry, from which ``turngraph jobs`` may requeue it)."""
 
 
 def tombstone_key(scope: str, key: str) -> str:
     return f"{TOMBSTONE_KEY_PREFIX}{scope}:{key}"
 
 
-def mark_forgotten(conn: redis.Redis, scope: str, key: str, ttl_s: int = TOMBSTONE_TTL_S) -> None:
-    conn.set(tombstone_key(scope, key), b"1", ex=ttl_s)
+def mark_forgotten(conn: redis.Redis, scope: str, key: str, ttl_s: int = TOMBSTONE_TTL_S) -> int:
+    """Close the scope to every turn admitted until now; returns the forget's epoch."""
+    epoch = int(conn.incr(FORGET_EPOCH))
+    conn.set(tombstone_key(scope, key), str(epoch), ex=ttl_s)
+    return epoch
+
+
+def admitted_epoch(job: Any) -> int | None:
+    """The forget epoch an RQ batch job's turns were admitted under (None: a job without
+    it, written before epochs or by hand: every tombstone applies to it)."""
+    meta = getattr(job, "meta", None)
+    value = meta.get(ADMITTED_EPOCH) if isinstance(meta, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def current_epoch(raw: bytes | str | int | None) -> int:
+    """The counter's value as read from Redis (0 before the first forget)."""
+    return int(raw or 0)
+
+
+def _epoch(raw: bytes | None) -> int:
+    try:
+        return int(raw or 0)
+    except ValueError:  # an older tombstone ("1") or a foreign value: the oldest epoch
+        return 1
 
 
 def split_forgotten(
-    conn: redis.Redis, events: Sequence[TurnEvent]
+    conn: redis.Redis, events: Sequence[TurnEvent], admitted_epoch: int | None = None
 ) -> tuple[list[TurnEvent], list[TurnEvent]]:
-    """(events to write, events of forgotten scopes), with one MGET for the batch."""
+    """(events to write, events of scopes forgotten after their batch was admitted), with
+    one MGET for the batch. ``admitted_epoch`` None (turns that came without admission's
+    stamp): every tombstone applies."""
     keys = [
         tombstone_key(scope, value)
         for event in events
@@ -44,9 +97,53 @@ def split_forgotten(
     ]
     if not keys:
         return [], []
-    flags = conn.mget(keys)
+    stamp = admitted_epoch or 0
+    flags: list[bytes | None] = conn.mget(keys)  # type: ignore[assignment]
     kept: list[TurnEvent] = []
     skipped: list[TurnEvent] = []
     for i, event in enumerate(events):
-        (skipped if any(flags[3 * i : 3 * i + 3]) else kept).append(event)
+        newest = max((_epoch(f) for f in flags[3 * i : 3 * i + 3] if f is not None), default=0)
+        (skipped if newest > stamp else kept).append(event)
     return kept, skipped
+
+
+ADMISSION_LOCK_TTL_MS = 30_000
+"""An admitter's lock on one admission list expires after this (its holder died)."""
+
+HOLD_POLL_S = 0.01
+"""How often a forget waiting for an admitter's lock asks again."""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def admission_lock_key(pending: str) -> str:
+    """The lock an admitter holds on admission list ``pending`` from taking entries out
+    of the inbox until their batch job is written."""
+    return pending + ":lock"
+
+
+@contextmanager
+def hold_admission(conn: redis.Redis, pending_lists: Sequence[str]) -> Iterator[None]:
+    """Keep admission off these admission lists (and their inboxes) while a forget purges
+    them: an admitter that took entries before the forget's epoch has written their batch
+    job (where the forget finds it) before this returns. Waits at most
+    :data:`ADMISSION_LOCK_TTL_MS` for a lock (a dead admitter's lapses)."""
+    token = secrets.token_hex(8)
+    release = conn.register_script(_RELEASE)
+    held: list[str] = []
+    try:
+        for pending in pending_lists:
+            lock = admission_lock_key(pending)
+            deadline = time.monotonic() + ADMISSION_LOCK_TTL_MS / 1000
+            while not conn.set(lock, token, nx=True, px=ADMISSION_LOCK_TTL_MS):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(HOLD_POLL_S)  # an admitter holds it for one batch
+            held.append(lock)
+        yield
+    finally:
+        for lock in held:
+            release(keys=[lock], args=[token])

@@ -41,6 +41,7 @@ def test_labels_relationships_and_properties(clients: Clients) -> None:
         for row in _rows(clients, "MATCH (n) UNWIND labels(n) AS label RETURN DISTINCT label")
     }
     assert labels == {
+        "TurngraphGraph",  # the graph's identity (workers/graph/identity.py)
         "Workspace",
         "Session",
         "Episode",

@@ -32,8 +32,10 @@ LATE_TURN = turn("one more thing about src/upload.py", 3, session="s1", minutes=
 """Published but not yet ingested when a test acts: its job waits in the queue."""
 
 VOLATILE = frozenset({"ingested_at", "first_seen", "last_seen", "valid_at", "created_at",
-                      "started_at", "summary", "statement", "aliases", "name"})  # fmt: skip
-"""Set once by whichever turn came first; compared separately where it matters."""
+                      "started_at", "summary", "statement", "aliases", "name",
+                      "graph_id"})  # fmt: skip
+"""Set once by whichever turn came first (or, ``graph_id``, by the first worker on the
+graph); compared separately where it matters."""
 
 
 def ingest(clients: Clients, events: Iterable[TurnEvent], *, distill: bool = False) -> None:

@@ -12,6 +12,7 @@ import redis
 
 from turngraph.clients import with_endpoints
 from turngraph.doctor.checks import Check, fail, failed, skip
+from turngraph.doctor.marker_checks import check_markers_agree
 from turngraph.doctor.redis_checks import (
     START_REDIS,
     check_queue,
@@ -59,6 +60,8 @@ def run_checks(settings: Settings, *, smoke: bool, smoke_timeout_s: float) -> li
         graph = check_graph(settings)
         graph_up = not failed(graph)
         checks += graph
+        if redis_up and graph_up:
+            checks.append(check_markers_agree(settings))
     else:
         checks.append(fail("graph", "not configured and no embedded services running", START_GRAPH))
     checks.append(check_llm(settings))

@@ -18,7 +18,8 @@ from turngraph.clients import (
     build_clients,
     resolve_endpoints,
 )
-from turngraph.schemas.errors import TurngraphError
+from turngraph.embedded.services import GRAPH_ENGINES
+from turngraph.schemas.errors import ConfigurationError, TurngraphError
 from turngraph.schemas.scopes import Scope
 from turngraph.settings import Settings
 
@@ -132,6 +133,51 @@ def run_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_migrate(args: argparse.Namespace) -> int:
+    """Copy the data folder's other engine's graph into the one its services run now."""
+    import neo4j
+
+    from turngraph.embedded.graph_server import GraphServer
+    from turngraph.embedded.neo4j_server import Neo4jServer
+    from turngraph.embedded.services import read_endpoints
+    from turngraph.workers.graph.graph_copy import copy_graph
+    from turngraph.workers.graph.schema import ensure_schema
+
+    settings = Settings()
+    running = read_endpoints(settings.data_dir) if settings.embedded else None
+    if running is None:
+        raise ConfigurationError(
+            "graph migrate copies between the embedded graphs of a data folder: start the "
+            "one to copy into first (`turngraph services --graph ENGINE`); with configured "
+            "servers, carry scopes with `turngraph graph export` and `turngraph graph import`"
+        )
+    source_engine, target_engine = args.source, running.graph_engine
+    if source_engine == target_engine:
+        raise ConfigurationError(
+            f"the services run {target_engine} already: name the other engine with --from"
+        )
+    data_dir = settings.data_dir
+    folder = data_dir / ("graph" if source_engine == "arcadedb" else "neo4j")
+    if not folder.is_dir():
+        raise ConfigurationError(f"no {source_engine} graph in {data_dir}: nothing to migrate")
+    source = GraphServer(folder) if source_engine == "arcadedb" else Neo4jServer(folder, data_dir)
+    print(f"starting the {source_engine} graph of {data_dir} to read it", file=sys.stderr)
+    source.start()
+    try:
+        driver = neo4j.GraphDatabase.driver(source.uri, auth=(source.user, source.password))
+        with driver, _clients(settings) as clients:
+            ensure_schema(clients.graph, clients.graph_database, load_ontology(settings).labels())
+            report = copy_graph(driver, source.database, clients.graph, clients.graph_database)
+    finally:
+        source.stop()
+    print(
+        f"copied {report.nodes} nodes, {report.relationships} relationships from "
+        f"{source_engine} to {target_engine}; restart `turngraph up --graph {target_engine}` "
+        "(or the recall workers) so recall reads them"
+    )
+    return 0
+
+
 def run_indexes(args: argparse.Namespace) -> int:
     from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
 
@@ -225,6 +271,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     importer = actions.add_parser("import", help="import a JSON lines export (idempotent)")
     importer.add_argument("path", help="file, or - for stdin")
     importer.set_defaults(handler=_guarded(run_import))
+
+    migrate = actions.add_parser(
+        "migrate",
+        help="copy this data folder's other embedded graph (another engine's) into the one "
+        "its services run now (idempotent)",
+    )
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        choices=GRAPH_ENGINES,
+        help="the engine whose graph to copy (its folder in the data folder)",
+    )
+    migrate.set_defaults(handler=_guarded(run_migrate))
 
     indexes = actions.add_parser(
         "indexes", help="create the Neo4j-only full-text indexes for Browser (Neo4j only)"

@@ -37,6 +37,7 @@ from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
+from turngraph.workers.ingest.markers import recorded_identity
 from turngraph.workers.recall.replica import process_is_ready
 
 log = structlog.get_logger(__name__)
@@ -80,7 +81,30 @@ def _services(settings: Settings) -> Iterator[tuple[dict[str, str], EmbeddedServ
         print(f"embedded graph  {endpoints.graph_uri} ({endpoints.graph_engine})")
         if endpoints.graph_engine == "neo4j":
             print(f"Neo4j Browser   {endpoints.studio_url}")
+        switched = engine_switch_notice(endpoints.redis_url, endpoints.graph_engine)
+        if switched:
+            print(switched)
         yield endpoints.as_env(), services
+
+
+def engine_switch_notice(redis_url: str, engine: str) -> str | None:
+    """One line when this data folder's memory was stored with the other graph engine:
+    the graph starting now is another one, and how to carry the memory over."""
+    conn = redis.Redis.from_url(redis_url, socket_timeout=5)
+    try:
+        recorded = recorded_identity(conn)
+    except redis.RedisError:
+        return None
+    finally:
+        conn.close()
+    if recorded is None or recorded.engine == engine:
+        return None
+    return (
+        f"note: this data folder's memory so far is in its {recorded.engine} graph and "
+        f"{engine} has its own: copy it over with `turngraph graph migrate --from "
+        f"{recorded.engine}` while this runs, or go back with `turngraph up --graph "
+        f"{recorded.engine}`"
+    )
 
 
 @dataclass

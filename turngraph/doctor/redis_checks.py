@@ -141,6 +141,10 @@ def check_queue(conn: redis.Redis, settings: Settings) -> list[Check]:
         )
     else:
         checks.append(ok("queue.dead_letters", "none"))
+    reasons = [f"{value} {reason}" for reason, value in stats.not_stored.items() if value]
+    checks.append(
+        ok("queue.not_stored", ", ".join(reasons) if reasons else "every published turn stored")
+    )
     pending = int(conn.zcard(REEXTRACT_PENDING))
     checks.append(ok("queue.reextract", f"{pending} turns wait for an LLM re-extraction"))
     checks.append(_workers(conn, name, stats.length))

@@ -2,7 +2,9 @@
 
 What goes (SPEC §8):
 
-- in Redis, first, so nothing queued writes the scope back: its turns waiting in an inbox
+- in Redis, first, so nothing queued writes the scope back: a tombstone (the forget's
+  epoch: a turn admitted before it is skipped by the worker, one published after it is
+  stored as any other, ``workers/tombstones.py``); its turns waiting in an inbox
   or an admission list; every queued, failed, finished, deferred, scheduled or canceled
   RQ job carrying the scope, deleted through RQ's ``Job.delete`` (an ingest batch job's
   turns of other scopes go back on the queue in a new batch job, unless it had finished
@@ -67,7 +69,12 @@ from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE
 from turngraph.schemas.tenants import TENANTS_KEY, inbox_key, qualify
 from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
-from turngraph.workers.tombstones import mark_forgotten
+from turngraph.workers.tombstones import (
+    ADMITTED_EPOCH,
+    admitted_epoch,
+    hold_admission,
+    mark_forgotten,
+)
 
 SCAN_BATCH = 1_000
 """Jobs or stream entries read per round trip."""
@@ -167,10 +174,12 @@ def _other_turns(conn: redis.Redis, job: Job, field: str, key: str) -> list[Any]
 
 
 def _batch_like(job: Job, turns: list[Any]) -> Any:
-    """RQ's ``Queue.prepare_data`` of a batch job like ``job`` holding ``turns``."""
+    """RQ's ``Queue.prepare_data`` of a batch job like ``job`` holding ``turns`` (admitted
+    under the same forget epoch)."""
     return Queue.prepare_data(
         INGEST_FUNCTION,
         args=(turns,),
+        meta={ADMITTED_EPOCH: admitted_epoch(job) or 0},
         description=f"ingest_batch({len(turns)} turns)",
         timeout=int(job.timeout or JOB_TIMEOUT_S),
         result_ttl=job.result_ttl,
@@ -231,6 +240,14 @@ def purge_inboxes(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: s
             if isinstance(own, str) and (qualify(tenant, own) if tenant else own) == key:
                 removed += int(conn.lrem(list_key, 0, raw))
     return removed
+
+
+def _admission_lists(conn: redis.Redis, queues: Iterable[str]) -> list[str]:
+    """Every inbox's admission list: the operator's per queue, each tenant's."""
+    tenants: Any = conn.smembers(TENANTS_KEY)
+    return [ADMISSION_LIST_TEMPLATE.format(source=f"operator:{q}") for q in queues] + [
+        ADMISSION_LIST_TEMPLATE.format(source=raw.decode("utf-8", "replace")) for raw in tenants
+    ]
 
 
 def running_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str) -> int:
@@ -312,8 +329,13 @@ def _forget_scope(
     changes_stream: str,
 ) -> ForgetReport:
     report = ForgetReport()
-    mark_forgotten(redis_client, scope.value, key)  # first: nothing of the scope lands later
-    report.jobs_deleted = purge_inboxes(redis_client, queues, scope, key)
+    # First the tombstone (the forget's epoch): turns admitted before it are skipped by
+    # the worker, wherever their job is. Then the inboxes and admission lists, with the
+    # admitters held off: one that took entries before the epoch has written their job
+    # (purged next); what they admit afterwards was published after the forget began.
+    mark_forgotten(redis_client, scope.value, key)
+    with hold_admission(redis_client, _admission_lists(redis_client, queues)):
+        report.jobs_deleted = purge_inboxes(redis_client, queues, scope, key)
     report.jobs_deleted += purge_jobs(redis_client, queues, scope, key)
     report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
     deletion = store.delete_scope(scope, key)

@@ -21,6 +21,7 @@ FIXED_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("Summary", "uid"),
     ("DecisionRecord", "uid"),
     ("Memory", "uid"),
+    ("TurngraphGraph", "key"),
 )
 """(label, property) pairs that are unique regardless of the ontology."""
 

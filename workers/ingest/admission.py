@@ -16,11 +16,17 @@ the entries in the admission list and the next admission takes them again. One w
 admits a source at a time (a lock that expires if its holder dies). Admission moves
 entries only while RQ's queue holds fewer than :data:`MAX_QUEUED_BATCHES` jobs, so the
 backlog, the bound and its drop policy stay in the inboxes, counted exactly. Every entry
-is counted once: ``enqueued`` as it enters the inbox; a duplicate (its ingested marker is
-set, it waits in a live batch job: its admitted marker names one, or it came twice in one
-admission), an entry that is not a valid turn (``rejected``,
-logged with the field names only) is moved out of ``enqueued`` in the same transaction
-that counts it; the others count as ``admitted``.
+is counted once: ``enqueued`` as it enters the inbox; a duplicate (it is in the graph: its
+ingested marker is set and the graph confirms it; it waits in a live batch job: its
+admitted marker names one; or it came twice in one admission), an entry that is not a
+valid turn (``rejected``, logged with the field names only) is moved out of ``enqueued``
+in the same transaction that counts it; the others count as ``admitted``.
+
+A marker never decides alone: the turns whose ingested marker is set are looked up in the
+graph (one indexed read per batch, only for those), and a turn the graph lacks (wiped,
+replaced, its scope forgotten) is admitted again, its stale marker deleted. Each batch
+job carries the forget epoch read with its entries (``workers/tombstones.py``): a scope
+forgotten after that is skipped by the worker, one forgotten before is not.
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ from rq.job import Job, JobStatus
 from turngraph.producers.bounded_queue import admitted_key, ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.defaults import INGESTED_TTL_S, JOB_TIMEOUT_S
-from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.errors import InvalidPayloadError, TurngraphError
 from turngraph.schemas.keys import (
     ADMISSION_LIST_TEMPLATE,
+    FORGET_EPOCH,
     INBOX_TEMPLATE,
     INBOX_WAKE_TEMPLATE,
     QUEUE_STATS_TEMPLATE,
@@ -59,6 +66,8 @@ from turngraph.schemas.tenants import (
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import invalid_fields
 from turngraph.workers.ingest.job import batch_job
+from turngraph.workers.ingest.markers import StoredLookup
+from turngraph.workers.tombstones import ADMISSION_LOCK_TTL_MS, admission_lock_key, current_epoch
 
 log = structlog.get_logger(__name__)
 
@@ -68,7 +77,7 @@ BATCH = 100
 MAX_QUEUED_BATCHES = 4
 """Admission moves entries only while RQ's queue holds fewer jobs than this."""
 
-LOCK_TTL_MS = 30_000
+LOCK_TTL_MS = ADMISSION_LOCK_TTL_MS
 """A dead admitter's lock expires after this; its admission list is then taken over."""
 
 WAKE_TIMEOUT_S = 1.0
@@ -104,6 +113,8 @@ class AdmissionCounters:
     duplicates: int = 0
     rejected: int = 0
     batches: int = 0
+    restored: int = 0
+    """Turns whose ingested marker was set but which the graph lacked: admitted again."""
 
 
 @dataclass(frozen=True)
@@ -164,8 +175,12 @@ class Admission:
         *,
         batch: int = BATCH,
         job_timeout_s: int = JOB_TIMEOUT_S,
+        stored: StoredLookup | None = None,
     ) -> None:
+        """``stored``: which event ids the graph holds (a marker alone is trusted without
+        it: tests and benchmarks of admission alone)."""
         self._redis = conn
+        self._stored = stored
         self._queue = queue
         self._batch = batch
         self._job_timeout_s = job_timeout_s
@@ -211,7 +226,7 @@ class Admission:
     def admit(self, source: Source) -> int:
         """Admit up to one batch of ``source``'s entries (leftovers of a dead admitter
         first); returns the entries handled."""
-        lock, token = source.pending + ":lock", secrets.token_hex(8)
+        lock, token = admission_lock_key(source.pending), secrets.token_hex(8)
         if not self._redis.set(lock, token, nx=True, px=LOCK_TTL_MS):
             return 0
         try:
@@ -220,21 +235,28 @@ class Admission:
             self._release(keys=[lock], args=[token])
 
     def _admit_locked(self, source: Source) -> int:
-        entries: list[bytes] = self._redis.lrange(source.pending, 0, -1)  # type: ignore[assignment]
+        # the forget epoch is read in the MULTI that takes the entries (see the docstring)
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.lrange(source.pending, 0, -1)
+            pipe.get(FORGET_EPOCH)
+            entries, epoch = pipe.execute()
         if not entries:
             if not self.room():
                 return 0
             with self._redis.pipeline(transaction=True) as pipe:
                 for _ in range(self._batch):
                     pipe.lmove(source.inbox, source.pending, "LEFT", "RIGHT")
-                entries = [entry for entry in pipe.execute() if entry is not None]
+                pipe.get(FORGET_EPOCH)
+                *moved, epoch = pipe.execute()
+                entries = [entry for entry in moved if entry is not None]
         if entries:
-            self.admit_entries(source, entries)
+            self.admit_entries(source, entries, current_epoch(epoch))
         return len(entries)
 
-    def admit_entries(self, source: Source, entries: Sequence[bytes]) -> None:
+    def admit_entries(self, source: Source, entries: Sequence[bytes], epoch: int = 0) -> None:
         """``source``'s admission list into jobs, deleted in the same MULTI (a subclass
-        admits other requests: ``workers/maintenance/asks.py``)."""
+        admits other requests: ``workers/maintenance/asks.py``); ``epoch``: the forget
+        epoch read with the entries."""
         events: dict[str, TurnEvent] = {}
         rejected = repeated = 0
         for raw in entries:
@@ -247,24 +269,28 @@ class Admission:
             if event.event_id in events:
                 repeated += 1
             events[event.event_id] = event
-        fresh = self._fresh(list(events.values()))
+        fresh, stale = self._fresh(list(events.values()))
         duplicates = repeated + len(events) - len(fresh)
-        self._commit(source, fresh, duplicates, rejected)
+        self._commit(source, fresh, duplicates, rejected, epoch, stale)
 
-    def _fresh(self, events: Sequence[TurnEvent]) -> list[TurnEvent]:
-        """The events neither ingested nor waiting in a live batch job: one pipelined
-        read of both markers; a batch job's status only for the (rare) re-published."""
+    def _fresh(self, events: Sequence[TurnEvent]) -> tuple[list[TurnEvent], list[str]]:
+        """The events neither in the graph nor waiting in a live batch job, and the event
+        ids among them whose ingested marker is stale: one pipelined read of both
+        markers; a graph lookup and a batch job's status only for the (rare) re-published."""
         if not events:
-            return []
+            return [], []
         with self._redis.pipeline(transaction=False) as pipe:
             for event in events:
                 pipe.exists(ingested_key(event.event_id))
                 pipe.get(admitted_key(event.event_id))
             found = pipe.execute()
         live: dict[bytes, bool] = {}
+        claimed = [e.event_id for e, ingested in zip(events, found[::2], strict=True) if ingested]
+        in_graph = self._in_graph(claimed)
+        stale = [event_id for event_id in claimed if event_id not in in_graph]
         fresh = []
         for event, ingested, job_id in zip(events, found[::2], found[1::2], strict=True):
-            if ingested:
+            if ingested and event.event_id in in_graph:
                 continue
             if job_id is not None:
                 if job_id not in live:
@@ -272,7 +298,22 @@ class Admission:
                 if live[job_id]:
                     continue
             fresh.append(event)
-        return fresh
+        if stale:
+            log.warning("admission_markers_stale", turns=len(stale))
+        admitted = {event.event_id for event in fresh}
+        return fresh, [event_id for event_id in stale if event_id in admitted]
+
+    def _in_graph(self, event_ids: list[str]) -> set[str]:
+        """Which of the turns their markers call ingested the graph holds: all of them
+        without a lookup (admission alone); none when the graph does not answer (written
+        again, idempotently, rather than lost)."""
+        if not event_ids or self._stored is None:
+            return set(event_ids)
+        try:
+            return self._stored(event_ids)
+        except TurngraphError as exc:
+            log.warning("admission_graph_lookup_failed", error=type(exc).__name__)
+            return set()
 
     def _live(self, job_id: str) -> bool:
         """True while the batch job is on its way to the graph (or done): not failed,
@@ -284,17 +325,26 @@ class Admission:
         return status in _LIVE
 
     def _commit(
-        self, source: Source, events: Sequence[TurnEvent], duplicates: int, rejected: int
+        self,
+        source: Source,
+        events: Sequence[TurnEvent],
+        duplicates: int,
+        rejected: int,
+        epoch: int = 0,
+        stale: Sequence[str] = (),
     ) -> None:
-        """The batch job, the admission list's deletion and the counters, in one MULTI."""
+        """The batch job, the admission list's deletion, stale markers' deletion and the
+        counters, in one MULTI."""
         with self._redis.pipeline(transaction=True) as pipe:
             if events:
                 payloads = [event.model_dump(mode="json") for event in events]
                 job_id = str(uuid.uuid4())
-                job = batch_job(payloads, self._job_timeout_s, job_id)
+                job = batch_job(payloads, self._job_timeout_s, job_id, admitted_epoch=epoch)
                 self._queue.enqueue_many([job], pipeline=pipe)
                 for event in events:
                     pipe.set(admitted_key(event.event_id), job_id, ex=INGESTED_TTL_S)
+            if stale:  # the write counts from 1 again (a marker of 2 means written twice)
+                pipe.delete(*(ingested_key(event_id) for event_id in stale))
             pipe.delete(source.pending)
             if duplicates + rejected:
                 pipe.hincrby(source.stats, "enqueued", -(duplicates + rejected))
@@ -311,6 +361,7 @@ class Admission:
         counters.duplicates += duplicates
         counters.rejected += rejected
         counters.batches += bool(events)
+        counters.restored += len(stale)
 
     def burst(self, work: Callable[[], object]) -> None:
         """Admit everything the inboxes hold, then let ``work`` (a burst worker) run it

@@ -39,6 +39,7 @@ from rq.queue import Queue
 from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 from turngraph.schemas.defaults import FAILURE_TTL_S
 from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.keys import QUEUE_STATS_TEMPLATE
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.dead_letters import DeadLetter
 from turngraph.workers.ingest.envelope import (
@@ -53,6 +54,7 @@ from turngraph.workers.ingest.envelope import (
 from turngraph.workers.ingest.isolation import run_isolating
 from turngraph.workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
 from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers.tombstones import admitted_epoch
 
 __all__ = ["HEARTBEAT_TTL_S", "IngestWorker", "run_batch"]
 
@@ -96,9 +98,11 @@ def run_batch(
     queue_name: str,
     payloads: Sequence[Any],
     job_id: str = "batch",
+    admitted_epoch: int | None = None,
 ) -> dict[str, int]:
-    """Ingest ``payloads``; unreadable ones and poison turns are dead-lettered, the rest
-    written. A transient failure propagates (RQ retries the job)."""
+    """Ingest ``payloads``; unreadable ones and poison turns are dead-lettered, turns of
+    scopes forgotten since ``admitted_epoch`` skipped (both counted in the queue's
+    stats), the rest written. A transient failure propagates (RQ retries the job)."""
     items, letters = [], []
     for index, payload in enumerate(payloads if isinstance(payloads, list) else []):
         try:
@@ -108,7 +112,9 @@ def run_batch(
             letters.append(_payload_letter(_event_id(payload, job_id, index), exc))
     if not isinstance(payloads, list):
         letters.append(DeadLetter(job_id, "EnvelopeError", "data.args", "not a list", time.time()))
-    isolated = run_isolating(lambda part: pipeline.ingest([event for _, event in part]), items)
+    isolated = run_isolating(
+        lambda part: pipeline.ingest([event for _, event in part], admitted_epoch), items
+    )
     for (event_id, _), error in isolated.poisoned:
         letters.append(
             DeadLetter(event_id, "PoisonTurnError", "turn", type(error).__name__, time.time())
@@ -126,6 +132,9 @@ def run_batch(
         for name, value in result.as_counts().items():
             counts[name] += value
     counts["dead_lettered"] = len(letters)
+    if counts["forgotten"]:
+        stats = QUEUE_STATS_TEMPLATE.format(queue=queue_name)
+        conn.hincrby(stats, "forgotten", counts["forgotten"])
     return counts
 
 
@@ -294,7 +303,12 @@ class IngestWorker(StoppableWorker):
         def ingest(payloads: Sequence[Any], origin: str) -> dict[str, int]:
             with self._beating(job):
                 return run_batch(
-                    self.pipeline, self.connection, origin or queue.name, payloads, job.id
+                    self.pipeline,
+                    self.connection,
+                    origin or queue.name,
+                    payloads,
+                    job.id,
+                    admitted_epoch(job),
                 )
 
         job.ingest = ingest  # type: ignore[attr-defined]

@@ -20,17 +20,26 @@ from turngraph.schemas.defaults import (
     RETRY_INTERVALS_S,
 )
 from turngraph.schemas.errors import ConfigurationError
+from turngraph.workers.tombstones import ADMITTED_EPOCH, admitted_epoch
 
-__all__ = ["INGEST_FUNCTION", "batch_job", "ingest_batch"]
+__all__ = ["ADMITTED_EPOCH", "INGEST_FUNCTION", "admitted_epoch", "batch_job", "ingest_batch"]
 
 
-def batch_job(payloads: list[dict[str, Any]], timeout_s: int, job_id: str | None = None) -> Any:
+def batch_job(
+    payloads: list[dict[str, Any]],
+    timeout_s: int,
+    job_id: str | None = None,
+    *,
+    admitted_epoch: int = 0,
+) -> Any:
     """RQ's ``Queue.prepare_data`` of one batch job: our function, the turns as its one
-    argument, a description without chat text, the one retry policy."""
+    argument, the forget epoch they were admitted under in its meta, a description without
+    chat text, the one retry policy."""
     return Queue.prepare_data(
         INGEST_FUNCTION,
         job_id=job_id,
         args=(payloads,),
+        meta={ADMITTED_EPOCH: admitted_epoch},
         description=f"ingest_batch({len(payloads)} turns)",
         timeout=timeout_s,
         result_ttl=RESULT_TTL_S,

@@ -89,11 +89,16 @@ class IngestPipeline:
     def ingest_payloads(self, payloads: Iterable[Any]) -> IngestResult:
         return self.ingest([parse_payload(payload) for payload in payloads])
 
-    def ingest(self, events: Sequence[TurnEvent]) -> IngestResult:
+    def ingest(
+        self, events: Sequence[TurnEvent], admitted_epoch: int | None = None
+    ) -> IngestResult:
+        """Write ``events`` (idempotent), skipping those of a scope forgotten after they
+        were admitted (``admitted_epoch``, the batch job's stamp; None: every forgotten
+        scope's)."""
         # admission's in-flight markers, by the ids it saw (before any id is hashed)
         admitted = [admitted_key(event.event_id) for event in events]
         try:
-            events, forgotten = split_forgotten(self._redis, events)
+            events, forgotten = split_forgotten(self._redis, events, admitted_epoch)
             if admitted and not events:
                 self._redis.delete(*admitted)
         except redis.RedisError as exc:

@@ -43,7 +43,7 @@ class AskAdmission(Admission):
         """Move the next ask into the admission list as it comes (atomically)."""
         self._redis.blmove(DISTILL_REQUESTS, ASKS_PENDING, int(WAKE_TIMEOUT_S), "LEFT", "RIGHT")
 
-    def admit_entries(self, source: Source, entries: Sequence[bytes]) -> None:
+    def admit_entries(self, source: Source, entries: Sequence[bytes], epoch: int = 0) -> None:
         """One job per valid ask (no retry, no result kept, no chat text in the
         description), enqueued in one MULTI with the admission list's trim (not a delete:
         another admitter's wait may have moved an ask in since)."""

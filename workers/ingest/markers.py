@@ -1,0 +1,119 @@
+"""The ingested markers kept true to the graph they describe.
+
+An ingested marker (``turngraph:ingested:<event id>``) saves admission the work of
+writing a turn again; it never decides alone that the turn exists. Redis records which
+graph the markers were checked against (:data:`~schemas.keys.GRAPH_IDENTITY`); an ingest
+worker that starts on a graph with another identity (new, wiped, another engine's) checks
+every marker against it and drops those of turns it lacks, so they are stored again when
+published again. Admission checks the markers it finds against the graph as well
+(``workers/ingest/admission.py``), and ``turngraph doctor`` samples them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+import structlog
+
+from turngraph.producers.bounded_queue import ingested_key
+from turngraph.schemas.keys import GRAPH_IDENTITY, INGESTED_PREFIX
+from turngraph.workers.graph.identity import GraphIdentity
+
+__all__ = [
+    "MarkerCheck",
+    "StoredLookup",
+    "check_markers",
+    "reconcile_markers",
+    "record_identity",
+    "recorded_identity",
+]
+
+log = structlog.get_logger(__name__)
+
+StoredLookup = Callable[[Sequence[str]], "set[str]"]
+"""Which of these event ids have an Episode in the graph."""
+
+CHECK_BATCH = 1_000
+"""Markers checked against the graph per lookup."""
+
+DOCTOR_SAMPLE = 500
+"""Markers ``turngraph doctor`` checks (the first the scan finds)."""
+
+
+@dataclass(frozen=True)
+class MarkerCheck:
+    """Markers looked at, and those whose turn the graph does not hold."""
+
+    checked: int
+    missing: int
+
+    @property
+    def agree(self) -> bool:
+        return self.missing == 0
+
+
+def recorded_identity(conn: redis.Redis) -> GraphIdentity | None:
+    """The identity of the graph the markers were last checked against (None: never)."""
+    raw: Any = conn.hgetall(GRAPH_IDENTITY)
+    fields = {k.decode(): v.decode() for k, v in raw.items()}
+    if not fields.get("graph_id"):
+        return None
+    return GraphIdentity(fields["graph_id"], fields.get("engine", "?"))
+
+
+def record_identity(conn: redis.Redis, identity: GraphIdentity) -> None:
+    conn.hset(GRAPH_IDENTITY, mapping={"graph_id": identity.graph_id, "engine": identity.engine})
+
+
+def _marker_ids(conn: redis.Redis, limit: int | None = None) -> Iterator[list[str]]:
+    """Event ids of the markers, in batches (a SCAN: never blocks Redis)."""
+    batch: list[str] = []
+    keys = conn.scan_iter(match=INGESTED_PREFIX + "*", count=CHECK_BATCH)
+    for seen, raw in enumerate(keys, 1):
+        batch.append(raw.decode("utf-8", "replace")[len(INGESTED_PREFIX) :])
+        if len(batch) == CHECK_BATCH or (limit is not None and seen >= limit):
+            yield batch
+            batch = []
+            if limit is not None and seen >= limit:
+                return
+    if batch:
+        yield batch
+
+
+def check_markers(
+    conn: redis.Redis, stored: StoredLookup, *, limit: int | None = DOCTOR_SAMPLE
+) -> MarkerCheck:
+    """Check up to ``limit`` markers (None: all) against the graph; changes nothing."""
+    checked = missing = 0
+    for ids in _marker_ids(conn, limit):
+        checked += len(ids)
+        missing += len(set(ids) - stored(ids))
+    return MarkerCheck(checked, missing)
+
+
+def reconcile_markers(conn: redis.Redis, identity: GraphIdentity, stored: StoredLookup) -> int:
+    """At an ingest worker's start: if the markers were recorded against another graph (or
+    none), drop every marker whose turn ``identity``'s graph lacks, then record it.
+    Returns the markers dropped."""
+    previous = recorded_identity(conn)
+    if previous is not None and previous.graph_id == identity.graph_id:
+        return 0
+    dropped = checked = 0
+    for ids in _marker_ids(conn):
+        checked += len(ids)
+        gone = sorted(set(ids) - stored(ids))
+        if gone:
+            dropped += int(conn.delete(*(ingested_key(e) for e in gone)))
+    record_identity(conn, identity)
+    if previous is not None or dropped:
+        log.warning(
+            "graph_changed_markers_dropped",
+            previous=previous.describe() if previous else "none recorded",
+            graph=identity.describe(),
+            checked=checked,
+            dropped=dropped,
+        )
+    return dropped
