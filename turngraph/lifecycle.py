@@ -19,13 +19,15 @@ import ctypes
 import os
 import queue
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used: every command imports this module at its start
+    import subprocess
+    from concurrent.futures import Future
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 """The signals every long-running command stops on."""
@@ -128,6 +130,8 @@ class _Spawner:
                 self._requests = queue.SimpleQueue()
                 thread = threading.Thread(target=self._serve, name="spawner", daemon=True)
                 thread.start()
+        from concurrent.futures import Future
+
         future: Future[Any] = Future()
         self._requests.put((call, future))
         return future.result()
@@ -146,6 +150,8 @@ def popen_tied_to_process(
     """``subprocess.Popen(argv, **popen_kwargs)`` whose child gets ``death_signal`` when
     this *process* dies (also by SIGKILL), whichever thread calls it: a thread other than
     the main one hands the fork to the spawner thread, which outlives every caller."""
+    import subprocess
+
     preexec = parent_death_preexec(death_signal, umask)
 
     def start() -> subprocess.Popen[bytes]:

@@ -2,14 +2,14 @@
 
 ``turngraph recall|publish|status`` ask :func:`find` first; with an endpoint named in
 the data folder and alive they send their request here and print its reply, having
-loaded neither pydantic, Redis nor logging. Any failure to reach it is
+loaded neither pydantic, Redis, logging nor ``http.client``. Any failure to reach it is
 :class:`EndpointUnavailable`, and the command takes its full code path instead.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,13 +20,18 @@ __all__ = ["EndpointClient", "EndpointUnavailable", "find"]
 CONNECT_TIMEOUT_S = 0.5
 """A local endpoint that does not accept a connection this fast is taken as away."""
 
+MAX_REPLY_BYTES = 16_000_000
+"""A longer reply is not an answer of ours."""
+
 
 class EndpointUnavailable(Exception):
     """The endpoint could not be reached or did not answer with JSON."""
 
 
 class EndpointClient:
-    """Requests to one endpoint (a connection per request: one each, in the CLI)."""
+    """Requests to one endpoint: HTTP/1.1 over a plain socket, one connection per request
+    (``Connection: close``). ``http.client`` would cost more to import than the request
+    takes (it loads the ``email`` parser)."""
 
     def __init__(self, live: LiveEndpoint) -> None:
         parts = urlsplit(live.url)
@@ -36,29 +41,32 @@ class EndpointClient:
 
     def call(self, op: str, body: dict[str, Any], timeout_s: float = 10.0) -> dict[str, Any]:
         """``POST /v1/<op>`` with ``body``; the reply object."""
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=CONNECT_TIMEOUT_S)
+        payload = json.dumps(body).encode("utf-8")
+        head = (
+            f"POST /v1/{op} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Authorization: Bearer {self._token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+        ).encode("latin-1")
         try:
-            connection.connect()
-            if connection.sock is not None:
-                connection.sock.settimeout(timeout_s)
-            connection.request(
-                "POST",
-                f"/v1/{op}",
-                body=json.dumps(body).encode("utf-8"),
-                headers={
-                    "Authorization": f"Bearer {self._token}",
-                    "Content-Type": "application/json",
-                },
-            )
-            response = connection.getresponse()
-            data = response.read()
-            if response.status != 200:
-                raise EndpointUnavailable(f"HTTP {response.status}")
+            with socket.create_connection((self.host, self.port), CONNECT_TIMEOUT_S) as sock:
+                sock.settimeout(timeout_s)
+                sock.sendall(head + payload)
+                chunks, size = [], 0
+                while size <= MAX_REPLY_BYTES:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+            header, _, data = b"".join(chunks).partition(b"\r\n\r\n")
+            status = header.split(b"\r\n", 1)[0].split()
+            if len(status) < 2 or status[1] != b"200":
+                raise EndpointUnavailable(f"HTTP {status[1:2]!r}")
+            if b"\r\ntransfer-encoding: chunked" in header.lower():
+                raise EndpointUnavailable("a chunked reply")  # ours have a Content-Length
             reply = json.loads(data)
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+        except (OSError, ValueError, UnicodeError) as exc:
             raise EndpointUnavailable(type(exc).__name__) from None
-        finally:
-            connection.close()
         if not isinstance(reply, dict):
             raise EndpointUnavailable("not a JSON object")
         return reply
