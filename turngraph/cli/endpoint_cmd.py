@@ -13,13 +13,26 @@ with warm Redis connections (`turngraph up` runs it too). Where it listens is wr
 
 
 def run_endpoint(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
     from turngraph.endpoint.server import serve
+    from turngraph.lifecycle import StopSignal
     from turngraph.logs import configure_logging
     from turngraph.settings import Settings
 
     settings = Settings()
     configure_logging(settings)
-    serve(settings, host=args.host, port=args.port)
+    try:
+        serve(settings, host=args.host, port=args.port)
+    except StopSignal as stopped:
+        print(f"turngraph endpoint: stopped ({stopped})", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # Everything is released by now (endpoint.json removed, the publisher closed and
+        # its buffer delivered): the interpreter's own clean-up of the server's modules
+        # took 1.8 s at load 25 (0.05 s without it) while a stopping `turngraph up`
+        # waited for it.
+        os._exit(0)
     return 0
 
 
