@@ -55,19 +55,24 @@ class Backlog:
 
 
 def backlog(conn: redis.Redis, queue: str) -> Backlog:
-    """One round trip over every place a turn can be left in (RQ's and ours)."""
+    """Every place a turn can be left in (ours, then RQ's through its queue and
+    registries)."""
     rq_queue = Queue(queue, connection=conn)
     with conn.pipeline(transaction=False) as pipe:
         pipe.llen(INBOX_TEMPLATE.format(queue=queue))
         pipe.llen(ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue}"))
-        pipe.llen(rq_queue.key)
-        pipe.zcard(rq_queue.started_job_registry.key)
-        pipe.llen(rq_queue.intermediate_queue_key)
-        pipe.zcard(rq_queue.scheduled_job_registry.key)
         pipe.hlen(DEAD_LETTERS_TEMPLATE.format(queue=queue))
-        pipe.zcard(rq_queue.failed_job_registry.key)
-        values = [int(v) for v in pipe.execute()]
-    return Backlog(*values)
+        inbox, admission, letters = (int(v) for v in pipe.execute())
+    return Backlog(
+        inbox,
+        admission,
+        rq_queue.count,
+        rq_queue.started_job_registry.get_job_count(cleanup=False),
+        len(rq_queue.intermediate_queue.get_job_ids()),
+        rq_queue.scheduled_job_registry.get_job_count(cleanup=False),
+        letters,
+        rq_queue.failed_job_registry.get_job_count(cleanup=False),
+    )
 
 
 def markers(conn: redis.Redis, event_ids: Sequence[str]) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """The Redis key layout: every key or key prefix one process writes and another reads.
 
-RQ's own key names are not here: ``producers/rq_internals.py`` owns them.
+RQ's own key names are not here: RQ's objects know them (``Queue.key``, ``Job.key_for``).
 """
 
 from __future__ import annotations

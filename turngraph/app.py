@@ -52,7 +52,7 @@ once its started-registry entry lapses (``workers/ingest/batching.py``; RQ's def
 
 INGEST_WORKER_TTL_S = 25
 """RQ's worker TTL (its key outlives the last heartbeat by this plus 60 s); an idle worker
-wakes every ``STOP_CHECK_S`` (``workers/stoppable.py``), so maintenance runs on time."""
+wakes every ``STOP_CHECK_S`` (``workers/rq_adapter.py``), so maintenance runs on time."""
 
 
 def load_ontology(settings: Settings) -> Ontology:

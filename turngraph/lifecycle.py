@@ -234,7 +234,7 @@ def defer_stops() -> None:
     """From now on a SIGTERM or SIGINT is only recorded (:func:`stop_was_requested`), never
     raised: for the moments before a library installs its own handlers and is told of
     a recorded stop (RQ's ``work()`` registers the worker, subscribes and forks its
-    scheduler first; see ``workers/stoppable.py``). An exception raised in there can land
+    scheduler first; see ``workers/rq_adapter.py``). An exception raised in there can land
     in the middle of a half-built object, such as a multiprocessing finaliser that then
     prints a traceback when it is collected."""
     installer = os.getpid()

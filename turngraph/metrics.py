@@ -87,9 +87,10 @@ class QueueCollector(Collector):
             stats = read_stats(self._conn, queue)
             with self._conn.pipeline(transaction=False) as pipe:
                 pipe.zcard(REEXTRACT_PENDING)
-                pipe.zcard(StartedJobRegistry(queue, connection=self._conn).key)
                 pipe.hlen(dead_letter_key(queue))
-                pending, running, letters = pipe.execute()
+                pending, letters = pipe.execute()
+            registry = StartedJobRegistry(queue, connection=self._conn)
+            running = registry.get_job_count(cleanup=False)
         except redis.RedisError:
             yield GaugeMetricFamily("turngraph_redis_up", "Redis answered this scrape", value=0)
             return

@@ -2,7 +2,8 @@
 
 RQ resolves a job's function (and its success / failure / stopped callbacks) by importing
 whatever dotted name the job hash holds, so anyone able to write a job hash could make a
-worker call ``os.system``. :class:`TrustedJob` is the job class every worker of ours uses:
+worker call ``os.system``. :class:`TrustedJob` is the job class every worker of ours uses
+(RQ's ``job_class``; the checks are ``AllowListedJob``'s, ``workers/rq_adapter.py``):
 the function must be on :data:`ALLOWED_FUNCTIONS`, called as a plain function (no
 instance), and callbacks are never imported. A refused job fails at once, without
 retries, with a typed reason in RQ's failed registry (``turngraph jobs failed``).
@@ -10,15 +11,16 @@ retries, with a typed reason in RQ's failed registry (``turngraph jobs failed``)
 
 from __future__ import annotations
 
-from typing import Any
-
-import structlog
-from rq.job import Job
-
 from turngraph.schemas.defaults import INGEST_FUNCTION
-from turngraph.schemas.errors import PermanentError
+from turngraph.workers.rq_adapter import AllowListedJob, ForbiddenJobError
 
-log = structlog.get_logger(__name__)
+__all__ = [
+    "ALLOWED_FUNCTIONS",
+    "MAINTENANCE_FUNCTIONS",
+    "ForbiddenJobError",
+    "MaintenanceJob",
+    "TrustedJob",
+]
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_FUNCTION})
 """Dotted names of every job function an ingest worker will run."""
@@ -39,53 +41,13 @@ MAINTENANCE_FUNCTIONS: frozenset[str] = frozenset(
 a maintenance worker refuses everything else."""
 
 
-class ForbiddenJobError(PermanentError):
-    """A job names a function (or instance, or callback) that is not ours."""
+class TrustedJob(AllowListedJob):
+    """An RQ job that only ever resolves to an allow-listed ingest function."""
+
+    allowed_functions = ALLOWED_FUNCTIONS
 
 
-def refusal(job: Job, allowed: frozenset[str] = ALLOWED_FUNCTIONS) -> str | None:
-    """Why ``job`` must not run, or None. Never quotes the job's data (it may be chat)."""
-    try:
-        name = job.func_name
-        instance = job.instance
-    except Exception:  # undecodable data: RQ's DeserializationError and friends
-        return "job data cannot be decoded"
-    if name not in allowed:
-        return "job function is not on the allow-list"
-    if instance is not None:
-        return "job names an instance; our jobs are plain functions"
-    return None
-
-
-class TrustedJob(Job):
-    """An RQ job that only ever resolves to an allow-listed function."""
-
-    allowed_functions: frozenset[str] = ALLOWED_FUNCTIONS
-
-    @property
-    def func(self) -> Any:
-        reason = refusal(self, self.allowed_functions)
-        if reason is not None:
-            self.retries_left = 0  # RQ reads this when it handles the failure: no retry
-            log.warning("job_refused", job_id=self.id, reason=reason)
-            raise ForbiddenJobError(reason)
-        return super().func
-
-    # Our jobs carry no callbacks; a name written into a job hash is never imported.
-    @property
-    def success_callback(self) -> None:
-        return None
-
-    @property
-    def failure_callback(self) -> None:
-        return None
-
-    @property
-    def stopped_callback(self) -> None:
-        return None
-
-
-class MaintenanceJob(TrustedJob):
+class MaintenanceJob(AllowListedJob):
     """A job of the maintenance queue: only :data:`MAINTENANCE_FUNCTIONS` run."""
 
     allowed_functions = MAINTENANCE_FUNCTIONS

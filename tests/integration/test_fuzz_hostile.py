@@ -26,11 +26,11 @@ from tests.support.hostile import (
     unique,
 )
 from tests.support.pipelines import fake_graph_pipeline, ingest_worker, memory_store
+from tests.support.rq_keys import RQ_QUEUE_PREFIX
 from turngraph.app import build_ingest_worker, ingest_burst
 from turngraph.clients import Clients
 from turngraph.producers.publisher import Publisher
 from turngraph.producers.redaction import redact_and_fit
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
 from turngraph.workers.ingest import dead_letters

@@ -17,13 +17,13 @@ import redis
 
 from tests.support.distill import decision_events
 from tests.support.fake_openai import FakeOpenAI, Reply, slow
+from tests.support.rq_keys import RQ_QUEUE_PREFIX
 from tests.support.turns import turn
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
 from turngraph.app import build_pipeline, ingest_queue
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.producers.distill_client import DistillClient
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.workers.extraction.offline import OfflineExtractor
 
 pytestmark = pytest.mark.integration

@@ -22,11 +22,11 @@ from tests.support.pipelines import (
     ingest_worker,
     memory_store,
 )
+from tests.support.rq_keys import RQ_QUEUE_PREFIX
 from tests.support.turns import turn
 from turngraph.app import ingest_burst, ingest_queue
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.settings import Settings

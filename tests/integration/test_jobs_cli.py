@@ -9,10 +9,10 @@ import pytest
 import redis
 
 from tests.support.pipelines import admission, admit_and_work, fake_graph_pipeline, ingest_worker
+from tests.support.rq_keys import RQ_QUEUE_PREFIX
 from tests.support.turns import turn
 from turngraph.cli import main
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -13,6 +13,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.fake_openai import FakeOpenAI, answer
+from tests.support.rq_keys import RQ_QUEUE_PREFIX
 from tests.support.tcp_gate import free_port
 from tests.support.turns import turn
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
@@ -22,7 +23,6 @@ from turngraph.metrics import EXPORTED_METRICS
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.producers.distill_client import DistillClient
 from turngraph.producers.recall_client import RecallClient
-from turngraph.producers.rq_internals import RQ_QUEUE_PREFIX
 from turngraph.schemas.keys import DISTILL_REQUESTS
 from turngraph.workers.recall.replica import read_heartbeats
 

@@ -1,4 +1,4 @@
-"""``producers/rq_internals.py`` against RQ itself (its key names, its time format, the
+"""``workers/rq_adapter.py`` against RQ itself (RQ's key names as the tests forge them, the
 scheduler process it forks), and the public RQ behaviour the one ingest path relies on:
 ``Queue.prepare_data`` + ``enqueue_many`` inside our ``MULTI``, ``Retry``, and a running
 job's started-registry entry kept short by ``get_heartbeat_ttl`` so that RQ's own
@@ -25,28 +25,31 @@ from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 from rq.scheduler import RQScheduler
 from rq.serializers import JSONSerializer
-from rq.utils import str_to_date, utcformat
 from rq.version import VERSION
 
 import turngraph.schemas.ontology as ontology
-from tests.support.turn_factory import make_turn
-from turngraph.embedded import RedisServer
-from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.producers.rq_internals import (
+from tests.support.rq_keys import (
     RQ_FAILED_PREFIX,
     RQ_JOB_PREFIX,
     RQ_QUEUE_PREFIX,
     RQ_QUEUES_KEY,
-    rq_timestamp,
-    scheduler_process,
 )
+from tests.support.turn_factory import make_turn
+from turngraph.embedded import RedisServer
+from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.defaults import INGEST_FUNCTION, RETRIES
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S, IngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline
-from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers.rq_adapter import (
+    Refusal,
+    ScreeningWorker,
+    StoppableWorker,
+    performing_worker,
+    scheduler_process,
+)
 from turngraph.workers.trusted_jobs import TrustedJob
 
 pytestmark = pytest.mark.integration
@@ -93,13 +96,6 @@ def test_key_names_are_rqs(conn: redis.Redis) -> None:
     key = Job.key_for("abc")
     assert (key.decode() if isinstance(key, bytes) else key) == RQ_JOB_PREFIX + "abc"
     assert FailedJobRegistry(QUEUE, connection=conn).key == RQ_FAILED_PREFIX + QUEUE
-
-
-def test_timestamps_are_rqs() -> None:
-    epoch = 1_767_225_600.123456  # 2026-01-01T00:00:00.123456Z
-    ours = rq_timestamp(epoch)
-    assert ours == utcformat(datetime.fromtimestamp(epoch, UTC))
-    assert _utc(str_to_date(ours)) == datetime.fromtimestamp(epoch, UTC)
 
 
 def test_scheduler_process_is_the_one_rq_forked(conn: redis.Redis) -> None:
@@ -190,3 +186,44 @@ def test_a_dead_workers_job_is_retried_by_rqs_own_cleanup(conn: redis.Redis) -> 
     job = Job.fetch(job.id, connection=conn, serializer=JSONSerializer)
     assert job.get_status() == JobStatus.SCHEDULED and job.retries_left == RETRIES - 1
     assert registry.count == 0
+
+
+class _Recording(ScreeningWorker):
+    """The adapter's screening worker with nothing of ours: what it refuses, recorded."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.refusals: list[Refusal] = []
+
+    def refused(self, queue: str, refusals: list[Refusal]) -> None:
+        self.refusals += refusals
+
+
+def test_jobs_rq_cannot_read_are_refused_not_a_crash(conn: redis.Redis) -> None:
+    """A job hash RQ's dequeue raises on, and an id RQ skips (no job hash), are taken off
+    RQ's lists and handed to ``refused``; the worker goes on to the next job."""
+    rq_queue = Queue(QUEUE, connection=conn, serializer=JSONSerializer)
+    conn.hset(RQ_JOB_PREFIX + "forged1", mapping={"data": "x", "created_at": "not a date"})
+    conn.rpush(RQ_QUEUE_PREFIX + QUEUE, "forged1", "nohash")
+    worker = _Recording([rq_queue], connection=conn, serializer=JSONSerializer)
+    assert worker.work(burst=True, with_scheduler=False) is False  # no job ran, no crash
+    assert sorted(r.job_id for r in worker.refusals) == ["forged1", "nohash"]
+    assert rq_queue.count == 0 and rq_queue.intermediate_queue.get_job_ids() == []
+
+
+def test_a_stop_asked_for_before_rqs_handlers_ends_the_loop(conn: redis.Redis) -> None:
+    rq_queue = Queue(QUEUE, connection=conn, serializer=JSONSerializer)
+    worker = StoppableWorker([rq_queue], connection=conn, serializer=JSONSerializer)
+    worker.pending_stop = lambda: True
+    worker.work(with_scheduler=False)  # not burst: only the stop ends it
+    assert worker.stop_requested
+
+
+def test_a_job_reaches_the_worker_performing_it(conn: redis.Redis) -> None:
+    BoundedQueue(conn, name=QUEUE, max_length=100).enqueue_many([make_turn(0)])
+    _admission(conn).admit_all()
+    store = _memory_store()
+    worker = _ingest_worker(conn, store)
+    assert performing_worker() is None
+    worker.work(burst=True, with_scheduler=False)
+    assert any("Episode" in n.labels for n in store.nodes.values())

@@ -1,4 +1,4 @@
-"""``producers/rq_internals.py`` pinned to the RQ range ``pyproject.toml`` allows.
+"""``workers/rq_adapter.py`` pinned to the RQ range ``pyproject.toml`` allows.
 
 For the lowest version the range allows (its ``>=`` bound) and the highest PyPI serves
 within it, RQ alone is installed with pip into a folder of its own (``--target``, no

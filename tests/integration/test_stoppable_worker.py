@@ -9,8 +9,8 @@ import time
 import redis
 from rq import Queue
 
-from turngraph.workers import stoppable
-from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers import rq_adapter as stoppable
+from turngraph.workers.rq_adapter import StoppableWorker
 
 
 def test_a_stop_swallowed_before_rqs_handlers_ends_the_loop(redis_conn: redis.Redis) -> None:

@@ -9,6 +9,7 @@ import pytest
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from tests.support.rq_keys import RQ_JOB_PREFIX
 from tests.support.turns import turn
 from turngraph.app import (
     build_maintenance_worker,
@@ -17,7 +18,6 @@ from turngraph.app import (
 )
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.rq_keys import RQ_JOB_PREFIX
 from tests.support.turns import turn
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue
-from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 
 pytestmark = pytest.mark.integration
 

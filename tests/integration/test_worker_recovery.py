@@ -21,7 +21,8 @@ from turngraph.app import ingest_queue
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.workers.ingest.admission import Admission
-from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S, STUCK_S
+from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S
+from turngraph.workers.rq_adapter import STUCK_S
 
 pytestmark = pytest.mark.integration
 

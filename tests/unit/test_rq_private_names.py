@@ -1,8 +1,19 @@
-"""RQ's private names are touched in one module only: ``producers/rq_internals.py``.
+"""RQ is used through its documented surface; what changes its behaviour is in one module,
+``workers/rq_adapter.py``.
+
+Outside that module:
+
+- no class of ours derived from an RQ class (directly or through another of ours)
+  overrides a method of RQ's (its constructor aside); inside it, every such override is
+  named, with its reason, in the module's ``ADAPTED``;
+- no Redis command names one of RQ's keys (an argument reaching a ``key``,
+  ``intermediate_queue_key``, ``key_for``, ... of RQ's), and no module using RQ imports
+  ``zlib`` (RQ's stored job fields are read through ``Job``, not decoded by hand);
+- no ``"rq:..."`` key literal anywhere.
 
 RQ's private names (every ``_name`` RQ's own source defines or assigns: module globals,
 methods, instance attributes) are read from the installed RQ. Then every module of ours
-outside ``rq_internals`` is parsed, and these count as contact:
+outside the adapter is parsed, and these count as contact:
 
 - importing a private name from ``rq``;
 - in a class of ours derived from an RQ class (directly or through another of ours):
@@ -26,7 +37,7 @@ import rq
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("schemas", "producers", "workers", "turngraph", "bench")
-THE_MODULE = ROOT / "producers" / "rq_internals.py"
+THE_MODULE = ROOT / "workers" / "rq_adapter.py"
 ATTR_CALLS = {"getattr", "setattr", "hasattr", "delattr"}
 RQ_KEY = re.compile(r"""["']rq:[a-z]""")
 
@@ -165,7 +176,7 @@ def test_rq_private_names_only_in_the_one_module() -> None:
         if path != THE_MODULE
         for line in contacts(path, tree, private, derived)
     ]
-    assert found == [], "RQ's private names outside producers/rq_internals.py:\n" + "\n".join(found)
+    assert found == [], "RQ's private names outside workers/rq_adapter.py:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_each_kind_of_contact() -> None:
@@ -195,14 +206,139 @@ def f(job):
     ]
 
 
-def test_rq_keys_only_in_the_one_module() -> None:
-    """RQ's Redis key names are spelt out only in ``rq_internals`` (others use its
-    constants or RQ's public ``key`` attributes)."""
+def test_no_rq_key_literal() -> None:
+    """RQ's Redis key names are spelt out nowhere (RQ's objects know their keys)."""
     found = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in our_modules()
-        if path != THE_MODULE
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if RQ_KEY.search(line)
     ]
     assert found == []
+
+
+RQ_CLASSES = ("Job", "Queue", "BaseRegistry", "BaseWorker", "Worker", "SimpleWorker")
+ALLOWED_OVERRIDES = {"__init__"}
+"""A constructor taking our own keyword arguments changes nothing of RQ's."""
+
+
+def rq_method_names() -> set[str]:
+    """Every method (and property) of RQ's job, queue, registry and worker classes."""
+    names: set[str] = set()
+    for path in Path(rq.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and (
+                node.name in RQ_CLASSES or node.name.endswith(("Registry", "Worker", "Queue"))
+            ):
+                names |= {
+                    item.name
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                }
+    return names - ALLOWED_OVERRIDES
+
+
+def overrides(tree: ast.Module, derived: set[str], methods: set[str]) -> dict[str, int]:
+    """``Class.method`` -> line of each RQ method a class of ours derived from RQ's defines."""
+    return {
+        f"{node.name}.{item.name}": item.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name in derived
+        for item in node.body
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name in methods
+    }
+
+
+def test_rq_methods_are_overridden_in_the_adapter_only_each_with_its_reason() -> None:
+    from turngraph.workers.rq_adapter import ADAPTED
+
+    methods = rq_method_names()
+    assert {"perform_job", "dequeue_job_and_maintain_ttl", "heartbeat", "func"} <= methods
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in our_modules()}
+    derived = rq_derived_classes(trees)
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: overrides RQ's {name}"
+        for path, tree in trees.items()
+        if path != THE_MODULE
+        for name, line in overrides(tree, derived, methods).items()
+    ]
+    assert found == [], "RQ methods overridden outside workers/rq_adapter.py:\n" + "\n".join(found)
+    assert set(overrides(trees[THE_MODULE], derived, methods)) == set(ADAPTED)
+
+
+REDIS_COMMANDS = {
+    "delete", "exists", "expire", "get", "set", "hget", "hgetall", "hmget", "hset", "hdel",
+    "hexists", "hincrby", "lrange", "lrem", "llen", "lpush", "rpush", "lpop", "rpop", "ltrim",
+    "zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zcard", "sadd", "srem", "smembers",
+    "sismember", "xadd", "xrange", "xdel", "unlink", "rename", "type", "ttl", "persist",
+}  # fmt: skip
+RQ_KEY_ATTRS = {
+    "key", "intermediate_queue_key", "key_for", "dependents_key", "dependencies_key",
+    "get_key", "redis_queues_keys", "redis_queue_namespace_prefix", "redis_job_namespace_prefix",
+    "scheduled_jobs_key", "started_job_registry_key",
+}  # fmt: skip
+
+
+def rq_key_commands(path: Path, tree: ast.Module) -> list[str]:
+    """Redis commands whose arguments reach one of RQ's keys, in a module using RQ; and
+    ``zlib`` imported there (RQ compresses job data)."""
+    if not _rq_imports(tree):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if "zlib" in modules or (isinstance(node, ast.ImportFrom) and node.module == "zlib"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports zlib")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in REDIS_COMMANDS
+        ):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if any(
+                    isinstance(inner, ast.Attribute) and inner.attr in RQ_KEY_ATTRS
+                    for inner in ast.walk(arg)
+                ):
+                    found.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}"
+                    )
+                    break
+    return found
+
+
+def test_no_redis_command_names_an_rq_key_outside_the_adapter() -> None:
+    found = [
+        line
+        for path in our_modules()
+        if path != THE_MODULE
+        for line in rq_key_commands(path, ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert found == [], "Redis commands on RQ's keys:\n" + "\n".join(found)
+
+
+def test_the_scans_find_overrides_and_commands_on_rq_keys() -> None:
+    """The rules above catch what they are meant to (so the tests above can fail)."""
+    source = """
+import zlib
+from rq import SimpleWorker, Queue
+from rq.job import Job
+class W(SimpleWorker):
+    def __init__(self):
+        pass
+    def perform_job(self, job, queue):
+        self.connection.lrem(queue.intermediate_queue_key, 0, job.id)
+def f(conn, queue, job_id):
+    conn.hget(Job.key_for(job_id), "data")
+    conn.zrange(queue.failed_job_registry.key, 0, -1)
+    conn.hget("turngraph:own", "field")
+"""
+    tree = ast.parse(source)
+    assert overrides(tree, {"W"}, rq_method_names()) == {"W.perform_job": 8}
+    found = {line.split(": ", 1)[1] for line in rq_key_commands(ROOT / "x.py", tree)}
+    assert found == {
+        "imports zlib",
+        "self.connection.lrem(queue.intermediate_queue_key, 0, job.id)",
+        "conn.hget(Job.key_for(job_id), 'data')",
+        "conn.zrange(queue.failed_job_registry.key, 0, -1)",
+    }

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from turngraph.workers import stoppable
-from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers import rq_adapter as stoppable
+from turngraph.workers.rq_adapter import StoppableWorker
 
 FORK = multiprocessing.get_context("fork")
 

@@ -61,7 +61,7 @@ from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.worker import MaintenanceWorker
-from turngraph.workers.stoppable import StoppableWorker
+from turngraph.workers.rq_adapter import StoppableWorker
 
 log = structlog.get_logger(__name__)
 

@@ -15,7 +15,7 @@ from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
 from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import read_heartbeats, stream_lag_s
-from turngraph.workers.stoppable import CONFIG_FIELD
+from turngraph.workers.rq_adapter import worker_config
 
 MIN_REDIS_MAJOR = 7
 """Redis 7+ (or Valkey 7+): Lua, streams with exclusive ranges, ACLs."""
@@ -203,9 +203,9 @@ def check_worker_config(conn: redis.Redis, settings: Settings) -> Check:
     own = config_fingerprint(settings)
     published: list[str] = [beat.config for beat in read_heartbeats(conn) if beat.config]
     for worker in Worker.all(connection=conn):
-        value: Any = conn.hget(worker.key, CONFIG_FIELD)
+        value = worker_config(worker)
         if value:
-            published.append(value.decode() if isinstance(value, bytes) else str(value))
+            published.append(value)
     if not published:
         return warn(
             "workers.config",

@@ -28,7 +28,6 @@ producers of the scope have stopped.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -129,43 +128,31 @@ def mentions_scope(value: Any, field: str, key: str, depth: int = 0) -> bool:
     return False
 
 
-def _fetch(conn: redis.Redis, ids: list[str]) -> list[Job]:
-    """RQ's ``Job.fetch_many``; one by one when a job among them cannot be read (skipped:
-    its data says nothing RQ could run)."""
+def _arguments(conn: redis.Redis, job_id: str) -> tuple[Job | None, list[Any]]:
+    """The job (``Job.fetch``) and its arguments as RQ decodes them; nothing when RQ
+    cannot read it (its data names nothing RQ could run)."""
     try:
-        found = Job.fetch_many(ids, connection=conn, serializer=JSONSerializer)
-        return [job for job in found if job is not None]
-    except Exception:  # RQ's restore raises whatever a bad field does
-        jobs = []
-        for job_id in ids:
-            with contextlib.suppress(Exception):
-                jobs.append(Job.fetch(job_id, connection=conn, serializer=JSONSerializer))
-        return jobs
-
-
-def _arguments(job: Job) -> list[Any]:
-    """The job's arguments as RQ decodes them, or nothing when it cannot."""
-    try:
-        return [list(job.args), dict(job.kwargs)]
-    except Exception:  # undecodable data: RQ's DeserializationError and friends
-        return []
+        job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
+        return job, [list(job.args), dict(job.kwargs)]
+    except Exception:  # RQ's restore and deserializer raise whatever bad data does
+        return None, []
 
 
 def _scope_jobs(conn: redis.Redis, ids: Iterable[str], field: str, key: str) -> Iterator[Job]:
-    """The jobs among ``ids`` whose arguments carry the scope, a round trip per batch."""
-    for batch in _batches(list(dict.fromkeys(ids)), SCAN_BATCH):
-        for job in _fetch(conn, batch):
-            if mentions_scope(_arguments(job), field, key):
-                yield job
+    """The jobs among ``ids`` whose arguments carry the scope."""
+    for job_id in dict.fromkeys(ids):
+        job, arguments = _arguments(conn, job_id)
+        if job is not None and mentions_scope(arguments, field, key):
+            yield job
 
 
 def _other_turns(conn: redis.Redis, job: Job, field: str, key: str) -> list[Any]:
     """An ingest batch job's turns of other scopes; the scope's turns lose their admitted
     markers (keys named after them)."""
-    args = _arguments(job)
-    if job.func_name != INGEST_FUNCTION or not args[0] or not isinstance(args[0][0], list):
+    args = job.args
+    if job.func_name != INGEST_FUNCTION or not args or not isinstance(args[0], list):
         return []
-    turns = args[0][0]
+    turns = args[0]
     gone = [turn for turn in turns if mentions_scope(turn, field, key)]
     markers = [admitted_key(str(t.get("event_id"))) for t in gone if isinstance(t, dict)]
     if markers:

@@ -16,7 +16,6 @@ from typing import Any
 
 import redis
 from rq import Queue
-from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.registry import FailedJobRegistry
 from rq.serializers import JSONSerializer
@@ -115,9 +114,7 @@ def _fetch(conn: redis.Redis, job_id: str) -> Job | None:
     """The job (``Job.fetch``), or None when it is gone or RQ cannot read it."""
     try:
         return Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
-    except NoSuchJobError:
-        return None
-    except Exception:  # RQ's restore raises whatever a bad field does
+    except Exception:  # NoSuchJobError, or whatever RQ's restore raises on a bad field
         return None
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from rq.job import Job, JobStatus
 from rq.utils import parse_timeout, str_to_date
@@ -110,30 +109,6 @@ FOREIGN_FIELDS = ("success_callback_name", "failure_callback_name", "stopped_cal
 def check_job_id(job_id: str) -> None:
     if not JOB_ID.fullmatch(job_id):
         raise EnvelopeError("id", "not [A-Za-z0-9_-]{1,128}")
-
-
-def read_job(
-    job_id: str,
-    raw: Mapping[bytes, bytes] | None,
-    *,
-    connection: Any,
-    serializer: Any,
-    job_class: type[Job] = Job,
-) -> Job:
-    """The job, restored and with its data decoded; an :class:`EnvelopeError` otherwise.
-
-    The job must call an allow-listed function with exactly one list (the turns).
-    """
-    check_job_id(job_id)
-    check_fields(raw)
-    assert raw is not None  # checked
-    job = job_class(job_id, connection=connection, serializer=serializer)
-    try:
-        job.restore(dict(raw))
-    except Exception:
-        raise EnvelopeError("job", "unreadable") from None
-    check_job_data(job)
-    return job
 
 
 def check_fields(raw: Mapping[bytes, bytes] | None) -> None:

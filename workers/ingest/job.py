@@ -1,9 +1,10 @@
 """The ingest job's allow-listed entry point: one RQ job per batch of turns.
 
 Admission (``workers/ingest/admission.py``) enqueues ``ingest_batch(payloads)`` with RQ's
-public ``Queue.enqueue_many``; the ingest worker (``workers/ingest/batching.py``) lends
-each job its pipeline, as the maintenance worker lends its distiller. A stock RQ worker
-has no pipeline to lend: the job fails with a :class:`ConfigurationError` saying so.
+public ``Queue.enqueue_many``; the job runs its turns through the ingest worker performing
+it (``workers/ingest/batching.py``, reached with ``performing_worker``), as maintenance
+jobs use their worker's distiller. A stock RQ worker has no pipeline: the job fails with
+a :class:`ConfigurationError` saying so.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from turngraph.schemas.defaults import (
     RETRY_INTERVALS_S,
 )
 from turngraph.schemas.errors import ConfigurationError
+from turngraph.workers.rq_adapter import performing_worker
 from turngraph.workers.tombstones import ADMITTED_EPOCH, admitted_epoch
 
 __all__ = ["ADMITTED_EPOCH", "INGEST_FUNCTION", "admitted_epoch", "batch_job", "ingest_batch"]
@@ -51,10 +53,10 @@ def batch_job(
 def ingest_batch(payloads: list[dict[str, Any]]) -> dict[str, int]:
     """Ingest a batch of TurnEvents (JSON-mode dicts): run by ``turngraph worker ingest``."""
     job = get_current_job()
-    run = getattr(job, "ingest", None)
-    if run is None:
+    run = getattr(performing_worker(), "ingest", None)
+    if run is None or job is None:
         raise ConfigurationError(
             "ingest jobs run in `turngraph worker ingest`, not a stock RQ worker"
         )
-    counts: dict[str, int] = run(payloads, job.origin if job is not None else "")
+    counts: dict[str, int] = run(job, payloads)
     return counts

@@ -1,8 +1,8 @@
 """What maintenance jobs work with: clients, options, the optional LLM summarizer.
 
 Built once per worker process by the application shell (``turngraph.app``) and passed to
-the maintenance worker, which binds it to each job it performs (RQ job arguments are JSON,
-so clients cannot travel with the job); job functions ask :func:`bound_distiller`. Nothing
+the maintenance worker, which holds it for the jobs it performs (RQ job arguments are
+JSON, so clients cannot travel with the job); job functions ask :func:`bound_distiller`. Nothing
 is created at import and no module holds a client.
 """
 
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import redis
 from redis.exceptions import LockError
-from rq import get_current_job
 
 from turngraph.schemas import defaults
 from turngraph.schemas.errors import BackendUnavailableError, ConfigurationError, TransientError
 from turngraph.schemas.keys import LOCK_PREFIX
 from turngraph.workers.graph.distill_store import DistillStore
+from turngraph.workers.rq_adapter import performing_worker
 
 if TYPE_CHECKING:
     from turngraph.workers.extraction.llm import LLMExtractor
@@ -127,9 +127,9 @@ class Distiller:
 
 
 def bound_distiller() -> Distiller:
-    """The distiller the maintenance worker bound to the job it is performing (RQ's
-    ``get_current_job``): jobs carry JSON arguments only, the worker lends the clients."""
-    distiller = getattr(get_current_job(), "distiller", None)
+    """The distiller of the maintenance worker performing the current job
+    (``performing_worker``): jobs carry JSON arguments only, the worker lends the clients."""
+    distiller = getattr(performing_worker(), "distiller", None)
     if not isinstance(distiller, Distiller):
         raise ConfigurationError(
             "maintenance jobs run in `turngraph worker maintenance`, not a stock RQ worker"

@@ -23,9 +23,9 @@ from typing import Any
 import redis
 import structlog
 from rq import Queue
+from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from turngraph.producers.rq_internals import RQ_JOB_PREFIX
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.schemas.turn_event import Role, TurnEvent
 from turngraph.workers.extraction.models import Extraction
@@ -132,11 +132,9 @@ class FollowUps:
         if not planned:
             return 0
         try:
-            with self.redis_client.pipeline(transaction=False) as pipe:
-                for job in planned:
-                    pipe.exists(RQ_JOB_PREFIX + job.job_id)
-                exists = pipe.execute()
-            fresh = [job for job, seen in zip(planned, exists, strict=True) if not seen]
+            fresh = [
+                job for job in planned if not Job.exists(job.job_id, connection=self.redis_client)
+            ]
             if fresh:
                 with self.redis_client.pipeline() as pipe:
                     self._queue.enqueue_many(

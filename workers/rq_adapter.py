@@ -1,0 +1,401 @@
+"""The one module that changes RQ's behaviour, for RQ ``>=2.12,<3`` (``pyproject.toml``).
+
+Everything else of ours uses RQ through its documented surface: ``Queue``, ``Job``
+(fetch, args, delete, latest_result), the registries' methods, and a worker built with
+``job_class``, ``serializer`` and ``exception_handlers``. What the workers need beyond
+that is here, each override named in :data:`ADAPTED` with the RQ behaviour it changes and
+why. ``tests/unit/test_rq_private_names.py`` fails when a class elsewhere overrides a
+method of an RQ class, when an override here is missing from :data:`ADAPTED`, or when
+code elsewhere sends Redis a command naming one of RQ's keys;
+``tests/integration/test_rq_internals.py`` pins this module's behaviour and
+``tests/integration/test_rq_versions.py`` runs it against the lowest and the highest RQ
+the project allows.
+
+Jobs reach the worker performing them with :func:`performing_worker` (RQ offers
+``get_current_job`` but no current worker): a job's arguments are JSON, the worker lends
+its pipeline or distiller, and nothing is set on the job object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+import redis
+import structlog
+from rq import SimpleWorker
+from rq.exceptions import StopRequested
+from rq.job import Job, JobStatus
+from rq.queue import Queue
+from rq.worker import WorkerStatus
+
+from turngraph.schemas.defaults import FAILURE_TTL_S
+from turngraph.schemas.errors import PermanentError
+
+__all__ = [
+    "ADAPTED",
+    "CONFIG_FIELD",
+    "AllowListedJob",
+    "ForbiddenJobError",
+    "Refusal",
+    "ScreeningWorker",
+    "StoppableWorker",
+    "performing",
+    "performing_worker",
+    "scheduler_process",
+    "worker_config",
+]
+
+log = structlog.get_logger(__name__)
+
+ADAPTED: Mapping[str, str] = {
+    "AllowListedJob.func": "RQ imports any dotted name a job hash holds: allow-list only",
+    "AllowListedJob.success_callback": "a callback named in a job hash is never imported",
+    "AllowListedJob.failure_callback": "a callback named in a job hash is never imported",
+    "AllowListedJob.stopped_callback": "a callback named in a job hash is never imported",
+    "StoppableWorker.register_birth": "the configuration's hash, for `turngraph doctor`",
+    "StoppableWorker.dequeue_timeout": "wake every STOP_CHECK_S to carry out a lost stop",
+    "StoppableWorker.request_stop": "record that a stop was asked for, and when",
+    "StoppableWorker.check_for_suspension": "raise a lost StopRequested again",
+    "StoppableWorker.heartbeat": "raise a lost StopRequested again while idle",
+    "StoppableWorker.stop_scheduler": "RQ joins its scheduler child without a timeout",
+    "StoppableWorker.perform_job": "bind the worker for performing_worker()",
+    "ScreeningWorker.get_heartbeat_ttl": "a killed worker's job is retried within seconds",
+    "ScreeningWorker.request_force_stop": "a cold stop fails the job into its Retry at once",
+    "ScreeningWorker.run_maintenance_tasks": "refuse ids RQ skips, retry jobs stuck STUCK_S",
+    "ScreeningWorker.dequeue_job_and_maintain_ttl": "refuse a job RQ cannot read (a crash loop)",
+}
+"""Every RQ method overridden in this module (``Class.method``), with the reason."""
+
+STOP_CHECK_S = 2
+"""An idle worker's longest wait on the queue: how soon a stop whose exception was lost
+is carried out (RQ's default is the worker TTL less 15 s, minutes)."""
+
+SCHEDULER_RESEND_S = 1.0
+"""How long a stopping worker waits for its scheduler process before signalling again."""
+
+SCHEDULER_KILL_S = 10.0
+"""After this long the scheduler process is killed (its locks expire on their own)."""
+
+STUCK_S = 10
+"""A job this long in RQ's intermediate list, never started, is retried (RQ waits 60 s)."""
+
+CONFIG_FIELD = "turngraph_config"
+"""The field of RQ's worker hash holding the configuration's hash."""
+
+_performing: ContextVar[Any] = ContextVar("turngraph_performing_worker", default=None)
+
+
+def performing_worker() -> Any:
+    """The worker of ours performing the current job (None outside one)."""
+    return _performing.get()
+
+
+@contextlib.contextmanager
+def performing(worker: Any) -> Iterator[None]:
+    """Bind ``worker`` as :func:`performing_worker` while a job runs."""
+    token = _performing.set(worker)
+    try:
+        yield
+    finally:
+        _performing.reset(token)
+
+
+def worker_config(worker: Any) -> str | None:
+    """The configuration hash a worker of ours keeps in RQ's worker hash, or None."""
+    value: Any = worker.connection.hget(worker.key, CONFIG_FIELD)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def scheduler_process(worker: Any) -> Any:
+    """The process RQ forked to run ``worker``'s scheduler, or None (RQ keeps it in the
+    scheduler's private ``_process``; its own ``Worker.stop_scheduler`` reads it so)."""
+    scheduler = getattr(worker, "scheduler", None)
+    return getattr(scheduler, "_process", None) if scheduler is not None else None
+
+
+class ForbiddenJobError(PermanentError):
+    """A job names a function (or instance, or callback) that is not ours."""
+
+
+class AllowListedJob(Job):
+    """An RQ job that only ever resolves to one of ``allowed_functions``."""
+
+    allowed_functions: frozenset[str] = frozenset()
+
+    def refusal(self) -> str | None:
+        """Why the job must not run, or None. Never quotes its data (it may be chat)."""
+        try:
+            name, instance = self.func_name, self.instance
+        except Exception:  # undecodable data: RQ's DeserializationError and friends
+            return "job data cannot be decoded"
+        if name not in self.allowed_functions:
+            return "job function is not on the allow-list"
+        if instance is not None:
+            return "job names an instance; our jobs are plain functions"
+        return None
+
+    @property
+    def func(self) -> Any:
+        reason = self.refusal()
+        if reason is not None:
+            self.retries_left = 0  # RQ reads this when it handles the failure: no retry
+            log.warning("job_refused", job_id=self.id, reason=reason)
+            raise ForbiddenJobError(reason)
+        return super().func
+
+    @property
+    def success_callback(self) -> None:
+        return None
+
+    @property
+    def failure_callback(self) -> None:
+        return None
+
+    @property
+    def stopped_callback(self) -> None:
+        return None
+
+
+def _never() -> bool:
+    return False
+
+
+class StoppableWorker(SimpleWorker):
+    """A :class:`rq.SimpleWorker` whose ``stop_requested`` is set by RQ's stop signals,
+    and that stops even when the exception a signal raised was lost.
+
+    ``pending_stop`` tells whether a stop was asked for before ``work()`` installed RQ's
+    handlers. RQ stops an idle worker by raising ``StopRequested`` wherever the main
+    thread is, which can be a finaliser where Python only prints it: so an idle worker
+    wakes every ``STOP_CHECK_S`` and a stop asked for but not carried out is raised again
+    where each turn of RQ's loop begins and at each idle heartbeat.
+    """
+
+    stop_requested: bool = False
+    stop_requested_at: float | None = None
+    """When the first stop signal came (``time.monotonic``): RQ ignores a second one
+    within a second, and so does a cold shutdown."""
+    pending_stop: Callable[[], bool] = staticmethod(_never)
+    config_fingerprint: str = ""
+    """The hash of its configuration (``turngraph/worker_config.py``), kept in RQ's worker
+    hash under ``CONFIG_FIELD`` for ``turngraph doctor`` to compare."""
+
+    def register_birth(self) -> None:
+        super().register_birth()
+        if self.config_fingerprint:
+            self.connection.hset(self.key, CONFIG_FIELD, self.config_fingerprint)
+
+    @property
+    def dequeue_timeout(self) -> int:
+        return min(STOP_CHECK_S, super().dequeue_timeout)
+
+    def request_stop(self, signum: Any, frame: Any) -> None:
+        self.stop_requested = True
+        self.stop_requested_at = time.monotonic()
+        super().request_stop(signum, frame)
+
+    def check_for_suspension(self, burst: bool) -> None:
+        self._stop_if_asked()
+        super().check_for_suspension(burst)
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        if pipeline is None and self.get_state() == WorkerStatus.IDLE:
+            self._stop_if_asked()  # between two waits on the queue
+        super().heartbeat(timeout, pipeline)
+
+    def perform_job(self, job: Job, queue: Queue) -> bool:
+        with performing(self):
+            return super().perform_job(job, queue)
+
+    def _stop_if_asked(self) -> None:
+        """Idle, RQ's stop raises ``StopRequested``; busy, it lets the job finish."""
+        if self.stop_requested and self.get_state() != WorkerStatus.BUSY:
+            raise StopRequested()  # asked for, and its exception lost
+        if self.pending_stop() and not self.stop_requested:
+            self.request_stop(signal.SIGTERM, None)
+
+    def stop_scheduler(self) -> None:
+        """Stop the scheduler process RQ forked, however the signal fares: RQ sends one
+        SIGTERM and joins without a timeout, and a signal reaching the child before
+        CPython's after-fork handling is dropped. Sent again every ``SCHEDULER_RESEND_S``,
+        killed after ``SCHEDULER_KILL_S`` (a scheduler holds nothing a kill loses)."""
+        process = scheduler_process(self)
+        if process is None or not process.pid or process.exitcode is not None:
+            return
+        deadline = time.monotonic() + SCHEDULER_KILL_S
+        while process.exitcode is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGTERM)
+            process.join(SCHEDULER_RESEND_S)
+        if process.exitcode is None:
+            self.log.warning("Worker %s: scheduler did not stop, killing it", self.name)
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGKILL)
+            process.join()
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A queued job a worker will not run; ``field`` names the part that is wrong."""
+
+    job_id: str
+    field: str
+    reason: str
+
+
+class ScreeningWorker(StoppableWorker):
+    """A :class:`StoppableWorker` that reads every job it dequeues through :meth:`screen`
+    and hands what it will not run to :meth:`refused` (failed, expiring after the failure
+    TTL); a job hash RQ cannot read is refused rather than crashing the worker."""
+
+    job_heartbeat_ttl_s: int | None = None
+    """A running job's started-registry entry lives this long unless renewed (RQ's
+    ``maintain_heartbeats``); None keeps RQ's."""
+
+    def screen(
+        self, job_id: str, fields: Mapping[bytes, bytes] | None, job: Job | None, queue: str
+    ) -> Refusal | None:
+        """Why the job must not run (``job`` is None when RQ could not restore it)."""
+        return None if job is not None else Refusal(job_id, "job", "unreadable")
+
+    def refused(self, queue: str, refusals: list[Refusal]) -> None:
+        """Told of the jobs refused (already taken off RQ's lists)."""
+
+    def get_heartbeat_ttl(self, job: Job) -> int:
+        return self.job_heartbeat_ttl_s or super().get_heartbeat_ttl(job)
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        """Cold shutdown (a second SIGTERM or SIGINT, a second or more after the first):
+        mid-job, the job fails at once through RQ's ``handle_job_failure`` (its ``Retry``
+        runs it again) and the process leaves, where RQ would raise ``SystemExit`` into
+        the job and wait for its LLM calls. Idle, RQ exits."""
+        asked = self.stop_requested_at
+        repeated = asked is not None and time.monotonic() - asked < 1.0
+        job = self.get_current_job()
+        if repeated or job is None:  # RQ ignores a repeat within a second
+            super().request_force_stop(signum, frame)
+            return
+        with contextlib.suppress(redis.RedisError):
+            queue = Queue(job.origin, connection=self.connection, serializer=self.serializer)
+            self.handle_job_failure(job, queue, exc_string="cold shutdown")
+            self.register_death()
+        if self.scheduler:
+            self.stop_scheduler()
+        log.warning("ingest_cold_shutdown", job_id=job.id)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    def run_maintenance_tasks(self) -> None:
+        for queue in self.queues:
+            self._refuse_skipped(queue, None)
+        super().run_maintenance_tasks()
+        for queue in self.queues:
+            if queue.acquire_maintenance_lock():
+                try:
+                    self._retry_stuck(queue)
+                finally:
+                    queue.release_maintenance_lock()
+
+    def _retry_stuck(self, queue: Queue) -> None:
+        """A job dequeued just as Redis died never reaches the started registry: RQ's
+        ``IntermediateQueue.cleanup`` fails it into its ``Retry`` a minute after first
+        seeing it; the same steps after :data:`STUCK_S`."""
+        stuck = queue.intermediate_queue
+        for job_id in stuck.get_job_ids():
+            if job_id in queue.started_job_registry or stuck.set_first_seen(job_id):
+                continue
+            first_seen = stuck.get_first_seen(job_id)
+            if first_seen is None or (datetime.now(UTC) - first_seen).total_seconds() < STUCK_S:
+                continue
+            job = queue.fetch_job(job_id)
+            if job is not None:
+                self.handle_job_failure(job, queue, exc_string="stuck in the intermediate list")
+                log.warning("ingest_stuck_job_retried", job_id=job_id)
+            stuck.remove(job_id)
+
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> Any:
+        while True:
+            try:
+                result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            except Exception as exc:
+                job_id, queue = getattr(exc, "job_id", None), getattr(exc, "queue", None)
+                if job_id is None or queue is None:
+                    raise
+                fields = self._fields(str(job_id))
+                refusal = self.screen(str(job_id), fields, None, queue.name)
+                self._refuse(queue, refusal or Refusal(str(job_id), "job", "unreadable"))
+                continue
+            if result is None:  # burst mode, the queue ran dry: nothing left behind
+                for queue in self.queues:
+                    self._refuse_skipped(queue, None)
+                return None
+            job, queue = result
+            self._refuse_skipped(queue, job.id)
+            refusal = self.screen(job.id, self._fields(job.id), job, queue.name)
+            if refusal is not None:
+                self._refuse(queue, refusal)
+                continue
+            return result
+
+    def _fields(self, job_id: str) -> Mapping[bytes, bytes] | None:
+        """The job hash as stored (a forged id may be any length: bounded)."""
+        if len(job_id) > 1024:
+            return None
+        fields: Any = self.connection.hgetall(Job.key_for(job_id))
+        return fields
+
+    def _refuse(self, queue: Queue, refusal: Refusal) -> None:
+        """Take a job off RQ's intermediate list; a job hash left ``failed`` (RQ's
+        ``set_status``) expires after the failure TTL."""
+        key = Job.key_for(refusal.job_id)
+        readable = refusal.field != "id" and bool(self.connection.exists(key))
+        with self.connection.pipeline(transaction=False) as pipe:
+            pipe.lrem(queue.intermediate_queue_key, 0, refusal.job_id)
+            if readable:
+                Job(refusal.job_id, connection=self.connection).set_status(JobStatus.FAILED, pipe)
+                pipe.expire(key, FAILURE_TTL_S)
+            pipe.execute()
+        self.refused(queue.name, [refusal])
+        log.warning("ingest_job_refused", field=refusal.field)
+
+    def _refuse_skipped(self, queue: Queue, current: str | None) -> None:
+        """Refuse the ids RQ moved to its intermediate list and then skipped without a
+        word (no job hash, or no ``data``): they would vanish, or come back for ever."""
+        conn = self.connection
+        raw: list[Any] = conn.lrange(queue.intermediate_queue_key, 0, -1)
+        ids = [i.decode("utf-8", "replace") for i in raw]
+        ids = [job_id for job_id in ids if job_id != current]
+        if not ids:
+            return
+        with conn.pipeline(transaction=False) as pipe:
+            for job_id in ids:
+                pipe.hexists(Job.key_for(job_id), "data")
+                pipe.exists(Job.key_for(job_id))
+            found = pipe.execute()
+        refusals = [
+            Refusal(job_id, *(("data", "missing") if has_hash else ("job", "no job hash")))
+            for job_id, has_data, has_hash in zip(ids, found[::2], found[1::2], strict=True)
+            if not has_data
+        ]
+        if not refusals:
+            return
+        with conn.pipeline(transaction=True) as pipe:
+            for refusal in refusals:
+                pipe.lrem(queue.intermediate_queue_key, 0, refusal.job_id)
+                pipe.delete(Job.key_for(refusal.job_id))  # a data-less hash, else nothing
+            pipe.execute()
+        self.refused(queue.name, refusals)
+        log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(refusals), field="job")
