@@ -216,7 +216,49 @@ def test_a_stage_number_or_a_pronoun_is_no_topic() -> None:
     assert references_of(turns).plans == ("Phase 1",)  # still a reference
     named = [*turns[:2], _turn(2, "user", "see plan 012-queue-choice", Mention("Plan", "Plan 012"))]
     assert topic_of(named).plan_id == "Plan 012"
-    assert subject_words("you should keep the cycling trip") == "should keep cycling trip"
+    assert subject_words("you should keep the cycling trip") == "keep cycling trip"
+
+
+def test_a_contraction_or_an_adverb_is_no_topic() -> None:
+    """Issue 35: summaries titled "Ll" (from "we'll", split at its apostrophe by the
+    subject's normalisation) and "Always"."""
+    for subject in ("we ll", "we'll", "we\u2019ll", "ll", "always", "we'll always", "don't"):
+        assert subject_words(subject) == "", subject
+    assert subject_words("we ll keep the retry budget") == "keep retry budget"
+    assert subject_words("always squash merge requests") == "squash merge requests"
+    assert subject_words("the api's rate limit") == "api rate limit"
+    turns = [
+        _turn(0, "user", "The nightly backup keeps failing on the staging database."),
+        _turn(
+            1,
+            "assistant",
+            "We'll always retry the nightly backup twice.",
+            Mention("Decision", "we'll always retry the nightly backup twice", subject="we ll"),
+        ),
+        _turn(2, "user", "Good, and alert when the nightly backup fails twice."),
+    ]
+    topic = topic_of(turns)
+    assert topic.title.casefold() not in ("ll", "always", "we ll"), topic
+    assert "nightly" in topic.topic_id and "backup" in topic.topic_id, topic
+
+
+def test_next_steps_are_work_taken_on_not_requirements() -> None:
+    """Issue 35: "Next:" listed requirements ("The app needs to work offline") as steps."""
+    turns = [
+        _turn(0, "user", "The mobile app needs to work offline for field staff."),
+        _turn(1, "user", "Sync is going to be tricky because the data model has to stay small."),
+        _turn(2, "assistant", "It will need to queue writes. Users must be able to see status."),
+        _turn(3, "assistant", "Next steps: draft the sync protocol and a conflict rule."),
+        _turn(4, "assistant", "I'll write the outbox table first. Let me know if that works."),
+        _turn(5, "user", "We still need to pick a storage engine. Then we test on a slow phone."),
+    ]
+    steps = extractive_summary(turns, "offline sync").next_steps
+    assert steps == (
+        "Next steps: draft the sync protocol and a conflict rule.",
+        "I'll write the outbox table first.",
+        "We still need to pick a storage engine.",
+        "Then we test on a slow phone.",
+    ), steps
 
 
 def test_check_ins_and_cue_accidents_are_not_open_questions() -> None:

@@ -3,9 +3,10 @@
 Nothing is generated: every bullet is a sentence of the conversation (shortened), a
 decision or directive extraction found, or a list of what was mentioned. Decisions come
 from the Decision entities the turns mention (the extractor found them: "we decided …",
-"let's go with …", ``decision:``) and from memory directives; rationale, open questions
-and next steps are sentences with the cues of ``workers.maintenance.text``, the ones near
-a decision or late in the segment first.
+"let's go with …", ``decision:``) and from memory directives; rationale and open questions
+are sentences with the cues of ``workers.maintenance.text``, next steps sentences that
+label work as still to do or where a speaker takes it on (``is_next_step``: a requirement
+said of the system is no step), the ones near a decision or late in the segment first.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from collections.abc import Callable, Sequence
 from turngraph.schemas.summaries import MAX_ITEM_CHARS, SummaryContent, SummaryReferences
 from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import (
-    NEXT_STEP_CUES,
     OPEN_CUES,
     RATIONALE_CUES,
     content_words,
     has_cue,
     is_check_in,
+    is_next_step,
     is_question,
     sentences,
     shorten,
@@ -237,9 +238,7 @@ def extractive_summary(turns: Sequence[SessionTurn], title: str) -> SummaryConte
         used | answered,
     )
     used |= {q.casefold() for q in questions}
-    steps = _picked(
-        turns, 5, lambda s: has_cue(s, NEXT_STEP_CUES) and not is_question(s), set(), used
-    )
+    steps = _picked(turns, 5, is_next_step, set(), used)
     return SummaryContent(
         topic=shorten(title, 120),
         context=tuple(shorten(c, MAX_ITEM_CHARS) for c in _context(turns)),

@@ -28,26 +28,33 @@ RATIONALE_CUES = (
 )
 """Phrases that introduce a why."""
 
-NEXT_STEP_CUES = (
-    "next ",
-    "next,",
-    "next:",
-    "i'll ",
-    "i will ",
-    "we'll ",
-    "we will ",
-    "let me ",
-    "todo",
-    "to do:",
-    "need to ",
-    "needs to ",
-    "still have to",
-    "follow up",
-    "follow-up",
-    "then we ",
-    "going to ",
+_STEP_MARKER = re.compile(
+    r"(?<![a-z0-9])(?:next\s+steps?\b|next\s*[:,]|next\s+(?:i|we|let's|lets)\b|to\s*do\s*:"
+    r"|todo\b|follow[ -]up\b|action\s+items?\b)"
 )
-"""Phrases that announce work still to be done."""
+"""Words that label what follows as work still to do ("Next steps:", "TODO", "follow up")."""
+
+_COMMITMENT = re.compile(
+    r"(?<![a-z0-9'])(?:"
+    r"(?:i|we)(?:'ll|\s+will|\s+shall|\s+should|'d\s+better|(?:'m|'re|\s+am|\s+are)\s+going\s+to)"
+    r"|(?:i|we|you)\s+(?:still\s+)?(?:need|have|got)\s+to"
+    r"|let(?:'s|\s+us)\s+|let\s+me\s+(?!know\b)"
+    r"|then\s+(?:we|i)\b"
+    r")"
+)
+"""A speaker taking on work: "I'll …", "we need to …", "let's …", "then we …". Said of
+anything else ("the API needs to …", "it will …", "users must …") it is a requirement or
+a fact, not a step: the subject decides, whatever the verb."""
+
+
+def is_next_step(sentence: str) -> bool:
+    """Whether ``sentence`` announces work still to be done: labelled so ("Next steps:",
+    "TODO"), or a speaker committing to it ("I'll add …", "we still need to …")."""
+    if is_question(sentence):
+        return False
+    lowered = sentence.lower().replace("\u2019", "'")
+    return bool(_STEP_MARKER.search(lowered) or _COMMITMENT.search(lowered))
+
 
 OPEN_CUES = (
     "open question",

@@ -46,6 +46,24 @@ TOPIC_STOPWORDS = frozenset(
 """Words that never name a topic (a decision "you should go with …" made the RealMem topic
 "You")."""
 
+TOPIC_FILLER_WORDS = frozenset(
+    {
+        "always", "never", "often", "usually", "sometimes", "ever", "just", "also", "only",
+        "still", "really", "definitely", "probably", "maybe", "perhaps", "please", "now",
+        "will", "would", "should", "shall", "must", "can", "could", "may", "might", "let",
+        "lets", "do", "does", "did", "be", "is", "are", "was", "were",
+    }
+)  # fmt: skip
+"""Modal verbs and adverbs of frequency or degree: they qualify a decision, never name its
+subject (a subject "always …" titled a summary "Always")."""
+
+CONTRACTION_TAILS = frozenset({"ll", "re", "ve", "d", "m", "s", "t"})
+"""What is left of a contraction once its apostrophe is gone ("we'll" -> "we ll"): a
+summary was titled "Ll" from "we'll go with …"."""
+
+MIN_TOPIC_WORD_CHARS = 3
+"""A subject names a topic only when one of its words is at least this long."""
+
 _STAGE = re.compile(r"^(?:phase|stage|step|milestone|part)\s+[0-9ivx.]+$", re.IGNORECASE)
 """A plan named only by a stage number ("Phase 1") is a stage of some plan, spelled the
 same in every plan: it is a reference, never a topic (RealMem grouped the summaries of 10
@@ -98,16 +116,30 @@ def _title(text: str) -> str:
 
 
 def subject_words(subject: str) -> str:
-    """The head of a decision subject: up to the first cut word, at most four words."""
+    """The head of a decision subject: up to the first cut word, at most four words;
+    pronouns, modal verbs, adverbs and contractions left out. Empty when nothing is left
+    that could name a topic."""
     kept: list[str] = []
-    for word in re.findall(r"[a-z0-9][a-z0-9._/#+-]*", subject.lower()):
+    lowered = subject.lower().replace("\u2019", "'")
+    for word in re.findall(r"[a-z0-9][a-z0-9'._/#+-]*", lowered):
+        stem, apostrophe, tail = word.partition("'")
+        if apostrophe and tail not in ("s", ""):
+            continue  # a contraction: "we'll", "don't"
+        word = stem
         if word in TOPIC_CUT_WORDS and kept:
             break
-        if word in TOPIC_STOPWORDS or word in TOPIC_CUT_WORDS:
+        if (
+            word in TOPIC_STOPWORDS
+            or word in TOPIC_CUT_WORDS
+            or word in TOPIC_FILLER_WORDS
+            or word in CONTRACTION_TAILS
+        ):
             continue
         kept.append(word)
         if len(kept) == MAX_TOPIC_WORDS:
             break
+    if not any(len(word) >= MIN_TOPIC_WORD_CHARS for word in kept):
+        return ""
     return " ".join(kept)
 
 
