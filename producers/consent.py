@@ -4,6 +4,7 @@ endpoint it would go to (SPEC §8). A small JSON file under ``settings.data_dir`
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -28,6 +29,13 @@ def endpoint_id(redis_url: str) -> str:
     port = parts.port or 6379
     database = parts.path.lstrip("/") or "0"
     return f"{parts.scheme or 'redis'}://{host}:{port}/{database}"
+
+
+def enable_command(raw_workspace: str) -> str:
+    """The remediation of a refusal for want of consent: the command that grants it for
+    this workspace, its folder written out (quoted for a POSIX shell)."""
+    folder = raw_workspace.strip() or "."
+    return f"run: turngraph consent enable --workspace {shlex.quote(folder)}"
 
 
 class ConsentStore:

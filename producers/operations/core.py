@@ -35,7 +35,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from turngraph.producers.consent import ConsentStore
+from turngraph.producers.consent import ConsentStore, enable_command
 from turngraph.producers.operations.backend import Backend
 from turngraph.producers.operations.distill import DistillOps, unavailable
 from turngraph.producers.redaction import secret_free_id
@@ -222,7 +222,7 @@ class Operations:
             return error_reply(
                 ErrorCode.CONSENT_REQUIRED,
                 "publishing is not enabled for this workspace",
-                "run: turngraph consent enable --workspace <path>",
+                enable_command(request.event.workspace),
             )
         publisher = self.backend.publisher
         if publisher is None:

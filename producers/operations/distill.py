@@ -17,7 +17,7 @@ import redis
 import structlog
 from pydantic import BaseModel
 
-from turngraph.producers.consent import ConsentStore
+from turngraph.producers.consent import ConsentStore, enable_command
 from turngraph.producers.redaction import looks_secret
 from turngraph.producers.request_reply import TENANT_LIMIT_FIX, NotPermitted
 from turngraph.producers.scopes import ScopeHasher
@@ -231,7 +231,7 @@ class DistillOps:
             return ErrorReply(
                 error_code=ErrorCode.CONSENT_REQUIRED,
                 user_message="promoting is not enabled for this workspace",
-                remediation="run: turngraph consent enable --workspace <path>",
+                remediation=enable_command(request.workspace),
             )
         user = self._hasher.user(request.user)
         session = self._hasher.session(request.session_id)

@@ -87,7 +87,13 @@ def test_publish_without_consent_is_refused(bridge: Operations) -> None:
     reply = bridge.handle_line(
         json.dumps({"op": "publish", "event": _event(workspace="/other/proj")})
     )
-    assert reply["error_code"] == "CONSENT_REQUIRED" and "remediation" in reply
+    assert reply["error_code"] == "CONSENT_REQUIRED"
+    # Issue 35: the fix said `--workspace <path>`; it names the folder to run it for.
+    assert reply["remediation"] == "run: turngraph consent enable --workspace /other/proj"
+    spaced = bridge.handle_line(
+        json.dumps({"op": "publish", "event": _event(workspace="/my proj/it's")})
+    )
+    assert spaced["remediation"].endswith("--workspace '/my proj/it'\"'\"'s'")
 
 
 def test_invalid_event_names_fields_but_never_quotes_input(bridge: Operations) -> None:

@@ -158,6 +158,7 @@ def test_promote_hashes_keys_and_needs_consent(bridge: Operations, distill: Fake
     assert options["session_id"] == bridge.hasher.session("chat-1")
     refused = _ask(bridge, "promote", **{**PROMOTE, "workspace": "/not/consented"})
     assert refused["error_code"] == "CONSENT_REQUIRED" and len(distill.calls) == 1
+    assert refused["remediation"] == "run: turngraph consent enable --workspace /not/consented"
 
 
 def test_secret_looking_text_is_refused_before_it_leaves(
