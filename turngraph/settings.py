@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
@@ -49,11 +50,63 @@ URL_SCHEMES: dict[str, tuple[frozenset[str], str]] = {
 
 def url_problem(field: str, value: str) -> str | None:
     """What is wrong with ``value`` as the URL setting ``field`` (its expected form), or
-    None; never quotes the value (it can hold a password)."""
+    None; never quotes the value (it can hold a password). What passes here is what the
+    client libraries accept: no URL reaches redis-py, the graph driver or the HTTP client
+    to fail there with a bare ``ValueError``."""
     schemes, form = URL_SCHEMES[field]
-    scheme, separator, rest = value.strip().partition("://")
-    if not separator or scheme.lower() not in schemes or not rest:
+    text = value.strip()
+    scheme, separator, rest = text.partition("://")
+    scheme = scheme.lower()
+    if not separator or scheme not in schemes or not rest:
         return f"expected {form}"
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # an unclosed IPv6 bracket
+        return f"the host is malformed (an IPv6 address goes in brackets); expected {form}"
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or past 65535
+        return f"the port must be a number from 1 to 65535; expected {form}"
+    if port == 0:
+        return f"the port must be a number from 1 to 65535; expected {form}"
+    if scheme == "unix":
+        if not parts.path:
+            return f"the socket's path is missing; expected {form}"
+        return _redis_query_problem(text, parts.query, form)
+    if not parts.hostname:
+        return f"the host is missing; expected {form}"
+    if scheme in ("redis", "rediss"):
+        database = parts.path.strip("/")
+        if database and not database.isdecimal():
+            return f"the database after the host must be a number (/0); expected {form}"
+        return _redis_query_problem(text, parts.query, form)
+    if field == "graph_uri" and (parts.username or parts.password):
+        return (
+            "the graph URI takes no user or password (set TURNGRAPH_GRAPH_USER and "
+            f"TURNGRAPH_GRAPH_PASSWORD); expected {form}"
+        )
+    if field == "graph_uri" and (parts.query or parts.path.strip("/")):
+        # the driver ignores a path (deprecated, to become an error) and refuses a bolt://
+        # routing context; the database is TURNGRAPH_GRAPH_DATABASE
+        return (
+            "the graph URI takes no path or ?query (TURNGRAPH_GRAPH_DATABASE names the "
+            f"database); expected {form}"
+        )
+    return None
+
+
+def _redis_query_problem(text: str, query: str, form: str) -> str | None:
+    if not query:
+        return None
+    import redis  # only for a URL with a ?query: redis-py's own parser judges it
+
+    try:  # builds the client's connection object; connects nowhere
+        redis.ConnectionPool.from_url(text).make_connection()
+    except (ValueError, TypeError, redis.RedisError):
+        return (
+            "its ?query has a parameter redis-py does not take, or a value of the wrong "
+            f"type; expected {form}"
+        )
     return None
 
 

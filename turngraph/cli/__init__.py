@@ -10,6 +10,7 @@ The stop signals are handled from the first instruction, before any of that.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -74,6 +75,9 @@ COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
 LONG_RUNNING = frozenset({"up", "worker", "services", "bridge", "mcp", "endpoint"})
 """Commands for which a stop signal is the ordinary end (exit status 0)."""
 
+PARSER_DEFAULT = "command_parser"
+"""The parsed arguments' attribute holding the parser of the command that was named."""
+
 ALL = "*"
 """``build_parser(ALL)``: every command in full (tests, documentation)."""
 
@@ -103,12 +107,27 @@ def _describe_every_command(parser: argparse.ArgumentParser) -> None:
             for name, sub in action.choices.items():
                 if not sub.description and helps.get(name):
                     sub.description = helps[name]
+                # the innermost command's parser wins (argparse copies a subcommand's
+                # namespace over its parent's): its usage for an unknown option
+                sub.set_defaults(**{PARSER_DEFAULT: sub})
                 _describe_every_command(sub)
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The command named in ``argv`` (the first word that is not an option), if any."""
     return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` parsed, or ``SystemExit`` with the usage of the command it names (exit
+    status 2; ``--help``: 0): an unknown option shows that command's usage, not the
+    top-level one."""
+    parser = build_parser(_command_in(argv))
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        own: argparse.ArgumentParser = getattr(args, PARSER_DEFAULT, parser)
+        own.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,8 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from turngraph.cli.hook_cmd import run_hook
 
             return run_hook(argv[1:])
-        args = build_parser(command).parse_args(argv)
-        return _run(args)
+        status = _run(parse_arguments(argv))
+        sys.stdout.flush()  # here, where a closed pipe can still be handled
+        return status
+    except BrokenPipeError:
+        return _output_closed()
     except KeyboardInterrupt as stopped:  # StopSignal, or Python's own for a plain Ctrl-C
         name = str(stopped) if str(stopped).startswith("SIG") else "SIGINT"
         print(f"turngraph {command or ''}".rstrip() + f": stopped ({name})", file=sys.stderr)
@@ -148,11 +170,28 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.ERROR)
     try:
         return int(args.handler(args) or 0)
+    except BrokenPipeError:  # `turngraph queue status | head`: the reader has had enough
+        return _output_closed()
     except Exception as exc:  # the last boundary: people get a line, not a traceback
-        print(f"turngraph {args.command}: {describe_failure(exc)}", file=sys.stderr)
+        parser = getattr(args, PARSER_DEFAULT, None)
+        prog = parser.prog if parser is not None else "turngraph"
+        print(f"{prog}: {describe_failure(exc)}", file=sys.stderr)
         if os.environ.get("TURNGRAPH_TRACEBACK"):
             raise
         return 1
+
+
+def _output_closed() -> int:
+    """What a command does when whoever read its output stopped reading (``| head``): what
+    is still buffered goes nowhere, without a traceback at exit; the status is the one of
+    a program that SIGPIPE ended (the way Python's documentation handles EPIPE)."""
+    import signal
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 128 + int(signal.SIGPIPE)
 
 
 def _signal_number(name: str) -> int:

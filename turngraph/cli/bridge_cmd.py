@@ -68,14 +68,50 @@ def run_bridge(args: argparse.Namespace) -> int:
     from turngraph.producers import bridge_io
     from turngraph.settings import Settings
 
-    settings = Settings()
-    configure_logging(settings)  # logs go to stderr; stdout carries only replies
     stop_on_signals()  # SIGTERM or SIGINT: deliver what is buffered, then exit 0
     try:
-        return bridge_io.serve(build_operations(settings), sys.stdin.buffer, sys.stdout.buffer)
+        try:
+            settings = Settings()
+            configure_logging(settings)  # logs go to stderr; stdout carries only replies
+            operations: bridge_io.LineHandler = build_operations(settings)
+        except Exception as exc:  # settings or data folder that cannot work: say so per line
+            from turngraph.cli.failures import describe_failure
+
+            problem = describe_failure(exc).removeprefix("error: ")
+            print(f"turngraph bridge: error: {problem}", file=sys.stderr)
+            bridge_io.serve(Unconfigured(problem), sys.stdin.buffer, sys.stdout.buffer)
+            return 1
+        return bridge_io.serve(operations, sys.stdin.buffer, sys.stdout.buffer)
     except StopSignal as stopped:
         structlog.get_logger(__name__).info("stopped", signal=str(stopped))
         return 0
+
+
+class Unconfigured:
+    """The bridge when it cannot be built (an invalid setting, a data folder it cannot
+    write): every request still gets its reply, ``BACKEND_UNAVAILABLE`` naming the
+    problem, so an editor shows why instead of losing its bridge without a word."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def handle_line(self, line: str) -> dict[str, Any]:
+        """The refusal, with the request's ``id`` when it can be read."""
+        from turngraph.schemas.bridge_common import error_reply
+        from turngraph.schemas.errors import ErrorCode
+        from turngraph.schemas.json_lines import request_id
+
+        reply = error_reply(
+            ErrorCode.BACKEND_UNAVAILABLE,
+            f"the bridge cannot start: {self.problem}",
+            "fix it where the editor starts the bridge (its environment or .env), "
+            "then restart the bridge",
+        ).model_dump(mode="json", exclude_none=True)
+        found = request_id(line)
+        return {"id": found, **reply} if found is not None else reply
+
+    def close(self) -> None:
+        """Nothing to deliver."""
 
 
 def _through_endpoint(requests: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from turngraph.cli.failures import report_failure
 from turngraph.clients import producer_redis_url
 from turngraph.credentials import issue, issued_tenants, revoke, write_private
 from turngraph.schemas.tenants import InvalidTenantError
-from turngraph.settings import Settings
+from turngraph.settings import Settings, url_problem
 
 NOT_PERSISTED_HINT = (
     "the server has neither an ACL file nor a config file to save users to: the "
@@ -35,6 +35,14 @@ def _connect() -> tuple[redis.Redis | None, str | None]:
     if url is None:
         return None, None
     return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=1.0), url
+
+
+def _redis_url(value: str) -> str:
+    """``--producer-url``: refused as a usage error when redis-py could not use it."""
+    problem = url_problem("redis_url", value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value.strip()
 
 
 def _unavailable(args: argparse.Namespace) -> int:
@@ -128,6 +136,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     issue_cmd.add_argument(
         "--producer-url",
+        type=_redis_url,
         help="the Redis URL producers connect to (default: this one); credentials in it "
         "are replaced",
     )

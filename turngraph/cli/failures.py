@@ -7,6 +7,7 @@ statement's parameters, and a statement's parameters can hold chat text.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -68,12 +69,28 @@ def describe_os_error(exc: OSError) -> str:
     if exc.filename is None:
         return f"{type(exc).__name__} ({what})"
     path = os.fsdecode(exc.filename)
-    hint = ""
-    if isinstance(exc, PermissionError):
-        hint = "; give your user write access to it, or set TURNGRAPH_DATA_DIR to a folder you own"
-    elif isinstance(exc, FileNotFoundError):
-        hint = "; check the path"
-    return f"{path}: {what}{hint}"
+    if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+        return f"{path}: {what}; give your user write access to it, or {DATA_DIR_HINT}"
+    if _in_data_dir(path):
+        return f"{path}: {what}; the data folder cannot be used there: {DATA_DIR_HINT}"
+    if isinstance(exc, FileNotFoundError):
+        return f"{path}: {what}; check the path"
+    return f"{path}: {what}"
+
+
+DATA_DIR_HINT = "set TURNGRAPH_DATA_DIR to a folder you own"
+
+
+def _in_data_dir(path: str) -> bool:
+    """Whether ``path`` is the data folder or in it (as configured, without building the
+    settings, which may be what failed)."""
+    from pathlib import Path
+
+    from turngraph.settings import default_data_dir
+
+    configured = os.environ.get("TURNGRAPH_DATA_DIR", "").strip()
+    data_dir = Path(configured).expanduser().absolute() if configured else default_data_dir()
+    return Path(path).absolute().is_relative_to(data_dir)
 
 
 START_REDIS_HINT = "start it with `turngraph up` or set TURNGRAPH_REDIS_URL"

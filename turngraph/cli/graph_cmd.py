@@ -47,9 +47,10 @@ def _output(path: str) -> Iterator[IO[str]]:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from turngraph.inspection.html_view import write_html_view
+    from turngraph.inspection.html_view import require_viz, write_html_view
     from turngraph.producers.scope_hints import ScopeHints
 
+    require_viz()
     scope = Scope(args.scope)
     settings = Settings()
     hints = ScopeHints(settings.data_dir).load()["workspaces"]

@@ -23,6 +23,7 @@ from typing import Any
 import neo4j
 
 from turngraph.inspection.browser_style import OntologyLike, node_styles
+from turngraph.schemas.errors import ConfigurationError
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.subgraph import Subgraph, read_scope
 from turngraph.workers.graph.vectors import VECTOR_PROPERTIES
@@ -39,7 +40,20 @@ MIN_RADIUS_PX = 32
 """Nodes are drawn at least this big, so a short word fits on one caption line."""
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-VIZ_INSTALL = "pip install 'turngraph[viz]'"
+VIZ_INSTALL = (
+    "install the viz extra: `.venv/bin/python -m pip install -e '.[viz]'` in the turngraph "
+    "clone (`pip install 'turngraph[viz]'` for an installed package)"
+)
+"""What to run when neo4j-viz is missing (the README installs the package without it)."""
+
+
+def require_viz() -> None:
+    """Raise :class:`ConfigurationError` naming the install command when the optional
+    ``viz`` extra (neo4j-viz) is missing; commands call it before connecting anywhere."""
+    try:
+        import neo4j_viz  # noqa: F401
+    except ImportError as exc:  # an optional extra
+        raise ConfigurationError(f"the HTML view needs neo4j-viz; {VIZ_INSTALL}") from exc
 
 
 @dataclass(frozen=True)
@@ -168,7 +182,7 @@ def render_html(
     try:
         from neo4j_viz import Node, Relationship, VisualizationGraph
     except ImportError as exc:  # an optional extra
-        raise RuntimeError(f"the HTML view needs neo4j-viz: {VIZ_INSTALL}") from exc
+        raise ConfigurationError(f"the HTML view needs neo4j-viz; {VIZ_INSTALL}") from exc
 
     styles = {s.label: s for s in node_styles(ontology)}
     nodes: list[Any] = []
