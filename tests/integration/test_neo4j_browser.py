@@ -17,6 +17,7 @@ from tests.support.cypher_lint import REPO_ROOT, CypherText, saved_queries
 from tests.support.headless_chromium import CHROMIUM, INSTALL_HINT, Browser
 from tests.support.neo4j_tier import Neo4jEndpoint, neo4j_param
 from turngraph.clients import Clients
+from turngraph.embedded.neo4j_server import browser_login_url
 
 pytestmark = [
     pytest.mark.integration,
@@ -87,10 +88,13 @@ def test_browser_connects_styles_and_runs_saved_queries(
 ) -> None:
     ingest(clients, CONVERSATION)  # the worker's start creates the full-text indexes
     clients.graph.execute_query("CALL db.awaitIndexes(120)", database_=clients.graph_database)
-    bolt = neo4j_endpoint.uri.removeprefix("bolt://")
+    # the address `turngraph up --graph neo4j` prints: URL, user and database filled in
+    login = browser_login_url(
+        neo4j_endpoint.browser_url, neo4j_endpoint.uri, neo4j_endpoint.user, "neo4j"
+    )
 
     with Browser(1280, 900) as browser:
-        browser.open(f"{neo4j_endpoint.browser_url}?dbms=bolt://neo4j@{bolt}&db=neo4j")
+        browser.open(login)
         browser.wait_for("!!document.querySelector('[data-testid=password]')", 90)
         browser.evaluate(TYPE_PASSWORD % json.dumps(neo4j_endpoint.password))
         browser.evaluate("document.querySelector('[data-testid=connect]').click()")
@@ -124,6 +128,7 @@ def test_browser_connects_styles_and_runs_saved_queries(
             ".map(t => t.textContent).join('|')"
         )
         assert "upload" in captions  # the style's caption: an entity shows its name
+        assert "Done." in captions  # and a turn its first words, not "assistant #1"
 
     assert png.startswith(b"\x89PNG")
     target = os.environ.get("TURNGRAPH_SAVE_SCREENSHOT")

@@ -74,3 +74,44 @@ def test_cli_checks_the_committed_style() -> None:
     from turngraph.cli import main as cli
 
     assert cli(["graph", "style", "--check", "-o", str(COMMITTED)]) == 0
+
+
+def test_a_turn_shows_its_first_words_and_an_entity_its_name() -> None:
+    # Issue 35: turns were captioned `{role} #{turn_index}` ("user #0"), saying less than
+    # Browser's own default.
+    parsed = rules(grass_for(ONTOLOGY))
+    assert parsed["node.Episode"]["caption"] == '"{content}"'
+    for label in ONTOLOGY.labels():
+        if label not in {s.label for s in STRUCTURAL_NODES}:
+            assert parsed[f"node.{label}"]["caption"] == '"{name}"', label
+
+
+def test_up_says_how_to_open_browser_ready_to_connect(tmp_path: Path) -> None:
+    # Issue 35: `up --graph neo4j` printed only Browser's address; the user and the
+    # password file were in ops/neo4j/README.md alone.
+    from urllib.parse import parse_qs, urlsplit
+
+    from turngraph.cli.run_cmd import browser_lines
+    from turngraph.embedded import ServiceEndpoints
+
+    endpoints = ServiceEndpoints(
+        redis_url="redis://:r@127.0.0.1:6390/0",
+        graph_uri="bolt://127.0.0.1:7690",
+        graph_user="neo4j",
+        graph_password="not-in-any-line",
+        graph_database="neo4j",
+        studio_url="http://127.0.0.1:7480/browser/",
+        owner_pid=1,
+        graph_engine="neo4j",
+    )
+    lines = browser_lines(endpoints, tmp_path)
+    url = lines[0].split()[-1]
+    assert url.startswith("http://127.0.0.1:7480/browser/?")
+    assert parse_qs(urlsplit(url).query) == {
+        "dbms": ["bolt://neo4j@127.0.0.1:7690"],  # Browser fills URL and user from it
+        "db": ["neo4j"],
+    }
+    text = "\n".join(lines)
+    assert str(tmp_path / "neo4j" / "graph.password") in text and "user neo4j" in text
+    assert "turngraph.grass" in text
+    assert "not-in-any-line" not in text

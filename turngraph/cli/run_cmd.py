@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -22,7 +23,7 @@ import structlog
 
 from turngraph import demo
 from turngraph.cli.engine_option import add_graph_option, with_graph_option
-from turngraph.embedded import EmbeddedServices
+from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.embedded.redis_server import without_password
 from turngraph.embedded.services import SUPERVISE_EVERY_S
 from turngraph.lifecycle import (
@@ -80,7 +81,7 @@ def _services(settings: Settings) -> Iterator[tuple[dict[str, str], EmbeddedServ
         print(f"embedded Redis  {without_password(endpoints.redis_url)}")
         print(f"embedded graph  {endpoints.graph_uri} ({endpoints.graph_engine})")
         if endpoints.graph_engine == "neo4j":
-            print(f"Neo4j Browser   {endpoints.studio_url}")
+            print("\n".join(browser_lines(endpoints, settings.data_dir)))
         switched = engine_switch_notice(endpoints.redis_url, endpoints.graph_engine)
         if switched:
             print(switched)
@@ -105,6 +106,22 @@ def engine_switch_notice(redis_url: str, engine: str) -> str | None:
         f"{recorded.engine}` while this runs, or go back with `turngraph up --graph "
         f"{recorded.engine}`"
     )
+
+
+def browser_lines(endpoints: ServiceEndpoints, data_dir: Path) -> list[str]:
+    """How to open Neo4j Browser on the embedded Neo4j ready to connect: its address with
+    the form filled in (URL, user, database), where the password is, the style to apply."""
+    from turngraph.embedded.neo4j_server import browser_login_url, password_file
+
+    login = browser_login_url(
+        endpoints.studio_url, endpoints.graph_uri, endpoints.graph_user, endpoints.graph_database
+    )
+    return [
+        f"Neo4j Browser   {login}",
+        f"                user {endpoints.graph_user} (filled in); password: the contents of "
+        f"{password_file(data_dir)}",
+        "                style: run `:style`, drop ops/neo4j/turngraph.grass on its frame",
+    ]
 
 
 @dataclass

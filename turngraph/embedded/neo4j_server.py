@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from pathlib import Path
+from urllib.parse import quote, urlencode, urlsplit
 
 import neo4j
 import neo4j.exceptions
 
-from turngraph.embedded.graph_server import bolt_answers, password_for
+from turngraph.embedded.graph_server import PASSWORD_FILE, bolt_answers, password_for
 from turngraph.embedded.neo4j_fetch import fetch, find_tools
 from turngraph.embedded.process import ServerProcess, free_port
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
@@ -43,6 +44,9 @@ STARTUP_TIMEOUT_S = 240.0
 
 HASH_ITERATIONS = 1024
 """Neo4j's credential format version 1: SHA-256 iterated 1,024 times over salt + password."""
+
+NEO4J_FOLDER = "neo4j"
+"""The embedded Neo4j's folder under the data folder (its data, settings and password)."""
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 
@@ -88,6 +92,21 @@ def neo4j_conf(home: Path, bolt_port: int, http_port: int) -> str:
         "db.tx_log.rotation.retention_policy": "2 files",
     }
     return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def password_file(data_dir: Path) -> Path:
+    """The file holding the embedded Neo4j's password for the data folder ``data_dir``."""
+    return data_dir / NEO4J_FOLDER / PASSWORD_FILE
+
+
+def browser_login_url(studio_url: str, graph_uri: str, user: str, database: str) -> str:
+    """Neo4j Browser's address with its connection form filled in: the Bolt URL, the user
+    and the database (Browser's ``dbms`` and ``db`` URL parameters); only the password is
+    left to type (it never goes in a URL)."""
+    address = urlsplit(graph_uri).netloc.rpartition("@")[2]
+    scheme = urlsplit(graph_uri).scheme or "bolt"
+    dbms = f"{scheme}://{quote(user, safe='')}@{address}"
+    return f"{studio_url}?{urlencode({'dbms': dbms, 'db': database}, safe=':/@')}"
 
 
 class Neo4jServer:

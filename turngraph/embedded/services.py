@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import structlog
 
 from turngraph.embedded.graph_server import GraphServer
-from turngraph.embedded.neo4j_server import Neo4jServer
+from turngraph.embedded.neo4j_server import NEO4J_FOLDER, Neo4jServer
 from turngraph.embedded.process import end_processes, port_free
 from turngraph.embedded.redis_server import RedisServer
 from turngraph.lifecycle import pause, raise_if_stopping
@@ -136,7 +136,7 @@ class EmbeddedServices:
         self.graph_engine = graph_engine
         self.redis = RedisServer(data_dir / "redis")
         self.graph: GraphServer | Neo4jServer = (
-            Neo4jServer(data_dir / "neo4j", cache_root=data_dir)
+            Neo4jServer(data_dir / NEO4J_FOLDER, cache_root=data_dir)
             if graph_engine == "neo4j"
             else GraphServer(data_dir / "graph")
         )

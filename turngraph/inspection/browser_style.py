@@ -25,6 +25,10 @@ ENTITY_CAPTION = "{name}"
 
 ENTITY_DIAMETER_PX = 50
 
+EPISODE_CAPTION = "{content}"
+"""A turn is shown by its text: Browser fits a caption's first words into the circle and
+cuts the rest (``{role} #{turn_index}``, "user #0", said less than Browser's default)."""
+
 
 class OntologyLike(Protocol):
     def labels(self) -> tuple[str, ...]: ...
@@ -48,7 +52,7 @@ class RelationshipStyle:
 
 
 STRUCTURAL_NODES: tuple[NodeStyle, ...] = (
-    NodeStyle("Episode", "#C9D1D9", "{role} #{turn_index}", 35),
+    NodeStyle("Episode", "#C9D1D9", EPISODE_CAPTION, 50),
     NodeStyle("Session", "#57606A", "{key}", 65),
     NodeStyle("Workspace", "#24292F", "{key}", 80),
     NodeStyle("User", "#8250DF", "{key}", 70),
