@@ -95,3 +95,20 @@ def test_the_scope_literals_and_the_scope_enums_name_the_same_scopes() -> None:
     assert get_args(ScopeNameValue) == tuple(name.value for name in ScopeName)
     assert [name.value for name in ScopeName] == [*get_args(ScopeValue), "auto"]
     assert set(get_args(PromotionScope)) < set(get_args(ScopeValue))
+
+
+def test_a_tenants_scopes_show_when_each_session_was_first_published(tmp_path: Path) -> None:
+    # Issue 35: `scopes` listed a tenant's sessions as bare hashes; the hints know when
+    # this machine first published each.
+    from turngraph.cli.scopes_cmd import local_scopes, render
+    from turngraph.producers.scope_hints import ScopeHints
+    from turngraph.settings import Settings
+
+    hints = ScopeHints(tmp_path)
+    hints.note(workspace_id="w_1", raw_workspace="/home/ada/shop", session_id="s_1")
+    rows = local_scopes(Settings(_env_file=None, data_dir=tmp_path, tenant="acme"))
+    assert [row.folder for row in rows] == ["shop"]
+    session = rows[0].sessions[0]
+    assert session.id == "s_1" and session.first_turn is not None
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", session.first_turn)
+    assert session.first_turn in render(rows).splitlines()[2]

@@ -49,15 +49,19 @@ def local_scopes(settings: Settings, *, here: str | None = None) -> list[Workspa
     hints = ScopeHints(settings.data_dir).load()
     rows = {
         key: WorkspaceRow(
-            id=key, folder=hint.get("folder"), turns=0, first_turn=None, last_turn=None,
-            here=key == here,
+            id=key, folder=hint.get("folder"), turns=0,
+            first_turn=_time(hint.get("first_seen")), last_turn=None, here=key == here,
         )
         for key, hint in hints["workspaces"].items()
     }  # fmt: skip
     for key, hint in hints["sessions"].items():
         workspace = rows.get(hint.get("workspace"))
         if workspace is not None:
-            workspace.sessions.append(SessionRow(id=key, turns=0, first_turn=None, last_turn=None))
+            # what this machine knows: when it first published the session
+            first = _time(hint.get("first_seen"))
+            workspace.sessions.append(SessionRow(id=key, turns=0, first_turn=first, last_turn=None))
+    for row in rows.values():
+        row.sessions.sort(key=lambda s: s.first_turn or "", reverse=True)
     return list(rows.values())
 
 
