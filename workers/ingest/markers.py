@@ -97,7 +97,16 @@ def check_markers(
 def reconcile_markers(conn: redis.Redis, identity: GraphIdentity, stored: StoredLookup) -> int:
     """At an ingest worker's start: if the markers were recorded against another graph (or
     none), drop every marker whose turn ``identity``'s graph lacks, then record it.
-    Returns the markers dropped."""
+    Returns the markers dropped. Redis away: nothing done, said in one warning (admission
+    still checks each marker it finds against the graph; the next start reconciles)."""
+    try:
+        return _reconcile(conn, identity, stored)
+    except redis.RedisError as exc:
+        log.warning("graph_markers_not_reconciled", error=type(exc).__name__)
+        return 0
+
+
+def _reconcile(conn: redis.Redis, identity: GraphIdentity, stored: StoredLookup) -> int:
     previous = recorded_identity(conn)
     if previous is not None and previous.graph_id == identity.graph_id:
         return 0
