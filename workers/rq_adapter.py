@@ -1,19 +1,11 @@
 """The one module that changes RQ's behaviour, for RQ ``>=2.12,<3`` (``pyproject.toml``).
 
-Everything else of ours uses RQ through its documented surface: ``Queue``, ``Job``
-(fetch, args, delete, latest_result), the registries' methods, and a worker built with
-``job_class``, ``serializer`` and ``exception_handlers``. What the workers need beyond
-that is here, each override named in :data:`ADAPTED` with the RQ behaviour it changes and
-why. ``tests/unit/test_rq_private_names.py`` fails when a class elsewhere overrides a
-method of an RQ class, when an override here is missing from :data:`ADAPTED`, or when
-code elsewhere sends Redis a command naming one of RQ's keys;
-``tests/integration/test_rq_internals.py`` pins this module's behaviour and
-``tests/integration/test_rq_versions.py`` runs it against the lowest and the highest RQ
-the project allows.
-
-Jobs reach the worker performing them with :func:`performing_worker` (RQ offers
-``get_current_job`` but no current worker): a job's arguments are JSON, the worker lends
-its pipeline or distiller, and nothing is set on the job object.
+The rest uses RQ's documented surface (``Queue``, ``Job``, the registries' methods, a
+worker's ``job_class``/``serializer``/``exception_handlers``). Each override here is named
+in :data:`ADAPTED` with its reason (``tests/unit/test_rq_private_names.py`` holds the rest
+to that); ``tests/integration/test_rq_versions.py`` runs ``test_rq_internals.py``, which
+pins it, against the lowest and the highest RQ allowed. Jobs reach the worker performing
+them with :func:`performing_worker` (RQ has ``get_current_job``, no current worker).
 """
 
 from __future__ import annotations

@@ -69,8 +69,6 @@ in the queue (``None`` when unknown); the metrics histograms."""
 
 
 def _payload_letter(event_id: str, exc: InvalidPayloadError) -> DeadLetter:
-    if isinstance(exc, EnvelopeError):
-        return DeadLetter(event_id, "EnvelopeError", exc.field, exc.reason, time.time())
     fields = str(exc).partition(": ")[2] or "payload"
     return DeadLetter(event_id, "InvalidPayloadError", fields, "does not validate", time.time())
 
