@@ -201,3 +201,38 @@ def test_summarize_command_with_the_endpoint_down_stores_the_offline_summary(
         database_=cli_env.graph_database,
     ).records
     assert [r["method"] for r in rows] == ["extractive"]
+
+
+def test_a_summary_exists_at_once_and_the_llms_replaces_it_when_it_arrives(
+    clients: Clients,
+) -> None:
+    """Issue 36: while the LLM is still writing, the extractive summary is stored and
+    readable; the LLM's answer then replaces it under the same id."""
+    import threading
+
+    from tests.support.fake_openai import slow
+    from tests.support.worker_processes import wait_for
+
+    def methods() -> list[tuple[str, str]]:
+        records = clients.graph.execute_query(
+            "MATCH (s:Summary) RETURN s.uid AS uid, s.method AS method",
+            database_=clients.graph_database,
+        ).records
+        return [(r["uid"], r["method"]) for r in records]
+
+    with FakeOpenAI() as server:
+        _ingest(clients)
+        server.add(slow(GOOD, delay_s=30.0))  # answered when the server is told to stop
+        done: list[Any] = []
+        worker = threading.Thread(target=lambda: done.append(_summarize(clients, server.base_url)))
+        worker.start()
+        assert wait_for(lambda: server.requests and methods(), 30)
+        [(uid, method)] = methods()
+        assert method == "extractive"  # stored before the LLM answered
+        server.stop_hangs()  # the slow answer ends now, unanswered: the extractive stays
+        worker.join(timeout=30)
+        assert methods() == [(uid, "extractive")]
+        server.add(answer(GOOD))
+        summary, _ = _summarize(clients, server.base_url)
+    assert summary is not None and summary.method is SummaryMethod.LLM and summary.id == uid
+    assert methods() == [(uid, "llm")]  # replaced, same node

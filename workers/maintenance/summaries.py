@@ -1,5 +1,9 @@
 """Making and storing ConversationSummaries: every N turns, on semantic triggers, on demand.
 
+A summary is stored at once from the extractive path (no LLM call); with an LLM
+configured, the LLM's summary replaces it (same id) when it arrives, and an LLM that fails
+leaves the extractive one in place (issue 36: the LLM never delays what is stored).
+
 A session's automatic summaries cover consecutive segments: each starts after the last
 turn an earlier summary of the session covered. "Summarize and store the last N turns"
 makes a summary of exactly that span (status Final: a person asked for it). A summary's
@@ -83,17 +87,13 @@ def build_summary(
     status: SummaryStatus,
     now: datetime,
 ) -> ConversationSummary:
-    """A summary of ``turns`` (one session, in order), by the LLM when configured."""
+    """A summary of ``turns`` (one session, in order) by the extractive path: no LLM call
+    (:func:`with_llm_content` replaces its content once the LLM answers)."""
     first, last = turns[0], turns[-1]
     topic = topic_of(turns, workspace_topics(distiller, first.workspace))
     references = references_of(turns)
     content: SummaryContent = extractive_summary(turns, topic.title)
     method = SummaryMethod.EXTRACTIVE
-    if distiller.summarizer is not None:
-        content, used = distiller.summarizer.summarize(
-            turns, content, references.model_dump(mode="json")
-        )
-        method = SummaryMethod.LLM if used else SummaryMethod.EXTRACTIVE
     decided = decisions_of(turns, directives=False)
     return ConversationSummary(
         id=summary_uid(first.session_id, first.turn_index, last.turn_index),
@@ -114,6 +114,24 @@ def build_summary(
         method=method,
         created_at=now,
     )
+
+
+def with_llm_content(
+    distiller: Distiller, summary: ConversationSummary, turns: Sequence[SessionTurn]
+) -> ConversationSummary:
+    """The stored extractive ``summary`` replaced by the LLM's (same id, status and
+    span; ``method: llm``), once the LLM answers; unchanged when no LLM is configured or
+    it failed (counted and logged by the summarizer)."""
+    if distiller.summarizer is None:
+        return summary
+    content, used = distiller.summarizer.summarize(
+        turns, summary.content, summary.references.model_dump(mode="json")
+    )
+    if not used:
+        return summary
+    improved = summary.model_copy(update={"content": content, "method": SummaryMethod.LLM})
+    store_summary(distiller, improved)
+    return improved
 
 
 def store_summary(distiller: Distiller, summary: ConversationSummary) -> None:
@@ -168,13 +186,18 @@ def summarize_session(
         if first > last:
             return made
         turns = distiller.store.session_turns(session_id, first, last)
-        for start in range(0, len(turns), MAX_SEGMENT_TURNS):
-            segment = turns[start : start + MAX_SEGMENT_TURNS]
+        segments = [
+            turns[start : start + MAX_SEGMENT_TURNS]
+            for start in range(0, len(turns), MAX_SEGMENT_TURNS)
+        ]
+        for segment in segments:  # every summary exists at once, from the extractive path
             summary = build_summary(
                 distiller, segment, status=SummaryStatus.DRAFT, now=distiller.now()
             )
             store_summary(distiller, summary)
             made.append(summary)
+        # then the LLM's, where it answers, replace them one by one
+        made = [with_llm_content(distiller, s, seg) for s, seg in zip(made, segments, strict=True)]
     return made
 
 
@@ -194,7 +217,7 @@ def summarize_last_turns(
     summary = build_summary(distiller, turns, status=SummaryStatus.FINAL, now=distiller.now())
     store_summary(distiller, summary)
     replace_drafts(distiller, summary)
-    return summary
+    return with_llm_content(distiller, summary, turns)
 
 
 def replace_drafts(distiller: Distiller, final: ConversationSummary) -> list[str]:
