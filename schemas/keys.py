@@ -50,14 +50,22 @@ CHANGES_STREAM = "turngraph:changes"
 """Redis stream on which ingest workers announce what they wrote (recall stays fresh)."""
 
 REEXTRACT_PENDING = "turngraph:extraction:reextract"
-"""Sorted set (score: unix time) of event ids whose LLM extraction failed and that the
-offline rules extracted instead: waiting for a later LLM pass."""
+"""The enrichment backlog: sorted set (score: unix time stored) of event ids the offline
+rules extracted, waiting for the LLM (``workers/enrichment.py``)."""
+
+ENRICH_REQUESTED = "turngraph:extraction:reextract:requested"
+"""Set while an enrichment run is asked for and not started (one waits at a time)."""
+
+LLM_MODE_PREFIX = "turngraph:llm:mode:"
+"""Prefix of the output mode an endpoint accepts (suffix: a hash of its base URL and
+model), found by one process and used by all until it expires."""
 
 REEXTRACT_ATTEMPTS = "turngraph:extraction:reextract:attempts"
 """Hash: event id -> re-extraction batches that got an answer but nothing usable for it."""
 
 REEXTRACT_STATS = "turngraph:extraction:reextract:stats"
-"""Hash of the re-extraction pass's counters: runs, succeeded, failed, missing, entities."""
+"""Hash of the enrichment pass's counters: runs, succeeded, failed, missing, given_up,
+entities, and ``dropped`` (turns the full backlog left unenriched)."""
 
 LLM_STATS = "turngraph:llm:stats"
 """Hash of LLM counters across processes (``turngraph queue status``): ``<purpose>_<name>``

@@ -16,8 +16,9 @@ from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
 from turngraph.workers.embeddings.factory import build_embedder as embedder_for
 from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.enrichment import EnrichmentBacklog, EnrichOrder
 from turngraph.workers.extraction.models import Extractor
-from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.offline import OfflineExtractor, StoreFirst
 from turngraph.workers.graph.bolt_store import BoltGraphStore
 from turngraph.workers.graph.distill_store import BoltDistillStore
 from turngraph.workers.graph.identity import ensure_graph_identity, stored_event_ids
@@ -31,8 +32,12 @@ from turngraph.workers.ingest.markers import StoredLookup, reconcile_markers
 from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.asks import AskAdmission
-from turngraph.workers.maintenance.context import Distiller, DistillOptions
-from turngraph.workers.maintenance.jobs import schedule_reextract, schedule_sweep
+from turngraph.workers.maintenance.context import JOB_MARGIN_S, Distiller, DistillOptions
+from turngraph.workers.maintenance.jobs import (
+    request_enrichment,
+    schedule_reextract,
+    schedule_sweep,
+)
 from turngraph.workers.maintenance.triggers import FollowUps
 from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.recall.ranking import preset as ranking_preset
@@ -65,34 +70,13 @@ SMALL_CONTEXT_TOKENS = 8_192
 
 
 def build_extractor(
-    settings: Settings,
-    llm_client: openai.OpenAI | None,
-    *,
-    ontology: Ontology = ONTOLOGY,
-    stats: ProviderStats | None = None,
-    endpoint: LLMEndpoint | None = None,
+    settings: Settings, llm_client: openai.OpenAI | None, *, ontology: Ontology = ONTOLOGY
 ) -> Extractor:
-    """The :class:`OfflineExtractor` when ``llm_client`` is None, else an
-    :class:`~workers.extraction.llm.LLMExtractor` on ``settings.llm_model`` with
-    ``settings.llm_concurrency`` parallel calls (``Clients.llm`` is the client), falling
-    back to the offline rules for a batch whose LLM call fails."""
+    """Ingest's extractor: the offline rules, and with an LLM configured (``llm_client``)
+    every turn marked for the enrichment pass (:class:`StoreFirst`): a turn is stored and
+    recallable in the same time with or without an LLM; the LLM's entities come later."""
     offline = OfflineExtractor(ontology)
-    if llm_client is None:
-        return offline
-    from turngraph.workers.extraction.llm import LLMExtractor  # openai is only needed on this path
-
-    return LLMExtractor(
-        llm_client,
-        model=settings.llm_model,
-        ontology=ontology,
-        stats=stats,
-        concurrency=settings.llm_concurrency,
-        fallback=offline,
-        cooldown_s=settings.llm_fallback_cooldown_s,
-        budget_s=settings.llm_batch_budget,
-        endpoint=endpoint,
-        **llm_request_options(settings, endpoint),
-    )
+    return offline if llm_client is None else StoreFirst(offline)
 
 
 def llm_request_options(settings: Settings, endpoint: LLMEndpoint | None = None) -> dict[str, Any]:
@@ -133,22 +117,16 @@ def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> Bol
     )
 
 
-def build_pipeline(
-    clients: Clients, extractor: Extractor | None = None, stats: ProviderStats | None = None
-) -> IngestPipeline:
+def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> IngestPipeline:
     """Schema set up (idempotent), the ingested markers checked if the graph is not the one
     they were recorded against, writer and extractor wired; one per process.
 
-    The extractor is the LLM one when an endpoint is configured (counting into ``stats``),
-    else the offline rules.
+    The extractor is the offline rules (:func:`build_extractor`); with an LLM endpoint
+    configured, every stored turn joins the enrichment backlog and an enrichment run is
+    asked for on the maintenance queue.
     """
     ontology = load_ontology(clients.settings)
     settings = clients.settings
-    if extractor is None and clients.llm is not None:
-        from turngraph.workers.extraction.shared_counts import SharedCounts
-
-        stats = stats if stats is not None else ProviderStats(EXTRACTION_COUNTERS)
-        stats.mirror = SharedCounts(clients.redis, "extraction")
     embedder = build_embedder(settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
     # the markers follow the graph: a new, wiped or other graph keeps only its turns'
@@ -171,10 +149,7 @@ def build_pipeline(
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(clients, ontology),
-        extractor=extractor
-        or build_extractor(
-            settings, clients.llm, ontology=ontology, stats=stats, endpoint=clients.llm_endpoint
-        ),
+        extractor=extractor or build_extractor(settings, clients.llm, ontology=ontology),
         changes_stream=settings.changes_stream,
         followups=(
             FollowUps(clients.redis, distill_options(settings))
@@ -189,6 +164,23 @@ def build_pipeline(
             if embedder is not None
             else None
         ),
+        backlog=enrichment_backlog(settings),
+        enrich=(
+            functools.partial(
+                request_enrichment,
+                clients.redis,
+                settings.maintenance_queue,
+                int(settings.llm_reextract_budget_s) + JOB_MARGIN_S,
+            )
+            if clients.llm is not None
+            else None
+        ),
+    )
+
+
+def enrichment_backlog(settings: Settings) -> EnrichmentBacklog:
+    return EnrichmentBacklog(
+        max_turns=settings.llm_enrich_backlog_max, order=EnrichOrder(settings.llm_enrich_order)
     )
 
 
@@ -251,7 +243,7 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
         clients.llm,
         model=settings.llm_model,
         ontology=ontology,
-        concurrency=settings.llm_concurrency,
+        concurrency=settings.llm_calls_at_once,
         fallback=NoFallback(),
         stats=ProviderStats(EXTRACTION_COUNTERS, mirror=SharedCounts(clients.redis, "reextract")),
         # no cooldown: a failing batch ends its run, so a dead endpoint costs one call
@@ -263,6 +255,8 @@ def build_reextractor(clients: Clients) -> Reextractor | None:
     return Reextractor(
         extractor=extractor,
         store=build_graph_store(clients, ontology),
+        offline=OfflineExtractor(ontology),
+        backlog=enrichment_backlog(settings),
         budget_s=settings.llm_reextract_budget_s,
     )
 

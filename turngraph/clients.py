@@ -111,9 +111,13 @@ def build_clients(settings: Settings, *, graph_retry_s: float = GRAPH_RETRY_S) -
     llm = endpoint = None
     if settings.llm_configured:
         from turngraph.workers.extraction.shared_counts import SharedCounts
+        from turngraph.workers.extraction.shared_mode import SharedMode
 
         llm, endpoint = build_llm(settings)
         endpoint.stats.mirror = SharedCounts(redis_client, "endpoint")
+        endpoint.shared = SharedMode(
+            redis_client, str(llm.base_url), settings.llm_model, settings.llm_mode_ttl_s
+        )
     return Clients(
         settings=settings, redis=redis_client, graph=graph, llm=llm, llm_endpoint=endpoint
     )
@@ -123,13 +127,19 @@ def build_llm(settings: Settings) -> tuple[openai.OpenAI, LLMEndpoint]:
     """The openai client and the process's endpoint view on it."""
     import openai
 
-    from turngraph.workers.extraction.endpoint import LLMEndpoint, OutputMode, SystemPrompt
+    from turngraph.workers.extraction.endpoint import (
+        LLMEndpoint,
+        OutputMode,
+        SystemPrompt,
+        final_refusal,
+    )
 
     client = openai.OpenAI(
         base_url=settings.llm_base_url,
         api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none",
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
+        http_client=openai.DefaultHttpxClient(event_hooks={"response": [final_refusal]}),
     )
     endpoint = LLMEndpoint(
         client,

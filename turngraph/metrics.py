@@ -23,8 +23,8 @@ from rq.registry import StartedJobRegistry
 
 from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.request_server import ServeCounters
-from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.enrichment import read_status
 from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
 from turngraph.workers.recall.worker import RecallWorker
@@ -45,13 +45,14 @@ EXPORTED_METRICS: dict[str, str] = {
     "turngraph_queue_dead_letters": "gauge",
     "turngraph_queue_running": "gauge",
     "turngraph_llm_reextract_pending": "gauge",
+    "turngraph_llm_enrich_lag_seconds": "gauge",
+    "turngraph_llm_enrich_dropped_total": "counter",
     # ingest worker
     "turngraph_ingest_batch_size": "histogram",
     "turngraph_ingest_batch_seconds": "histogram",
     "turngraph_ingest_latency_seconds": "histogram",
     "turngraph_llm_calls_total": "counter",
     "turngraph_llm_tokens_total": "counter",
-    "turngraph_llm_fallback_batches_total": "counter",
     # recall replica
     "turngraph_recall_seconds": "histogram",
     "turngraph_recall_queued_seconds": "histogram",
@@ -86,11 +87,11 @@ class QueueCollector(Collector):
         try:
             stats = read_stats(self._conn, queue)
             with self._conn.pipeline(transaction=False) as pipe:
-                pipe.zcard(REEXTRACT_PENDING)
                 pipe.hlen(dead_letter_key(queue))
-                pending, letters = pipe.execute()
+                (letters,) = pipe.execute()
             registry = StartedJobRegistry(queue, connection=self._conn)
             running = registry.get_job_count(cleanup=False)
+            enrich = read_status(self._conn)
         except redis.RedisError:
             yield GaugeMetricFamily("turngraph_redis_up", "Redis answered this scrape", value=0)
             return
@@ -127,8 +128,18 @@ class QueueCollector(Collector):
         )
         yield GaugeMetricFamily(
             "turngraph_llm_reextract_pending",
-            "turns extracted by the offline rules, waiting for an LLM pass",
-            value=pending,
+            "the enrichment backlog: stored turns waiting for the LLM",
+            value=enrich.backlog,
+        )
+        yield GaugeMetricFamily(
+            "turngraph_llm_enrich_lag_seconds",
+            "how long the longest-waiting turn of the enrichment backlog has waited",
+            value=enrich.lag_s,
+        )
+        yield CounterMetricFamily(
+            "turngraph_llm_enrich_dropped",
+            "turns stored but never enriched: the enrichment backlog was full",
+            value=enrich.dropped,
         )
 
 
@@ -144,8 +155,8 @@ LLMSnapshot = Callable[[], "dict[str, int] | None"]
 
 
 class LLMCollector(Collector):
-    """LLM calls and tokens of this process, per purpose (``extraction`` in ingest workers,
-    ``summary`` in maintenance workers); extraction's fallbacks to the offline rules."""
+    """LLM calls and tokens of this process, per purpose (``summary`` and ``enrichment``
+    in maintenance workers)."""
 
     def __init__(self, **purposes: LLMSnapshot) -> None:
         self._purposes = purposes
@@ -157,21 +168,13 @@ class LLMCollector(Collector):
         tokens = CounterMetricFamily(
             "turngraph_llm_tokens", "LLM tokens reported", labels=["purpose", "kind"]
         )
-        fallback = CounterMetricFamily(
-            "turngraph_llm_fallback_batches",
-            "batches the offline rules extracted after an LLM failure",
-        )
         for purpose, read in sorted(self._purposes.items()):
             snap = read() or {}
             calls.add_metric([purpose], snap.get("calls", 0))
             tokens.add_metric([purpose, "prompt"], snap.get("prompt_tokens", 0))
             tokens.add_metric([purpose, "completion"], snap.get("completion_tokens", 0))
-            if purpose == "extraction":
-                fallback.add_metric([], snap.get("fallback_batches", 0))
         yield calls
         yield tokens
-        if "extraction" in self._purposes:
-            yield fallback
 
 
 class RecallCollector(Collector):

@@ -29,8 +29,8 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
-BUDGET_MARGIN_S = 20.0
-"""What an ingest job needs besides its LLM budget (offline rules, graph write)."""
+LOCAL_HOSTS = frozenset({"localhost", "::1", "0.0.0.0"})
+"""Hosts of an LLM endpoint on this machine (so are 127.x addresses)."""
 
 
 URL_SCHEMES: dict[str, tuple[frozenset[str], str]] = {
@@ -166,8 +166,17 @@ class Settings(BaseSettings):
     """One request's timeout (the openai client's); a batch's budget can cut it shorter."""
     llm_max_retries: int = Field(default=2, ge=0)
     """Retries of the openai client itself (429 with ``Retry-After``, 5xx, timeouts)."""
-    llm_concurrency: int = Field(default=4, ge=1)
-    """Parallel calls of one ingest batch (1 for a local server with one slot)."""
+    llm_concurrency: int | None = Field(default=None, ge=1)
+    """LLM calls the enrichment pass runs at once. Unset: 1 for an endpoint on this
+    machine (a local server with one slot), else 4."""
+    llm_enrich_order: Literal["oldest", "newest"] = "newest"
+    """Which stored turns the enrichment pass takes first; a full backlog drops those it
+    would take last (their enrichment only: the turns stay stored)."""
+    llm_enrich_backlog_max: int = Field(default=defaults.REEXTRACT_PENDING_MAX, ge=1)
+    """Most turns waiting for the LLM."""
+    llm_mode_ttl_s: int = Field(default=86_400, ge=60)
+    """How long the output mode found for the endpoint and model is kept in Redis (every
+    process uses it); found again after it expires or when either changes."""
     llm_output_mode: Literal[
         "auto", "json_schema", "json_object_schema", "json_object", "prompt_only"
     ] = "auto"
@@ -176,9 +185,6 @@ class Settings(BaseSettings):
     llm_system_prompt: Literal["auto", "system", "merge"] = "auto"
     """``merge`` puts the instructions into the first user message (templates that drop
     system messages, e.g. gemma); ``auto`` does so once the server is seen dropping it."""
-    llm_batch_budget_s: float | None = Field(default=None, gt=0)
-    """All LLM work of one ingest batch ends within this; then the offline rules extract
-    (and re-extraction enriches later). Unset: a quarter of ``job_timeout_s``."""
     llm_batch_max_turns: int = Field(default=8, ge=1, le=50)
     """Turns per extraction call (fewer for a model with a small context)."""
     llm_context_tokens: int | None = Field(default=None, ge=512)
@@ -198,8 +204,6 @@ class Settings(BaseSettings):
     llm_temperature: float | None = Field(default=0.0, ge=0, le=2)
     """0 for repeatable extraction (Ollama's default is 0.8); None sends none (reasoning
     models accept only their default)."""
-    llm_fallback_cooldown_s: float = Field(default=30.0, ge=0)
-    """After a timeout or an unavailable endpoint, batches go to the offline rules this long."""
     llm_reextract_every_s: int = Field(default=defaults.REEXTRACT_EVERY_S, ge=5)
     """How often a maintenance worker asks the LLM again for turns the offline rules stood
     in for (``llm_reextract_pending`` in ``turngraph queue status``)."""
@@ -268,7 +272,7 @@ class Settings(BaseSettings):
     @field_validator(
         "llm_temperature",
         "llm_max_output_tokens",
-        "llm_batch_budget_s",
+        "llm_concurrency",
         "llm_context_tokens",
         "metrics_port",
         mode="before",
@@ -318,22 +322,12 @@ class Settings(BaseSettings):
         return value.expanduser().absolute()
 
     @property
-    def llm_batch_budget(self) -> float:
-        """The ingest batch's LLM budget: set, or a quarter of the job timeout."""
-        if self.llm_batch_budget_s is not None:
-            return self.llm_batch_budget_s
-        return self.job_timeout_s / 4
-
-    def llm_settings_problem(self) -> str | None:
-        """One line when the LLM settings cannot fit the job timeout (None: they fit)."""
-        budget = self.llm_batch_budget
-        if budget + BUDGET_MARGIN_S > self.job_timeout_s:
-            return (
-                f"TURNGRAPH_LLM_BATCH_BUDGET_S={budget:g} does not fit inside "
-                f"TURNGRAPH_JOB_TIMEOUT_S={self.job_timeout_s} (needs {BUDGET_MARGIN_S:g} s "
-                "for the graph write): lower the budget or raise the job timeout"
-            )
-        return None
+    def llm_calls_at_once(self) -> int:
+        """``llm_concurrency``, or 1 for an endpoint on this machine and 4 elsewhere."""
+        if self.llm_concurrency is not None:
+            return self.llm_concurrency
+        host = urlsplit(self.llm_base_url).hostname if self.llm_base_url else None
+        return 1 if host in LOCAL_HOSTS or (host or "").startswith("127.") else 4
 
     @property
     def llm_configured(self) -> bool:

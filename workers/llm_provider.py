@@ -66,8 +66,9 @@ def convert_error(err: openai.OpenAIError, errors: ProviderErrors) -> Exception:
     return errors.unknown(f"{service} call failed ({type(err).__name__})")
 
 
-ENDPOINT_COUNTERS = ("mode_downgrades", "system_prompt_dropped")
-"""The endpoint's own findings: output modes refused, system message found dropped."""
+ENDPOINT_COUNTERS = ("mode_downgrades", "system_prompt_dropped", "strict_requests")
+"""The endpoint's own findings: output modes refused, system message found dropped; and
+the requests sent in strict ``json_schema`` mode (retries included)."""
 
 EXTRACTION_COUNTERS = (
     "turns",

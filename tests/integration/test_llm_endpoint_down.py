@@ -4,11 +4,11 @@ the summary job stores the offline summary, no process prints a traceback, and
 ``turngraph doctor`` from another shell says whose LLM settings it checked.
 
 The three minutes are compressed through the product's own timer: what they hold
-against a dead endpoint is the ingest fallback (one failed call, then its cooldown) and
-the re-extraction pass asking again every ``LLM_REEXTRACT_EVERY_S``, each run one
-failing call. Three minutes at a 30 s interval are six such runs; the test runs the pass
-every 5 s (the setting's floor) and waits, by the log, for six runs that found the
-endpoint still down, with ``up`` serving throughout. The summary's fallback has no timer
+against a dead endpoint is the enrichment pass (ingest never calls the LLM) asking again
+every ``LLM_REEXTRACT_EVERY_S``, each run one failing call. Three minutes at a 30 s
+interval are six such runs; the test runs the pass every 5 s (the setting's floor) and
+waits, by the log, for six runs that found the endpoint still down, with ``up`` serving
+throughout. The summary's fallback has no timer
 (it is due once, after four turns)."""
 
 from __future__ import annotations

@@ -358,11 +358,12 @@ def test_answer_cut_at_the_output_limit_falls_back_and_asks_fewer_turns_next(
 
 
 @pytest.mark.integration
-def test_configured_endpoint_drives_the_ingest_pipeline(
+def test_configured_endpoint_enriches_what_ingest_stored(
     fake: FakeOpenAI, clients: Clients, settings: Settings
 ) -> None:
-    from turngraph.app import build_pipeline
+    from turngraph.app import build_distiller, build_pipeline
     from turngraph.clients import build_clients
+    from turngraph.workers.maintenance.reextract import reextract_pending
 
     fake.add(answer({"turns": [E1, E2]}))
     configured = settings.model_copy(
@@ -371,11 +372,14 @@ def test_configured_endpoint_drives_the_ingest_pipeline(
     with_llm = build_clients(configured)
     try:
         result = build_pipeline(with_llm).ingest(TURNS)
+        assert fake.requests == []  # stored first: the offline rules
+        distiller = build_distiller(with_llm)
+        assert distiller.reextractor is not None
+        run = reextract_pending(distiller, distiller.reextractor)
     finally:
         with_llm.close()
-    # the LLM's 4 entities and 2 facts, merged with what the offline rules found in the
-    # same turns (the PR's file reference and its fact): never less than the rules
-    assert (result.turns, result.entities, result.facts, result.dropped) == (2, 5, 3, 0)
+    assert (result.turns, result.reextract) == (2, 2)
+    assert run is not None and (run.succeeded, run.entities) == (2, 4)
     assert len(fake.requests) == 1  # two consecutive turns of one session: one call
     records, _, _ = clients.graph.execute_query(
         "MATCH (:Decision)-[:APPLIES_TO]->(s:Service) RETURN s.name AS name",

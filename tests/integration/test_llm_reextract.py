@@ -41,7 +41,6 @@ def with_llm(fake: FakeOpenAI, clients: Clients, settings: Settings) -> Iterator
             "llm_base_url": fake.base_url,
             "llm_api_key": SecretStr("k"),
             "llm_max_retries": 0,
-            "llm_fallback_cooldown_s": 0.0,
         }
     )
     built = build_clients(configured)
@@ -73,9 +72,9 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert "turngraph.workers.maintenance.jobs.reextract_job" in MAINTENANCE_FUNCTIONS
-    fake.add(error(500))  # ingest: the LLM fails, the offline rules stand in
-    result = build_pipeline(with_llm).ingest(TURNS)
+    result = build_pipeline(with_llm).ingest(TURNS)  # the offline rules; no LLM call
     assert (result.turns, result.reextract) == (2, 2)
+    assert fake.requests == []
     assert names(with_llm, "Concept") == []
     assert names(with_llm, "Service") == ["Redis", "Valkey"]  # offline entities
 
@@ -122,10 +121,10 @@ def test_pending_turns_get_the_llms_entities_once_the_endpoint_answers(
         status["llm_reextract_done"],
         status["llm_reextract_failed"],
     ) == (0, 2, 2)
-    # the LLM counters of every process: ingest's fallback and its reason, the calls
-    assert (status["llm_calls"], status["llm_fallback_turns"]) == (1, 2)
-    assert status["llm_fallback[extraction:LLMUnavailableError]"] == 1
+    # the LLM counters of every process: the failed run's reason, the one call answered
+    assert (status["llm_calls"], status["llm_strict_requests"]) == (1, 2)
     assert status["llm_fallback[reextract:LLMUnavailableError]"] == 1
+    assert (status["llm_enrich_backlog"], status["llm_enrich_done"]) == (0, 2)
     stats = {k.decode(): int(v) for k, v in with_llm.redis.hgetall(REEXTRACT_STATS).items()}
     assert (stats["runs"], stats["missing"]) == (2, 1)
 
@@ -147,14 +146,15 @@ def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(
 
     from turngraph.app import build_maintenance_worker, maintenance_queue
 
-    fake.add(error(500))
-    build_pipeline(with_llm).ingest(TURNS)
+    build_pipeline(with_llm).ingest(TURNS)  # asks for an enrichment run at once
     assert with_llm.redis.zcard(REEXTRACT_PENDING) == 2
     worker = build_maintenance_worker(with_llm)  # schedules the sweep and the next pass
     queue = maintenance_queue(with_llm)
     scheduled = ScheduledJobRegistry(queue=queue).get_job_ids()
     assert any(job_id.startswith(jobs.REEXTRACT_JOB_PREFIX) for job_id in scheduled)
-    worker.work(burst=True, with_scheduler=False)  # the summaries the ingest asked for
+    # the summaries the ingest asked for, and its enrichment run: the endpoint fails (500)
+    worker.work(burst=True, with_scheduler=False)
+    assert with_llm.redis.zcard(REEXTRACT_PENDING) == 2
     fake.add(answer({"turns": [E1, E2]}))
     job = queue.enqueue(jobs.reextract_job, description="reextract()")
     worker.work(burst=True, with_scheduler=False)
@@ -169,3 +169,54 @@ def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(
         "pending": 0,
     }
     assert with_llm.redis.zcard(REEXTRACT_PENDING) == 0
+
+
+def _turn_mentions(clients: Clients, event_id: str) -> list[tuple[str, str, int, list[str]]]:
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (:Episode {event_id: $id})-[:MENTIONS]->(n) "
+        "RETURN n.type AS type, n.name AS name, n.mentions AS mentions, "
+        "n.episode_ids AS episodes",
+        id=event_id,
+        database_=clients.graph_database,
+    )
+    return sorted((r["type"], r["name"], r["mentions"], sorted(r["episodes"])) for r in records)
+
+
+def _graph_size(clients: Clients) -> tuple[int, int]:
+    nodes, _, _ = clients.graph.execute_query(
+        "MATCH (n) RETURN count(n) AS n", database_=clients.graph_database
+    )
+    rels, _, _ = clients.graph.execute_query(
+        "MATCH ()-[r]->() RETURN count(r) AS n", database_=clients.graph_database
+    )
+    return int(nodes[0]["n"]), int(rels[0]["n"])
+
+
+def test_an_llm_entity_supersedes_the_offline_one_and_a_repeat_changes_nothing(
+    fake: FakeOpenAI, with_llm: Clients
+) -> None:
+    """The offline rules call Valkey a Service; the LLM calls it a Tool: after enrichment
+    the turn mentions the Tool, not the Service (issue 36). Enriching it again (the same
+    answer) writes nothing: the same mentions, counts and graph size."""
+    build_pipeline(with_llm).ingest(TURNS)
+    offline = _turn_mentions(with_llm, "e2")
+    assert ("Service", "Valkey", 1, ["e2"]) in offline
+    tool = {"event_id": "e2", "entities": [ent("Tool", "Valkey")], "facts": []}
+    distiller = build_distiller(with_llm)
+    assert distiller.reextractor is not None
+    fake.add(answer({"turns": [E1, tool]}))
+    first = jobs.reextract_job(reschedule=False, distiller=distiller)
+    assert (first["succeeded"], first["pending"]) == (2, 0)
+    enriched = _turn_mentions(with_llm, "e2")
+    assert ("Tool", "Valkey", 1, ["e2"]) in enriched
+    assert not [m for m in enriched if m[:2] == ("Service", "Valkey")]  # superseded
+    assert ("Service", "Redis", 1, ["e2"]) in enriched  # where they agree: kept
+    e1, size = _turn_mentions(with_llm, "e1"), _graph_size(with_llm)
+
+    with_llm.redis.zadd(REEXTRACT_PENDING, {"e1": 1.0, "e2": 1.0})  # enriched again
+    fake.add(answer({"turns": [E1, tool]}))
+    again = jobs.reextract_job(reschedule=False, distiller=distiller)
+    assert (again["succeeded"], again["pending"]) == (2, 0)
+    assert _turn_mentions(with_llm, "e2") == enriched
+    assert _turn_mentions(with_llm, "e1") == e1
+    assert _graph_size(with_llm) == size

@@ -154,7 +154,8 @@ class FakeOpenAI:
         """With nothing scripted, answer :attr:`Reply.echo` replies instead of a 500."""
         self.read_s = read_s
         """Seconds every chat request takes before any answer (a CPU reading a long
-        prompt: 57-67 s for 3.2k tokens in issue 25); cut short when the server stops."""
+        prompt: 57-67 s for 3.2k tokens in issue 25); cut short when the server stops.
+        A refused ``json_schema`` (llama-cpp-python's 500) is answered at once."""
         self.script: deque[Reply] = deque()
         self.requests: list[Request] = []
         self.embedding_script: deque[Reply] = deque()
@@ -239,7 +240,8 @@ class FakeOpenAI:
                     return
                 body = json.loads(raw or b"{}")
                 reply = server._next(Request(body, dict(self.headers), time.monotonic()))
-                if server.read_s and server._release.wait(server.read_s):
+                refused = reply.body is LLAMA_CPP_REFUSAL  # refused before reading
+                if server.read_s and not refused and server._release.wait(server.read_s):
                     return  # stopping
                 if reply.hang:
                     server._release.wait()

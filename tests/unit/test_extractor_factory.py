@@ -6,15 +6,14 @@ from datetime import UTC, datetime
 from typing import get_args
 
 import openai
-import pytest
 
 from turngraph.app import build_extractor
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.settings import Settings
 from turngraph.workers.extraction.endpoint import OutputMode, SystemPrompt
-from turngraph.workers.extraction.llm import LLMExtractor, micro_batches
-from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.llm import micro_batches
+from turngraph.workers.extraction.offline import OfflineExtractor, StoreFirst
 from turngraph.workers.extraction.prompts import build_messages, reask_messages
 
 
@@ -40,27 +39,27 @@ def test_offline_without_an_llm_client() -> None:
     assert isinstance(build_extractor(settings(), None), OfflineExtractor)
 
 
-def test_llm_extractor_with_a_client_uses_the_settings() -> None:
+def test_with_an_llm_ingest_stores_the_offline_rules_and_marks_every_turn() -> None:
+    """Store first (issue 36): ingest never calls the LLM; every turn joins the backlog."""
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
     try:
-        built = build_extractor(settings(llm_model="m-1", llm_concurrency=3), client)
-        assert isinstance(built, LLMExtractor)
-        endpoint = built.endpoint
-        assert (endpoint.model, built.concurrency, endpoint.client) == ("m-1", 3, client)
-        assert isinstance(built.fallback, OfflineExtractor)  # a failed batch is not lost
-        assert (built.max_output_tokens, endpoint.max_tokens_parameter) == (4096, "max_tokens")
-        assert (endpoint.temperature, built.budget_s) == (0.0, 30.0)  # a quarter of 120 s
-        tuned = build_extractor(
-            settings(llm_max_tokens_parameter="max_completion_tokens", llm_temperature=None),
-            client,
-        )
-        assert isinstance(tuned, LLMExtractor)
-        assert (tuned.endpoint.max_tokens_parameter, tuned.endpoint.temperature) == (
-            "max_completion_tokens",
-            None,
-        )
+        built = build_extractor(settings(llm_model="m-1"), client)
+        assert isinstance(built, StoreFirst)
+        turns = [turn("a1", "a", "We use Postgres 16 for the invoices service.")]
+        [marked] = built.extract(turns)
+        [offline] = OfflineExtractor().extract(turns)
+        assert marked.reextract and marked.entities == offline.entities
     finally:
         client.close()
+
+
+def test_enrichment_calls_fit_the_endpoint() -> None:
+    """1 call at a time for a server on this machine, 4 elsewhere, unless set."""
+    assert settings(llm_base_url="http://127.0.0.1:8080/v1").llm_calls_at_once == 1
+    assert settings(llm_base_url="http://localhost:11434/v1").llm_calls_at_once == 1
+    assert settings(llm_base_url="https://api.example.com/v1").llm_calls_at_once == 4
+    assert settings(llm_api_key="k").llm_calls_at_once == 4  # api.openai.com
+    assert settings(llm_base_url="http://127.0.0.1/v1", llm_concurrency=3).llm_calls_at_once == 3
 
 
 def test_micro_batches_keep_sessions_apart_and_bound_size() -> None:
@@ -78,19 +77,6 @@ def test_reask_works_on_a_copy_of_the_messages() -> None:
     assert messages == before and len(messages) == 2
     assert again[:2] == before and again[0] is not messages[0]
     assert [m["role"] for m in again[2:]] == ["assistant", "user"]
-
-
-def test_a_worker_whose_llm_budget_cannot_fit_the_job_timeout_says_so_in_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from turngraph.cli import main
-
-    monkeypatch.setenv("TURNGRAPH_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("TURNGRAPH_JOB_TIMEOUT_S", "60")
-    monkeypatch.setenv("TURNGRAPH_LLM_BATCH_BUDGET_S", "50")
-    assert main(["worker", "ingest"]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
-    assert "TURNGRAPH_LLM_BATCH_BUDGET_S=50" in line and "TURNGRAPH_JOB_TIMEOUT_S=60" in line
 
 
 def test_the_settings_name_exactly_the_endpoint_modes() -> None:

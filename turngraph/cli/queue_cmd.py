@@ -12,8 +12,9 @@ from turngraph.cli.failures import START_REDIS_HINT, report_failure, report_no_r
 from turngraph.clients import producer_redis
 from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.tenant_inbox import read_inbox_stats
-from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
+from turngraph.schemas.keys import REEXTRACT_STATS
 from turngraph.settings import Settings
+from turngraph.workers.enrichment import read_status
 from turngraph.workers.extraction.shared_counts import read_shared_counts
 
 LLM_STATUS_FIELDS = {
@@ -28,9 +29,9 @@ LLM_STATUS_FIELDS = {
         "reextract_completion_tokens",
         "summary_completion_tokens",
     ),
-    "llm_fallback_turns": ("extraction_fallback_turns",),
     "llm_summary_fallbacks": ("summary_fallbacks",),
     "llm_mode_refusals": ("endpoint_mode_downgrades",),
+    "llm_strict_requests": ("endpoint_strict_requests",),
     "llm_system_prompt_merged": ("endpoint_system_prompt_dropped",),
 }
 """What ``queue status`` shows of the shared LLM counters, summed over purposes."""
@@ -59,9 +60,10 @@ def run_queue_status(args: argparse.Namespace) -> int:
             stats = read_inbox_stats(conn, settings.tenant).as_dict()
         else:
             stats = read_stats(conn, settings.ingest_queue).as_dict()
-            # turns the offline rules stood in for after an LLM failure, awaiting an LLM pass
-            stats["llm_reextract_pending"] = int(conn.zcard(REEXTRACT_PENDING))
-            # the re-extraction pass (maintenance queue): turns re-extracted, still failing
+            # the enrichment backlog: stored turns waiting for the LLM, and the pass's counts
+            enrich = read_status(conn)
+            stats["llm_reextract_pending"] = enrich.backlog
+            stats.update(enrich.as_dict())
             counts = cast(dict[bytes, bytes], conn.hgetall(REEXTRACT_STATS))
             done = {k.decode(): int(v) for k, v in counts.items()}
             stats["llm_reextract_done"] = done.get("succeeded", 0)

@@ -59,7 +59,6 @@ from turngraph.worker_config import config_fingerprint
 from turngraph.workers.graph.errors import convert
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.pipeline import IngestPipeline
-from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
 from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.rq_adapter import StoppableWorker
 
@@ -155,9 +154,6 @@ def run_worker(args: argparse.Namespace) -> int:
     they hold (a second signal hands an ingest batch back at once), recall finishes the
     request it is answering; then metrics, admission and clients are closed."""
     settings = Settings()
-    if settings.llm_configured and (problem := settings.llm_settings_problem()):
-        print(f"turngraph worker: {problem}", file=sys.stderr)
-        return 2
     configure_logging(settings)
     stop_on_signals()  # while setting up; RQ's work() installs its own for SIGTERM/SIGINT
     forks_die_with_this_process()  # RQ's scheduler: a kill -9 of the worker ends it too
@@ -189,11 +185,9 @@ def run_worker(args: argparse.Namespace) -> int:
             return 0
         admission: Admission
         if args.kind == "ingest":
-            stats = ProviderStats(EXTRACTION_COUNTERS)
-            registry.register(LLMCollector(extraction=stats.snapshot))
             histograms = IngestHistograms(registry)
             # one per process, kept across restarts
-            pipeline = wait_for_graph(lambda: build_pipeline(clients, stats=stats))
+            pipeline = wait_for_graph(lambda: build_pipeline(clients))
             embeddings = pipeline.embeddings
             registry.register(EmbeddingCollector(embeddings.embedder if embeddings else None))
 
@@ -213,7 +207,14 @@ def run_worker(args: argparse.Namespace) -> int:
                 summarizer = built[-1].distiller.summarizer if built else None
                 return summarizer.stats.snapshot() if summarizer is not None else None
 
-            registry.register(LLMCollector(summary=summary_snapshot))
+            def enrichment_snapshot() -> dict[str, int] | None:
+                """The enrichment pass's counters (None: no LLM, or not built)."""
+                reextractor = built[-1].distiller.reextractor if built else None
+                return reextractor.extractor.stats.snapshot() if reextractor else None
+
+            registry.register(
+                LLMCollector(summary=summary_snapshot, enrichment=enrichment_snapshot)
+            )
             asks = build_ask_admission(clients)
             registry.register(RequestCollector("distill", asks.served))
             admission = asks

@@ -10,9 +10,9 @@ from rq import Worker
 
 from turngraph.doctor.checks import Check, fail, ok, warn
 from turngraph.producers.bounded_queue import read_stats
-from turngraph.schemas.keys import REEXTRACT_PENDING
 from turngraph.settings import Settings
 from turngraph.worker_config import config_fingerprint
+from turngraph.workers.enrichment import read_status
 from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import read_heartbeats, stream_lag_s
 from turngraph.workers.rq_adapter import worker_config
@@ -145,8 +145,22 @@ def check_queue(conn: redis.Redis, settings: Settings) -> list[Check]:
     checks.append(
         ok("queue.not_stored", ", ".join(reasons) if reasons else "every published turn stored")
     )
-    pending = int(conn.zcard(REEXTRACT_PENDING))
-    checks.append(ok("queue.reextract", f"{pending} turns wait for an LLM re-extraction"))
+    enrich = read_status(conn)
+    detail = (
+        f"{enrich.backlog} turns wait for the LLM (longest {enrich.lag_s:.0f} s), "
+        f"{enrich.enriched} enriched, {enrich.dropped} dropped"
+    )
+    if enrich.dropped:
+        checks.append(
+            warn(
+                "queue.enrichment",
+                detail,
+                "the enrichment backlog was full: a faster endpoint, more "
+                "TURNGRAPH_LLM_CONCURRENCY or a larger TURNGRAPH_LLM_ENRICH_BACKLOG_MAX",
+            )
+        )
+    else:
+        checks.append(ok("queue.enrichment", detail))
     checks.append(_workers(conn, name, stats.length))
     return checks
 

@@ -6,11 +6,12 @@ Real servers differ (issue 25): llama-cpp-python answers a ``json_schema``
 older vLLM and proxies answer 400 or 422, and small-model chat templates (gemma and others)
 silently drop the system message. In ``auto`` mode the first call tries the strongest
 output mode and steps down on any rejection that names ``response_format`` (400, 422 or a
-5xx with that in its body); the mode found is remembered for the process, shared by
-extraction, re-extraction and summaries (one :class:`LLMEndpoint` per process), so only
-the first request (and the client's retries of a refusing 5xx) meets a refusal. A server
-that reports far fewer prompt tokens than the messages hold dropped the system message:
-from then on it is merged into the first user message.
+5xx with that in its body), and such a refusal is not retried (:func:`final_refusal`).
+The mode found is shared by extraction and summaries (one :class:`LLMEndpoint` per
+process) and by every process of the deployment (:class:`SharedMode`, in Redis with an
+expiry): only the deployment's first request meets a refusal. A server that reports far
+fewer prompt tokens than the messages hold dropped the system message: from then on it
+is merged into the first user message.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import structlog
 
 from turngraph.workers.extraction.errors import LLM_ERRORS, LLMUnavailableError
 from turngraph.workers.extraction.llm_calls import server_text
+from turngraph.workers.extraction.shared_mode import SharedMode
 from turngraph.workers.llm_provider import (
     ENDPOINT_COUNTERS,
     Provider,
@@ -37,6 +39,7 @@ from turngraph.workers.llm_provider import (
 )
 
 if TYPE_CHECKING:
+    import httpx
     from openai.types.chat import ChatCompletion
 
 log = structlog.get_logger(__name__)
@@ -91,6 +94,19 @@ def refuses_response_format(err: openai.OpenAIError) -> bool:
     body = err.body
     text = f"{err.message} {body!s}" if body is not None else err.message
     return "response_format" in text or "json_schema" in text
+
+
+def final_refusal(response: httpx.Response) -> None:
+    """An httpx response hook (``turngraph.clients.build_llm``): a refusal that names
+    ``response_format`` is final (``x-should-retry: false``, which the openai client
+    obeys), so the client does not send the refused request again (llama-cpp-python's 500
+    was retried twice); every other error keeps the client's retries."""
+    if response.status_code not in REFUSAL_STATUSES:
+        return
+    response.read()
+    text = response.text[:8_192]
+    if "response_format" in text or "json_schema" in text:
+        response.headers["x-should-retry"] = "false"
 
 
 @dataclass
@@ -150,6 +166,9 @@ class LLMEndpoint(Provider):
         self.stats = stats if stats is not None else ProviderStats(ENDPOINT_COUNTERS)
         self.observer: Callable[[Answer], None] | None = None
         """Told of every answer (a bench's per-call figures)."""
+        self.shared: SharedMode | None = None
+        """Where the mode found is kept for every process (``auto`` only; set by the
+        application once it has Redis)."""
         self._clock = clock
         self._lock = threading.Lock()
         self._probe_lock = threading.Lock()
@@ -202,6 +221,8 @@ class LLMEndpoint(Provider):
         ``bounded_schema`` (with ``maxItems``/``maxLength``) replaces ``schema`` in the
         modes that take such keywords (all but strict ``json_schema``)."""
         while True:
+            if not self.mode_confirmed:
+                self._adopt_shared()
             mode = self.mode
             sent_schema = schema
             if mode is not OutputMode.JSON_SCHEMA and bounded_schema is not None:
@@ -210,14 +231,20 @@ class LLMEndpoint(Provider):
             try:
                 if self.mode_confirmed:
                     return self._call(*args, timeout_s, max_retries)
-                # the probe: one request at a time until a mode is found, so parallel
-                # calls do not all meet the same refusal
+                # the probe: one request at a time (in the process, and across processes)
+                # until a mode is found, so parallel calls do not all meet the same refusal
                 if not self._probe_lock.acquire(timeout=-1 if timeout_s is None else timeout_s):
                     raise LLMUnavailableError("LLM endpoint busy with its first request")
                 try:
                     if self.mode_confirmed or self.mode is not mode:
                         continue
-                    return self._call(*args, timeout_s, max_retries)
+                    if not self._claim_probe(timeout_s):
+                        continue  # another process found it meanwhile (or gave up)
+                    try:
+                        return self._call(*args, timeout_s, max_retries)
+                    finally:
+                        if self.shared is not None:
+                            self.shared.release_probe()
                 finally:
                     self._probe_lock.release()
             except openai.OpenAIError as err:
@@ -229,6 +256,32 @@ class LLMEndpoint(Provider):
                     self._step_down(mode, err)
                     continue
                 raise self._converted(err) from err
+
+    def _adopt_shared(self) -> None:
+        """The mode another process found for this endpoint and model, if kept."""
+        if self.shared is None or self.configured_mode is not OutputMode.AUTO:
+            return
+        found = self.shared.get()
+        if found is None or found not in OutputMode._value2member_map_:
+            return
+        with self._lock:
+            if self.mode_confirmed:
+                return
+            self.mode = OutputMode(found)
+            self.mode_confirmed = True
+        log.info("llm_output_mode_shared", mode=found)
+
+    def _claim_probe(self, timeout_s: float | None) -> bool:
+        """True when this process probes now; else it waited for another's finding (then
+        adopted, if there was one)."""
+        if self.shared is None or self.configured_mode is not OutputMode.AUTO:
+            return True
+        hold_s = self.timeout_s if timeout_s is None else timeout_s
+        if self.shared.claim_probe(hold_s + 5):
+            return True
+        self.shared.await_finding(hold_s + 5)
+        self._adopt_shared()
+        return False
 
     def _call(
         self,
@@ -265,13 +318,19 @@ class LLMEndpoint(Provider):
         if max_retries is not None:
             options["max_retries"] = max_retries
         client = self.client.with_options(**options) if options else self.client
+        if mode is OutputMode.JSON_SCHEMA:
+            self.stats.add(strict_requests=1)
         started = self._clock()
         completion: ChatCompletion = client.chat.completions.create(**kwargs)
         seconds = self._clock() - started
+        found = False
         with self._lock:
             if not self.mode_confirmed and self.mode is mode:
-                self.mode_confirmed = True
-                log.info("llm_output_mode_found", mode=mode.value)
+                self.mode_confirmed = found = True
+        if found:
+            log.info("llm_output_mode_found", mode=mode.value)
+            if self.shared is not None and self.configured_mode is OutputMode.AUTO:
+                self.shared.put(mode.value)
         usage = completion.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
@@ -315,6 +374,11 @@ class LLMEndpoint(Provider):
             if self.mode is not refused:
                 return  # another thread already did
             self.mode = STEP_DOWN[refused]
+            # the next request probes (and shares what it finds): a mode kept in Redis
+            # that the server refuses now (it changed) is forgotten
+            self.mode_confirmed = False
+        if self.shared is not None:
+            self.shared.forget(refused.value)
         self.stats.add(mode_downgrades=1)
         log.warning(
             "llm_output_mode_refused",

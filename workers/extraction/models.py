@@ -62,8 +62,13 @@ class Extraction(BaseModel):
     dropped: int = 0
     repaired: int = 0
     reextract: bool = False
-    """Extracted by the fallback after the LLM call failed: the pipeline records the
-    turn for a later LLM pass (the episode and these entities are stored meanwhile)."""
+    """Extracted by the offline rules where the LLM did not answer (or, with an LLM
+    configured, at ingest): the pipeline puts the turn on the enrichment backlog (the
+    episode and these entities are stored meanwhile)."""
+    superseded: list[ExtractedEntity] = Field(default_factory=list)
+    """Entities stored for this turn earlier (the offline rules') that this extraction
+    replaces: the writer removes the turn's mentions of them (enrichment, where the LLM
+    names the same thing with another type)."""
 
 
 class Extractor(Protocol):

@@ -294,3 +294,16 @@ class OfflineExtractor:
             relation = "HAPPENED_ON" if st.type == "Incident" else "APPLIES_TO"
             for target in targets[:MAX_APPLIES_TO]:
                 found.link(relation, ref, target)
+
+
+class StoreFirst:
+    """The ingest extractor when an LLM is configured: the offline rules, every turn
+    marked ``reextract`` so that it is stored at once and joins the enrichment backlog;
+    the LLM runs after (``workers/maintenance/reextract.py``), never before a turn is
+    stored."""
+
+    def __init__(self, offline: OfflineExtractor) -> None:
+        self.offline = offline
+
+    def extract(self, turns: Sequence[TurnEvent]) -> list[Extraction]:
+        return [x.model_copy(update={"reextract": True}) for x in self.offline.extract(turns)]

@@ -276,3 +276,36 @@ def union(primary: Extraction, other: Extraction, ontology: Ontology = ONTOLOGY)
     if len(entities) == len(primary.entities) and len(facts) == len(primary.facts):
         return primary
     return primary.model_copy(update={"entities": entities, "facts": facts})
+
+
+def _same_name(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+def superseding(llm: Extraction, offline: Extraction, ontology: Ontology = ONTOLOGY) -> Extraction:
+    """The LLM's answer for a stored turn merged with what the offline rules stored for it:
+    an offline entity the LLM names with another type is superseded (listed in
+    ``superseded``, its facts left out); every other offline entity and fact is kept.
+    The same inputs give the same result, so a repeated enrichment writes nothing new."""
+    answered = {_same_name(e.name) for e in llm.entities}
+    typed = {(e.type, _same_name(e.name)) for e in llm.entities}
+    superseded = [
+        e
+        for e in offline.entities
+        if _same_name(e.name) in answered and (e.type, _same_name(e.name)) not in typed
+    ]
+    if not superseded:
+        return union(llm, offline, ontology)
+    gone = {(e.type, _same_name(e.name)) for e in superseded}
+
+    def kept_fact(fact: ExtractedFact) -> bool:
+        ends = ((fact.source.type, fact.source.name), (fact.target.type, fact.target.name))
+        return not any((kind, _same_name(name)) in gone for kind, name in ends)
+
+    kept = offline.model_copy(
+        update={
+            "entities": [e for e in offline.entities if (e.type, _same_name(e.name)) not in gone],
+            "facts": [f for f in offline.facts if kept_fact(f)],
+        }
+    )
+    return union(llm, kept, ontology).model_copy(update={"superseded": superseded})

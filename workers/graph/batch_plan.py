@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -84,6 +84,9 @@ class BatchPlan:
     facts: dict[tuple[str, str, str], list[dict[str, Any]]]
     decisions: list[dict[str, Any]]
     dropped: int
+    retractions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Mentions to remove before the batch's own are written (``Extraction.superseded``),
+    by label: ``event_id`` and the entity's ``uid``."""
 
     def entity_rows(self, label: str) -> list[dict[str, Any]]:
         """One row per mention (entity properties with the mention's event and time), in
@@ -104,6 +107,7 @@ def plan_batch(batch: Batch, labels: Collection[str], relations: Collection[str]
     mentions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     facts: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     decisions: list[dict[str, Any]] = []
+    retractions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for event, extraction in batch:
         uids: dict[tuple[str, str], str] = {}
         occurred_at = iso(event.occurred_at)
@@ -167,4 +171,10 @@ def plan_batch(batch: Batch, labels: Collection[str], relations: Collection[str]
                     "scope_key": source.split("|", 1)[0],
                 }
             )
-    return BatchPlan(episodes, entities, mentions, facts, decisions, dropped)
+        for entity in extraction.superseded:
+            if entity.type in labels:
+                _, scope_key = entity_scope(entity, event)
+                uid = entity_uid(scope_key, entity.type, normalise_name(entity.type, entity.name))
+                if uid not in uids.values():
+                    retractions[entity.type].append({"event_id": event.event_id, "uid": uid})
+    return BatchPlan(episodes, entities, mentions, facts, decisions, dropped, dict(retractions))

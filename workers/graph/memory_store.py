@@ -100,6 +100,9 @@ class InMemoryGraphStore:
                 self._merge_rel(before, "NEXT", episode)
             if after is not None:
                 self._merge_rel(episode, "NEXT", after)
+        for _, rows in sorted(plan.retractions.items()):
+            for row in rows:
+                self._retract(row)
         for label in sorted(plan.entities):
             for row in plan.entity_rows(label):
                 self._mention(label, row)
@@ -145,6 +148,17 @@ class InMemoryGraphStore:
             node["mentions"] += 1
             node["episode_ids"] = [*node["episode_ids"], row["event_id"]]
             node["last_seen"] = max(node["last_seen"], occurred)
+
+    def _retract(self, row: dict[str, Any]) -> None:
+        episode = self._keys.get(("Episode", row["event_id"]))
+        entity = self._keys.get(("uid", row["uid"]))
+        rel_id = self._rel_keys.pop((episode or "", "MENTIONS", entity or ""), None)
+        if rel_id is None or entity is None:
+            return
+        del self.rels[rel_id]
+        node = self.nodes[entity].props
+        node["mentions"] -= 1
+        node["episode_ids"] = [x for x in node["episode_ids"] if x != row["event_id"]]
 
     def _fact(self, rel_type: str, row: dict[str, Any]) -> None:
         source = self._keys[("uid", row["source_uid"])]

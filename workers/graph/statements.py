@@ -63,6 +63,16 @@ ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.eve
 added to the provenance) only when the MENTIONS relationship is created, so re-delivery
 changes nothing."""
 
+RETRACT_MENTIONS = """
+UNWIND $rows AS r
+MATCH (e:Episode {{event_id: r.event_id}})-[m:MENTIONS]->(n:{label} {{uid: r.uid}})
+DELETE m
+SET n.mentions = n.mentions - 1,
+  n.episode_ids = [x IN n.episode_ids WHERE x <> r.event_id]
+"""
+"""A turn's mentions of entities an enrichment superseded (the LLM named the same thing
+with another type); a mention already gone matches nothing, so a repeat changes nothing."""
+
 UPSERT_FACTS = """
 UNWIND $rows AS r
 MATCH (a:{source_label} {{uid: r.source_uid}})

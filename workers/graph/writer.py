@@ -56,6 +56,8 @@ class GraphWriter:
                 if rec["ingested_at"] in written_at
             }
             tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
+            for label, rows in sorted(plan.retractions.items()):
+                tx.run(cypher.RETRACT_MENTIONS.format(label=label), rows=rows).consume()
             for label in sorted(entities):
                 statement = cypher.UPSERT_MENTIONED_ENTITIES.format(label=label)
                 tx.run(statement, rows=plan.entity_rows(label)).consume()

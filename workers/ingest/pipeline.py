@@ -14,11 +14,11 @@ import structlog
 from turngraph.producers.bounded_queue import admitted_key, ingested_key
 from turngraph.producers.redaction import redact_and_fit
 from turngraph.schemas.changes import encode_change
-from turngraph.schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S, REEXTRACT_PENDING_MAX
-from turngraph.schemas.errors import BackendUnavailableError, InvalidPayloadError
-from turngraph.schemas.keys import REEXTRACT_PENDING
+from turngraph.schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S
+from turngraph.schemas.errors import BackendUnavailableError, InvalidPayloadError, TransientError
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import invalid_fields
+from turngraph.workers.enrichment import EnrichmentBacklog
 from turngraph.workers.extraction.models import Extraction, Extractor
 from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.ingest.changes import changes_for
@@ -37,7 +37,7 @@ class IngestResult:
     superseded: int
     forgotten: int = 0
     reextract: int = 0
-    """Turns the offline rules extracted because the LLM failed (recorded for later)."""
+    """Turns put on the enrichment backlog (with an LLM configured: every turn)."""
     ids_hashed: int = 0
     """Turns whose id looked like a secret and was replaced by its hash here (a producer
     that did not do it: ours does, ``PublisherStats.ids_hashed``)."""
@@ -76,15 +76,21 @@ class IngestPipeline:
         changes_stream: str,
         followups: Callable[[Sequence[tuple[TurnEvent, Extraction]]], int] | None = None,
         embeddings: MemoryEmbedder | None = None,
+        backlog: EnrichmentBacklog | None = None,
+        enrich: Callable[[], object] | None = None,
     ) -> None:
         """``followups`` is told of every written batch (the maintenance jobs it asks for);
-        ``embeddings`` embeds what a batch made (else the recall replicas embed it)."""
+        ``embeddings`` embeds what a batch made (else the recall replicas embed it);
+        turns the extractor marks ``reextract`` join ``backlog`` (its bound and order),
+        and ``enrich`` is called after a batch added some (asks for an enrichment run)."""
         self._redis = redis_client
         self._store = store
         self._extractor = extractor
         self._changes_stream = changes_stream
         self._followups = followups
         self.embeddings = embeddings
+        self._backlog = backlog or EnrichmentBacklog()
+        self._enrich = enrich
 
     def ingest_payloads(self, payloads: Iterable[Any]) -> IngestResult:
         return self.ingest([parse_payload(payload) for payload in payloads])
@@ -147,17 +153,20 @@ class IngestPipeline:
                         pipe.expire(key, INGESTED_TTL_S)
                     else:
                         pipe.set(key, b"1", ex=INGESTED_TTL_S, nx=True)
-                # LLM failed, offline rules stood in: recorded for a later LLM pass
-                retry = {event.event_id: now for event, x in batch if x.reextract}
-                if retry:
-                    pipe.zadd(REEXTRACT_PENDING, retry)
-                    pipe.zremrangebyrank(REEXTRACT_PENDING, 0, -REEXTRACT_PENDING_MAX - 1)
+                # the offline rules' entities are stored: the LLM enriches them later
+                retry = [event.event_id for event, x in batch if x.reextract]
+                trimmed = self._backlog.add(pipe, retry, now) if retry else None
                 replies = pipe.execute()
         except redis.RedisError as exc:
             # The graph write is committed and idempotent; RQ retries the whole job.
             raise BackendUnavailableError("redis unavailable after graph write") from exc
-        if retry and replies[-1]:
-            log.warning("reextract_backlog_trimmed", oldest_dropped=replies[-1])
+        if trimmed is not None:
+            self._backlog.count_dropped(self._redis, int(replies[trimmed]))
+            if self._enrich is not None:
+                try:
+                    self._enrich()
+                except TransientError as exc:  # the periodic run takes the turns
+                    log.warning("enrich_request_failed", error=type(exc).__name__)
         if self._followups is not None:
             self._followups(batch)
         for event, extraction in batch:

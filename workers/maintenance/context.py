@@ -20,6 +20,9 @@ from redis.exceptions import LockError
 from turngraph.schemas import defaults
 from turngraph.schemas.errors import BackendUnavailableError, ConfigurationError, TransientError
 from turngraph.schemas.keys import LOCK_PREFIX
+from turngraph.workers.enrichment import EnrichmentBacklog
+from turngraph.workers.extraction.models import Extractor
+from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.graph.distill_store import DistillStore
 from turngraph.workers.rq_adapter import performing_worker
 
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from turngraph.workers.maintenance.llm_summary import LLMSummarizer
 
 DEFAULT_REEXTRACT_LIMIT = 200
-"""Pending turns taken per run (the oldest first)."""
+"""Turns read back from the graph at a time (in the backlog's order)."""
 
 DEFAULT_REEXTRACT_BUDGET_S = 240.0
 """One run's LLM work ends within this (its job timeout leaves a margin beyond)."""
@@ -62,11 +65,15 @@ class DistillOptions:
 
 @dataclass
 class Reextractor:
-    """What the pass needs besides the distiller's clients: the LLM extractor (built with
-    :class:`NoFallback` as its fallback) and the graph store ingest writes with."""
+    """What the enrichment pass needs besides the distiller's clients: the LLM extractor
+    (built with :class:`NoFallback` as its fallback), the graph store ingest writes with,
+    the offline rules and the backlog's order."""
 
     extractor: LLMExtractor
     store: GraphStore
+    offline: Extractor = field(default_factory=OfflineExtractor)
+    """The offline rules, whose entities ingest stored (the LLM's answer is merged in)."""
+    backlog: EnrichmentBacklog = field(default_factory=EnrichmentBacklog)
     limit: int = DEFAULT_REEXTRACT_LIMIT
     budget_s: float = DEFAULT_REEXTRACT_BUDGET_S
 
@@ -109,12 +116,15 @@ class Distiller:
             raise BackendUnavailableError("redis unavailable after graph write") from exc
 
     @contextlib.contextmanager
-    def lock(self, name: str, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    def lock(
+        self, name: str, timeout_s: float = LOCK_TIMEOUT_S, *, blocking: bool = True
+    ) -> Iterator[None]:
         """A Redis lock (``SET NX PX``, token-checked release) around one unit of work
-        that ends within ``timeout_s``."""
+        that ends within ``timeout_s``; waited for up to ``LOCK_WAIT_S`` unless not
+        ``blocking`` (then :class:`LockBusyError` at once)."""
         lock = self.redis.lock(LOCK_PREFIX + name, timeout=timeout_s, blocking_timeout=LOCK_WAIT_S)
         try:
-            acquired = lock.acquire()
+            acquired = lock.acquire(blocking=blocking)
         except redis.RedisError as exc:
             raise BackendUnavailableError("redis unavailable for a lock") from exc
         if not acquired:

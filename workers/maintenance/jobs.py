@@ -8,11 +8,14 @@ permanent one (bad arguments, a broken configuration) fails it at once.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import redis
 import structlog
 from rq import Queue, Retry, get_current_job
 from rq.serializers import JSONSerializer
@@ -26,7 +29,14 @@ from turngraph.schemas.defaults import (
     RETRY_INTERVALS_S,
 )
 from turngraph.schemas.distill import DistillRequest, DistillResponse
-from turngraph.schemas.errors import ErrorCode, InvalidPayloadError, PermanentError, TransientError
+from turngraph.schemas.errors import (
+    BackendUnavailableError,
+    ErrorCode,
+    InvalidPayloadError,
+    PermanentError,
+    TransientError,
+)
+from turngraph.schemas.keys import ENRICH_REQUESTED
 from turngraph.workers.maintenance import (
     answers,
     compaction,
@@ -46,7 +56,10 @@ SWEEP_JOB_PREFIX = "turngraph-compact-sweep-"
 maintenance worker scheduling the next sweep schedules the same job."""
 
 REEXTRACT_JOB_PREFIX = "turngraph-reextract-"
-"""Job id prefix of the periodic LLM re-extraction pass (suffix: its time slot)."""
+"""Job id prefix of the periodic LLM enrichment pass (suffix: its time slot)."""
+
+ENRICH_JOB_PREFIX = "turngraph-enrich-"
+"""Job id prefix of an enrichment run asked for at once (suffix: when)."""
 
 MAINTENANCE_JOB_TIMEOUT_S = 600
 
@@ -110,23 +123,55 @@ def compact_sweep_job(
 def reextract_job(
     reschedule: bool = True, *, distiller: context.Distiller | None = None
 ) -> dict[str, int]:
-    """The periodic LLM re-extraction pass (``workers/maintenance/reextract.py``): the
-    oldest pending turns asked again, the LLM's entities written, then the next run
-    scheduled. Nothing to do (and nothing scheduled) without an LLM endpoint."""
+    """The LLM enrichment pass (``workers/maintenance/reextract.py``): turns of the
+    backlog asked of the LLM, its answer merged in. ``reschedule``: the periodic run,
+    which schedules the next. A run that made progress and left turns asks for another
+    at once. Nothing to do (and nothing scheduled) without an LLM endpoint; nothing
+    either while another worker's run holds the lock (that run takes the turns)."""
     with _permanent_fails_once():
         distiller = distiller or context.bound_distiller()
-        if distiller.reextractor is None:
+        reextractor = distiller.reextractor
+        if reextractor is None:
             return {"skipped": 1}
-        result = reextract.reextract_pending(distiller, distiller.reextractor)
-        if reschedule:
-            job = get_current_job()
-            if job is not None and job.connection is not None:
-                schedule_reextract(
-                    Queue(job.origin, connection=job.connection, serializer=JSONSerializer),
-                    distiller.options.reextract_every_s,
-                    job_timeout_s=distiller.reextractor.job_timeout_s,
-                )
+        job = get_current_job()
+        queue = None
+        if job is not None and job.connection is not None:
+            queue = Queue(job.origin, connection=job.connection, serializer=JSONSerializer)
+        with contextlib.suppress(redis.RedisError):
+            distiller.redis.delete(ENRICH_REQUESTED)  # turns stored from now on ask again
+        result = reextract.reextract_pending(distiller, reextractor)
+        if queue is not None and reschedule:
+            schedule_reextract(
+                queue,
+                distiller.options.reextract_every_s,
+                job_timeout_s=reextractor.job_timeout_s,
+            )
+        if result is None:
+            return {"busy": 1}
+        progressed = result.succeeded + result.given_up + result.missing
+        if queue is not None and result.pending and progressed:
+            request_enrichment(distiller.redis, queue.name, reextractor.job_timeout_s)
         return result.as_counts()
+
+
+def request_enrichment(conn: redis.Redis, queue_name: str, job_timeout_s: int) -> bool:
+    """Ask for an enrichment run now, unless one is asked for and not started yet (an
+    ingested batch, a run that left turns); True when this call enqueued it."""
+    try:
+        if not conn.set(ENRICH_REQUESTED, b"1", nx=True, ex=job_timeout_s):
+            return False
+        Queue(queue_name, connection=conn, serializer=JSONSerializer).enqueue(
+            reextract_job,
+            False,
+            job_id=f"{ENRICH_JOB_PREFIX}{time.time_ns()}",
+            description="enrich()",
+            result_ttl=0,
+            failure_ttl=FAILURE_TTL_S,
+            job_timeout=job_timeout_s,
+        )
+    except redis.RedisError as exc:
+        raise BackendUnavailableError("redis unavailable to ask for enrichment") from exc
+    return True
 
 
 def rolling_context_job(

@@ -1,25 +1,28 @@
-"""The LLM re-extraction pass: turns the offline rules stood in for, asked again.
+"""The enrichment pass: stored turns asked of the LLM, its answer merged in (issue 36).
 
-When an LLM batch fails at ingest, the offline rules extract it, the episode is stored and
-its event id waits in the sorted set :data:`~schemas.keys.REEXTRACT_PENDING`. This pass,
-run periodically on the maintenance queue, takes the oldest pending ids, reads their
-(redacted) turns back from the graph, asks the LLM again and writes what it finds with the
-same idempotent batch write as ingest: the episode is unchanged (``MERGE ... ON CREATE``),
-the LLM's entities and facts are added beside the offline ones, and the recall replicas get
-the episode's new entities on the change stream. Written ids leave the pending set; ids
-whose turn is gone (a forgotten scope) leave it too, counted as ``missing``.
+With an LLM configured, ingest stores every turn with the offline rules' entities and
+puts its event id on the enrichment backlog (``workers/enrichment.py``); this pass, on the
+maintenance queue (asked for after each ingested batch, and every ``reextract_every_s``),
+takes turns from the backlog in its order, reads them back from the graph, asks the LLM
+and writes what it finds with the same idempotent batch write as ingest. The LLM's
+entities and facts are merged with the offline rules' for the turn
+(``validation.superseding``): an offline entity the LLM names with another type is
+superseded (the turn's mention of it removed), every other one stays. The episode is
+unchanged (``MERGE ... ON CREATE``), and the recall replicas get it with its new entities
+on the change stream. Written ids leave the backlog; ids whose turn is gone (a forgotten
+scope) leave it too, counted as ``missing``.
 
 Each run is bounded (``budget_s``, well inside its job timeout: the run stops starting
-batches when its time is up, and a request's timeout is what is left) and records its
-results per micro-batch, so a slow model makes progress run after run: the next run
-resumes with the turns still pending. An endpoint that still fails ends the run at the
-first failed batch (its turns stay pending, counted as ``failed``, moved behind the
-others), so a dead endpoint costs one call per run. A batch the endpoint answered with
-nothing usable (cut off, unreadable after the re-ask) does not end the run; after
+calls when its time is up, and a request's timeout is what is left), runs
+``concurrency`` calls at a time and records their results at once, so a slow model makes
+progress run after run. An endpoint that still fails ends the run at the first failed
+group (its turns stay, counted as ``failed``, moved behind the others), so a dead
+endpoint costs one call per run. A batch the endpoint answered with nothing usable (cut
+off, unreadable after the re-ask) does not end the run; after
 :data:`MAX_ANSWERED_ATTEMPTS` such answers a turn keeps its offline entities and leaves
-the pending set, counted as ``given_up`` (a small model would otherwise keep it pending
-for ever). Counters live in the hash
-:data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue status``).
+the backlog, counted as ``given_up`` (a small model would otherwise keep it for ever).
+Counters live in the hash :data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue
+status``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
 import redis
 import structlog
@@ -38,8 +40,9 @@ from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTR
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.llm_calls import micro_batches
 from turngraph.workers.extraction.models import Extraction
+from turngraph.workers.extraction.validation import superseding
 from turngraph.workers.ingest.changes import changes_for
-from turngraph.workers.maintenance.context import Distiller, Reextractor
+from turngraph.workers.maintenance.context import Distiller, LockBusyError, Reextractor
 
 log = structlog.get_logger(__name__)
 
@@ -82,58 +85,30 @@ class ReextractResult:
         }
 
 
-def reextract_pending(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
-    """One run of the pass (under a lock: one run at a time across workers)."""
-    with distiller.lock("reextract", timeout_s=reextractor.job_timeout_s):
-        return _run(distiller, reextractor)
+def reextract_pending(distiller: Distiller, reextractor: Reextractor) -> ReextractResult | None:
+    """One run of the pass, under a lock (one run at a time across workers); None when
+    another worker's run holds it (that run takes the turns)."""
+    try:
+        with distiller.lock("reextract", timeout_s=reextractor.job_timeout_s, blocking=False):
+            return _run(distiller, reextractor)
+    except LockBusyError:
+        return None
 
 
 def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     conn = distiller.redis
     deadline = time.monotonic() + reextractor.budget_s
     result = ReextractResult()
-    try:
-        raw = conn.zrange(REEXTRACT_PENDING, 0, reextractor.limit - 1)
-    except redis.RedisError as exc:
-        raise BackendUnavailableError("redis unavailable for the re-extraction pass") from exc
-    ids = [r.decode() if isinstance(r, bytes) else str(r) for r in cast(list[Any], raw)]
-    if not ids:
-        return result
-    turns = distiller.store.turns_by_event_id(ids)
-    found = {t.event_id for t in turns}
-    gone = [event_id for event_id in ids if event_id not in found]
-    result.missing = len(gone)
-    _record(conn, ReextractResult(missing=len(gone)), done=gone, failed=[], answered=False)
-    extractor = reextractor.extractor
-    for batch in _batches(turns, extractor.turns_per_call, extractor.batch_max_chars):
-        if deadline - time.monotonic() < min(MIN_BATCH_S, reextractor.budget_s / 4):
-            break  # the rest waits for the next run
-        reasons_before = extractor.stats.reasons()
-        extractions = extractor.extract(batch, deadline=deadline)
-        reasons = extractor.stats.reasons()
-        answered = all(
-            name in ANSWERED_BUT_UNUSABLE
-            for name, count in reasons.items()
-            if count > reasons_before.get(name, 0)
-        )
-        good = [(t, x) for t, x in zip(batch, extractions, strict=True) if not x.reextract]
-        failed = [t.event_id for t, x in zip(batch, extractions, strict=True) if x.reextract]
-        step = ReextractResult(failed=len(failed))
-        if good:
-            report = reextractor.store.write(good)
-            distiller.announce([encode_change(change) for change in changes_for(report)])
-            step.entities = sum(len(x.entities) for _, x in good)
-            step.succeeded = len(good)
-        step.given_up = _record(
-            conn,
-            step,
-            done=[t.event_id for t, _ in good],
-            failed=failed,
-            answered=answered,
-        )
-        for name in ("succeeded", "failed", "entities", "given_up"):
-            setattr(result, name, getattr(result, name) + getattr(step, name))
-        if failed and not answered:
+    seen: set[str] = set()
+    while deadline - time.monotonic() >= min(MIN_BATCH_S, reextractor.budget_s / 4):
+        try:
+            ids = [i for i in reextractor.backlog.take(conn, reextractor.limit) if i not in seen]
+        except redis.RedisError as exc:
+            raise BackendUnavailableError("redis unavailable for the enrichment pass") from exc
+        if not ids:
+            break
+        seen.update(ids)
+        if not _run_ids(distiller, reextractor, ids, deadline, result):
             break  # the endpoint still fails: the rest waits for the next run
     try:
         with conn.pipeline(transaction=False) as pipe:
@@ -147,22 +122,81 @@ def _run(distiller: Distiller, reextractor: Reextractor) -> ReextractResult:
     return result
 
 
+def _run_ids(
+    distiller: Distiller,
+    reextractor: Reextractor,
+    ids: list[str],
+    deadline: float,
+    result: ReextractResult,
+) -> bool:
+    """Enrich the turns of ``ids``, recording each group of calls at once; False when the
+    endpoint failed (the run ends)."""
+    extractor = reextractor.extractor
+    turns = distiller.store.turns_by_event_id(ids)
+    found = {t.event_id for t in turns}
+    gone = [event_id for event_id in ids if event_id not in found]
+    result.missing += len(gone)
+    _record(distiller, reextractor, ReextractResult(missing=len(gone)), done=gone, failed=[])
+    batches = _batches(turns, extractor.turns_per_call, extractor.batch_max_chars)
+    group = max(1, extractor.concurrency)  # calls in flight at once
+    for start in range(0, len(batches), group):
+        if deadline - time.monotonic() < min(MIN_BATCH_S, reextractor.budget_s / 4):
+            return True  # the rest waits for the next run
+        batch = [turn for part in batches[start : start + group] for turn in part]
+        reasons_before = extractor.stats.reasons()
+        extractions = extractor.extract(batch, deadline=deadline)
+        reasons = extractor.stats.reasons()
+        answered = all(
+            name in ANSWERED_BUT_UNUSABLE
+            for name, count in reasons.items()
+            if count > reasons_before.get(name, 0)
+        )
+        good = [(t, x) for t, x in zip(batch, extractions, strict=True) if not x.reextract]
+        failed = [t.event_id for t, x in zip(batch, extractions, strict=True) if x.reextract]
+        step = ReextractResult(failed=len(failed))
+        if good:
+            offline = reextractor.offline.extract([t for t, _ in good])
+            merged = [
+                (t, superseding(x, o, extractor.ontology))
+                for (t, x), o in zip(good, offline, strict=True)
+            ]
+            report = reextractor.store.write(merged)
+            distiller.announce([encode_change(change) for change in changes_for(report)])
+            step.entities = sum(len(x.entities) for _, x in good)
+            step.succeeded = len(good)
+        step.given_up = _record(
+            distiller,
+            reextractor,
+            step,
+            done=[t.event_id for t, _ in good],
+            failed=failed,
+            answered=answered,
+        )
+        for name in ("succeeded", "failed", "entities", "given_up"):
+            setattr(result, name, getattr(result, name) + getattr(step, name))
+        if failed and not answered:
+            return False
+    return True
+
+
 MIN_BATCH_S = 5.0
 """A run starts no batch with less than this (or a quarter of its budget) left."""
 
 
 def _record(
-    conn: redis.Redis,
+    distiller: Distiller,
+    reextractor: Reextractor,
     step: ReextractResult,
     *,
     done: list[str],
     failed: list[str],
-    answered: bool,
+    answered: bool = False,
 ) -> int:
-    """One batch's outcome, at once: done ids leave the pending set, failed ones move
-    behind the others (a batch the model cannot answer does not block the rest); when the
+    """One batch's outcome, at once: done ids leave the backlog, failed ones move behind
+    the others (a batch the model cannot answer does not block the rest); when the
     endpoint answered, their attempts are counted and those at the limit are given up.
     Returns how many were given up."""
+    conn = distiller.redis
     try:
         given_up: list[str] = []
         if failed and answered:
@@ -176,12 +210,13 @@ def _record(
                 if int(count) >= MAX_ANSWERED_ATTEMPTS
             ]
         waiting = [event_id for event_id in failed if event_id not in given_up]
+        behind = reextractor.backlog.behind_score(conn) if waiting else 0.0
         with conn.pipeline(transaction=False) as pipe:
             if done or given_up:
                 pipe.zrem(REEXTRACT_PENDING, *done, *given_up)
                 pipe.hdel(REEXTRACT_ATTEMPTS, *done, *given_up)
             if waiting:
-                pipe.zadd(REEXTRACT_PENDING, dict.fromkeys(waiting, time.time()), xx=True)
+                pipe.zadd(REEXTRACT_PENDING, dict.fromkeys(waiting, behind), xx=True)
             counts = {**step.as_counts(), "given_up": len(given_up)}
             for name, value in counts.items():
                 if name != "pending" and value:
