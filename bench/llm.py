@@ -1,13 +1,18 @@
 """The LLM path against a configured endpoint: ``python -m bench.llm``.
 
 Runs the 40-turn, two-session developer conversation (``tests/support/dev_sessions.py``)
-through embedded Redis and graph services and the endpoint the ``TURNGRAPH_LLM_*``
-settings name (a real llama.cpp / llama-cpp-python / Ollama / vLLM server; nothing is
-faked): publish, one ingest worker, then re-extraction runs until nothing is pending (or
-``--max-runs`` / ``--max-minutes``), then one summary per session. Prints the HTTP
-statuses the endpoint answered (500s after the first request are counted apart), per
-call wall time and tokens, per re-extraction batch wall time, and ends with
-``RESULT llm …``.
+through embedded Redis and graph services, a recall replica (a thread) and the endpoint
+the ``TURNGRAPH_LLM_*`` settings name (a real llama.cpp / llama-cpp-python / Ollama / vLLM
+server, or a scripted one). Turns are published one at a time, each ingested (one burst
+of the ingest worker) and asked of recall until it is found, while the enrichment pass
+runs beside (a thread, as a maintenance worker runs it). The same turns are first run with
+no LLM (another workspace): the reference the LLM run is compared with. Then enrichment
+runs until the backlog is empty (or ``--max-minutes``), and one summary per session.
+
+Reports the time from publishing a turn to recalling it (p50/p95, and its ratio to the
+reference), the enrichment backlog and lag (largest, and when the turns were all
+published), the strict ``json_schema`` requests sent, HTTP statuses, per-call wall time
+and tokens; ends with ``RESULT llm …``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -26,17 +32,37 @@ import openai
 
 from bench.report import percentile, result_line, table
 from tests.support.dev_sessions import dev_sessions
-from turngraph.app import build_distiller, build_ingest_worker, build_pipeline, ingest_burst
+from turngraph.app import (
+    build_distiller,
+    build_ingest_worker,
+    build_pipeline,
+    build_recall_worker,
+    ingest_burst,
+)
 from turngraph.clients import Clients, build_clients, with_endpoints
 from turngraph.embedded import EmbeddedServices
 from turngraph.logs import configure_logging
-from turngraph.producers.bounded_queue import BoundedQueue, read_stats
-from turngraph.schemas.keys import REEXTRACT_PENDING
+from turngraph.producers.bounded_queue import BoundedQueue
+from turngraph.producers.recall_client import RecallClient
+from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
-from turngraph.workers.extraction.endpoint import Answer, LLMEndpoint, OutputMode, SystemPrompt
-from turngraph.workers.llm_provider import EXTRACTION_COUNTERS, ProviderStats
+from turngraph.workers.embeddings.factory import build_embedder
+from turngraph.workers.enrichment import read_status
+from turngraph.workers.extraction.endpoint import (
+    Answer,
+    LLMEndpoint,
+    OutputMode,
+    SystemPrompt,
+    final_refusal,
+)
+from turngraph.workers.extraction.offline import OfflineExtractor
+from turngraph.workers.extraction.shared_mode import SharedMode
 from turngraph.workers.maintenance import reextract
+from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.summaries import summarize_last_turns
+
+RECALL_WAIT_S = 60.0
+"""A turn not recallable this long after publishing counts as never (the run goes on)."""
 
 
 class Recorder:
@@ -56,14 +82,15 @@ def services(settings: Settings, recorder: Recorder) -> Iterator[Clients]:
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServices(Path(tmp)) as endpoints:
         configured = with_endpoints(settings.model_copy(update={"data_dir": Path(tmp)}), endpoints)
         clients = build_clients(configured)
-        # the same client the application builds, with a hook that sees every status
+        # the client the application builds, with a hook that sees every status
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
+        hooks = {"response": [final_refusal, recorder.on_response]}
         client = openai.OpenAI(
             base_url=settings.llm_base_url,
             api_key=key,
             timeout=settings.llm_timeout_s,
             max_retries=settings.llm_max_retries,
-            http_client=openai.DefaultHttpxClient(event_hooks={"response": [recorder.on_response]}),
+            http_client=openai.DefaultHttpxClient(event_hooks=hooks),
         )
         endpoint = LLMEndpoint(
             client,
@@ -72,6 +99,9 @@ def services(settings: Settings, recorder: Recorder) -> Iterator[Clients]:
             system_prompt=SystemPrompt(settings.llm_system_prompt),
             max_tokens_parameter=settings.llm_max_tokens_parameter,
             temperature=settings.llm_temperature,
+        )
+        endpoint.shared = SharedMode(
+            clients.redis, str(client.base_url), settings.llm_model, settings.llm_mode_ttl_s
         )
         endpoint.observer = recorder.answers.append
         if clients.llm is not None:
@@ -83,7 +113,77 @@ def services(settings: Settings, recorder: Recorder) -> Iterator[Clients]:
             clients.close()
 
 
-def run(max_runs: int, max_minutes: float) -> int:
+@contextmanager
+def recall_replica(clients: Clients) -> Iterator[RecallClient]:
+    """A recall replica serving from a thread (lexical: the bench measures freshness)."""
+    recall = build_recall_worker(clients, embedder=build_embedder("none"))
+    thread = threading.Thread(target=recall.run, name="bench-recall", daemon=True)
+    thread.start()
+    try:
+        yield RecallClient(clients.redis, deadline_ms=2_000)
+    finally:
+        recall.stop()
+        thread.join(timeout=30)
+
+
+@contextmanager
+def enriching(distiller: Distiller) -> Iterator[None]:
+    """The enrichment pass run again and again beside (as maintenance workers run it)."""
+    assert distiller.reextractor is not None
+    rx = distiller.reextractor
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            idle = read_status(distiller.redis).backlog == 0
+            if idle or reextract.reextract_pending(distiller, rx) is None:
+                stop.wait(0.2)
+
+    thread = threading.Thread(target=loop, name="bench-enrich", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=600)
+
+
+def time_to_recall(
+    clients: Clients,
+    recall: RecallClient,
+    worker: Any,
+    turns: list[TurnEvent],
+    samples: list[tuple[int, float]],
+) -> list[float]:
+    """Seconds from publishing each turn to finding it through recall; the backlog and
+    its lag after each turn go to ``samples``."""
+    queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
+    seconds = []
+    for event in turns:
+        published = time.monotonic()
+        queue.enqueue_many([event])
+        ingest_burst(clients, worker)
+        deadline = published + RECALL_WAIT_S
+        while time.monotonic() < deadline:
+            answer = recall.recall(
+                event.content[:200],
+                session_id=event.session_id,
+                workspace=event.workspace,
+                user=event.user,
+                max_results=10,
+            )
+            if any(event.event_id in r.source_event_ids for r in answer.results):
+                seconds.append(time.monotonic() - published)
+                break
+            time.sleep(0.02)  # the replica applies the change stream
+        else:
+            seconds.append(float("inf"))
+        status = read_status(clients.redis)
+        samples.append((status.backlog, status.lag_s))
+    return seconds
+
+
+def run(max_minutes: float) -> int:
     settings = Settings()
     if not settings.llm_configured:
         print("no LLM configured: set TURNGRAPH_LLM_BASE_URL (and _MODEL) first")
@@ -91,91 +191,71 @@ def run(max_runs: int, max_minutes: float) -> int:
     configure_logging(settings)
     recorder = Recorder()
     turns = dev_sessions("bench")
-    with services(settings, recorder) as clients:
-        stats = ProviderStats(EXTRACTION_COUNTERS)
-        pipeline = build_pipeline(clients, stats=stats)
-        queue = BoundedQueue(clients.redis, name=clients.settings.ingest_queue, max_length=1_000)
-        worker = build_ingest_worker(clients, pipeline)
-        published = time.monotonic()
-        queue.enqueue_many(turns)
-        ingest_burst(clients, worker)
-        stored_s = time.monotonic() - published
-        records, _, _ = clients.graph.execute_query(
-            "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
-        )
-        stored = int(records[0]["n"])
-        dead = read_stats(clients.redis, clients.settings.ingest_queue).dead_lettered
-        ingest_calls = len(recorder.answers)
-        print(f"ingest: {stored} of {len(turns)} turns stored {stored_s:.1f} s after publishing")
-        print(f"  extraction {stats.snapshot()} reasons {stats.reasons()}")
-
+    reference_turns = dev_sessions("reference")  # other sessions, workspace and user
+    with services(settings, recorder) as clients, recall_replica(clients) as recall:
+        offline = build_ingest_worker(clients, build_pipeline(clients, OfflineExtractor()))
+        reference = time_to_recall(clients, recall, offline, reference_turns, [])
         distiller = build_distiller(clients)
-        assert distiller.reextractor is not None
-        rx = distiller.reextractor
-        rows: list[list[object]] = []
-        batch_seconds: list[float] = []
-        deadline = time.monotonic() + max_minutes * 60
-        pending = int(clients.redis.zcard(REEXTRACT_PENDING))
-        given_up = 0
-        for run_index in range(max_runs):
-            if pending == 0 or time.monotonic() > deadline:
-                break
-            started = time.monotonic()
-            before = len(recorder.answers)
-            result = reextract.reextract_pending(distiller, rx)
-            wall = time.monotonic() - started
-            pending = result.pending
-            given_up += result.given_up
-            done = result.succeeded + result.failed
-            batches = max(1, -(-done // max(1, rx.extractor.turns_per_call)))
-            if done:
-                batch_seconds.append(wall / batches)
-            rows.append([run_index + 1, result.succeeded, result.failed, result.entities,
-                         len(recorder.answers) - before, round(wall, 1), pending])  # fmt: skip
-            print(f"  re-extraction run {run_index + 1}: {result.as_counts()} in {wall:.0f} s")
-        if rows:
-            print()
-            print(table(["run", "done", "failed", "entities", "calls", "wall_s", "pending"], rows))
-
+        worker = build_ingest_worker(clients, build_pipeline(clients))
+        started = time.monotonic()
+        samples: list[tuple[int, float]] = []
+        with enriching(distiller):
+            recall_s = time_to_recall(clients, recall, worker, turns, samples)
+            published = read_status(clients.redis)
+            deadline = time.monotonic() + max_minutes * 60
+            while time.monotonic() < deadline and read_status(clients.redis).backlog:
+                status = read_status(clients.redis)
+                samples.append((status.backlog, status.lag_s))
+                time.sleep(0.5)  # the enrichment thread works the backlog off
+        enriched_s = time.monotonic() - started
+        final = read_status(clients.redis)
         summaries: list[list[object]] = []
         for session in sorted({t.session_id for t in turns}):
-            started = time.monotonic()
+            began = time.monotonic()
             summary = summarize_last_turns(distiller, session, 20)
             method = summary.method.value if summary else "none"
-            summaries.append([session, method, round(time.monotonic() - started, 1)])
-            if summary is not None:  # what the model wrote (the bench's own conversation)
-                print(f"  {session} {method}: {summary.content.model_dump_json()}")
-        print()
-        print(table(["session", "summary", "wall_s"], summaries))
+            summaries.append([session, method, round(time.monotonic() - began, 1)])
+        strict = clients.llm_endpoint.stats.strict_requests if clients.llm_endpoint else 0
+        mode = clients.llm_endpoint.mode.value if clients.llm_endpoint else "none"
 
     answers = recorder.answers
     statuses = Counter(recorder.statuses)
-    late_500 = sum(1 for s in recorder.statuses[1:] if s == 500)
-    print()
-    print(f"HTTP statuses: {dict(statuses)} (500 after the first request: {late_500})")
-    per_call = [[i + 1, round(a.seconds, 1), a.prompt_tokens, a.completion_tokens,
-                 "cut" if a.truncated else ""] for i, a in enumerate(answers)]  # fmt: skip
-    if per_call:
-        print(table(["call", "wall_s", "prompt_tokens", "completion_tokens", "answer"], per_call))
+    print(f"HTTP statuses: {dict(statuses)}; strict json_schema requests: {strict}")
+    rows = [
+        ["no LLM (reference)", *_figures(reference)],
+        ["LLM configured", *_figures(recall_s)],
+    ]
+    print(table(["recall a new turn", "p50_s", "p95_s", "max_s"], rows))
+    print(table(["session", "summary", "wall_s"], summaries))
+    lags = [lag for _, lag in samples] or [0.0]
+    backlogs = [backlog for backlog, _ in samples] or [0]
+    seconds = [a.seconds for a in answers]
     prompt = [float(a.prompt_tokens) for a in answers]
     completion = [float(a.completion_tokens) for a in answers]
-    seconds = [a.seconds for a in answers]
+    ratio = percentile(recall_s, 50) / max(percentile(reference, 50), 1e-6)
     print(
         result_line(
             "llm",
             model=settings.llm_model,
-            mode=clients.llm_endpoint.mode.value if clients.llm_endpoint else "none",
+            mode=mode,
             turns=len(turns),
-            stored=stored,
-            stored_within_s=round(stored_s, 1),
-            dead_lettered=dead,
-            ingest_calls=ingest_calls,
+            recall_s_p50=round(percentile(recall_s, 50), 3),
+            recall_s_p95=round(percentile(recall_s, 95), 3),
+            reference_recall_s_p50=round(percentile(reference, 50), 3),
+            recall_ratio_p50=round(ratio, 2),
+            never_recalled=sum(1 for s in recall_s if s == float("inf")),
+            strict_requests=strict,
+            http_500=statuses.get(500, 0),
+            backlog_when_published=published.backlog,
+            lag_s_when_published=round(published.lag_s, 1),
+            backlog_max=max(backlogs),
+            enrich_lag_s_max=round(max(lags), 1),
+            backlog_final=final.backlog,
+            enriched=final.enriched,
+            enrich_dropped=final.dropped,
+            enriched_within_s=round(enriched_s, 1),
             calls=len(answers),
-            http_500_after_first=late_500,
-            reextract_pending=pending,
-            reextract_given_up=given_up,
             cut_answers=sum(1 for a in answers if a.truncated),
-            wall_s_per_batch_p50=round(percentile(batch_seconds, 50), 1),
             wall_s_per_call_p50=round(percentile(seconds, 50), 1),
             prompt_tokens_per_call=round(sum(prompt) / len(prompt)) if prompt else 0,
             completion_tokens_per_call=round(sum(completion) / len(completion))
@@ -188,14 +268,19 @@ def run(max_runs: int, max_minutes: float) -> int:
     return 0
 
 
+def _figures(seconds: list[float]) -> list[object]:
+    return [
+        round(percentile(seconds, 50), 3),
+        round(percentile(seconds, 95), 3),
+        round(max(seconds, default=0.0), 3),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.llm")
-    parser.add_argument("--max-runs", type=int, default=50, help="re-extraction runs at most")
-    parser.add_argument(
-        "--max-minutes", type=float, default=30.0, help="stop re-extracting after this"
-    )
+    parser.add_argument("--max-minutes", type=float, default=30.0, help="stop enriching after this")
     args = parser.parse_args(argv)
-    return run(args.max_runs, args.max_minutes)
+    return run(args.max_minutes)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """``python -m bench.llm`` against the local server made to behave as llama-cpp-python
 with a gemma template does (a 500 naming ``response_format`` for ``json_schema``, system
-messages dropped, the first extraction calls failing): the run stores all 40 turns,
-meets one 500 only, re-extracts everything and reports per-call figures."""
+messages dropped, every other answer after a delay): every turn is recalled, one strict
+request is sent, everything is enriched, and the run reports the figures of issue 36."""
 
 from __future__ import annotations
 
@@ -11,39 +11,41 @@ import sys
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, error
+from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.integration
 
 
-def test_bench_llm_reports_the_protocol_figures() -> None:
+def test_bench_llm_reports_the_figures() -> None:
     with FakeOpenAI(
-        refuse_formats=("json_schema",), refuse_status=500, drop_system=True, echo=True
+        refuse_formats=("json_schema",), refuse_status=500, drop_system=True, echo=True, read_s=0.5
     ) as server:
-        server.add(*[error(503)] * 6)  # ingest falls back: re-extraction has the work
         env = {
             **os.environ,
             "TURNGRAPH_LLM_BASE_URL": server.base_url,
-            "TURNGRAPH_LLM_MAX_RETRIES": "0",
-            "TURNGRAPH_LLM_FALLBACK_COOLDOWN_S": "0",
             "TURNGRAPH_LOG_LEVEL": "WARNING",
         }
         done = subprocess.run(
-            [sys.executable, "-m", "bench.llm", "--max-runs", "3"],
+            [sys.executable, "-m", "bench.llm", "--max-minutes", "4"],
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=500,
         )
     assert done.returncode == 0, done.stderr[-2000:]
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("RESULT llm "), done.stdout
     values = dict(part.split("=", 1) for part in last.split()[2:])
-    assert (values["stored"], values["dead_lettered"], values["reextract_pending"]) == (
+    assert (values["never_recalled"], values["backlog_final"], values["enriched"]) == (
+        "0",
+        "0",
         "40",
-        "0",
-        "0",
     )
-    assert (values["mode"], values["http_500_after_first"]) == ("json_object_schema", "0")
-    assert int(values["prompt_tokens_per_call"]) > 0 and values["summaries_stored"] == "2"
+    assert (values["mode"], values["strict_requests"], values["http_500"]) == (
+        "json_object_schema",
+        "1",
+        "1",
+    )
+    assert float(values["recall_s_p95"]) > 0 and values["summaries_stored"] == "2"
+    assert int(values["prompt_tokens_per_call"]) > 0
     assert "llm_system_prompt_dropped" in done.stdout + done.stderr
