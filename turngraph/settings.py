@@ -194,8 +194,8 @@ class Settings(BaseSettings):
     llm_summary_max_output_tokens: int = Field(default=1024, ge=64)
     """Output cap of a summary call (the prompt asks for about 400 tokens)."""
     llm_reextract_budget_s: float = Field(default=240.0, gt=0)
-    """One re-extraction run's LLM work ends within this (its job timeout is 60 s more);
-    results are recorded per batch, so the next run resumes."""
+    """One enrichment run's LLM work ends within this (its job timeout is 60 s more);
+    results are recorded per group of calls, so the next run resumes."""
     llm_max_output_tokens: int | None = Field(default=4096, ge=1)
     """Output cap per extraction call (a looping model stops here); None sends no cap."""
     llm_max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
@@ -205,8 +205,8 @@ class Settings(BaseSettings):
     """0 for repeatable extraction (Ollama's default is 0.8); None sends none (reasoning
     models accept only their default)."""
     llm_reextract_every_s: int = Field(default=defaults.REEXTRACT_EVERY_S, ge=5)
-    """How often a maintenance worker asks the LLM again for turns the offline rules stood
-    in for (``llm_reextract_pending`` in ``turngraph queue status``)."""
+    """The periodic enrichment run (besides the one each ingested batch asks for); the
+    backlog is ``llm_enrich_backlog`` in ``turngraph queue status``."""
 
     recall_reply_ttl_s: int = Field(default=defaults.RECALL_REPLY_TTL_S, ge=1)
     recall_lag_degraded_s: float = Field(default=defaults.RECALL_LAG_DEGRADED_S, gt=0)
