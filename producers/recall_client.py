@@ -114,8 +114,12 @@ class RecallClient:
         half_life_days: float = 14.0,
         include_superseded: bool = False,
         deadline_ms: int | None = None,
+        window_from_turn: int | None = None,
     ) -> RecallResponse:
-        """Search the memory; returns within ``deadline_ms`` (default: the client's)."""
+        """Search the memory; returns within ``deadline_ms`` (default: the client's).
+        ``window_from_turn``: the current session's turns from this index on are in the
+        caller's window (an editor's transcript since its last compaction) and are left
+        out."""
         request_id = uuid.uuid4().hex
         try:
             request = RecallRequest(
@@ -131,6 +135,7 @@ class RecallClient:
                 ),
                 max_results=max_results,
                 max_tokens=max_tokens,
+                window_from_turn=window_from_turn,
                 half_life_days=half_life_days,
                 include_superseded=include_superseded,
                 deadline_ms=deadline_ms or self.deadline_ms,

@@ -57,6 +57,14 @@ class RecallRequest(BaseModel):
     user: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
     scopes: tuple[ScopeName, ...] = (ScopeName.AUTO,)
     conversation_context: tuple[ConversationTurn, ...] = Field(default=(), max_length=20)
+    window_from_turn: int | None = Field(
+        default=None,
+        ge=0,
+        description="The current session's turns from this turn index on are in the "
+        "client's window (an editor's transcript since its last compaction): recall leaves "
+        "them out, with the session's own summaries. None: only the turns of "
+        "conversation_context are taken as in the window.",
+    )
     max_results: int = 5
     max_tokens: int = 1_000
     half_life_days: float = 14.0

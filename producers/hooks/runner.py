@@ -26,6 +26,7 @@ from turngraph.producers.hooks.transcripts import (
     parse_lines,
     read_new_lines,
 )
+from turngraph.schemas.memory_block import Said, render_memory_block
 
 if TYPE_CHECKING:
     from turngraph.producers.distill_client import DistillClient
@@ -58,6 +59,12 @@ LAST = "last"
 
 MAX_PENDING = 20
 """Prompts kept waiting for their answer, per session (the oldest go first)."""
+
+MAX_INJECTED_TEXTS = 40
+"""Blocks a session keeps as injected (the oldest go first)."""
+
+MAX_INJECTED_IDS = 2_000
+"""Sources a session keeps as injected, per kind."""
 
 SUMMARY_LAST_N = 40
 SUMMARY_DEADLINE_MS = 15_000
@@ -131,6 +138,8 @@ class HookRunner:
         if action is HookAction.SESSION_START:
             return self._session_start(scope)
         self._capture(call, scope)
+        if action is HookAction.SUMMARIZE:  # before compaction: what follows is new
+            self._window_moved(scope, self._next_turn_index(call, scope))
         if action in (HookAction.SUMMARIZE, HookAction.SESSION_END):
             self._summarize(scope)
         return None
@@ -167,7 +176,13 @@ class HookRunner:
                     position.offset, position.tail_sha256 = 0, ""
                 read = read_new_lines(stream, position.offset)
                 counts = ParseCounts()
-                turns = list(parse_lines(read.lines, counts))
+                turns: list[TranscriptTurn] = []
+                compacted_at: int | None = None  # the first turn after the last compaction
+                for line in read.lines:
+                    seen = counts.boundaries
+                    turns += parse_lines([line], counts)
+                    if counts.boundaries > seen:
+                        compacted_at = position.next_turn_index + len(turns)
                 self.state.count(
                     error_line_too_long=read.skipped_long,
                     error_line_malformed=counts.malformed,
@@ -184,6 +199,8 @@ class HookRunner:
                 position.offset = read.end_offset
                 position.tail_sha256 = tail_sha256(stream, read.end_offset)
                 self.state.save_position("transcript", key, position)
+        if compacted_at is not None:
+            self._window_moved(scope, compacted_at)
 
     def _stash_prompt(self, call: HookCall, scope: ScopeKeys) -> None:
         """Keep the prompt (locally, in the private data folder) until its answer comes."""
@@ -273,6 +290,46 @@ class HookRunner:
         )
         return answered
 
+    # -- the editor's window ----------------------------------------------------------------
+
+    def _next_turn_index(self, call: HookCall, scope: ScopeKeys) -> int:
+        """The index the session's next captured turn gets."""
+        if self.spec.transcript and call.transcript_path is not None:
+            return self.state.position("transcript", str(call.transcript_path)).next_turn_index
+        return self.state.position("session", scope.session).next_turn_index
+
+    def _window_moved(self, scope: ScopeKeys, first_turn: int) -> None:
+        """The editor compacted its window: it holds the session's turns from
+        ``first_turn`` on, and none of what the hooks injected before."""
+        with self.state.locked("session", scope.session):
+            position = self.state.position("session", scope.session)
+            if first_turn <= position.window_from_turn:
+                return  # already known (PreCompact, then the transcript's marker)
+            position.window_from_turn = first_turn
+            position.injected_texts, position.injected_turn_ids = [], []
+            position.injected_digest_ids = []
+            self.state.save_position("session", scope.session, position)
+
+    def _held(self, scope: ScopeKeys) -> tuple[int, Said]:
+        """The first turn the window holds and what the hooks injected into it."""
+        position = self.state.position("session", scope.session)
+        said = Said()
+        for text in position.injected_texts:
+            said.add(text)
+        said.turn_ids.update(position.injected_turn_ids)
+        said.digest_ids.update(position.injected_digest_ids)
+        return position.window_from_turn, said
+
+    def _injected(self, scope: ScopeKeys, text: str, said: Said) -> None:
+        """Keep what was just injected (the block and its items' sources) for the next
+        blocks of this session."""
+        with self.state.locked("session", scope.session):
+            position = self.state.position("session", scope.session)
+            position.injected_texts = [*position.injected_texts, text][-MAX_INJECTED_TEXTS:]
+            position.injected_turn_ids = sorted(said.turn_ids)[-MAX_INJECTED_IDS:]
+            position.injected_digest_ids = sorted(said.digest_ids)[-MAX_INJECTED_IDS:]
+            self.state.save_position("session", scope.session, position)
+
     # -- context ---------------------------------------------------------------------------
 
     def _remaining_ms(self) -> int:
@@ -301,12 +358,14 @@ class HookRunner:
         if recaller is None or remaining < MIN_RECALL_MS:
             self.state.count(recall_skipped=1)
             return None
+        window_from_turn, said = self._held(scope)
         response = recaller.recall(
             query[:10_000],
             session_id=scope.session,
             workspace=scope.workspace,
             user=scope.user,
             conversation_context=recent_turns(call.transcript_path),
+            window_from_turn=window_from_turn,
             max_results=5,
             max_tokens=800,
             deadline_ms=remaining,
@@ -314,11 +373,16 @@ class HookRunner:
         if not response.success:
             self.state.count(recall_failed=1)
             return None
-        if not response.memory_block:
+        # Rendered here, not taken from the worker: what this session's blocks already
+        # said is left out (schemas.memory_block.Said).
+        block = render_memory_block(response.results, said)
+        if not block:
+            self.state.count(recall_all_held=1 if response.results else 0)
             return None
+        self._injected(scope, block, said)
         self.state.count(recall_injected=1)
         prompt = call.transformed_prompt if call.transformed_prompt is not None else call.prompt
-        return context_output(self.spec, HookAction.PROMPT, response.memory_block, prompt=prompt)
+        return context_output(self.spec, HookAction.PROMPT, block, prompt=prompt)
 
     def _session_start(self, scope: ScopeKeys) -> dict[str, Any] | None:
         from turngraph.producers.hooks.context import start_context
@@ -366,8 +430,11 @@ class HookRunner:
         until = time.monotonic() + (recap_ms + JOIN_GRACE_MS) / 1000
         for thread in threads:  # each client returns by its deadline; this is a safety net
             thread.join(timeout=max(0.0, until - time.monotonic()))
-        text = start_context(found.get("recap"), found.get("standing") or [], budget)
+        said = Said()
+        text = start_context(found.get("recap"), found.get("standing") or [], budget, said)
         self.state.count(start_context_injected=1 if text else 0)
+        if text:
+            self._injected(scope, text, said)
         return context_output(self.spec, HookAction.SESSION_START, text)
 
     def _summarize(self, scope: ScopeKeys) -> None:

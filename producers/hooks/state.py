@@ -46,6 +46,14 @@ class ReadPosition:
     """Payload-fed sessions: turn ids already given an index."""
     pending: dict[str, str] = field(default_factory=dict)
     """Cursor: prompts waiting for their answer (published together), by generation id."""
+    window_from_turn: int = 0
+    """Sessions: the first turn the editor's window still holds (the turn after the last
+    compaction): recall leaves this session's turns from here on out."""
+    injected_texts: list[str] = field(default_factory=list)
+    injected_turn_ids: list[str] = field(default_factory=list)
+    injected_digest_ids: list[str] = field(default_factory=list)
+    """Sessions: what the hooks injected since the last compaction (the editor keeps it in
+    its window): the blocks' texts, the turns they held, the sources of their digests."""
 
 
 class HookState:

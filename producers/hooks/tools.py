@@ -1,7 +1,9 @@
 """A tool call from a transcript as one short turn (``seeds/session-recap.md``).
 
-Consequential tools (edit, write, run, ask) keep a short detail of what they changed;
-observational ones (read, list, search, fetch) keep only their target; meta tools (todo
+Commands and questions keep a short detail (the command line, the question); edits and
+writes keep only the file they changed, never its text (a file's text is no memory: it
+was injected back into prompts as if it were a fact); observational tools (read, list,
+search, fetch) keep only their target; meta tools (todo
 lists) are dropped; tool results never pass. Names are mapped onto the canonical ones the
 recap's collapsing knows (``Read`` -> ``read``, ``run_shell_command`` -> ``bash``).
 """
@@ -30,7 +32,7 @@ CANONICAL = {
 OBSERVATIONAL = {"read", "grep", "glob", "ls", "fetch", "search"}
 DROPPED = {"todo_write"}
 DETAIL_CHARS = 300
-"""How much of a consequential tool's input is kept."""
+"""How much of a command line or a question is kept."""
 
 _TARGET_KEYS = (
     "file_path", "path", "filePath", "absolute_path", "notebook_path", "dir_path", "url",
@@ -77,18 +79,7 @@ def collapse_tool_call(name: str, arguments: Any) -> tuple[str, str] | None:
         command = args.get("command") or args.get("cmd") or ""
         return tool, f"$ {_cut(str(command))}"
     if tool in ("edit", "write"):
-        new = (
-            args.get("new_string")
-            or args.get("new_str")
-            or args.get("content")
-            or args.get("newText")
-            or ""
-        )
-        if not new and isinstance(args.get("edits"), list) and args["edits"]:
-            first = args["edits"][0]
-            new = first.get("new_string", "") if isinstance(first, dict) else ""
-        detail = _cut(str(new)) if new else ""
-        return tool, f"{target or 'a file'}\n{detail}".strip()
+        return tool, target or "a file"  # the file's text is no memory (issue 34)
     if tool == "task":
         what = args.get("description") or args.get("prompt") or ""
         return tool, _cut(f"Delegated to a subagent: {what}")

@@ -112,6 +112,10 @@ class ParseCounts:
     malformed: int = 0
     sidechain: int = 0
     compaction: int = 0
+    boundaries: int = 0
+    """Of the compaction lines, those that mark where the editor compacted its window
+    (Claude Code's ``compact_boundary``, Copilot's compaction and truncation events; not
+    Claude's title lines of ``type`` summary)."""
 
 
 def parse_lines(lines: list[bytes], counts: ParseCounts) -> Iterator[TranscriptTurn]:
@@ -132,6 +136,7 @@ def parse_lines(lines: list[bytes], counts: ParseCounts) -> Iterator[TranscriptT
             yield from _claude_message(entry, kind, counts)
         elif kind == "summary" or entry.get("subtype") == "compact_boundary":
             counts.compaction += 1
+            counts.boundaries += kind != "summary"
 
 
 def _claude_message(
@@ -188,6 +193,7 @@ def _copilot_event(
         return
     if "compaction" in kind or kind == "session.truncation":
         counts.compaction += 1
+        counts.boundaries += 1
         return
     if data.get("parentToolCallId") or kind.startswith("subagent."):
         counts.sidechain += 1

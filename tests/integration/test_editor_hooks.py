@@ -10,8 +10,8 @@ time (four test processes share two cores at load up to 25, where starting Pytho
 passed 10 s: ``hook capture`` timed out so in a full run at load 17). The hook's own waits
 ending inside the editor's timeout are unit-tested
 (``test_hook_runner::test_session_start_lookups_end_before_the_editors_timeout``). Session 1
-makes a decision; session 2's start-up context, and its first prompt's context where the editor
-takes one, contain it. Uninstall gives the file back as it was.
+makes a decision; session 2's start-up context contains it, and its first prompt's context
+(where the editor takes one) does not give it again. Uninstall gives the file back as it was.
 """
 
 from __future__ import annotations
@@ -247,15 +247,19 @@ def test_session_2_starts_with_what_session_1_decided(live: Live, editor: str) -
     if editor in PROMPT_EVENT:
         event = PROMPT_EVENT[editor]
         prompt = _session_payload(editor, event, s2, project, project / "s2.jsonl")
+        held_before = HookState(settings.data_dir).counters().get("recall_all_held", 0)
         answers = _run_event(live, editor, config, event, prompt, project)
         if EDITORS[editor].prompt_context:
-            assert len(answers) == 1, (
-                f"{answers} {json.dumps(HookState(settings.data_dir).counters())}"
-            )
-            context = _context(editor, answers[0])
-            assert "<memory>" in context and DECISION in context
-            if editor == "copilot-cli":
-                assert context.endswith(prompt["transformedPrompt"])
+            counters = HookState(settings.data_dir).counters()
+            # What the start-up block gave is not given again (issue 34): the prompt gets
+            # a block of what is new, or none when every result was given already.
+            held = counters.get("recall_all_held", 0) > held_before
+            assert len(answers) == 1 or held, f"{answers} {json.dumps(counters)}"
+            if answers:
+                context = _context(editor, answers[0])
+                assert "<memory>" in context
+                if editor == "copilot-cli":
+                    assert context.endswith(prompt["transformedPrompt"])
         else:
             assert answers == []  # Cursor's prompt hook takes no context
 

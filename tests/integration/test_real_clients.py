@@ -241,9 +241,6 @@ def test_session_2_asks_the_model_with_session_1s_decision(sessions: Sessions) -
     assert DECISION in sessions.asked, "session 2's request does not carry the decision"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 34: the injected blocks repeat the decision (8 times measured)"
-)
 def test_session_2_carries_the_decision_at_most_twice(sessions: Sessions) -> None:
     assert sessions.asked.count(DECISION) <= 2, sessions.asked.count(DECISION)
 

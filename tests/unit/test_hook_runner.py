@@ -291,3 +291,60 @@ def test_session_start_lookups_end_before_the_editors_timeout(
     assert lookups.deadlines == expected
     skipped = HookState(tmp_path / "data").counters().get("start_context_skipped", 0)
     assert skipped == (0 if expected else 1)
+
+
+class WindowRecaller:
+    """Answers every prompt with the same two results; keeps what each request said."""
+
+    def __init__(self) -> None:
+        self.windows: list[int | None] = []
+
+    def recall(self, query: str, **options: object) -> object:
+        from turngraph.schemas.recall import RecallResponse, RecallResult, ScoreBreakdown
+
+        self.windows.append(options.get("window_from_turn"))  # type: ignore[arg-type]
+        score = ScoreBreakdown(
+            final_score=1, semantic_score=1, recency_multiplier=1, status_multiplier=1
+        )
+        results = [
+            RecallResult(text=text, created_at="2026-11-20T10:00:00+00:00", scope="workspace",
+                         score=score, tokens=10, source_event_ids=[event])
+            for text, event in (("The export runs on kestrelbox.", "e1"),
+                                ("Money is stored as integer cents.", "e2"))
+        ]  # fmt: skip
+        return RecallResponse(request_id="r", success=True, results=results)
+
+
+def test_the_prompt_hook_knows_the_editors_window_and_what_it_injected(tmp_path: Path) -> None:
+    """Issue 34: the session's turns since the last compaction, and what the hooks already
+    injected, are in the editor's window: recall leaves the first out (``window_from_turn``)
+    and the block leaves the second out; a compaction empties both."""
+    transcript = tmp_path / "t.jsonl"
+    lines = FIXTURE.read_bytes().splitlines(keepends=True)
+    boundary = next(n for n, line in enumerate(lines) if b"compact_boundary" in line)
+    transcript.write_bytes(b"".join(lines[:boundary]))
+    queue, recaller = RecordingQueue(), WindowRecaller()
+    runner = _runner(tmp_path, queue)
+    runner.services.recaller = lambda: recaller  # type: ignore[assignment,return-value]
+    runner.clock = lambda: 0.0  # no time spent: the deadline is not what is tested
+    runner.run(_capture(transcript, tmp_path))
+
+    def prompt() -> str:
+        call = HookCall(HookAction.PROMPT, "cc-session-1", tmp_path, transcript_path=transcript,
+                        prompt="where does the export run?")  # fmt: skip
+        answer = runner.run(call)
+        return "" if answer is None else answer["hookSpecificOutput"]["additionalContext"]
+
+    first = prompt()
+    assert "kestrelbox" in first and "integer cents" in first
+    assert prompt() == ""  # both already injected: in the window
+    assert recaller.windows == [0, 0]  # never compacted: the whole session is in it
+
+    before = len(queue.ids)  # PreCompact: capture, then the window starts after it
+    runner.run(HookCall(HookAction.SUMMARIZE, "cc-session-1", tmp_path, transcript_path=transcript))
+    assert "kestrelbox" in prompt()  # what was injected before compaction may come again
+    transcript.write_bytes(b"".join(lines))  # the marker, and turns after it
+    runner.run(_capture(transcript, tmp_path))
+    assert recaller.windows[-1] == before and len(queue.ids) > before
+    prompt()
+    assert recaller.windows[-1] == before  # the marker at the same turn moved nothing

@@ -17,7 +17,7 @@ FIXTURES = Path(__file__).parents[1] / "data" / "hooks"
 EXPECTED = [
     ("user", "", "decision: the ingest queue uses drop_oldest"),
     ("tool", "read", "producers/bounded_queue.py"),
-    ("tool", "edit", "DROP_OLDEST"),
+    ("tool", "edit", "bounded_queue.py"),  # the file, never its text
     ("tool", "bash", "$ pytest -q tests/unit/test_bounded_queue.py"),
     ("tool", "task", "Delegated to a subagent: Check other queues"),
     ("assistant", "", "evicts the oldest job"),
@@ -39,8 +39,9 @@ def test_both_transcript_formats_give_the_same_turns(name: str) -> None:
         assert text in turn.content
     assert turns[-1].role == "user" and "docs/operations.md" in turns[-1].content
     everything = "\n".join(t.content for t in turns)
-    for absent in ("RAWOUT", "SIDECHAIN", "COMPACTSUMMARY", "private reasoning", "todos"):
-        assert absent not in everything  # results, subagents, compaction, thinking, meta
+    for absent in ("RAWOUT", "SIDECHAIN", "COMPACTSUMMARY", "private reasoning", "todos",
+                   "DROP_OLDEST"):  # fmt: skip
+        assert absent not in everything  # results, subagents, compaction, thinking, meta, edits
     assert counts.sidechain >= 2 and counts.compaction >= 2 and counts.malformed == 0
     assert len({t.source_id for t in turns}) == len(turns)  # the transcript's own ids
 
@@ -90,7 +91,8 @@ def test_malformed_lines_are_counted_not_fatal() -> None:
         ("Read", {"file_path": "src/a.py"}, ("read", "src/a.py")),
         ("Grep", {"pattern": "TODO", "path": "src"}, ("grep", "src")),
         ("run_shell_command", {"command": "make test"}, ("bash", "$ make test")),
-        ("Write", {"file_path": "b.py", "content": "print(1)"}, ("write", "b.py\nprint(1)")),
+        ("Write", {"file_path": "b.py", "content": "print(1)"}, ("write", "b.py")),
+        ("Edit", {"file_path": "c.py", "new_string": "x = 1"}, ("edit", "c.py")),
         (
             "mcp__github__create_issue",
             '{"title": "x"}',
@@ -108,7 +110,7 @@ def test_meta_tools_are_dropped_and_details_are_short() -> None:
         "",
         "",
     )
-    assert speaker == "edit" and len(content) < 400
+    assert (speaker, content) == ("edit", "a")  # the file's text is never kept
     assert json.loads(json.dumps(content))  # plain text
 
 

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.recall import NOW, memory, request
+from turngraph.schemas.memory_block import render_memory_block
 from turngraph.schemas.recall import ConversationTurn, RecallRequest
 from turngraph.schemas.scopes import ScopeName
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import MemoryKind
-from turngraph.workers.recall.memory_block import render_memory_block
 from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.search import search
 

@@ -127,3 +127,33 @@ def test_a_promoted_user_preference_is_first_for_what_do_i_prefer_under_auto() -
         response = search(index, request(query), now=NOW)
         assert response.results and response.results[0].memory_id == "pref", query
         assert response.results[0].scope == "user"
+
+
+def test_an_editors_window_holds_its_session_from_the_last_compaction_on() -> None:
+    # Issue 34: the prompt hook's context holds the last turns only, but the editor's
+    # transcript holds the whole session since its last compaction.
+    index = _index()
+    index.add(memory("now_old", "We settled the bundler question: bundler is rollup for "
+                     "the docs site.", days_ago=0.02, session_id="s_now", turn_index=7,
+                     extra={"role": "user"}))  # fmt: skip
+    query = "which bundler do we use?"
+    ids = [r.memory_id for r in search(index, request(query), now=NOW).results]
+    assert "now_old" in ids  # without a window it is found
+    held = search(index, request(query, window_from_turn=0), now=NOW)
+    ids = [r.memory_id for r in held.results]
+    assert ids and ids[0] == "earlier", ids
+    assert not {"now_0", "now_1", "now_2", "now_old", "now_summary"} & set(ids), ids
+    # A compaction at turn 5 took turns 0-4 out of the window: they may come back.
+    compacted = search(index, request(query, window_from_turn=5), now=NOW)
+    ids = [r.memory_id for r in compacted.results]
+    assert "now_old" not in ids and {"now_0", "now_2"} & set(ids), ids
+
+
+def test_a_tool_call_is_never_an_item() -> None:
+    index = MemoryIndex()
+    index.add(memory("edit", "/p/ledger.py\nclass LedgerAmountColumn: cents = BigInteger()",
+                     session_id="s_old", extra={"role": "tool", "speaker": "edit"}))  # fmt: skip
+    index.add(memory("said", "The ledger column LedgerAmountColumn is now an integer.",
+                     session_id="s_old", extra={"role": "assistant"}))  # fmt: skip
+    ids = [r.memory_id for r in search(index, request("LedgerAmountColumn BigInteger")).results]
+    assert ids == ["said"]

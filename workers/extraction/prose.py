@@ -139,6 +139,9 @@ _STARTS = re.compile(
     r"|,\s+(?=(?:don'?t|never|always|please)\s)"
 )
 """Where a statement may start: a line, a sentence, a clause joined by "and let's …"."""
+_CLAUSE_AFTER_COMMA = re.compile(r",\s*$")
+_SENTENCE_BOUNDARY = re.compile(r"\n|[.!?:;][ \t]+(?=\S)")
+"""Where the sentence holding a clause starts (a line, a sentence, a colon's list)."""
 _LEAD_RE = re.compile(_LEAD)
 _CLAUSE_END = re.compile(r"[.;!?](?=\s|$)|\n|$")
 _QUESTION_START = re.compile(r"(?:do|does|did|should|shall|can|could|would|will|is|are)\b")
@@ -194,7 +197,14 @@ def find_prose_statements(text: str) -> list[Statement]:
         stop = end.start() if end else len(text)
         if text[stop : stop + 1] == "?" or _QUESTION_START.match(lower, start):
             continue  # a question proposes, it does not decide
-        clause = text[body:stop].strip(" \t,:-")
+        opening = body
+        if body == start and _CLAUSE_AFTER_COMMA.search(lower, 0, start):
+            # ", never …" opens a clause of a sentence that states it whole: "We store money
+            # as integer cents, never as float" is kept from its start, not as a fragment.
+            opening = max(
+                (m.end() for m in _SENTENCE_BOUNDARY.finditer(lower, 0, start)), default=0
+            )
+        clause = text[opening:stop].strip(" \t,:-")
         if len(clause) < 3 or len(clause.split()) < 2:
             continue
         type_name = _TYPES[int(match.lastgroup[1:])]

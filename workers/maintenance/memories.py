@@ -20,6 +20,7 @@ from turngraph.schemas.changes import (
     StatusChange,
     encode_change,
 )
+from turngraph.schemas.memory_block import Said
 from turngraph.schemas.scopes import Scope
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
@@ -44,7 +45,20 @@ def summary_digest(summary: ConversationSummary) -> str:
         lines.append(f"Open: {_joined(c.open_questions)}")
     if c.next_steps:
         lines.append(f"Next: {_joined(c.next_steps)}.")
-    return "\n".join(lines)
+    return _once(lines)
+
+
+def _once(lines: Sequence[str]) -> str:
+    """``lines`` without those that only repeat an earlier one (a "Why" that says the
+    decision again, a decision that is the title): each fact once (``Said``)."""
+    said = Said()
+    kept: list[str] = []
+    for line in lines:
+        if kept and said.repeats(line):
+            continue
+        said.add(line)
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def record_digest(record: DecisionRecord) -> str:
@@ -58,7 +72,7 @@ def record_digest(record: DecisionRecord) -> str:
         lines.append(f"Why: {_joined(record.rationale)}.")
     if record.open_questions:
         lines.append(f"Open: {_joined(record.open_questions)}")
-    return "\n".join(lines)
+    return _once(lines)
 
 
 def _entities(*groups: Iterable[str]) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from turngraph.schemas.memory_block import Said
 from turngraph.schemas.recap import RecapSection, SessionRecap
 from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.extractive import decisions_of
@@ -107,7 +108,8 @@ def _clause(text: str, max_chars: int) -> str:
 
 def summarize_chunk(chunk: Chunk, *, last: bool = False) -> str:
     """What was asked, decided and done in the chunk, and what was said last; for the
-    session's last chunk, the last request first (the unfinished work)."""
+    session's last chunk, the last request first (the unfinished work). A decision the
+    request already states word for word is not said again (``Said``)."""
     parts: list[str] = []
     asks = [s for t in chunk.turns if t.role == "user" for s in sentences(t.content)]
     if asks and last:
@@ -117,7 +119,10 @@ def summarize_chunk(chunk: Chunk, *, last: bool = False) -> str:
         parts.append(f"Last request: {_clause(' '.join(final), 240)}")
     elif asks:
         parts.append(f"Asked: {_clause(asks[0], 140)}")
-    decided = [text for text, _ in decisions_of(chunk.turns)]
+    stated = Said()
+    for part in parts:
+        stated.add(part)
+    decided = [text for text, _ in decisions_of(chunk.turns) if not stated.repeats(text)]
     if decided:
         parts.append(f"Decided: {_clause('; '.join(decided[-2:]), 160)}")
     changes: list[str] = []

@@ -117,6 +117,12 @@ class Memory:
         return self.extra.get("memory_kind") == _OWNERSHIP_CONTEXT
 
     @property
+    def is_tool_call(self) -> bool:
+        """A tool call of a session (an edit, a command, a read): context of the turns
+        around it, never an item of an answer (its text is a tool's input)."""
+        return self.kind is MemoryKind.EPISODE and self.extra.get("role") == "tool"
+
+    @property
     def searchable_text(self) -> str:
         """What the index analyses: the speaker's name (when known) and the text."""
         return speaker_text(self.text, self.extra.get("speaker"))

@@ -104,7 +104,9 @@ def search(
     fused = fuse(signals, ranking, said)
     context_match = context_scores(index, targets, plan, fused, ranking.context_scored, said)
 
-    window = Window.of(request.session_id, request.conversation_context, request.query)
+    window = Window.of(
+        request.session_id, request.conversation_context, request.query, request.window_from_turn
+    )
     factors = _score(index, request, now, intent, scopes, plan, fused, context_match, names, window)
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     factors = summaries_after(summaries_below_their_turns(factors), ranking.summaries_after)
@@ -165,8 +167,9 @@ def _score(
 ) -> list[_Factors]:
     """``final = semantic x recency x status x context boost x speaker x scope prior``, per
     candidate (``speakers_named``: words of the searched speakers' names in the query);
-    superseded memories are dropped unless asked for, and so is anything outside the scopes
-    and what the assistant already holds in its ``window`` (``window.py``), and an
+    superseded memories are dropped unless asked for, and so is anything outside the scopes,
+    what the assistant already holds in its ``window`` (``window.py``), a tool call
+    (``Memory.is_tool_call``), and an
     ownership context unless the query asks about ownership (``assembly.py``).
 
     Candidates are visited by falling ``semantic``; once even the largest possible
@@ -191,8 +194,8 @@ def _score(
         memory = index.memory(key)
         if memory is None or not is_visible(memory.status, request.include_superseded):
             continue
-        if window.holds(memory):
-            continue
+        if window.holds(memory) or memory.is_tool_call:
+            continue  # in the assistant's window; a tool's input is no answer
         if not ownership_asked and memory.is_ownership_context:
             continue  # it answers who owns a scope, not what was said (assembly.py)
         label = _scope_label(memory, request, scopes)

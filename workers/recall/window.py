@@ -9,7 +9,10 @@ on the RealMem development personas, docs/recall.md). The rule:
 - with ``conversation_context`` and a ``session_id``, a turn of that session whose text
   is one of the context's turns is left out (matched on the start of the text: a rolling
   context cuts long turns);
-- so is every summary or recap made from that session alone;
+- with ``window_from_turn`` and a ``session_id`` (an editor hook: the transcript since its
+  last compaction is in the window), every turn of that session from that index on is left
+  out, whatever the context holds;
+- in either case so is every summary or recap made from that session alone;
 - the context still resolves references and lifts memories tied to it (``followups.py``);
 - a recap answers the recap op at session start, not every recall: it is searched only
   when the query asks where the work stood ("recap", "where did we leave off" …).
@@ -53,16 +56,25 @@ def asks_for_recap(query: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """The current session and the starts of the turns the context holds."""
+    """The current session, the starts of the turns the context holds and the turn index
+    from which the whole session is in the window (None: unknown)."""
 
     session_id: str | None
     starts: frozenset[str]
     recaps_wanted: bool
+    from_turn: int | None = None
 
     @classmethod
-    def of(cls, session_id: str | None, context: Sequence[ConversationTurn], query: str) -> Window:
+    def of(
+        cls,
+        session_id: str | None,
+        context: Sequence[ConversationTurn],
+        query: str,
+        from_turn: int | None = None,
+    ) -> Window:
         starts = frozenset(s for s in (_start(turn.content) for turn in context) if s)
-        return cls(session_id if starts else None, starts, asks_for_recap(query))
+        known = bool(starts) or from_turn is not None
+        return cls(session_id if known else None, starts, asks_for_recap(query), from_turn)
 
     def holds(self, memory: Memory) -> bool:
         """True when ``memory`` is already in the assistant's window (or is a recap the
@@ -75,6 +87,12 @@ class Window:
             return True
         if memory.kind is not MemoryKind.EPISODE:
             return False
+        if (
+            self.from_turn is not None
+            and memory.turn_index is not None
+            and memory.turn_index >= self.from_turn
+        ):
+            return True
         start = _start(memory.text)
         if start in self.starts:
             return True

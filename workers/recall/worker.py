@@ -34,6 +34,7 @@ from turngraph.producers.shard_push import load_shard_push
 from turngraph.schemas.defaults import RECALL_LAG_DEGRADED_S
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.keys import RECALL_REPLY_PREFIX
+from turngraph.schemas.memory_block import render_memory_block
 from turngraph.schemas.recall import RecallRequest, RecallResponse
 from turngraph.schemas.replicas import ReplicaHeartbeat
 from turngraph.schemas.shards import SHARDED_REQUESTS_SUFFIX, ShardSet
@@ -42,7 +43,6 @@ from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.recall.bootstrap import MemorySource, VectorSource
 from turngraph.workers.recall.feed import TAIL_BLOCK_MS, FeedCounters, IndexFeed
 from turngraph.workers.recall.index import MemoryIndex
-from turngraph.workers.recall.memory_block import render_memory_block
 from turngraph.workers.recall.ranking import DEFAULT as DEFAULT_RANKING
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.replica import (

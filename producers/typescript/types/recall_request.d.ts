@@ -20,6 +20,10 @@ export type Scopes = ScopeName[];
 export type SentAtMs = number | null;
 export type SessionId = string | null;
 export type User = string | null;
+/**
+ * The current session's turns from this turn index on are in the client's window (an editor's transcript since its last compaction): recall leaves them out, with the session's own summaries. None: only the turns of conversation_context are taken as in the window.
+ */
+export type WindowFromTurn = number | null;
 export type Workspace = string | null;
 
 /**
@@ -40,6 +44,7 @@ export interface RecallRequest {
   sent_at_ms?: SentAtMs;
   session_id?: SessionId;
   user?: User;
+  window_from_turn?: WindowFromTurn;
   workspace?: Workspace;
 }
 export interface ConversationTurn {
