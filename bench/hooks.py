@@ -15,7 +15,8 @@ the payload on stdin), N times per row:
   itself. The deadline (750 ms) counts from the hook process's start, interpreter
   included; past it the prompt goes without memory.
 
-Then it starts ``turngraph endpoint`` (what ``turngraph up`` serves) and times the same
+Then it starts ``turngraph endpoint`` and a maintenance worker (what ``turngraph up``
+runs; the worker answers the session start's recap) and times the same
 hooks through it:
 
 - via http: one POST on a new loopback connection, as Claude Code's ``http`` hooks make
@@ -49,7 +50,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench import hooks_claude
-from bench.hooks_endpoint import endpoint_down_dir, post_hook, start_endpoint, stop_endpoint
+from bench.hooks_endpoint import (
+    endpoint_down_dir,
+    post_hook,
+    start_endpoint,
+    start_maintenance,
+    stop_endpoint,
+)
 from bench.report import percentile, result_line, table
 from turngraph.app import build_pipeline, build_recall_worker
 from turngraph.cli.hook_cmd import run_hook
@@ -247,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             rows["prompt after start-up (in process)"] = _series(args.runs, in_process)
 
             # The always-warm endpoint: the same hooks by http and through the forwarder.
+            maintenance = start_maintenance(env)
             served = start_endpoint(env, settings.data_dir)
             target = http_target(settings.data_dir)
             assert target is not None
@@ -296,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "transcript_path": str(transcript)}).encode()  # fmt: skip
             prompt_modules = _modules(prompt_cmd, payload, env, project)
             capture_modules = _modules(capture_cmd, payload, env, project)
+            stop_endpoint(maintenance)
             recall.stop()
             thread.join(timeout=10)
             clients.close()
