@@ -55,6 +55,10 @@ INGEST_MAINTENANCE_INTERVAL_S = 5
 once its started-registry entry lapses (``workers/ingest/batching.py``; RQ's default is
 10 minutes)."""
 
+MAINTENANCE_INTERVAL_S = 10
+"""How often the maintenance worker runs RQ's maintenance, which also starts again RQ's
+scheduler child when it died (it exits on a lost Redis; RQ's default is 10 minutes)."""
+
 INGEST_WORKER_TTL_S = 25
 """RQ's worker TTL (its key outlives the last heartbeat by this plus 60 s); an idle worker
 wakes every ``STOP_CHECK_S`` (``workers/rq_adapter.py``), so maintenance runs on time."""
@@ -346,6 +350,7 @@ def build_maintenance_worker(clients: Clients) -> MaintenanceWorker:
         connection=clients.redis,
         serializer=JSONSerializer,
         job_class=MaintenanceJob,
+        maintenance_interval=MAINTENANCE_INTERVAL_S,
         distiller=distiller,
     )
 

@@ -68,10 +68,17 @@ _FAILED_RUN = re.compile(r"reextract_run\b.*\bfailed=[1-9]")
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def _said(log: Path) -> str:
+    """What ``up`` printed and what its workers wrote (``up`` shows a few of their lines,
+    all of them are in the data folder's ``logs/``)."""
+    logs = sorted((log.parent / "data" / "logs").glob("*.log"))
+    return "".join(path.read_text(errors="replace") for path in [log, *logs])
+
+
 def _failed_reextract_runs(log: Path) -> int:
     """``reextract_run`` lines of runs whose call to the endpoint failed (the console
     format colours its keys and values)."""
-    text = _COLOUR.sub("", log.read_text(errors="replace"))
+    text = _COLOUR.sub("", _said(log))
     return len(_FAILED_RUN.findall(text))
 
 
@@ -112,7 +119,7 @@ def test_three_minutes_without_the_llm_no_traceback_and_an_offline_summary(
             lambda: (
                 _failed_reextract_runs(log) >= FAILED_RUNS
                 or up.poll() is not None
-                or "Traceback" in log.read_text(errors="replace")  # failed already
+                or "Traceback" in _said(log)  # failed already
             ),
             RUNS_TIMEOUT_S,
             lambda: f"{FAILED_RUNS} failed re-extraction runs ({_failed_reextract_runs(log)})",
@@ -120,7 +127,7 @@ def test_three_minutes_without_the_llm_no_traceback_and_an_offline_summary(
         assert up.poll() is None, log.read_text(errors="replace")[-3000:]
         up.send_signal(signal.SIGTERM)
         assert up.wait(timeout=30) == 0
-        output = log.read_text(errors="replace")
+        output = _said(log)
         assert "Traceback" not in output, output[output.find("Traceback") - 500 :][:4000]
         assert "summary_llm_fallback" in output
     finally:

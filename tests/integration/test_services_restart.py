@@ -39,6 +39,7 @@ from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.defaults import INGEST_QUEUE
 from turngraph.schemas.keys import INBOX_TEMPLATE
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.workers.recall.replica import process_is_ready
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -108,7 +109,7 @@ def test_a_server_that_dies_comes_back_on_its_port_and_credentials(tmp_path: Pat
             lambda: (
                 _pings(before.redis_url)
                 and _graph_answers(before)
-                and log_file.read_text().count("embedded_server_restarted") == 2
+                and log_file.read_text().count("process_restarted") == 2
             ),
             STARTUP_TIMEOUT_S,
             "both servers answering again on the endpoints services.json names, both logged",
@@ -230,4 +231,78 @@ def test_a_bridge_follows_services_restarted_on_another_port(tmp_path: Path) -> 
         if second is not None:
             stop(second)
         stop(first)
+        kill_everything_of(data_dir)
+
+
+RESUME_S = 90.0
+"""How soon workers serve again once ``services`` is back on another port (issue 35:
+they never did; a bridge's recall then ended in DEADLINE_EXCEEDED). They notice within
+2 s and start again as a new process: 17-24 s to serve at load 20 on two cores, so the
+bound leaves room for a loaded machine."""
+
+
+def test_workers_follow_services_restarted_on_another_port(tmp_path: Path) -> None:
+    """The ingest and recall workers re-read ``services.json`` and start again as
+    themselves (same pid) on the new endpoints."""
+    data_dir = tmp_path / "data"
+    first = _services(tmp_path, data_dir, "first")
+    env = cli_env(data_dir)
+    ingest = start(["worker", "ingest"], env, tmp_path, tmp_path / "ingest.log")
+    recall = start(["worker", "recall"], env, tmp_path, tmp_path / "recall.log")
+    second = None
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    host = socket.gethostname()
+    try:
+        before = _state(data_dir)
+        with redis.Redis.from_url(before.redis_url, socket_timeout=2) as conn:
+            wait_until(
+                lambda: process_is_ready(conn, host, recall.pid) or recall.poll() is not None,
+                STARTUP_TIMEOUT_S,
+                "the recall worker serving on the first services",
+            )
+        old_port = urlsplit(before.redis_url).port
+        assert old_port is not None
+        first.kill()
+        first.wait()
+        wait_until(lambda: port_free(old_port), 30, "the old Redis gone with its owner")
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", old_port))
+        squatter.listen()
+        second = _services(tmp_path, data_dir, "second")
+        after = _state(data_dir)
+        assert after.redis_url != before.redis_url
+        event = TurnEvent(
+            session_id="moved-s",
+            workspace="moved-w",
+            user="moved-u",
+            turn_index=0,
+            role="user",
+            content="after the move: edit src/moved.py",
+            occurred_at=datetime.now(UTC),
+            client=ClientInfo(name="restart-test"),
+        )
+        with Publisher(redis_url=after.redis_url) as publisher:
+            publisher.publish(event)
+            publisher.flush(timeout_s=10)
+        with redis.Redis.from_url(after.redis_url, socket_timeout=2) as conn:
+
+            def resumed() -> bool:
+                try:
+                    ready = process_is_ready(conn, host, recall.pid)
+                    return ready and is_ingested(conn, event.event_id)
+                except redis.RedisError:
+                    return False
+
+            wait_until(
+                lambda: resumed() or ingest.poll() is not None or recall.poll() is not None,
+                RESUME_S,
+                "the recall worker serving and the turn ingested on the new services",
+            )
+        for worker, name in ((ingest, "ingest"), (recall, "recall")):
+            assert worker.poll() is None, (tmp_path / f"{name}.log").read_text()[-3000:]
+    finally:
+        squatter.close()
+        for process in (ingest, recall, second, first):
+            if process is not None:
+                stop(process)
         kill_everything_of(data_dir)

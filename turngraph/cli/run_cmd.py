@@ -8,13 +8,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +21,14 @@ from turngraph import demo
 from turngraph.cli.engine_option import add_graph_option, with_graph_option
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.embedded.redis_server import without_password
-from turngraph.embedded.services import SUPERVISE_EVERY_S
-from turngraph.lifecycle import (
-    StopSignal,
-    pause,
-    popen_tied_to_process,
-    stop_on_signals,
-)
+from turngraph.lifecycle import StopSignal, stop_on_signals
 from turngraph.logs import configure_logging
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings
+from turngraph.supervisor import ChildProcess, LineBudget, Supervisor, stop_all
 from turngraph.workers.ingest.markers import recorded_identity
 from turngraph.workers.recall.replica import process_is_ready
 
@@ -46,26 +37,6 @@ log = structlog.get_logger(__name__)
 DEMO_TIMEOUT_S = 120.0
 """How long the demo waits for its conversation to be ingested (a loaded machine, a cold
 JVM), for the recall worker to be ready, and then for the answer to name it."""
-
-WORKER_STOP_TIMEOUT_S = 15.0
-"""How long a worker may take to stop after SIGTERM before it is killed.
-
-A ``kill -9`` of ``up`` gives nobody that time: the workers get SIGKILL (their
-parent-death signal). The embedded servers they write to die in the same instant, so a
-warm stop had nothing left to finish (an ingest batch embedding on a loaded machine ran
-on for 50 s against dead servers); a batch they held stays in Redis for the next run."""
-
-
-RESTART_BACKOFF_S = (1.0, 60.0)
-"""A worker that exits within :data:`STABLE_AFTER_S` of its start waits this long before
-the next start, doubling from the first value up to the second (a crash loop costs one
-start a minute at most); one that ran longer is started again at the next check."""
-
-ENDPOINT = "endpoint"
-"""The kind of ``up``'s child that serves the local endpoint (``turngraph endpoint``)."""
-
-STABLE_AFTER_S = 30.0
-"""A worker that ran this long before exiting is started again without waiting."""
 
 
 @contextlib.contextmanager
@@ -124,108 +95,42 @@ def browser_lines(endpoints: ServiceEndpoints, data_dir: Path) -> list[str]:
     ]
 
 
-@dataclass
-class _Slot:
-    """One worker process of ``up`` and when it may be started again."""
-
-    kind: str
-    child: subprocess.Popen[bytes]
-    started: float
-    backoff: float = RESTART_BACKOFF_S[0]
-    not_before: float = 0.0
-    """When a dead worker may start again; 0.0 until it is seen dead."""
-
-
-class Workers:
-    """``up``'s worker processes: started, started again when one exits, stopped."""
-
-    def __init__(self, env: dict[str, str], ingest_workers: int) -> None:
-        self.kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers + [ENDPOINT]
-        self._env = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ, **env}
-        # The endpoint finds the embedded services as the user's commands do (services.json),
-        # so consent granted from a shell is the consent it checks.
-        self._endpoint_env = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ}
-        self._slots: list[_Slot] = []
-
-    @property
-    def children(self) -> list[subprocess.Popen[bytes]]:
-        return [slot.child for slot in self._slots]
-
-    def start(self) -> None:
-        for kind in self.kinds:
-            self._slots.append(_Slot(kind, self._spawn(kind), time.monotonic()))
-
-    def _spawn(self, kind: str) -> subprocess.Popen[bytes]:
-        command = ["endpoint"] if kind == ENDPOINT else ["worker", kind]
-        return popen_tied_to_process(  # a kill -9 of `up` is a kill -9 of them
-            [sys.executable, "-m", "turngraph.cli", *command],
-            death_signal=signal.SIGKILL,
-            env=self._endpoint_env if kind == ENDPOINT else self._env,
-        )
-
-    def restart_dead(self) -> list[str]:
-        """Start again each worker that exited (after its back-off); returns their kinds."""
-        restarted = []
-        now = time.monotonic()
-        for slot in self._slots:
-            code = slot.child.poll()
-            if code is None:
-                continue
-            if slot.not_before == 0.0:  # first seen dead
-                crashed = now - slot.started < STABLE_AFTER_S
-                wait_s = slot.backoff if crashed else 0.0
-                slot.backoff = (
-                    min(slot.backoff * 2, RESTART_BACKOFF_S[1]) if crashed else RESTART_BACKOFF_S[0]
-                )
-                slot.not_before = now + wait_s
-                log.warning(
-                    "worker_exited",
-                    kind=slot.kind,
-                    pid=slot.child.pid,
-                    exit_code=code,
-                    restart_in_s=wait_s,
-                )
-            if now < slot.not_before:
-                continue
-            slot.child = self._spawn(slot.kind)
-            slot.started, slot.not_before = time.monotonic(), 0.0
-            log.warning("worker_restarted", kind=slot.kind, pid=slot.child.pid)
-            restarted.append(slot.kind)
-        return restarted
-
-    def stop(self) -> None:
-        for child in self.children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in self.children:
-            try:
-                child.wait(timeout=WORKER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+def _worker_processes(
+    env: dict[str, str], ingest_workers: int, budget: LineBudget
+) -> list[ChildProcess]:
+    """``up``'s children: recall first (the demo asks it), maintenance, ``ingest_workers``
+    ingest workers, and the local endpoint (``turngraph endpoint``); their output goes to
+    the data folder's ``logs/`` and, within ``budget``, to the terminal."""
+    base = {"TURNGRAPH_LOG_LEVEL": "WARNING", **os.environ}
+    if sys.stderr.isatty():  # the children's output passes through a pipe: say where it ends
+        base.setdefault("TURNGRAPH_LOG_FORMAT", "console")
+    env = {**base, **env}
+    kinds = ["recall", "maintenance"] + ["ingest"] * ingest_workers
+    names = [
+        f"{kind}-{kinds[: i + 1].count(kind)}" if kind == "ingest" else kind
+        for i, kind in enumerate(kinds)
+    ]
+    argv = [sys.executable, "-m", "turngraph.cli"]
+    workers = [
+        ChildProcess(name, [*argv, "worker", kind], env, budget)
+        for name, kind in zip(names, kinds, strict=True)
+    ]
+    # The endpoint finds the embedded services as the user's commands do (services.json),
+    # so consent granted from a shell is the consent it checks.
+    return [*workers, ChildProcess("endpoint", [*argv, "endpoint"], base, budget)]
 
 
 @contextlib.contextmanager
-def _workers(env: dict[str, str], ingest_workers: int) -> Iterator[Workers]:
-    workers = Workers(env, ingest_workers)
+def _workers(workers: list[ChildProcess]) -> Iterator[list[ChildProcess]]:
     try:
-        workers.start()
+        for worker in workers:
+            worker.start()
         yield workers
     finally:
-        workers.stop()
+        stop_all(workers)
 
 
-def supervise(services: EmbeddedServices | None, workers: Workers) -> None:
-    """Until a stop signal: every :data:`SUPERVISE_EVERY_S`, start again the embedded
-    servers (same port and credentials) and the workers that died."""
-    while True:
-        pause(SUPERVISE_EVERY_S)
-        if services is not None:
-            services.restart_dead()
-        workers.restart_dead()
-
-
-def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool:
+def run_demo(settings: Settings, recall_worker: ChildProcess) -> bool:
     assert settings.redis_url
     conn = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
     scopes = demo.DemoScopes.hashed(ScopeHasher.for_data_dir(settings.data_dir))
@@ -248,13 +153,13 @@ def run_demo(settings: Settings, recall_worker: subprocess.Popen[bytes]) -> bool
         # The recall worker of this run may still be reading the graph, or behind the
         # change stream: wait until its own replica's heartbeat says the memories are
         # loaded and the stream applied as far as it reached once the turns were ingested.
-        host, pid = socket.gethostname(), recall_worker.pid
+        host, pid = socket.gethostname(), recall_worker.pid or 0
         last: Any = conn.xrevrange(settings.changes_stream, count=1)
         applied = last[0][0].decode() if last else "0-0"
         if not demo.wait_for(
             lambda: process_is_ready(conn, host, pid, applied=applied),
             DEMO_TIMEOUT_S,
-            lambda: recall_worker.poll() is None,
+            lambda: not recall_worker.died(),
         ):
             print(f"the recall worker was not ready within {DEMO_TIMEOUT_S:.0f}s")
             return False
@@ -279,21 +184,25 @@ def run_up(args: argparse.Namespace) -> int:
     settings = with_graph_option(Settings(), args)
     configure_logging(settings)
     stop_on_signals()  # SIGTERM and SIGINT alike, even when SIGINT came in ignored
+    budget = LineBudget(settings.data_dir / "logs")
     try:
         with (
             _services(settings) as (env, services),
-            _workers(env, args.ingest_workers) as workers,
+            _workers(_worker_processes(env, args.ingest_workers, budget)) as workers,
         ):
             live = settings.model_copy(
                 update={"redis_url": env.get("TURNGRAPH_REDIS_URL", settings.redis_url)}
             )
-            found = run_demo(live, recall_worker=workers.children[0])
+            found = run_demo(live, recall_worker=workers[0])
             if args.exit_after_demo:
                 return 0 if found else 1
             print("turngraph is running; press Ctrl-C (or send SIGTERM) to stop.", flush=True)
-            supervise(services, workers)
+            servers = services.servers if services is not None else []
+            Supervisor([*servers, *workers], budget).run()  # a child that dies comes back
     except StopSignal as stopped:
         log.info("stopped", signal=str(stopped))
+    finally:
+        budget.flush()
     return 0
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import os
 import signal
 import sys
@@ -55,6 +54,7 @@ from turngraph.metrics import (
 )
 from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
+from turngraph.supervisor import Backoff, Supervisor, follow_embedded_services
 from turngraph.worker_config import config_fingerprint
 from turngraph.workers.graph.errors import convert
 from turngraph.workers.ingest.admission import Admission
@@ -63,10 +63,6 @@ from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.rq_adapter import StoppableWorker
 
 log = structlog.get_logger(__name__)
-
-
-RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0)
-"""Waits between attempts to reach Redis again after an RQ worker quit on losing it."""
 
 
 def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: bool) -> int:
@@ -107,6 +103,20 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             wait_for_redis(clients.redis)
         except StopRequested:  # the old worker's signal handlers still answer a stop
             return 0
+        if worker is not None:
+            retire_scheduler(worker)
+
+
+def retire_scheduler(worker: StoppableWorker) -> None:
+    """The scheduler of a worker whose loop ended on a lost Redis: stopped, and its locks
+    released (RQ's ``RQScheduler.release_locks``, owner-checked). They outlive a Redis
+    restart (append-only file) for a minute, and the next worker's scheduler could not
+    take them meanwhile: retries and periodic jobs waited (seen: the maintenance worker's
+    scheduler not back 30 s after Redis was killed under ``up``)."""
+    worker.stop_scheduler()
+    if worker.scheduler is not None:
+        with contextlib.suppress(redis.RedisError):
+            worker.scheduler.release_locks()
 
 
 HELPER_JOIN_S = 5.0
@@ -127,25 +137,25 @@ def wait_for_graph(build: Callable[[], IngestPipeline]) -> IngestPipeline:
     """``build()``, again with back-off while the graph server is unreachable or starting
     (its schema is set up first): an ingest worker started beside a restarting graph
     server waits for it instead of dying."""
-    for attempt in itertools.count():
+    for attempt, delay in enumerate(Backoff().delays(), start=1):
         try:
             return build()
         except (TransientError, neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
             if isinstance(convert(exc, "set up the schema"), PermanentError):
                 raise
-            delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
-            log.warning("ingest_worker_waiting_for_graph", attempt=attempt + 1, delay_s=delay)
+            log.warning("ingest_worker_waiting_for_graph", attempt=attempt, delay_s=delay)
             time.sleep(delay)
     raise AssertionError("unreachable")
 
 
 def wait_for_redis(conn: redis.Redis) -> None:
-    for attempt in itertools.count():
-        delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
-        log.warning("rq_worker_waiting_for_redis", attempt=attempt + 1, delay_s=delay)
+    """Until Redis answers again, with the supervisor's back-off; logs once."""
+    log.warning("rq_worker_waiting_for_redis")
+    for delay in Backoff().delays():
         pause(delay)  # a stop only recorded (RQ's handlers never came in) ends the wait
         with contextlib.suppress(redis.RedisError):
             if conn.ping():
+                log.info("rq_worker_redis_back")
                 return
 
 
@@ -161,6 +171,11 @@ def run_worker(args: argparse.Namespace) -> int:
         clients = build_clients(settings)
     except StopSignal:
         return 0
+    if not settings.redis_url:  # embedded, found through services.json: follow it
+        assert clients.settings.redis_url and clients.settings.graph_uri
+        follow_embedded_services(
+            settings.data_dir, clients.settings.redis_url, clients.settings.graph_uri
+        )
     registry = new_registry()
     queue_bound = settings.max_queue_length
     registry.register(QueueCollector(clients.redis, settings.ingest_queue, queue_bound))
@@ -290,7 +305,7 @@ def run_services(args: argparse.Namespace) -> int:
                 data_dir=str(settings.data_dir),
             )
             try:
-                services.supervise()  # a server that dies comes back on its port
+                Supervisor(services.servers).run()  # a server that dies comes back on its port
             finally:
                 # A runner (honcho) signals every process at once; the workers' warm
                 # shutdown still talks to Redis, so the servers outlive their clients.

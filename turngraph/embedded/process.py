@@ -3,6 +3,7 @@ kernel when its parent dies (see ``turngraph.lifecycle``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,6 +11,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import psutil
 
 from turngraph.lifecycle import popen_tied_to_process, raise_if_stopping
 from turngraph.producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
@@ -49,77 +52,55 @@ def port_open(port: int) -> bool:
         return False
 
 
-def _same_path(link: Path, target: Path) -> bool:
-    try:
-        return link.readlink() == target
-    except OSError:  # gone, or another user's process
-        return False
-
-
 def processes_running(executable: Path, cwd: Path) -> list[int]:
-    """This user's processes running ``executable`` in ``cwd`` (Linux ``/proc``; elsewhere
-    none are found). Both must match: a shell that merely sits in the folder is not one."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
+    """This user's processes running ``executable`` in ``cwd``. Both must match: a shell
+    that merely sits in the folder is not one."""
     executable, cwd = executable.resolve(), cwd.resolve()
     found = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        if _same_path(entry / "exe", executable) and _same_path(entry / "cwd", cwd):
-            found.append(int(entry.name))
+    for proc in psutil.process_iter(["pid", "exe", "cwd"]):
+        exe, where = proc.info["exe"], proc.info["cwd"]  # None: another user's process
+        mine = proc.pid != os.getpid() and exe and where
+        if mine and Path(exe) == executable and Path(where) == cwd:
+            found.append(proc.pid)
     return found
 
 
 def processes_holding(path: Path) -> list[int]:
-    """This user's processes with ``path`` open (Linux ``/proc``; elsewhere none)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
+    """This user's processes with ``path`` open."""
     path = path.resolve()
     holders = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            if any(_same_path(fd, path) for fd in (entry / "fd").iterdir()):
-                holders.append(int(entry.name))
-        except OSError:  # gone, or another user's process
+            if any(Path(opened.path) == path for opened in proc.open_files()):
+                holders.append(proc.pid)
+        except psutil.Error:  # gone, or another user's process
             continue
     return holders
 
 
 def end_processes(pids: Sequence[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM, then SIGKILL what is still there after ``timeout_s``; waits for the end."""
+    alive = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            alive.append(psutil.Process(pid))
     for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
-        alive = [pid for pid in pids if _signal(pid, sig)]
-        deadline = time.monotonic() + wait_s
-        while alive and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling another process's exit (not our child: no wait())
-            alive = [pid for pid in alive if _exists(pid)]
+        for proc in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.send_signal(sig)
+        _, alive = psutil.wait_procs(alive, timeout=wait_s)
+        alive = [proc for proc in alive if _running(proc)]
         if not alive:
             return
     raise EmbeddedServiceError(f"processes {sorted(pids)} did not end on SIGKILL")
 
 
-def _signal(pid: int, sig: signal.Signals) -> bool:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _exists(pid: int) -> bool:
+def _running(proc: psutil.Process) -> bool:
     """Alive and not a zombie (an orphan's zombie is reaped by init, not by us)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 class OneProcessServer:

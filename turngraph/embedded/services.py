@@ -6,7 +6,7 @@ knows that anything left in the folder -- a ``services.json``, a server still ru
 there -- belongs to an owner that is gone, and clears it before starting. It starts the
 servers on the ports (and the Redis password) that file named, where they are free, so
 workers, bridges and MCP servers still running reconnect by themselves; while it runs it
-restarts a server that died on the same port and credentials (:meth:`supervise`).
+restarts a server that died on the same port and credentials (``turngraph.supervisor``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import get_args
 from urllib.parse import urlsplit
 
+import psutil
 import structlog
 
 from turngraph.embedded.graph_server import GraphServer
 from turngraph.embedded.neo4j_server import NEO4J_FOLDER, Neo4jServer
 from turngraph.embedded.process import end_processes, port_free
 from turngraph.embedded.redis_server import RedisServer
-from turngraph.lifecycle import pause, raise_if_stopping
+from turngraph.lifecycle import raise_if_stopping
 from turngraph.producers.private_files import (
     PRIVATE_FILE_MODE,
     ensure_private_dir,
@@ -43,9 +44,6 @@ STATE_FILE = "services.json"
 
 LOCK_FILE = "services.lock"
 """Held (``flock``) by the process that owns the data folder's servers; holds its pid."""
-
-SUPERVISE_EVERY_S = 1.0
-"""How often the owner checks that its servers still run (a dead one is restarted)."""
 
 
 @dataclass(frozen=True)
@@ -70,16 +68,6 @@ class ServiceEndpoints:
         }
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _read_state(path: Path) -> ServiceEndpoints | None:
     try:
         return ServiceEndpoints(**json.loads(path.read_text()))
@@ -90,7 +78,7 @@ def _read_state(path: Path) -> ServiceEndpoints | None:
 def read_endpoints(data_dir: Path) -> ServiceEndpoints | None:
     """The endpoints of embedded services started by a live process, if any."""
     endpoints = _read_state(data_dir / STATE_FILE)
-    return endpoints if endpoints is not None and _alive(endpoints.owner_pid) else None
+    return endpoints if endpoints is not None and psutil.pid_exists(endpoints.owner_pid) else None
 
 
 def wait_for_endpoints(data_dir: Path, timeout_s: float) -> ServiceEndpoints:
@@ -184,29 +172,10 @@ class EmbeddedServices:
             self.redis.stop()
             self._release_lock()
 
-    def restart_dead(self) -> list[str]:
-        """Start again, on the same port and credentials, each server that died; returns
-        the names of those restarted. A failed restart is logged and tried next time."""
-        restarted = []
-        for server in (self.redis, self.graph):
-            if not server.died():
-                continue
-            log.warning("embedded_server_died", server=server.name, pid=server.pid)
-            try:
-                server.start()
-            except EmbeddedServiceError as error:
-                log.error("embedded_server_restart_failed", server=server.name, error=str(error))
-                continue
-            log.info("embedded_server_restarted", server=server.name, pid=server.pid)
-            restarted.append(server.name)
-        return restarted
-
-    def supervise(self) -> None:
-        """Until a stop signal (raised as :class:`~turngraph.lifecycle.StopSignal`):
-        every :data:`SUPERVISE_EVERY_S`, restart the servers that died."""
-        while True:
-            pause(SUPERVISE_EVERY_S)
-            self.restart_dead()
+    @property
+    def servers(self) -> list[RedisServer | GraphServer | Neo4jServer]:
+        """The servers, for a :class:`~turngraph.supervisor.Supervisor` to keep running."""
+        return [self.redis, self.graph]
 
     def _reuse(self, previous: ServiceEndpoints) -> None:
         """The previous owner's ports and Redis password, where the ports are free."""
