@@ -8,10 +8,12 @@ import json
 import pytest
 
 from bench.overload import SHARED_EVENTS, overload_event, run_overload
+from tests.support.conversation import ingest
 from turngraph.app import ingest_burst
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import ingested_key, read_stats
 from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.keys import QUEUE_STATS_TEMPLATE
 
 pytestmark = pytest.mark.integration
 
@@ -22,9 +24,13 @@ BOUND = 100
 def test_overload_keeps_the_bound_and_counts_exactly(clients: Clients, policy: DropPolicy) -> None:
     queue_name = clients.settings.ingest_queue
     assert clients.settings.redis_url
-    already_ingested = [overload_event("s_shared", i).event_id for i in range(SHARED_EVENTS // 4)]
-    for event_id in already_ingested:  # every producer publishes these: duplicates
-        clients.redis.set(ingested_key(event_id), b"1")  # what an ingest worker sets
+    shared = [overload_event("s_shared", i) for i in range(SHARED_EVENTS // 4)]
+    # every producer publishes these: duplicates. Really ingested: a marker alone is no
+    # longer trusted, admission checks the graph holds the turn (idempotency follows it)
+    ingest(clients, shared)
+    already_ingested = [event.event_id for event in shared]
+    assert all(clients.redis.exists(ingested_key(event_id)) for event_id in already_ingested)
+    clients.redis.delete(QUEUE_STATS_TEMPLATE.format(queue=queue_name))  # count the run only
     run = run_overload(
         clients.settings.redis_url,
         policy=policy,
