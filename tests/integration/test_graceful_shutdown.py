@@ -1,6 +1,7 @@
 """Graceful SIGTERM of the RQ worker processes, real processes on real servers, with a
-slow LLM (the local OpenAI-compatible test server) holding a batch or job in flight:
-ingest finishes its batch job (a second signal ends it at once and RQ's Retry runs it
+slow endpoint (the local OpenAI-compatible test server) holding a batch or job in flight:
+ingest (which never calls the LLM) is held in its embedding call, maintenance in its LLM
+call. Ingest finishes its batch job (a second signal ends it at once and RQ's Retry runs it
 again later), maintenance finishes its job; both exit 0. (Recall: test_recall_degradation.py.)"""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 import redis
 
 from tests.support.distill import decision_events
-from tests.support.fake_openai import FakeOpenAI, Reply, slow
+from tests.support.fake_openai import FakeOpenAI, Reply, slow_vectors
 from tests.support.rq_keys import RQ_QUEUE_PREFIX
 from tests.support.turns import turn
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
@@ -48,6 +49,20 @@ def _llm_env(clients: Clients, fake: FakeOpenAI) -> dict[str, str]:
     )
 
 
+def _embedding_env(clients: Clients, fake: FakeOpenAI) -> dict[str, str]:
+    """Ingest embeds each batch through the fake's slow ``/v1/embeddings``."""
+    return worker_env(
+        clients,
+        TURNGRAPH_EMBEDDING_PROVIDER="openai",
+        TURNGRAPH_EMBEDDING_BASE_URL=fake.base_url,
+        TURNGRAPH_EMBEDDING_API_KEY="test",
+        TURNGRAPH_EMBEDDING_MODEL="fake-embed",
+        TURNGRAPH_EMBEDDING_TIMEOUT_S="60",
+        TURNGRAPH_EMBEDDING_MAX_RETRIES="0",
+        TURNGRAPH_DISTILL_ENABLED="false",
+    )
+
+
 def _enqueue(clients: Clients) -> list[str]:
     events = [turn(f"shutdown check {i}: src/s{i}.py", i, session="shutdown") for i in range(TURNS)]
     queue = ingest_queue(clients)
@@ -56,13 +71,13 @@ def _enqueue(clients: Clients) -> list[str]:
 
 
 def test_sigterm_lets_the_ingest_batch_finish(clients: Clients, fake: FakeOpenAI) -> None:
-    fake.add(*[slow({"turns": []}, delay_s=3.0) for _ in range(8)])
+    fake.add_embeddings(*[slow_vectors(delay_s=3.0) for _ in range(8)])
     ids = _enqueue(clients)
     conn, queue = clients.redis, ingest_queue(clients)
-    proc = start_worker("ingest", _llm_env(clients, fake))
+    proc = start_worker("ingest", _embedding_env(clients, fake))
     signalled = False
     try:
-        assert wait_for(lambda: fake.requests, 90), "the batch never reached the LLM"
+        assert wait_for(lambda: fake.embedding_requests, 90), "the batch never embedded"
         assert queue.started_job_registry.count == 1  # a batch is in flight
         proc.send_signal(signal.SIGTERM)
         signalled = True
@@ -81,13 +96,15 @@ def test_sigterm_lets_the_ingest_batch_finish(clients: Clients, fake: FakeOpenAI
 
 
 def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenAI) -> None:
-    fake.add(*[slow({"turns": []}, delay_s=20.0) for _ in range(8)])
+    fake.add_embeddings(*[slow_vectors(delay_s=20.0) for _ in range(8)])
     ids = _enqueue(clients)
     conn, queue = clients.redis, ingest_queue(clients)
-    proc = start_worker("ingest", _llm_env(clients, fake))
+    proc = start_worker("ingest", _embedding_env(clients, fake))
+    signalled = False
     try:
-        assert wait_for(lambda: fake.requests, 90), "the batch never reached the LLM"
+        assert wait_for(lambda: fake.embedding_requests, 90), "the batch never embedded"
         proc.send_signal(signal.SIGTERM)  # warm: would wait for the batch
+        signalled = True
         time.sleep(1.5)  # RQ ignores a repeat within a second
         proc.send_signal(signal.SIGTERM)  # cold: hand it back now
         started = time.monotonic()
@@ -95,7 +112,9 @@ def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenA
         took = time.monotonic() - started
     finally:
         fake.stop_hangs()
-    assert took < 10, output[-3000:]  # did not wait for the 20 s LLM answer
+        if proc.poll() is None:  # a failed check above: never leave the worker running
+            stop(proc, signalled=signalled)
+    assert took < 10, output[-3000:]  # did not wait for the 20 s embedding answer
     assert not any(is_ingested(conn, i) for i in ids)
     # the batch job in flight failed on the cold stop and waits for its retry; the rest
     # waits in the inbox or RQ's queue: every turn once, nothing lost

@@ -12,9 +12,9 @@ like llama-cpp-python, with a 500 whose body names ``response_format``
 only (a reply without scripted ``prompt_tokens`` reports what was read, 4 characters a
 token). Every request is recorded (body, headers, arrival time) for assertions.
 
-``POST /v1/embeddings`` pops its own script (:meth:`FakeOpenAI.add_embeddings`: errors and
-hangs as above); with nothing scripted it answers real vectors: each text's words hashed
-into :data:`EMBEDDING_DIM` buckets, so texts sharing words are similar.
+``POST /v1/embeddings`` pops its own script (:meth:`FakeOpenAI.add_embeddings`: errors,
+hangs and :func:`slow_vectors`); with nothing scripted it answers real vectors: each
+text's words hashed into :data:`EMBEDDING_DIM` buckets, so texts sharing words are similar.
 """
 
 from __future__ import annotations
@@ -89,6 +89,11 @@ def error(status: int, headers: dict[str, str] | None = None) -> Reply:
         headers=headers or {},
         body={"error": {"message": f"scripted {status}", "type": "scripted", "code": None}},
     )
+
+
+def slow_vectors(delay_s: float) -> Reply:
+    """For ``add_embeddings``: the real vectors after ``delay_s`` seconds (a slow endpoint)."""
+    return Reply(delay_s=delay_s)
 
 
 def hang() -> Reply:
@@ -264,6 +269,10 @@ class FakeOpenAI:
                 if scripted is not None and scripted.hang:
                     server._release.wait()
                     return
+                if scripted is not None and scripted.delay_s:
+                    if server._release.wait(scripted.delay_s):
+                        return  # stopping
+                    scripted = None if scripted.body is None else scripted
                 if scripted is not None:
                     self._send(scripted.status, scripted.body or {}, scripted.headers)
                     return
