@@ -1,0 +1,110 @@
+"""What README.md and docs/ name exists: every ``python -m bench.X``, every ``turngraph``
+command and subcommand, every ``make`` target, every relative link and its anchor."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from turngraph.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+_SPAN = re.compile(r"`([^`\n]+)`")
+_BENCH = re.compile(r"python -m bench\.([a-z_]+)\b")
+_COMMAND = re.compile(r"(?:^|[\s(;|&$])turngraph ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
+_MAKE = re.compile(r"(?:^|[\s(;|&])make ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*)")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _code(text: str) -> list[str]:
+    """The text of every fenced block and inline code span."""
+    blocks = _FENCE.findall(text)
+    rest = _FENCE.sub("", text)
+    return blocks + _SPAN.findall(rest)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _named(pattern: re.Pattern[str]) -> list[tuple[str, re.Match[str]]]:
+    return [
+        (doc.relative_to(ROOT).as_posix(), match)
+        for doc in DOCS
+        for code in _code(doc.read_text(encoding="utf-8"))
+        for match in pattern.finditer(code)
+    ]
+
+
+def test_the_docs_name_benches_and_commands() -> None:
+    # The checks below must have something to check.
+    assert len(_named(_BENCH)) > 10 and len(_named(_COMMAND)) > 20
+
+
+def test_every_bench_named_exists() -> None:
+    missing = sorted(
+        {
+            f"{doc}: python -m bench.{m[1]}"
+            for doc, m in _named(_BENCH)
+            if not (ROOT / "bench" / f"{m[1]}.py").is_file()
+        }
+    )
+    assert missing == []
+
+
+def test_every_turngraph_command_named_exists() -> None:
+    commands = _subcommands(build_parser())
+    missing = set()
+    for doc, m in _named(_COMMAND):
+        command, sub = m[1], m[2]
+        if command not in commands:
+            missing.add(f"{doc}: turngraph {command}")
+            continue
+        subs = _subcommands(commands[command])
+        if subs and sub is not None and sub not in subs:
+            missing.add(f"{doc}: turngraph {command} {sub}")
+    assert sorted(missing) == []
+
+
+def test_every_make_target_named_exists() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([A-Za-z][\w-]*)\s*:", makefile, re.M))
+    missing = {
+        f"{doc}: make {target}"
+        for doc, m in _named(_MAKE)
+        for target in m[1].split()
+        if target not in targets
+    }
+    assert sorted(missing) == []
+
+
+def _anchors(path: Path) -> set[str]:
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    anchors = set()
+    for heading in re.findall(r"^#+ (.+)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_resolves(doc: Path) -> None:
+    broken = []
+    for target in _LINK.findall(_FENCE.sub("", doc.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (doc.parent / path).resolve() if path else doc
+        exists = resolved.exists()
+        if not exists or (anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved)):
+            broken.append(target)
+    assert broken == []
