@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-dev run demo test lint typecheck unit bench schemas
+.PHONY: install install-dev run demo test lint typecheck unit bench schemas count-lines
 
 DEV_STAMP := $(VENV)/.installed-dev
 PROGRESS := sh ops/with-progress.sh
@@ -90,3 +90,7 @@ schemas: install-dev
 
 unit: install-dev
 	$(VENV)/bin/pytest -q tests/unit
+
+## Production lines of Python (non-blank, non-comment) in turngraph/ schemas/ producers/ workers/.
+count-lines:
+	python3 ops/count_lines.py

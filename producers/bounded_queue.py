@@ -29,6 +29,11 @@ from turngraph.schemas.keys import (
 )
 from turngraph.schemas.turn_event import TurnEvent
 
+__all__ = [
+    "BatchResult", "BoundedQueue", "Outcome", "PreparedJob", "QueueStats", "admitted_key",
+    "inbox_script_source", "ingested_key", "is_ingested", "parse_stats", "read_stats",
+]  # fmt: skip
+
 
 class Outcome(IntEnum):
     """What the script did with one event (duplicates are found at admission)."""

@@ -16,6 +16,11 @@ from turngraph.schemas.bridge_common import error_reply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.json_lines import ID_WINDOW_CHARS, MAX_LINE_BYTES, request_id, too_long
 
+__all__ = [
+    "LineHandler", "LongLine", "decode_line", "encode_reply", "handle_bytes", "read_lines",
+    "serve",
+]  # fmt: skip
+
 
 @dataclass(frozen=True)
 class LongLine:

@@ -25,6 +25,12 @@ from turngraph.schemas.errors import ConfigurationError
 from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
 from turngraph.schemas.recall import DEFAULT_DEADLINE_MS, RecallResponse
 
+__all__ = [
+    "CONNECT_TIMEOUT_S", "DISTILL_SOCKET_TIMEOUT_S", "RECALL_SOCKET_SLACK_S", "STATUS_DEADLINE_S",
+    "Connection", "ProducerSettings", "Reachability", "Recaller", "connect", "open_publisher",
+    "reachability",
+]  # fmt: skip
+
 RECALL_SOCKET_SLACK_S = 0.5
 """The recall connection's socket timeout is the deadline plus this."""
 

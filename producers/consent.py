@@ -14,6 +14,11 @@ from urllib.parse import urlsplit
 
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 
+__all__ = [
+    "CONSENT_FILE", "CONSENT_VERSION", "ConsentStore", "consent_endpoint", "enable_command",
+    "endpoint_id",
+]  # fmt: skip
+
 CONSENT_FILE = "consent.json"
 """File under ``settings.data_dir`` recording the grants."""
 

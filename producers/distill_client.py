@@ -24,6 +24,8 @@ from turngraph.schemas.memories import PromotionKind
 from turngraph.schemas.recap import RollingContext
 from turngraph.schemas.validation import invalid_fields
 
+__all__ = ["REQUEST_TTL_S", "DistillClient"]
+
 log = structlog.get_logger(__name__)
 
 REQUEST_TTL_S = 300

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from turngraph.schemas.turn_event import GitInfo
 
+__all__ = ["GIT_TIMEOUT_S", "git_metadata"]
+
 GIT_TIMEOUT_S = 0.5
 """Each git call may take this long; a slow or missing git gives no metadata, not a wait."""
 

@@ -7,6 +7,11 @@ import os
 import tempfile
 from pathlib import Path
 
+__all__ = [
+    "PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "PRIVATE_UMASK", "ensure_private_dir",
+    "write_private_text",
+]  # fmt: skip
+
 PRIVATE_DIR_MODE = 0o700
 """Mode of the data folder and of every folder turngraph creates under it."""
 

@@ -35,6 +35,13 @@ from turngraph.schemas import defaults
 from turngraph.schemas.defaults import DropPolicy
 from turngraph.schemas.turn_event import TurnEvent
 
+__all__ = [
+    "DEFAULT_BATCH_SIZE", "DEFAULT_BUFFER_MAX_CHARS", "DEFAULT_BUFFER_SIZE",
+    "DEFAULT_CLOSE_TIMEOUT_S", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_MAX_BACKOFF_MS",
+    "DEFAULT_MIN_BACKOFF_MS", "DEFAULT_SOCKET_TIMEOUT_S", "IDLE_WAKE_S", "PIPELINE_DEPTH",
+    "ConsentCheck", "Publisher",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 DEFAULT_BUFFER_SIZE = defaults.PUBLISH_BUFFER_SIZE

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+__all__ = ["PublisherStats"]
+
 
 @dataclass
 class PublisherStats:

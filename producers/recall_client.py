@@ -25,6 +25,8 @@ from turngraph.schemas.shards import NO_REPLICA, request_shard, shard_requests_k
 from turngraph.schemas.tenants import qualify, recall_reply_prefix, recall_requests_key
 from turngraph.schemas.validation import invalid_fields
 
+__all__ = ["REQUEST_TTL_S", "SERVER", "NoReplica", "RecallClient"]
+
 log = structlog.get_logger(__name__)
 
 REQUEST_TTL_S = 60

@@ -35,6 +35,12 @@ from turngraph.schemas.turn_event import (
     TurnEvent,
 )
 
+__all__ = [
+    "DENSE_TRIGGER_CHARS", "HASHED_ID_PREFIX", "PLACEHOLDER", "RULES", "TRUNCATED_MARKER",
+    "RedactedEvent", "Rule", "contains_secret", "find_secrets", "fit", "looks_secret", "redact",
+    "redact_and_fit", "redact_event", "secret_free_id",
+]  # fmt: skip
+
 PLACEHOLDER = "[REDACTED:{kind}]"
 """What a secret is replaced with."""
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 
+__all__ = ["HINTS_FILE", "HINTS_VERSION", "MAX_HINT_CHARS", "ScopeHints", "folder_hint"]
+
 HINTS_FILE = "scope-hints.json"
 """File under ``settings.data_dir`` with the hints."""
 

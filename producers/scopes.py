@@ -18,6 +18,10 @@ from pathlib import Path
 from turngraph.producers.private_files import ensure_private_dir
 from turngraph.schemas.scopes import Scope
 
+__all__ = [
+    "ID_HEX_CHARS", "SALT_BYTES", "SALT_FILE", "ScopeHasher", "is_scope_id", "load_or_create_salt",
+]  # fmt: skip
+
 SALT_FILE = "scope.salt"
 """File under ``settings.data_dir`` holding the installation's salt (hex)."""
 

@@ -15,6 +15,8 @@ from redis.connection import AbstractConnection
 
 from turngraph.producers.bounded_queue import BatchResult, PreparedJob
 
+__all__ = ["SEND_ERRORS", "ScriptSender", "ScriptTarget", "pack_resp"]
+
 SEND_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError)
 """What a send or receive may raise; the caller keeps the jobs and backs off."""
 

@@ -22,6 +22,8 @@ import redis
 
 from turngraph.schemas.shards import shard_alive_key
 
+__all__ = ["LIBRARY_NAME", "PUSH_FUNCTION", "library_source", "load_shard_push", "push_if_served"]
+
 PUSH_FUNCTION = "turngraph_shard_push"
 """The Redis Function a sharded client calls (``FCALL``)."""
 

@@ -29,6 +29,11 @@ from turngraph.producers.bounded_queue import (
 from turngraph.schemas.defaults import DropPolicy
 from turngraph.schemas.tenants import check_tenant, inbox_key, inbox_stats_key, inbox_wake_key
 
+__all__ = [
+    "INBOX_FUNCTION", "LIBRARY_NAME", "TenantInbox", "library_source", "load_inbox_function",
+    "read_inbox_stats",
+]  # fmt: skip
+
 INBOX_FUNCTION = "turngraph_inbox_push"
 """The Redis Function a tenant's producer calls (``FCALL``)."""
 

@@ -9,6 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from turngraph.schemas.errors import ErrorCode
 
+__all__ = [
+    "MAX_FLUSH_TIMEOUT_S", "MAX_RAW_KEY_CHARS", "REPLY_CONFIG", "REQUEST_CONFIG", "Clamped",
+    "ClampedOptions", "ErrorReply", "OpRequest", "RawKey", "RequestId", "SuccessReply",
+    "WorkerReply", "error_reply",
+]  # fmt: skip
+
 MAX_RAW_KEY_CHARS = 4_096
 """Longest raw scope key (a workspace path) the bridge hashes."""
 

@@ -31,6 +31,12 @@ from turngraph.schemas.recap import ContextTurn, SessionRecap
 from turngraph.schemas.scopes import PromotionScope
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
+__all__ = [
+    "DISTILL_REPLY_MODELS", "MAX_DISTILL_DEADLINE_MS", "MIN_DISTILL_DEADLINE_MS", "ContextReply",
+    "ContextRequest", "MemoryId", "PromotableKind", "PromoteReply", "PromoteRequest", "RecapReply",
+    "RecapRequest", "SummarizeReply", "SummarizeRequest", "SummaryReply", "SummaryRequest",
+]  # fmt: skip
+
 MIN_DISTILL_DEADLINE_MS = 100
 MAX_DISTILL_DEADLINE_MS = 120_000
 """A distill op's ``deadline_ms`` outside this range is clamped and named in ``clamped``."""

@@ -42,6 +42,12 @@ from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.scopes import Scope
 from turngraph.schemas.validation import invalid_fields
 
+__all__ = [
+    "CHANGE_FIELD", "CHANGE_SCHEMA_VERSION", "MAX_DIMENSION", "READABLE_VERSIONS", "ChangeEntry",
+    "Embedding", "MemoryKind", "MemoryRecord", "MemoryRemoval", "MemoryStatus", "MemoryUpsert",
+    "ScopeForgotten", "StatusChange", "decode_change", "encode_change",
+]  # fmt: skip
+
 CHANGE_SCHEMA_VERSION: Literal[2] = 2
 """Bumped on any incompatible change of the change-stream entries. Version 2 sends an
 embedding's vector packed (:class:`Embedding`); version 1 sent it as a JSON list of

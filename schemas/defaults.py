@@ -9,6 +9,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+__all__ = [
+    "CHANGES_MAXLEN", "COMPACT_AFTER_DAYS", "COMPACT_MIN_SUMMARIES", "COMPACT_SWEEP_EVERY_S",
+    "DISTILL_REPLY_TTL_S", "FAILURE_TTL_S", "INGESTED_TTL_S", "INGEST_FUNCTION", "INGEST_QUEUE",
+    "JOB_TIMEOUT_S", "MAINTENANCE_QUEUE", "MAX_QUEUE_LENGTH", "PUBLISH_BUFFER_SIZE",
+    "RECALL_LAG_DEGRADED_S", "RECALL_REPLY_TTL_S", "RECAP_BUDGET_TOKENS", "REEXTRACT_EVERY_S",
+    "REEXTRACT_PENDING_MAX", "RESULT_TTL_S", "RETRIES", "RETRY_INTERVALS_S",
+    "ROLLING_SUMMARY_WORDS", "ROLLING_VERBATIM_TURNS", "SUMMARY_EVERY_N_TURNS", "DropPolicy",
+    "EmbeddingProviderName", "GraphEngine",
+]  # fmt: skip
+
 INGEST_QUEUE = "turngraph-ingest"
 """RQ queue the producers publish turn events onto."""
 

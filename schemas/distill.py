@@ -21,6 +21,11 @@ from turngraph.schemas.recap import SessionRecap
 from turngraph.schemas.scopes import PromotionScope
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
+__all__ = [
+    "DEFAULT_DISTILL_DEADLINE_MS", "DISTILL_SCHEMA_VERSION", "DistillOp", "DistillRequest",
+    "DistillResponse",
+]  # fmt: skip
+
 DISTILL_SCHEMA_VERSION: Literal[1] = 1
 
 DEFAULT_DISTILL_DEADLINE_MS = 30_000

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+__all__ = [
+    "BackendUnavailableError", "ConfigurationError", "EmbeddedServiceError", "ErrorCode",
+    "InvalidPayloadError", "PermanentError", "TransientError", "TurngraphError",
+]  # fmt: skip
+
 
 class TurngraphError(Exception):
     """Root of every error this project raises on purpose."""

@@ -18,6 +18,11 @@ from turngraph.schemas.bridge import REPLY_MODELS, REQUEST_MODELS, BridgeRequest
 from turngraph.schemas.recall import RecallRequest, RecallResponse
 from turngraph.schemas.turn_event import TurnEvent
 
+__all__ = [
+    "EXPORTS", "SCHEMA_DIR", "SCHEMA_ID_BASE", "Mode", "main", "render", "stale_files",
+    "write_all",
+]  # fmt: skip
+
 SCHEMA_DIR = Path(__file__).with_name("json")
 """Where the exported files live (committed)."""
 

@@ -25,6 +25,11 @@ from typing import Any
 
 from turngraph.schemas.errors import InvalidPayloadError
 
+__all__ = [
+    "ID_WINDOW_CHARS", "MAX_DEPTH", "MAX_LINE_BYTES", "InvalidLineError", "nesting_depth",
+    "parse_line", "request_id", "too_long",
+]  # fmt: skip
+
 MAX_LINE_BYTES = 4_000_000
 """A longer line is refused (and skipped to its end, so the next line is read intact)."""
 

@@ -5,6 +5,15 @@ RQ's own key names are not here: RQ's objects know them (``Queue.key``, ``Job.ke
 
 from __future__ import annotations
 
+__all__ = [
+    "ADMISSION_LIST_TEMPLATE", "ADMITTED_PREFIX", "CHANGES_STREAM", "DEAD_LETTERS_TEMPLATE",
+    "DISTILL_REPLY_PREFIX", "DISTILL_REQUESTS", "ENRICH_REQUESTED", "FORGET_EPOCH",
+    "GRAPH_IDENTITY", "INBOX_TEMPLATE", "INBOX_WAKE_TEMPLATE", "INGESTED_PREFIX",
+    "LLM_MODE_PREFIX", "LLM_STATS", "LOCK_PREFIX", "QUEUE_STATS_TEMPLATE", "RECALL_REPLICA_PREFIX",
+    "RECALL_REPLY_PREFIX", "RECALL_REQUESTS", "REEXTRACT_ATTEMPTS", "REEXTRACT_PENDING",
+    "REEXTRACT_STATS", "ROLLING_CONTEXT_PREFIX", "TOMBSTONE_PREFIX",
+]  # fmt: skip
+
 QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
 """Hash of a queue's counters, shared by every producer."""
 

@@ -11,6 +11,11 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from turngraph.schemas.scopes import ScopeValue
 
+__all__ = [
+    "MAX_MEMORY_CHARS", "MEMORY_SCHEMA_VERSION", "PROMOTABLE", "MemoryOrigin", "PromotedMemory",
+    "PromotionKind", "render_memory",
+]  # fmt: skip
+
 MEMORY_SCHEMA_VERSION: Literal[1] = 1
 
 MAX_MEMORY_CHARS = 2_000

@@ -11,6 +11,11 @@ from turngraph.schemas.bridge_common import WorkerReply
 from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import ScopeName, ScopeValue
 
+__all__ = [
+    "CLAMPED_RECALL_OPTIONS", "DEFAULT_DEADLINE_MS", "RECALL_SCHEMA_VERSION", "ConversationTurn",
+    "RecallRequest", "RecallResponse", "RecallResult", "ScoreBreakdown", "clamp_option",
+]  # fmt: skip
+
 RECALL_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of the recall models."""
 

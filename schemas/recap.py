@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+__all__ = ["RECAP_SCHEMA_VERSION", "ContextTurn", "RecapSection", "RollingContext", "SessionRecap"]
+
 RECAP_SCHEMA_VERSION: Literal[1] = 1
 
 

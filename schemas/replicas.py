@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+__all__ = ["HEARTBEAT_SCHEMA_VERSION", "STREAM_ENTRY_ID", "ReplicaHeartbeat", "read_heartbeat"]
+
 HEARTBEAT_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of :class:`ReplicaHeartbeat`."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
+__all__ = ["PromotionScope", "Scope", "ScopeName", "ScopeNameValue", "ScopeValue"]
+
 
 class Scope(StrEnum):
     """A scope of memory. Every node carries the (hashed) key of the scopes it belongs to.

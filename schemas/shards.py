@@ -24,6 +24,12 @@ from dataclasses import dataclass
 
 from turngraph.schemas.errors import ConfigurationError
 
+__all__ = [
+    "NO_REPLICA", "SHARDED_REQUESTS_SUFFIX", "SHARD_ALIVE_PREFIX", "SHARD_ALIVE_TTL_S",
+    "ShardConfigError", "ShardSet", "WorkspaceFilter", "parse_shard_list", "request_shard",
+    "shard_alive_key", "shard_of", "shard_requests_key",
+]  # fmt: skip
+
 WorkspaceFilter = Callable[[str], bool]
 """Which workspaces a bootstrap read returns (a sharded replica's own); memories in no
 workspace or at user level are always returned (every shard holds user partitions)."""

@@ -16,6 +16,13 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+__all__ = [
+    "MAX_ITEM_CHARS", "SUMMARY_SCHEMA_NAME", "SUMMARY_SCHEMA_VERSION", "Bullet",
+    "ConversationSummary", "DecisionRecord", "SummaryContent", "SummaryMethod",
+    "SummaryReferences", "SummaryStatus", "TimeScope", "render_decision_record", "render_summary",
+    "summary_json_schema",
+]  # fmt: skip
+
 SUMMARY_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of the models in this module."""
 

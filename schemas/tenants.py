@@ -17,6 +17,13 @@ from __future__ import annotations
 
 import re
 
+__all__ = [
+    "ACL_USER_PREFIX", "PRODUCER_COMMANDS", "QUALIFIED_PREFIX", "TENANTS_KEY", "TENANT_KEY_PREFIX",
+    "TENANT_PATTERN", "InvalidTenantError", "acl_user", "check_tenant", "inbox_key",
+    "inbox_stats_key", "inbox_wake_key", "is_qualified", "qualify", "recall_reply_prefix",
+    "recall_requests_key", "tenant_of_key", "tenant_prefix", "unqualify",
+]  # fmt: skip
+
 TENANT_PATTERN = r"[a-z0-9]{1,32}"
 """A tenant name: lower-case letters and digits, so that it can sit inside keys, ACL user
 names and qualified ids without any separator of its own."""

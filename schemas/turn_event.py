@@ -11,6 +11,14 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from turngraph.schemas.validation import rule_error
 
+__all__ = [
+    "EARLIEST_OCCURRED_AT", "ID_PATTERN", "LATEST_OCCURRED_AT", "MAX_CLIENT_NAME_CHARS",
+    "MAX_CLIENT_VERSION_CHARS", "MAX_CONTENT_CHARS", "MAX_GIT_BRANCH_CHARS",
+    "MAX_GIT_REPOSITORY_CHARS", "MAX_REFERENCE_CHARS", "MAX_SPEAKER_CHARS", "MAX_TAG_CHARS",
+    "MAX_TURN_INDEX", "TURN_EVENT_SCHEMA_VERSION", "ClientInfo", "GitInfo", "Reference", "Role",
+    "TurnEvent", "stable_event_id",
+]  # fmt: skip
+
 TURN_EVENT_SCHEMA_VERSION: Literal[1] = 1
 """Bumped on any incompatible change of :class:`TurnEvent`."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+__all__ = ["RULE_ERROR", "SCHEMA_ONLY_MESSAGES", "described_fields", "invalid_fields", "rule_error"]
+
 
 def invalid_fields(exc: ValidationError, root: str) -> list[str]:
     """Sorted dotted paths of the invalid fields; ``root`` names an error on the whole."""

@@ -50,6 +50,15 @@ if TYPE_CHECKING:
     from turngraph.workers.extraction.endpoint import LLMEndpoint
     from turngraph.workers.maintenance.context import Reextractor
 
+__all__ = [
+    "INGEST_MAINTENANCE_INTERVAL_S", "INGEST_WORKER_TTL_S", "MAINTENANCE_INTERVAL_S",
+    "SMALL_CONTEXT_TOKENS", "build_admission", "build_ask_admission", "build_distiller",
+    "build_embedder", "build_extractor", "build_graph_store", "build_ingest_worker",
+    "build_maintenance_worker", "build_pipeline", "build_recall_worker", "build_reextractor",
+    "distill_options", "enrichment_backlog", "ingest_burst", "ingest_queue", "llm_request_options",
+    "load_ontology", "maintenance_queue", "stored_lookup",
+]  # fmt: skip
+
 INGEST_MAINTENANCE_INTERVAL_S = 5
 """How often an ingest worker cleans RQ's registries: a job whose worker died is retried
 once its started-registry entry lapses (``workers/ingest/batching.py``; RQ's default is

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
     from turngraph.workers.extraction.endpoint import LLMEndpoint
 
+__all__ = [
+    "EMBEDDED_WAIT_S", "GRAPH_INITIAL_RETRY_DELAY_S", "GRAPH_RETRY_S", "INTERACTIVE_GRAPH_RETRY_S",
+    "Clients", "build_clients", "build_llm", "build_operations", "producer_consent_endpoint",
+    "producer_redis", "producer_redis_url", "resolve_endpoints", "with_endpoints",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 EMBEDDED_WAIT_S = 90.0

@@ -34,6 +34,11 @@ from turngraph.schemas.tenants import (
     tenant_prefix,
 )
 
+__all__ = [
+    "SECRET_BYTES", "Issued", "acl_rules", "issue", "issued_tenants", "persist", "revoke",
+    "write_private",
+]  # fmt: skip
+
 SECRET_BYTES = 32
 """Entropy of a generated tenant secret (``secrets.token_urlsafe``: 43 characters)."""
 

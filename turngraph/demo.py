@@ -16,6 +16,11 @@ from turngraph.producers.scopes import ScopeHasher
 from turngraph.schemas.recall import RecallResponse
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
+__all__ = [
+    "DEMO_QUESTION", "DEMO_SESSION", "DEMO_TURNS", "DEMO_USER", "DEMO_WORKSPACE", "DemoScopes",
+    "ask", "ask_until_found", "demo_events", "render", "wait_for", "wait_until_ingested",
+]  # fmt: skip
+
 DEMO_SESSION = "demo-session-1"
 DEMO_WORKSPACE = "demo-workspace"
 DEMO_USER = "demo-user"

@@ -14,6 +14,8 @@ from turngraph.schemas.tenants import check_tenant, qualify
 from turngraph.scope_keys import scope_id
 from turngraph.settings import Settings
 
+__all__ = ["forget"]
+
 
 def forget(
     settings: Settings,

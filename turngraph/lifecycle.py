@@ -29,6 +29,12 @@ if TYPE_CHECKING:  # imported where used: every command imports this module at i
     import subprocess
     from concurrent.futures import Future
 
+__all__ = [
+    "STOP_SIGNALS", "StopSignal", "defer_stops", "exit_on_signals", "forks_die_with_this_process",
+    "parent_death_preexec", "pause", "popen_tied_to_process", "raise_if_stopping",
+    "stop_on_signals", "stop_was_requested", "wait_for_stop",
+]  # fmt: skip
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 """The signals every long-running command stops on."""
 

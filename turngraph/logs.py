@@ -9,6 +9,8 @@ import structlog
 
 from turngraph.settings import LogFormat, Settings
 
+__all__ = ["RQ_LOGGERS", "configure_logging"]
+
 RQ_LOGGERS = ("rq.worker", "rq.job", "rq.scheduler", "rq.queue")
 """RQ's loggers, held to the application's level."""
 

@@ -29,6 +29,13 @@ from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import CHANGE_STREAM_LAG, GRAPH_UNAVAILABLE
 from turngraph.workers.recall.worker import RecallWorker
 
+__all__ = [
+    "BATCH_SIZE_BUCKETS", "EXPORTED_METRICS", "LATENCY_BUCKETS", "RECALL_BUCKETS",
+    "REQUEST_OUTCOMES", "SECONDS_BUCKETS", "EmbeddingCollector", "IngestHistograms",
+    "LLMCollector", "LLMSnapshot", "QueueCollector", "RecallCollector", "RequestCollector",
+    "new_registry", "recall_histogram", "recall_queued_histogram", "serve_metrics",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 EXPORTED_METRICS: dict[str, str] = {

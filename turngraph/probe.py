@@ -14,6 +14,8 @@ import redis
 
 from turngraph.settings import Settings
 
+__all__ = ["PROBE_TIMEOUT_S", "check", "main"]
+
 PROBE_TIMEOUT_S = 5.0
 """Per backend; the Kubernetes probe's own timeout is longer."""
 

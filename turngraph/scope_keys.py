@@ -12,6 +12,8 @@ from pathlib import Path
 from turngraph.producers.scopes import ScopeHasher, is_scope_id
 from turngraph.schemas.scopes import Scope
 
+__all__ = ["raw_workspace", "scope_id"]
+
 
 def raw_workspace(raw: str) -> str:
     """The raw workspace key an editor would send for ``raw``: an existing folder's absolute

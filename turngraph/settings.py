@@ -16,7 +16,7 @@ from turngraph.schemas.defaults import DropPolicy
 from turngraph.schemas.shards import ShardSet, parse_shard_list
 from turngraph.workers.recall.ranking import PRESETS as RANKING_PRESETS
 
-__all__ = ["DropPolicy", "LogFormat", "Settings", "default_data_dir"]
+__all__ = ["DropPolicy", "LogFormat", "Settings", "default_data_dir", "url_problem"]
 
 APP_NAME = "turngraph"
 """The folder name under the platform's user data directory."""

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 from turngraph.settings import Settings
 
+__all__ = ["FINGERPRINT_CHARS", "config_fingerprint"]
+
 FINGERPRINT_CHARS = 12
 """Hex digits kept of the SHA-256: enough to tell configurations apart, nothing to read."""
 

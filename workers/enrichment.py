@@ -26,7 +26,7 @@ import structlog
 from turngraph.schemas.defaults import REEXTRACT_PENDING_MAX
 from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
 
-__all__ = ["BacklogStatus", "EnrichOrder", "EnrichmentBacklog", "read_status"]
+__all__ = ["BacklogStatus", "EnrichOrder", "EnrichmentBacklog", "forget_attempts", "read_status"]
 
 log = structlog.get_logger(__name__)
 

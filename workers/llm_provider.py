@@ -19,6 +19,12 @@ import openai
 
 from turngraph.schemas.errors import PermanentError, TransientError, TurngraphError
 
+__all__ = [
+    "CONFIGURATION_STATUS", "EMBEDDING_COUNTERS", "ENDPOINT_COUNTERS", "EXTRACTION_COUNTERS",
+    "SUMMARY_COUNTERS", "TRANSIENT_STATUS", "Provider", "ProviderErrors", "ProviderStats",
+    "convert_error",
+]  # fmt: skip
+
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 """Statuses worth trying later (besides 5xx)."""
 

@@ -22,6 +22,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+__all__ = [
+    "END_TOKENS", "SAFE_CHARACTER", "SPACE_CHARS", "UnboundedSchemaError", "bounded_string",
+    "max_answer_chars", "max_answer_tokens",
+]  # fmt: skip
+
 SAFE_CHARACTER = r"[ !#-\[\]-~]"
 """Printable ASCII except ``"`` and ``\\``: one byte each, never escaped in JSON."""
 

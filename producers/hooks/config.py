@@ -29,6 +29,12 @@ from turngraph.producers.hooks.editors import (
 )
 from turngraph.schemas.errors import ConfigurationError
 
+__all__ = [
+    "BACKUP_SUFFIX", "CREATED_SUFFIX", "FORWARDER", "InstallReport", "Installed", "config_file",
+    "default_executable", "forwarder_executable", "hook_command", "http_target", "install",
+    "install_forwarder", "is_our_url", "is_ours", "status", "uninstall",
+]  # fmt: skip
+
 BACKUP_SUFFIX = ".turngraph-backup"
 CREATED_SUFFIX = ".turngraph-created"
 """Beside a file install created: the folders it created too (removed on uninstall)."""

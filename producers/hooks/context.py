@@ -12,6 +12,11 @@ from turngraph.producers.hooks.transcripts import ParseCounts, TranscriptTurn, p
 from turngraph.schemas.memory_block import Said
 from turngraph.schemas.recall import ConversationTurn, RecallResult
 
+__all__ = [
+    "RECENT_TAIL_BYTES", "RECENT_TURNS", "RECENT_TURN_CHARS", "STANDING_KINDS", "estimate_tokens",
+    "recent_turns", "start_context",
+]  # fmt: skip
+
 STANDING_KINDS = frozenset({"decision_record", "promoted"})
 """Recall results that hold standing knowledge (decision records, promoted memories)."""
 

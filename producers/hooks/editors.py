@@ -32,6 +32,12 @@ from typing import Any, Literal
 
 from turngraph.producers.hooks.payload import HookAction
 
+__all__ = [
+    "EDITORS", "PROJECT_DIR_VARIABLES", "PROMPT_TIMEOUT_S", "A", "Binding", "EditorSpec",
+    "HttpTarget", "Shape", "context_output", "entry_commands", "entry_urls", "hook_entry",
+    "hook_url",
+]  # fmt: skip
+
 Shape = Literal["claude", "vscode", "copilot", "cursor", "gemini", "codex"]
 
 A = HookAction

@@ -22,7 +22,7 @@ if sys.platform == "win32":
 else:
     import posix as _system
 
-__all__ = ["main"]
+__all__ = ["forward", "main"]
 
 CONNECT_TIMEOUT_S = 0.25
 """Loopback answers a connect at once; a refused port fails at once."""

@@ -18,6 +18,11 @@ from typing import Any
 
 from turngraph.schemas.errors import InvalidPayloadError
 
+__all__ = [
+    "MAX_FIELD_CHARS", "MAX_PAYLOAD_BYTES", "HookAction", "HookCall", "HookInputError",
+    "parse_payload",
+]  # fmt: skip
+
 MAX_PAYLOAD_BYTES = 4_000_000
 """Longer stdin is refused (a prompt is at most a few hundred kilobytes)."""
 

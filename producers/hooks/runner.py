@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     from turngraph.producers.scopes import ScopeHasher
     from turngraph.schemas.turn_event import TurnEvent
 
+__all__ = [
+    "CAPTURE_FLUSH_S", "CLIENT_NAME", "JOIN_GRACE_MS", "LAST", "MAX_INJECTED_IDS",
+    "MAX_INJECTED_TEXTS", "MAX_PENDING", "MIN_RECALL_MS", "OUTPUT_MARGIN_MS", "STASHED_PROMPTS",
+    "SUMMARY_DEADLINE_MS", "SUMMARY_LAST_N", "HookRunner", "HookServices", "ScopeKeys", "event_id",
+]  # fmt: skip
+
 CLIENT_NAME = "turngraph-hooks"
 
 CAPTURE_FLUSH_S = 2.0

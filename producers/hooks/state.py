@@ -25,6 +25,10 @@ try:  # POSIX; elsewhere calls are not serialised (the ids still keep turns uniq
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
+__all__ = [
+    "COUNTERS_FILE", "HOOKS_DIR", "TAIL_CHECK_BYTES", "HookState", "ReadPosition", "tail_sha256",
+]  # fmt: skip
+
 HOOKS_DIR = "hooks"
 COUNTERS_FILE = "counters.json"
 TAIL_CHECK_BYTES = 4096

@@ -13,6 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+__all__ = [
+    "CANONICAL", "DETAIL_CHARS", "DROPPED", "OBSERVATIONAL", "canonical_name",
+    "collapse_tool_call",
+]  # fmt: skip
+
 CANONICAL = {
     "read": "read", "view": "read", "read_file": "read", "read_many_files": "read",
     "notebookread": "read", "write": "write", "create": "write", "write_file": "write",

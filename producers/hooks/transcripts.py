@@ -24,6 +24,11 @@ from typing import Any, BinaryIO
 
 from turngraph.producers.hooks.tools import collapse_tool_call
 
+__all__ = [
+    "IMAGE_MARK", "MAX_LINE_BYTES", "MAX_READ_BYTES", "ParseCounts", "ReadResult",
+    "TranscriptTurn", "parse_lines", "read_new_lines",
+]  # fmt: skip
+
 MAX_LINE_BYTES = 1_000_000
 """A longer transcript line (a pasted file, a huge tool result) is skipped and counted."""
 

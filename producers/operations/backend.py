@@ -18,6 +18,8 @@ from turngraph.producers.connection import Connection, Reachability, Recaller
 from turngraph.producers.operations.distill import DistillBackend
 from turngraph.producers.publisher import Publisher
 
+__all__ = ["REACHABILITY_TTL_S", "RECONNECT_EVERY_S", "Backend"]
+
 log = structlog.get_logger(__name__)
 
 REACHABILITY_TTL_S = 1.0

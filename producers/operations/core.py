@@ -61,6 +61,8 @@ from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, clamp_option
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import described_fields
 
+__all__ = ["Operations", "line_refusal"]
+
 log = structlog.get_logger(__name__)
 
 

@@ -41,6 +41,8 @@ from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.schemas.recap import RollingContext
 
+__all__ = ["DistillBackend", "DistillOps", "secret_refusal", "unavailable"]
+
 log = structlog.get_logger(__name__)
 
 

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from turngraph.schemas.ontology.model import EntityType, Ontology, RelationType
 
+__all__ = [
+    "ANY", "CODE", "DIRECTIVES", "ENTITY_TYPES", "IDEAS", "ONTOLOGY", "ONTOLOGY_VERSION",
+    "RELATION_TYPES", "RUNTIME", "SUBJECTS", "TROUBLE", "WORK", "E", "R",
+]  # fmt: skip
+
 ONTOLOGY_VERSION = 2
 """Bumped on any change of the types below; exported as the TTL's ``owl:versionInfo``."""
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from turngraph.schemas.errors import ConfigurationError
 
+__all__ = [
+    "OntologyConflictError", "OntologyError", "OntologyFileEmptyError", "OntologyFileMissingError",
+    "OntologyFileUnreadableError", "OntologyLoadError", "OntologyNamespaceError",
+    "OntologyNoTriplesError", "OntologyParseError",
+]  # fmt: skip
+
 
 class OntologyError(ConfigurationError):
     """The ontology (ours or a user's extension) cannot be used."""

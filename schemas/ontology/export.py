@@ -12,6 +12,8 @@ from pathlib import Path
 from turngraph.schemas.ontology.catalog import ONTOLOGY
 from turngraph.schemas.ontology.turtle import to_turtle
 
+__all__ = ["TURTLE_PATH", "main"]
+
 TURTLE_PATH = Path(__file__).with_name("ontology.ttl")
 """Where the exported ontology lives, next to its declaration."""
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from turngraph.schemas.ontology.model import Ontology
 
+__all__ = ["SCHEMA_NAME", "extraction_json_schema", "response_format"]
+
 SCHEMA_NAME = "turngraph_extraction"
 """The ``json_schema.name`` sent to the LLM endpoint."""
 

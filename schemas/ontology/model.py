@@ -13,6 +13,12 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 
+__all__ = [
+    "COMMIT_KEY_CHARS", "ENTITY_KEY_PROPERTIES", "HASHED_TAIL_CHARS", "MAX_NAME_KEY_CHARS",
+    "RELATION_NAME_PATTERN", "TYPE_NAME_PATTERN", "EntityType", "Ontology", "RelationType",
+    "bounded_key",
+]  # fmt: skip
+
 TYPE_NAME_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 """Entity type names are PascalCase: they become Neo4j labels and OWL class names."""
 

@@ -31,6 +31,8 @@ from turngraph.schemas.ontology.model import (
     RelationType,
 )
 
+__all__ = ["MAX_EXTENSION_BYTES", "load_extension", "ontology_from", "to_turtle"]
+
 MAX_EXTENSION_BYTES = 5_000_000
 """Larger extension files are refused (an ontology is small; this is a typo guard)."""
 

@@ -19,6 +19,11 @@ from collections.abc import Sequence
 
 from turngraph.lifecycle import stop_on_signals
 
+__all__ = [
+    "ALL", "COMMANDS", "LONG_RUNNING", "PARSER_DEFAULT", "Sequence", "build_parser", "main",
+    "parse_arguments", "stop_on_signals",
+]  # fmt: skip
+
 COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
     ("turngraph.cli.run_cmd", {
         "up": "run the whole system (embedded services, workers) and show a demo",

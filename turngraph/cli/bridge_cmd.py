@@ -19,6 +19,11 @@ from typing import Any
 
 from turngraph.reply_text import print_reply
 
+__all__ = [
+    "BRIDGE_PROTOCOL", "JSON_HELP", "ONE_SHOT_FLUSH_S", "Unconfigured", "register", "run_bridge",
+    "run_publish", "run_recall", "run_status",
+]  # fmt: skip
+
 BRIDGE_PROTOCOL = """\
 Spawn once per editor window; write one JSON request per line on stdin (UTF-8), read one
 reply per line on stdout, in order. Logs go to stderr.

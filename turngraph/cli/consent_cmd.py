@@ -12,6 +12,8 @@ from turngraph.producers.consent import ConsentStore, endpoint_id
 from turngraph.producers.scopes import ScopeHasher
 from turngraph.settings import Settings, url_problem
 
+__all__ = ["register", "run_consent"]
+
 
 def run_consent(args: argparse.Namespace) -> int:
     settings = Settings()

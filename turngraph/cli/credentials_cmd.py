@@ -21,6 +21,8 @@ from turngraph.credentials import issue, issued_tenants, revoke, write_private
 from turngraph.schemas.tenants import InvalidTenantError
 from turngraph.settings import Settings, url_problem
 
+__all__ = ["NOT_PERSISTED_HINT", "register", "run_issue", "run_list", "run_revoke"]
+
 NOT_PERSISTED_HINT = (
     "the server has neither an ACL file nor a config file to save users to: the "
     "credential ends when Redis restarts (run Redis with `aclfile`, as ops/ does)"

@@ -21,6 +21,8 @@ from turngraph.workers.maintenance.compaction import compact_due, compact_topic
 from turngraph.workers.maintenance.recaps import recap_session
 from turngraph.workers.maintenance.summaries import summarize_last_turns
 
+__all__ = ["SESSION_HELP", "register", "run_compact", "run_recap", "run_summarize"]
+
 
 def _session(args: argparse.Namespace, settings: Settings) -> str:
     return scope_id(ScopeHasher.for_data_dir(settings.data_dir), Scope.SESSION, args.session)

@@ -28,6 +28,8 @@ from turngraph.embedded.services import read_endpoints
 from turngraph.logs import configure_logging
 from turngraph.settings import Settings
 
+__all__ = ["DEFAULT_SMOKE_TIMEOUT_S", "register", "run_checks", "run_doctor"]
+
 DEFAULT_SMOKE_TIMEOUT_S = 60.0
 
 

@@ -16,6 +16,8 @@ from turngraph.workers.graph.vectors import GraphVectors
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.rebuild import rebuild_embeddings
 
+__all__ = ["register", "run_rebuild"]
+
 
 def run_rebuild(args: argparse.Namespace) -> int:
     settings = Settings()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+__all__ = ["ENDPOINT_DESCRIPTION", "register", "run_endpoint"]
+
 ENDPOINT_DESCRIPTION = """\
 Serve hook events, recall, publish, status and the other bridge ops over HTTP on loopback,
 with warm Redis connections (`turngraph up` runs it too). Where it listens is written to

@@ -7,6 +7,8 @@ import argparse
 from turngraph.embedded.services import GRAPH_ENGINES
 from turngraph.settings import Settings
 
+__all__ = ["add_graph_option", "with_graph_option"]
+
 
 def add_graph_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

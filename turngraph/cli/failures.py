@@ -15,6 +15,11 @@ from typing import Any
 
 from turngraph.schemas.errors import ErrorCode, TurngraphError
 
+__all__ = [
+    "DATA_DIR_HINT", "START_HINT", "START_REDIS_HINT", "describe_failure", "describe_os_error",
+    "report_failure", "report_no_redis",
+]  # fmt: skip
+
 START_HINT = (
     "start the services with `turngraph up` or set TURNGRAPH_REDIS_URL / TURNGRAPH_GRAPH_URI"
 )

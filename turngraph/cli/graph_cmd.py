@@ -23,6 +23,11 @@ from turngraph.schemas.errors import ConfigurationError, TurngraphError
 from turngraph.schemas.scopes import Scope
 from turngraph.settings import Settings
 
+__all__ = [
+    "register", "run_export", "run_forget", "run_import", "run_indexes", "run_migrate", "run_show",
+    "run_style",
+]  # fmt: skip
+
 
 @contextlib.contextmanager
 def _clients(settings: Settings | None = None) -> Iterator[Clients]:

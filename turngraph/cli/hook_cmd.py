@@ -24,6 +24,11 @@ from turngraph.producers.hooks.editors import EDITORS, PROJECT_DIR_VARIABLES
 from turngraph.producers.hooks.payload import MAX_PAYLOAD_BYTES, HookAction
 from turngraph.producers.hooks.state import HookState
 
+__all__ = [
+    "CONNECT_TIMEOUT_S", "RECALL_SOCKET_SLACK_S", "SERVICES_FILE", "embedded_redis_url",
+    "process_age_s", "run_hook",
+]  # fmt: skip
+
 SERVICES_FILE = "services.json"
 """Where ``turngraph up`` names the running embedded services (``embedded.services``)."""
 

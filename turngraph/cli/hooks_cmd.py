@@ -23,6 +23,8 @@ from turngraph.producers.hooks.payload import HookAction
 from turngraph.producers.hooks.state import HookState
 from turngraph.settings import Settings
 
+__all__ = ["register", "run_hook_command", "run_hooks"]
+
 
 def _target(args: argparse.Namespace) -> Path:
     spec = EDITORS[args.editor]

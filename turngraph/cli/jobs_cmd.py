@@ -18,6 +18,8 @@ from turngraph.settings import Settings
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.envelope import EnvelopeError
 
+__all__ = ["register", "run_failed", "run_purge", "run_requeue"]
+
 
 def _connect() -> tuple[redis.Redis | None, str]:
     settings = Settings()

@@ -7,6 +7,8 @@ import getpass
 import os
 from typing import Any
 
+__all__ = ["MCP_DESCRIPTION", "register", "run_mcp"]
+
 MCP_DESCRIPTION = """\
 Serve the memory to an MCP client (VS Code, Cursor, Claude Code, Zed...) over stdio.
 

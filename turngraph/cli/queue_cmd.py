@@ -17,6 +17,8 @@ from turngraph.settings import Settings
 from turngraph.workers.enrichment import read_status
 from turngraph.workers.extraction.shared_counts import read_shared_counts
 
+__all__ = ["LLM_STATUS_FIELDS", "llm_status", "register", "run_queue_status"]
+
 LLM_STATUS_FIELDS = {
     "llm_calls": ("extraction_calls", "reextract_calls", "summary_calls"),
     "llm_prompt_tokens": (

@@ -32,6 +32,10 @@ from turngraph.supervisor import ChildProcess, LineBudget, Supervisor, stop_all
 from turngraph.workers.ingest.markers import recorded_identity
 from turngraph.workers.recall.replica import process_is_ready
 
+__all__ = [
+    "DEMO_TIMEOUT_S", "browser_lines", "engine_switch_notice", "register", "run_demo", "run_up",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 DEMO_TIMEOUT_S = 120.0

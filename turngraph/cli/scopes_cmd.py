@@ -16,6 +16,11 @@ from turngraph.scope_keys import raw_workspace, scope_id
 from turngraph.settings import Settings
 from turngraph.workers.graph.inventory import scope_counts
 
+__all__ = [
+    "SessionRow", "WorkspaceRow", "list_scopes", "local_scopes", "register", "render",
+    "run_scopes",
+]  # fmt: skip
+
 
 @dataclass
 class SessionRow:

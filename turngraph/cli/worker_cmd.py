@@ -62,6 +62,12 @@ from turngraph.workers.ingest.pipeline import IngestPipeline
 from turngraph.workers.maintenance.worker import MaintenanceWorker
 from turngraph.workers.rq_adapter import StoppableWorker
 
+__all__ = [
+    "CLIENTS_LEAVE_TIMEOUT_S", "HELPER_JOIN_S", "fetch_graph", "register", "retire_scheduler",
+    "run_services", "run_worker", "stop_command_listener", "supervise",
+    "wait_for_clients_to_leave", "wait_for_graph", "wait_for_redis",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+__all__ = ["Check", "Status", "fail", "failed", "ok", "skip", "warn"]
+
 
 class Status(StrEnum):
     OK = "ok"

@@ -17,6 +17,11 @@ from turngraph.workers.ingest.dead_letters import dead_letter_key
 from turngraph.workers.recall.replica import read_heartbeats, stream_lag_s
 from turngraph.workers.rq_adapter import worker_config
 
+__all__ = [
+    "MIN_REDIS_MAJOR", "QUEUE_FULL_WARN", "START_REDIS", "check_queue", "check_replicas",
+    "check_server", "check_worker_config", "connect",
+]  # fmt: skip
+
 MIN_REDIS_MAJOR = 7
 """Redis 7+ (or Valkey 7+): Lua, streams with exclusive ranges, ACLs."""
 

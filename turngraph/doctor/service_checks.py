@@ -15,6 +15,11 @@ from turngraph.settings import Settings
 from turngraph.workers.graph.inventory import constraint_names
 from turngraph.workers.graph.schema import schema_statements
 
+__all__ = [
+    "OWN", "PROBE_SCHEMA", "START_GRAPH", "TIMEOUT_S", "check_embeddings", "check_graph",
+    "check_llm",
+]  # fmt: skip
+
 TIMEOUT_S = 5.0
 """Per request: the doctor must answer quickly whatever is down."""
 

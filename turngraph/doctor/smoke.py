@@ -18,6 +18,8 @@ from turngraph.schemas.errors import TurngraphError
 from turngraph.schemas.scopes import Scope
 from turngraph.settings import Settings
 
+__all__ = ["POLL_S", "SMOKE_SESSION", "SMOKE_USER", "SMOKE_WORKSPACE", "marker", "run_smoke"]
+
 SMOKE_WORKSPACE = "turngraph-doctor-smoke"
 """The workspace key of the marker turn; nothing else is ever published there."""
 

@@ -25,6 +25,11 @@ from turngraph.producers.private_files import ensure_private_dir, write_private_
 from turngraph.schemas.errors import EmbeddedServiceError
 from turngraph.workers.graph.inventory import ping
 
+__all__ = [
+    "GRAPH_DATABASE", "GRAPH_USER", "JVM_HEAP", "LOCKED_MARK", "LOCK_FILE", "PASSWORD_FILE",
+    "GraphServer", "bolt_answers", "password_for",
+]  # fmt: skip
+
 GRAPH_DATABASE = "turngraph"
 """Name of the database the embedded server creates on first start."""
 

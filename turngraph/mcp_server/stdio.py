@@ -29,6 +29,8 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR  # JSON-RPC 2
 from turngraph.producers.bridge_io import LongLine, read_lines
 from turngraph.schemas.json_lines import InvalidLineError, parse_line, request_id, too_long
 
+__all__ = ["MAX_NAMES_SHOWN", "Refused", "ScreenedStdin", "error_message", "screen", "serve_stdio"]
+
 log = structlog.get_logger(__name__)
 
 MAX_NAMES_SHOWN = 5

@@ -24,6 +24,11 @@ from mcp.types import CallToolResult, TextContent
 
 from turngraph.schemas.scopes import Scope
 
+__all__ = [
+    "REMEMBER_FLUSH_S", "ForgetFn", "LazyOperations", "MemoryTools", "OperationsHandler",
+    "publish_and_flush", "server_version", "tool_result",
+]  # fmt: skip
+
 REMEMBER_FLUSH_S = 2.0
 """``remember`` waits this long for Redis to take the turn before it answers."""
 

@@ -20,6 +20,8 @@ from turngraph.workers.embeddings.in_process import InProcessEmbedder
 from turngraph.workers.embeddings.protocol import Embedder, Vectors
 from turngraph.workers.embeddings.texts import own_part
 
+__all__ = ["CompositeEmbedder"]
+
 
 class CompositeEmbedder(InProcessEmbedder):
     """:class:`~workers.embeddings.protocol.Embedder` joining a contextual model (fed each

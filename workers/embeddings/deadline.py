@@ -19,6 +19,10 @@ import numpy as np
 from turngraph.schemas.errors import TurngraphError
 from turngraph.workers.embeddings.protocol import Embedder, Vectors
 
+__all__ = [
+    "QUERY_THREADS", "SEMANTIC_TIMEOUT", "SEMANTIC_UNAVAILABLE", "QueryCounters", "QueryEmbedder",
+]  # fmt: skip
+
 SEMANTIC_TIMEOUT = "semantic_timeout"
 """``degraded`` flag: the query was not embedded within its budget."""
 

@@ -22,6 +22,8 @@ from turngraph.workers.embeddings.errors import (
 from turngraph.workers.embeddings.protocol import Embedder, Vectors, normalise_rows
 from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats, convert_error
 
+__all__ = ["DEFAULT_BATCH_SIZE", "EndpointEmbedder"]
+
 DEFAULT_BATCH_SIZE = 128
 """Texts per request (OpenAI accepts up to 2,048; local servers prefer fewer)."""
 

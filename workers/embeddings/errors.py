@@ -5,6 +5,8 @@ from __future__ import annotations
 from turngraph.schemas.errors import ConfigurationError, TransientError
 from turngraph.workers.llm_provider import ProviderErrors
 
+__all__ = ["EMBEDDING_ERRORS", "EmbeddingModelError", "EmbeddingUnavailableError"]
+
 
 class EmbeddingUnavailableError(TransientError):
     """The embeddings endpoint did not answer in time, refused, or rate-limited us."""

@@ -16,6 +16,11 @@ from turngraph.workers.embeddings.transformer import (
     is_transformer_folder,
 )
 
+__all__ = [
+    "CONTEXTUAL_WEIGHT", "STATIC_WEIGHT", "build_embedder", "default_local_embedder",
+    "local_embedder", "query_embedder",
+]  # fmt: skip
+
 
 def build_embedder(
     provider: EmbeddingProviderName,

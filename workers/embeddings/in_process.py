@@ -14,6 +14,8 @@ from turngraph.workers.embeddings.errors import EmbeddingModelError
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats
 
+__all__ = ["InProcessEmbedder", "require_files", "verify_checksums"]
+
 
 def require_files(folder: Path, names: Sequence[str], kind: str) -> None:
     """A clear error naming what is missing when ``folder`` is not a ``kind`` folder."""

@@ -25,6 +25,8 @@ from turngraph.workers.embeddings.in_process import (
 )
 from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
 
+__all__ = ["DEFAULT_MODEL_DIR", "REQUIRED_FILES", "StaticEmbedder"]
+
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-static"
 """The shipped static model (256 dimensions, int8 weights, ~8 MB)."""
 

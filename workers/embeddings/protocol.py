@@ -10,6 +10,8 @@ import numpy.typing as npt
 
 from turngraph.workers.llm_provider import Provider
 
+__all__ = ["Embedder", "Vectors", "normalise_rows"]
+
 Vectors = npt.NDArray[np.float32]
 """``(n, dimension)`` float32 rows, each L2-normalised (cosine = dot product)."""
 

@@ -12,6 +12,8 @@ contextual model does: docs/recall.md) while another wants the previous turn too
 
 from __future__ import annotations
 
+__all__ = ["EMBED_PREVIOUS_TURN", "EmbeddingText", "embedding_text", "own_part", "speaker_text"]
+
 EMBED_PREVIOUS_TURN = True
 """Embed a turn after the previous turn of its session (measured: docs/recall.md)."""
 

@@ -29,6 +29,11 @@ from turngraph.workers.embeddings.in_process import (
 )
 from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
 
+__all__ = [
+    "DEFAULT_CONTEXTUAL_DIR", "MAX_TOKENS", "REQUIRED_FILES", "TransformerEmbedder",
+    "is_transformer_folder",
+]  # fmt: skip
+
 DEFAULT_CONTEXTUAL_DIR = Path(__file__).resolve().parent / "models" / "minilm-l6-onnx"
 """The shipped contextual model (all-MiniLM-L6-v2, 384 dimensions, int8 weights, 23 MB)."""
 

@@ -27,6 +27,8 @@ from turngraph.workers.extraction.prompts import (
 )
 from turngraph.workers.extraction.validation import validate_raw
 
+__all__ = ["NESTED_TOO_DEEP", "ParsedAnswer", "json_text", "parse_answer"]
+
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
 _DECODER = json.JSONDecoder()
 

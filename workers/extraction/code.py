@@ -16,6 +16,12 @@ import re
 
 from turngraph.workers.extraction.references import Hit, _free_before
 
+__all__ = [
+    "LANGUAGE_WORDS", "find_calls", "find_code_definitions", "find_prose_calls",
+    "find_prose_symbols", "find_snake_identifiers", "find_trace_source_calls",
+    "find_trace_symbols", "symbol_name",
+]  # fmt: skip
+
 _PY_FRAME = re.compile(r'File "[^"\n]+", line \d+, in ([A-Za-z_]\w*)')
 _JS_FRAME = re.compile(r"^[ \t]+at (?:async )?([A-Za-z_$][\w$.]*) \(", re.M)
 _JAVA_FRAME = re.compile(r"^[ \t]+at ((?:[a-z_]\w*\.)+[A-Z]\w*\.[\w$<>]+)\(", re.M)

@@ -12,6 +12,11 @@ from typing import NamedTuple
 
 from turngraph.workers.extraction.references import ascii_lower
 
+__all__ = [
+    "DIRECTIVE_KEYWORDS", "MAX_TEXT_CHARS", "Statement", "decision_subject", "find_decisions",
+    "find_directives", "normalize_subject",
+]  # fmt: skip
+
 DIRECTIVE_KEYWORDS: dict[str, str] = {
     "decision": "Decision",
     "preference": "Preference",

@@ -42,6 +42,12 @@ if TYPE_CHECKING:
     import httpx
     from openai.types.chat import ChatCompletion
 
+__all__ = [
+    "DROPPED_SYSTEM_CHARS_PER_TOKEN", "REFUSAL_STATUSES", "SCHEMA_IN_PROMPT", "STEP_DOWN",
+    "Answer", "LLMEndpoint", "Messages", "OutputMode", "SystemPrompt", "final_refusal", "merged",
+    "refuses_response_format",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 Messages = list[dict[str, str]]

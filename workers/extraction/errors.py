@@ -5,6 +5,8 @@ from __future__ import annotations
 from turngraph.schemas.errors import ConfigurationError, PermanentError, TransientError
 from turngraph.workers.llm_provider import ProviderErrors
 
+__all__ = ["LLM_ERRORS", "LLMConfigurationError", "LLMRequestError", "LLMUnavailableError"]
+
 
 class LLMUnavailableError(TransientError):
     """The LLM endpoint was rate-limited, failing (5xx), unreachable or too slow, after

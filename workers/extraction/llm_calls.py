@@ -11,6 +11,11 @@ import openai
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.prompts import MAX_TURN_CHARS
 
+__all__ = [
+    "DEFAULT_BATCH_MAX_CHARS", "DEFAULT_BATCH_MAX_TURNS", "MAX_SERVER_TEXT_CHARS", "micro_batches",
+    "server_text",
+]  # fmt: skip
+
 DEFAULT_BATCH_MAX_TURNS = 8
 """Most turns in one call; consecutive turns of one session only."""
 

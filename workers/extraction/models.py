@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from turngraph.schemas.turn_event import TurnEvent
 
+__all__ = ["EntityRef", "ExtractedEntity", "ExtractedFact", "Extraction", "Extractor"]
+
 
 class EntityRef(BaseModel):
     """Names an entity by ontology type and name (resolution normalises the name)."""

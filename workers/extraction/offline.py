@@ -37,6 +37,11 @@ from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.extraction.prose import find_prose_statements
 from turngraph.workers.extraction.vocabulary import find_terms, is_term, lookup
 
+__all__ = [
+    "MAX_APPLIES_TO", "MAX_ENTITIES_PER_TURN", "MAX_ENTITIES_PER_TYPE", "MAX_SCAN_CHARS",
+    "SPEAKER_AS_PERSON", "OfflineExtractor", "StoreFirst",
+]  # fmt: skip
+
 MAX_APPLIES_TO = 5
 """At most this many APPLIES_TO facts per decision or directive."""
 

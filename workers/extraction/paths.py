@@ -11,6 +11,11 @@ import re
 
 from turngraph.workers.extraction.references import Hit, _free_before, ascii_lower
 
+__all__ = [
+    "BRANCH_PREFIXES", "BUILD_DIRECTORIES", "EXTENSIONLESS_FILES", "FILE_EXTENSIONS", "REMOTES",
+    "TOP_DIRECTORIES", "find_branches", "find_files",
+]  # fmt: skip
+
 _EXTENSION_WORDS = (
     "py pyi pyx md rst txt toml yaml yml json jsonl lua cypher cql ts tsx js jsx mjs cjs go "
     "rs java kt rb php c h cc cpp hpp cs swift sh bash zsh ps1 sql ttl owl html css scss ini "

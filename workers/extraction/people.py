@@ -30,6 +30,8 @@ import re
 
 from turngraph.workers.extraction.references import Hit
 
+__all__ = ["find_everyday_entities", "is_person_name"]
+
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())

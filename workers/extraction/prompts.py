@@ -20,6 +20,13 @@ from turngraph.schemas.ontology import Ontology
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.output_bounds import bounded_string, max_answer_tokens
 
+__all__ = [
+    "ATTRIBUTE_KEY_CHARS", "LIMIT_LEVELS", "MAX_ENTITIES_PER_TURN", "MAX_FACTS_PER_TURN",
+    "MAX_TURN_CHARS", "AnswerLimits", "ExtractionAnswer", "TurnAnswer", "batch_schema",
+    "build_messages", "fitting_schema", "reask_messages", "system_prompt", "turns_fitting",
+    "user_prompt",
+]  # fmt: skip
+
 MAX_TURN_CHARS = 6_000
 """Longer turns are cut for the prompt (the head carries most references)."""
 

@@ -21,6 +21,8 @@ import re
 from turngraph.workers.extraction.directives import Statement
 from turngraph.workers.extraction.references import ascii_lower
 
+__all__ = ["MAX_TEXT_CHARS", "PACE_WORDS", "find_prose_statements"]
+
 MAX_TEXT_CHARS = 500
 
 

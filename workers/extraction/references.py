@@ -15,6 +15,12 @@ from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+__all__ = [
+    "Hit", "ascii_lower", "attached", "clean_url", "code_spans", "fence_tags", "fenced_spans",
+    "find_commits", "find_mentions", "find_numbered_refs", "find_plans", "find_qualified_refs",
+    "find_tracker_keys", "find_urls",
+]  # fmt: skip
+
 
 class Hit(NamedTuple):
     start: int

@@ -10,6 +10,8 @@ import structlog
 
 from turngraph.schemas.keys import LLM_STATS
 
+__all__ = ["SharedCounts", "read_shared_counts"]
+
 log = structlog.get_logger(__name__)
 
 

@@ -12,6 +12,8 @@ import re
 
 from turngraph.workers.extraction import references as refs
 
+__all__ = ["ROLE_WORDS", "TOOL_WORDS", "is_tool_name", "is_tool_speaker", "retyped"]
+
 TOOL_WORDS = frozenset(
     """
     file files folder directory dir terminal shell bash command commands cmd search grep

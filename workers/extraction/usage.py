@@ -23,6 +23,10 @@ import sys
 from turngraph.workers.extraction.paths import TOP_DIRECTORIES
 from turngraph.workers.extraction.references import Hit, ascii_lower
 
+__all__ = [
+    "find_config_tools", "find_imports", "find_installs", "find_sql_extensions", "find_usage",
+]  # fmt: skip
+
 _INSTALL = re.compile(
     r"(?<![\w-])(pip3?|uv\s+pip|uv|poetry|pipx|npm|pnpm|yarn|bun|cargo|go|gem|brew|composer|"
     r"apt-get|apt|dnf|conda|mamba|dotnet)\s+"

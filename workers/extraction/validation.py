@@ -20,6 +20,12 @@ from turngraph.workers.extraction.models import (
     Extraction,
 )
 
+__all__ = [
+    "ATTRIBUTE_KEY", "MAX_ALIASES", "MAX_ATTRIBUTES", "MAX_NAME_CHARS", "MAX_SUMMARY_CHARS",
+    "ValidationResult", "superseding", "union", "validate_extraction", "validate_raw",
+    "with_entities",
+]  # fmt: skip
+
 MAX_NAME_CHARS = 500
 MAX_SUMMARY_CHARS = 2_000
 MAX_ALIASES = 10

@@ -15,6 +15,11 @@ from pathlib import Path
 
 from turngraph.workers.extraction.references import ascii_lower
 
+__all__ = [
+    "CODE_ONLY", "SERVICES", "TOOLS", "VOCABULARY_FILE", "Entry", "find_terms", "is_term",
+    "lookup", "read_vocabulary",
+]  # fmt: skip
+
 TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("git", ()),
     ("Docker", ("docker compose", "docker-compose")),

@@ -15,6 +15,10 @@ from turngraph.workers.graph.keys import entity_uid, normalise_name
 from turngraph.workers.graph.recallable import display_topic
 from turngraph.workers.graph.store import Batch
 
+__all__ = [
+    "CAPTION_CHARS", "BatchPlan", "entity_scope", "first_per", "iso", "plan_batch", "turn_key",
+]  # fmt: skip
+
 CAPTION_CHARS = 60
 """Length of the ``name`` caption an Episode shows in Neo4j Browser."""
 

@@ -27,6 +27,8 @@ from turngraph.workers.graph.store import Batch, ScopeDeletion, WriteReport
 from turngraph.workers.graph.subgraph import Subgraph, read_scope
 from turngraph.workers.graph.writer import GraphWriter
 
+__all__ = ["BOOTSTRAP_PAGE_SIZE", "BoltGraphStore"]
+
 BOOTSTRAP_PAGE_SIZE = 5_000
 """Episodes fetched per round trip while a recall replica bootstraps."""
 

@@ -9,6 +9,14 @@ Every node carries ``uid`` (unique), the scope keys (``session_id`` where it has
 ``(Memory)-[:DERIVED_FROM]->(Episode)``. Runs on Neo4j 5 and on the embedded engine.
 """
 
+__all__ = [
+    "DECISION_RECORD_BY_UID", "EPISODES_BY_EVENT_ID", "LAST_TURN", "LATEST_SESSION",
+    "MEMORY_EXISTS", "MEMORY_TEXT_BY_UID", "REPLACE_DRAFTS", "SESSION_SUMMARIES", "SESSION_TURNS",
+    "SUMMARY_BY_UID", "TOPICS_TO_COMPACT", "TOPIC_SUMMARIES", "UPSERT_DECISION_RECORD",
+    "UPSERT_MEMORY", "UPSERT_RECAP", "UPSERT_SUMMARY", "WORKSPACES_WITH_OPEN_SUMMARIES",
+    "WORKSPACE_TOPICS",
+]  # fmt: skip
+
 UPSERT_SUMMARY = """
 MERGE (s:Summary {uid: $row.uid})
 ON CREATE SET s.created_at = $row.created_at, s.status = $row.status

@@ -23,6 +23,11 @@ from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.retry import run_write
 from turngraph.workers.graph.session_turns import SessionTurn, mentions_of, parse_time
 
+__all__ = [
+    "BoltDistillStore", "DistillStore", "OpenTopic", "Row", "StoredJson", "SummarySpan",
+    "turn_event",
+]  # fmt: skip
+
 Row = dict[str, Any]
 """A node's properties as the write statements name them (``$row.<name>``)."""
 

@@ -22,6 +22,10 @@ import neo4j.exceptions as neo4j_errors
 
 from turngraph.schemas.errors import BackendUnavailableError, PermanentError, TransientError
 
+__all__ = [
+    "TRANSIENT_CLIENT_CODES", "GraphQueryError", "GraphRejectedError", "convert", "graph_errors",
+]  # fmt: skip
+
 
 class GraphRejectedError(TransientError):
     """The graph server refused a valid request for now (restarting, busy, a lost race)."""

@@ -75,6 +75,11 @@ from turngraph.workers.tombstones import (
     mark_forgotten,
 )
 
+__all__ = [
+    "SCAN_BATCH", "ForgetReport", "forget_scope", "mentions_scope", "purge_changes",
+    "purge_inboxes", "purge_jobs", "running_jobs",
+]  # fmt: skip
+
 SCAN_BATCH = 1_000
 """Jobs or stream entries read per round trip."""
 

@@ -18,6 +18,11 @@ from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.workers.graph.neo4j_only import quote_identifier
 from turngraph.workers.graph.retry import run_write
 
+__all__ = [
+    "CREATE_NODES", "IMPORT_BATCH", "MERGE_NODES", "MERGE_RELATIONSHIPS", "NODE_KEYS", "Item",
+    "write_subgraph",
+]  # fmt: skip
+
 IMPORT_BATCH = 500
 """Rows per write transaction on import."""
 

@@ -8,6 +8,11 @@ from typing import Any
 
 import neo4j
 
+__all__ = [
+    "CONSTRAINT_NAMES", "PING", "SESSIONS", "WORKSPACES", "ScopeCount", "constraint_names", "ping",
+    "scope_counts",
+]  # fmt: skip
+
 PING = "RETURN 1"
 
 CONSTRAINT_NAMES = "SHOW CONSTRAINTS YIELD name RETURN name"

@@ -24,6 +24,8 @@ from turngraph.workers.graph.distill_store import (
 from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.session_turns import SessionTurn, mentions_of, parse_time
 
+__all__ = ["MEMORY_FIELDS", "RECORD_FIELDS", "SUMMARY_FIELDS", "InMemoryDistillStore"]
+
 SUMMARY_FIELDS = (
     *("topic", "topic_id", "topic_key", "plan_id", "session_id", "workspace", "user"),
     *("first_turn", "last_turn", "time_start", "time_end", "method", "text", "summary"),

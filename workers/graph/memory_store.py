@@ -35,6 +35,8 @@ from turngraph.workers.graph.subgraph import (
     Subgraph,
 )
 
+__all__ = ["ENTITY_PROPERTIES", "InMemoryGraphStore"]
+
 ENTITY_PROPERTIES: tuple[str, ...] = (
     *("name", "name_key", "type", "scope", "scope_key", "workspace", "user"),
     *("status", "summary", "subject", "topic", "aliases"),

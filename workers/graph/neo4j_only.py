@@ -18,6 +18,12 @@ from dataclasses import dataclass
 
 import neo4j
 
+__all__ = [
+    "NEO4J_KERNEL", "Neo4jOnlyStatement", "apply_neo4j_only", "fulltext_node_index",
+    "fulltext_relationship_index", "neo4j_only_statements", "quote_identifier", "server_is_neo4j",
+    "vector_node_index",
+]  # fmt: skip
+
 NEO4J_KERNEL = "Neo4j Kernel"
 """What ``CALL dbms.components()`` names the server. ArcadeDB gives the same answer
 (``Neo4j Kernel`` 5.26.0 community), so it is necessary, not sufficient."""

@@ -25,6 +25,14 @@ from turngraph.schemas.changes import MemoryKind, MemoryRecord, MemoryStatus
 from turngraph.schemas.ontology import DIRECTIVES
 from turngraph.schemas.scopes import Scope
 
+__all__ = [
+    "DIRECTIVES_BY_UID", "DIRECTIVES_PAGE", "DIRECTIVE_COLUMNS", "DISTILLED_LABELS",
+    "DISTILLED_PAGE", "EPISODES_BY_ID", "EPISODES_PAGE", "EPISODE_COLUMNS", "EPISODE_WORKSPACES",
+    "RECALLABLE_ENTITY_TYPES", "TOPIC_TRAILING", "UNSIGNALLED_ENTITY_TYPE",
+    "WORKSPACE_EPISODES_PAGE", "directive_memory", "display_topic", "distilled_memory",
+    "episode_memory", "graph_time",
+]  # fmt: skip
+
 RECALLABLE_ENTITY_TYPES: frozenset[str] = frozenset(DIRECTIVES)
 """Entity types that are memories in their own right, recalled beside the turns."""
 

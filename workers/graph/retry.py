@@ -31,6 +31,8 @@ import neo4j.exceptions as neo4j_errors
 
 from turngraph.workers.graph.errors import convert
 
+__all__ = ["CONSTRAINT_RACE_ATTEMPTS", "CONSTRAINT_RACE_BACKOFF_S", "run_write"]
+
 T = TypeVar("T")
 
 CONSTRAINT_RACE_ATTEMPTS = 8

@@ -12,6 +12,11 @@ import structlog
 from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.keys import checked_label
 
+__all__ = [
+    "CREATED_BY_ANOTHER", "ENTITY_INDEXED_PROPERTIES", "FIXED_CONSTRAINTS", "FIXED_INDEXES",
+    "ensure_schema", "existing_schema_names", "schema_statements",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 FIXED_CONSTRAINTS: tuple[tuple[str, str], ...] = (

@@ -33,6 +33,12 @@ from turngraph.workers.graph.subgraph import (
     workspace_ids_of,
 )
 
+__all__ = [
+    "DELETE_BATCH", "DELETE_EMPTY_WORKSPACES", "DELETE_NODES", "DIRECTIVES_AMONG",
+    "EVENT_IDS_BY_SCOPE", "PRUNE_ENTITIES", "PRUNE_FACTS", "REACTIVATE_DECISIONS", "SUPERSEDED_BY",
+    "delete_scope", "read_directives", "scope_event_ids",
+]  # fmt: skip
+
 DIRECTIVES_AMONG = """
 UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id AND n.uid IS NOT NULL
 RETURN n.uid AS uid, labels(n) AS labels

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+__all__ = ["Mention", "SessionTurn", "mentions_of", "parse_time"]
+
 
 @dataclass(frozen=True, slots=True)
 class Mention:

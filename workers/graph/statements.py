@@ -4,6 +4,12 @@ Labels and relationship types come from the ontology allow-list and are formatte
 (``{label}``); everything else is a parameter.
 """
 
+__all__ = [
+    "LINK_EPISODE_CHAIN", "RETRACT_MENTIONS", "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
+    "UPSERT_EPISODES", "UPSERT_FACTS", "UPSERT_MENTIONED_ENTITIES", "UPSERT_SESSIONS",
+    "UPSERT_WORKSPACES",
+]  # fmt: skip
+
 UPSERT_WORKSPACES = """
 UNWIND $rows AS r
 MERGE (w:Workspace {key: r.workspace})

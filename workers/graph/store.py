@@ -23,6 +23,8 @@ from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.graph.subgraph import Subgraph
 
+__all__ = ["Batch", "GraphStore", "ScopeDeletion", "WriteReport"]
+
 Batch = Sequence[tuple[TurnEvent, Extraction]]
 """Redacted turns with their extractions, written in one transaction."""
 

@@ -18,6 +18,14 @@ from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.neo4j_only import quote_identifier
 
+__all__ = [
+    "DERIVED_BY_SCOPE", "DERIVED_LABELS", "ENTITIES_BY_SCOPE", "EPISODES_BY_SCOPE",
+    "EPISODE_SCOPE_PROPERTY", "FETCH_BATCH", "MENTIONED_BY", "NODES_BY_ID", "RELATIONSHIPS_FROM",
+    "SCOPE_LABEL", "SCOPE_NODE", "SESSIONS_BY_SCOPE", "WORKSPACES_OF", "GraphNode",
+    "GraphRelationship", "Subgraph", "ids_in_batches", "mentioned_ids", "own_node_ids",
+    "read_nodes", "read_relationships_among", "read_scope", "scope_node_ids", "workspace_ids_of",
+]  # fmt: skip
+
 FETCH_BATCH = 1_000
 """Element ids per round trip when reading nodes and relationships."""
 

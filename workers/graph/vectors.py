@@ -33,6 +33,12 @@ from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.recallable import EPISODE_WORKSPACES, EPISODES_BY_ID, episode_memory
 from turngraph.workers.graph.retry import run_write
 
+__all__ = [
+    "PAGE_END", "PAGE_SIZE", "PREVIOUS_TURNS", "SAVE_VECTORS", "SAVE_VECTOR_LISTS", "STALE_PAGE",
+    "VECTORS_PAGE", "VECTOR_PROPERTIES", "WORKSPACE_VECTORS_PAGE", "GraphVectors", "pack",
+    "unpack",
+]  # fmt: skip
+
 VECTOR_PROPERTIES = frozenset({"embedding", "embedding_f32"})
 """The vector itself (not for people to read: views leave it out)."""
 

@@ -21,6 +21,8 @@ from turngraph.workers.graph.recallable import (
 from turngraph.workers.graph.retry import run_write
 from turngraph.workers.graph.store import Batch, WriteReport
 
+__all__ = ["GraphWriter", "WriteOutcome"]
+
 WriteOutcome = tuple[list[tuple[str, str]], list[str]]
 """Superseded (old uid, new uid) pairs and the event ids whose Episode the write created."""
 

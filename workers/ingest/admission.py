@@ -69,6 +69,12 @@ from turngraph.workers.ingest.job import batch_job
 from turngraph.workers.ingest.markers import StoredLookup
 from turngraph.workers.tombstones import ADMISSION_LOCK_TTL_MS, admission_lock_key, current_epoch
 
+__all__ = [
+    "BATCH", "FULL_QUEUE_WAIT_S", "LOCK_TTL_MS", "MAX_QUEUED_BATCHES", "OPERATOR",
+    "WAKE_TIMEOUT_S", "Admission", "AdmissionCounters", "Source", "admitted_event",
+    "operator_source", "tenant_source",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 BATCH = 100

@@ -13,6 +13,8 @@ from turngraph.schemas.changes import (
 )
 from turngraph.workers.graph.store import WriteReport
 
+__all__ = ["changes_for"]
+
 
 def changes_for(
     report: WriteReport, embeddings: Mapping[str, Embedding] | None = None

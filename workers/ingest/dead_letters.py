@@ -26,6 +26,11 @@ from turngraph.schemas.keys import DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
 from turngraph.workers.ingest.envelope import EnvelopeError
 from turngraph.workers.ingest.job import batch_job
 
+__all__ = [
+    "DeadLetter", "FailedJob", "dead_letter_key", "failed_jobs", "kept_turns_key", "purge", "read",
+    "record", "requeue",
+]  # fmt: skip
+
 
 @dataclass(frozen=True)
 class DeadLetter:

@@ -24,6 +24,11 @@ from turngraph.schemas.errors import TurngraphError
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.embeddings.texts import embedding_text, speaker_text
 
+__all__ = [
+    "FAILURE_COOLDOWN_S", "VECTOR_DECIMALS", "IngestEmbeddingCounters", "MemoryEmbedder",
+    "VectorStore",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 FAILURE_COOLDOWN_S = 30.0

@@ -21,6 +21,11 @@ from rq.utils import parse_timeout, str_to_date
 from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS
 
+__all__ = [
+    "FIELD_PARSERS", "FOREIGN_FIELDS", "JOB_ID", "EnvelopeError", "check_fields", "check_job_data",
+    "check_job_id", "check_origin",
+]  # fmt: skip
+
 JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """Ids we write (RQ's own pattern, bounded); anything else on the queue was forged."""
 

@@ -20,6 +20,8 @@ from rq.timeouts import JobTimeoutException
 
 from turngraph.schemas.errors import TransientError
 
+__all__ = ["TRANSIENT_LIBRARY_ERRORS", "Isolated", "R", "is_transient", "run_isolating"]
+
 T = TypeVar("T")
 R = TypeVar("R")
 

@@ -25,6 +25,8 @@ from turngraph.workers.ingest.changes import changes_for
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.tombstones import split_forgotten
 
+__all__ = ["IngestPipeline", "IngestResult", "parse_payload"]
+
 log = structlog.get_logger(__name__)
 
 

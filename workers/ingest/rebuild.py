@@ -23,6 +23,8 @@ from turngraph.schemas.defaults import CHANGES_MAXLEN
 from turngraph.workers.embeddings.errors import EmbeddingUnavailableError
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 
+__all__ = ["RebuildReport", "rebuild_embeddings"]
+
 
 @dataclass
 class RebuildReport:

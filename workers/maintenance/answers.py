@@ -12,6 +12,8 @@ from turngraph.schemas.summaries import DecisionRecord, render_decision_record, 
 from turngraph.workers.maintenance import compaction, promotion, recaps, summaries
 from turngraph.workers.maintenance.context import Distiller
 
+__all__ = ["answer"]
+
 log = structlog.get_logger(__name__)
 
 

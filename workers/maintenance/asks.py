@@ -18,6 +18,8 @@ from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, DISTILL_REPLY_PREFIX
 from turngraph.workers.ingest.admission import OPERATOR, WAKE_TIMEOUT_S, Admission, Source
 from turngraph.workers.maintenance.jobs import answer_request_job
 
+__all__ = ["ASKS_PENDING", "AskAdmission", "reply_key"]
+
 ASKS_PENDING = ADMISSION_LIST_TEMPLATE.format(source="distill")
 
 

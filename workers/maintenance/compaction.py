@@ -31,6 +31,11 @@ from turngraph.workers.maintenance.memories import decision_record_memory, statu
 from turngraph.workers.maintenance.summaries import topic_key
 from turngraph.workers.maintenance.text import words
 
+__all__ = [
+    "MAX_DECISIONS", "MAX_NEXT_STEPS", "MAX_OPEN_QUESTIONS", "MAX_RATIONALE", "QUESTION_WORDS",
+    "RESOLVED_OVERLAP", "compact_due", "compact_topic", "merge", "record_uid", "topic_summaries",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 MAX_DECISIONS = 12

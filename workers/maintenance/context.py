@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from turngraph.workers.graph.store import GraphStore
     from turngraph.workers.maintenance.llm_summary import LLMSummarizer
 
+__all__ = [
+    "DEFAULT_REEXTRACT_BUDGET_S", "DEFAULT_REEXTRACT_LIMIT", "JOB_MARGIN_S", "LOCK_TIMEOUT_S",
+    "LOCK_WAIT_S", "DistillOptions", "Distiller", "LockBusyError", "Reextractor",
+    "bound_distiller",
+]  # fmt: skip
+
 DEFAULT_REEXTRACT_LIMIT = 200
 """Turns read back from the graph at a time (in the backlog's order)."""
 

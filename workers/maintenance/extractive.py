@@ -29,6 +29,11 @@ from turngraph.workers.maintenance.text import (
     shorten,
 )
 
+__all__ = [
+    "ANSWER_OPENERS", "BULLET_CHARS", "CONTEXT_ENTITY_TYPES", "DIRECTIVE_LABELS",
+    "answered_questions", "decisions_of", "extractive_summary", "references_of", "split_reason",
+]  # fmt: skip
+
 BULLET_CHARS = 200
 """Longest bullet the offline summarizer writes."""
 

@@ -47,6 +47,13 @@ from turngraph.workers.maintenance import (
     summaries,
 )
 
+__all__ = [
+    "ENRICH_JOB_PREFIX", "MAINTENANCE_JOB_TIMEOUT_S", "REEXTRACT_JOB_PREFIX", "SWEEP_JOB_PREFIX",
+    "answer_request_job", "compact_sweep_job", "ownership_job", "promote_turn_job",
+    "reextract_job", "request_enrichment", "retry_policy", "rolling_context_job",
+    "schedule_reextract", "schedule_sweep", "summarize_session_job",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")

@@ -32,6 +32,12 @@ from turngraph.workers.maintenance.text import shorten
 from turngraph.workers.maintenance.tool_calls import narrative_line
 from turngraph.workers.output_bounds import bounded_string, max_answer_tokens
 
+__all__ = [
+    "DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS", "MAX_PROMPT_CHARS", "MAX_PROMPT_TURN_CHARS",
+    "SUMMARY_LIMIT_LEVELS", "SYSTEM_PROMPT", "LLMSummarizer", "bounded_summary_schema",
+    "build_messages", "limits_text", "transcript",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 MAX_PROMPT_TURN_CHARS = 2_000

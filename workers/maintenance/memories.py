@@ -24,6 +24,11 @@ from turngraph.schemas.memory_block import Said
 from turngraph.schemas.scopes import Scope
 from turngraph.schemas.summaries import ConversationSummary, DecisionRecord
 
+__all__ = [
+    "DECISION_RECORD_STATUS", "decision_record_memory", "record_digest", "status_changes",
+    "summary_digest", "summary_memory", "upserts",
+]  # fmt: skip
+
 DECISION_RECORD_STATUS = "DecisionRecord"
 """The recall status of a decision record: the bridge seed's status with multiplier 1.1."""
 

@@ -30,6 +30,11 @@ from turngraph.workers.graph.batch_plan import iso
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.memories import upserts
 
+__all__ = [
+    "DIRECTIVE_KINDS", "PromotionScopeError", "SecretContentError", "auto_promote_turn",
+    "memory_uid", "ownership_context", "promote", "recall_memory", "store_memory",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 DIRECTIVE_KINDS: dict[str, PromotionKind] = {

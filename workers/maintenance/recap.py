@@ -26,6 +26,11 @@ from turngraph.workers.maintenance.text import sentences, shorten
 from turngraph.workers.maintenance.tool_calls import CHANGE, OBSERVE, RUN, collapse, tool_name
 from turngraph.workers.recall.text import STOPWORDS, estimate_tokens
 
+__all__ = [
+    "CHUNK_TOKENS", "MAX_ACTIONS", "MAX_CHUNK_TOKENS", "MAX_MERGED_TURNS", "MERGE_OVERLAP",
+    "SECTION_CHARS", "Chunk", "build_recap", "chunk_turns", "merge_similar", "summarize_chunk",
+]  # fmt: skip
+
 CHUNK_TOKENS = 150
 """A chunk closes at the next user turn once its lines reach this many tokens."""
 

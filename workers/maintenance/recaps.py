@@ -12,6 +12,8 @@ from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.maintenance.memories import upserts
 from turngraph.workers.maintenance.recap import build_recap
 
+__all__ = ["recap_memory", "recap_session", "recap_uid"]
+
 
 def recap_uid(session_id: str) -> str:
     return f"recap_{session_id}"

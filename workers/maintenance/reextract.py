@@ -44,6 +44,11 @@ from turngraph.workers.extraction.validation import superseding
 from turngraph.workers.ingest.changes import changes_for
 from turngraph.workers.maintenance.context import Distiller, LockBusyError, Reextractor
 
+__all__ = [
+    "ANSWERED_BUT_UNUSABLE", "MAX_ANSWERED_ATTEMPTS", "MIN_BATCH_S", "NoFallback",
+    "ReextractResult", "reextract_pending",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 MAX_ANSWERED_ATTEMPTS = 3

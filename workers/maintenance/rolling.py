@@ -28,6 +28,11 @@ from turngraph.workers.maintenance.text import sentences, shorten
 from turngraph.workers.maintenance.tool_calls import CHANGE, RUN, collapse, tool_name
 from turngraph.workers.recall.text import estimate_tokens
 
+__all__ = [
+    "DECIDED", "ROLLING_TTL_S", "VERBATIM_TURN_CHARS", "fold", "load_rolling", "rolling_key",
+    "update_rolling",
+]  # fmt: skip
+
 ROLLING_TTL_S = 14 * 24 * 3600
 """A rolling context nobody updated for two weeks expires."""
 

@@ -39,6 +39,12 @@ from turngraph.workers.maintenance.extractive import (
 from turngraph.workers.maintenance.memories import status_changes, summary_memory, upserts
 from turngraph.workers.maintenance.topics import topic_of
 
+__all__ = [
+    "MAX_ENTITIES", "MAX_SEGMENT_TURNS", "build_summary", "covered_through", "load_summary",
+    "mentioned_names", "replace_drafts", "store_summary", "summarize_last_turns",
+    "summarize_session", "summary_uid", "topic_key", "with_llm_content", "workspace_topics",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 MAX_SEGMENT_TURNS = 40

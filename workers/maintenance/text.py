@@ -6,6 +6,11 @@ import functools
 import re
 from collections.abc import Iterable
 
+__all__ = [
+    "OPEN_CUES", "RATIONALE_CUES", "clean", "content_words", "first_words", "has_cue",
+    "is_check_in", "is_next_step", "is_question", "sentences", "shorten", "words",
+]  # fmt: skip
+
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])|\n+")
 _SPACES = re.compile(r"\s+")

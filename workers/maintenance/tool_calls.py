@@ -13,6 +13,10 @@ import re
 from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import shorten
 
+__all__ = [
+    "CHANGE", "DETAIL_CHARS", "META", "OBSERVE", "RUN", "collapse", "narrative_line", "tool_name",
+]  # fmt: skip
+
 OBSERVE = {
     "read": "Read", "read_file": "Read", "view": "Read", "cat": "Read", "open": "Read",
     "open_file": "Read", "ls": "Listed", "list": "Listed", "list_dir": "Listed",

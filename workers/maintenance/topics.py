@@ -18,6 +18,13 @@ from dataclasses import dataclass
 from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.text import content_words, first_words
 
+__all__ = [
+    "CONTRACTION_TAILS", "MAX_TOPIC_ID_CHARS", "MAX_TOPIC_WORDS", "MIN_TOPIC_TURNS",
+    "MIN_TOPIC_WORD_CHARS", "TOPIC_CUT_WORDS", "TOPIC_ENTITY_TYPES", "TOPIC_FILLER_WORDS",
+    "TOPIC_STOPWORDS", "TOPIC_WORDS", "Topic", "match_existing", "plan_of", "recurring_words",
+    "slug", "subject_words", "topic_of",
+]  # fmt: skip
+
 TOPIC_ENTITY_TYPES = (
     "Task", "Problem", "Incident", "Concept", "Service", "Tool", "File", "Symbol", "Topic",
 )  # fmt: skip

@@ -32,6 +32,11 @@ from turngraph.workers.extraction.models import Extraction
 from turngraph.workers.maintenance import jobs
 from turngraph.workers.maintenance.context import DistillOptions
 
+__all__ = [
+    "POSTMORTEM_WORDS", "SEMANTIC_TRIGGER_TYPES", "FollowUps", "PlannedJob", "has_directive",
+    "plan_jobs", "summary_due",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 POSTMORTEM_WORDS = ("postmortem", "post-mortem", "post mortem", "retrospective", "root cause")

@@ -8,6 +8,8 @@ from typing import Any
 from turngraph.workers.maintenance.context import Distiller
 from turngraph.workers.rq_adapter import StoppableWorker
 
+__all__ = ["MaintenanceWorker"]
+
 
 class MaintenanceWorker(StoppableWorker):
     """Runs maintenance jobs with ``distiller`` (see ``context.bound_distiller``)."""

@@ -19,6 +19,11 @@ import hnswlib
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "ANN_MIN_ROWS", "CONNECTIVITY", "EF_CONSTRUCTION", "EF_SEARCH", "GROWTH", "INITIAL_CAPACITY",
+    "LABEL_MAP_BYTES", "AnnGraph",
+]  # fmt: skip
+
 ANN_MIN_ROWS = 5_000
 """Rows from which a partition gets an HNSW graph (exact search below: ~0.2 ms at 5k)."""
 

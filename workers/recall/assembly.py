@@ -32,6 +32,10 @@ from typing import Protocol, TypeVar
 from turngraph.schemas.summaries import SummaryStatus
 from turngraph.workers.recall.memory import Memory, MemoryKind
 
+__all__ = [
+    "AUTOMATIC", "P", "asks_about_ownership", "summaries_after", "summaries_below_their_turns",
+]  # fmt: skip
+
 
 class _Placed(Protocol):
     @property

@@ -15,6 +15,8 @@ from operator import itemgetter
 from turngraph.workers.recall.postings import Hit, Partition, Postings, among_said, idf
 from turngraph.workers.recall.ranking import Ranking
 
+__all__ = ["score_members", "walk"]
+
 
 def walk(
     part: Partition,

@@ -15,6 +15,8 @@ from turngraph.schemas.shards import WorkspaceFilter
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.vectors import Vector
 
+__all__ = ["MemorySource", "VectorSource", "all_memories", "stored_vectors"]
+
 
 class MemorySource(Protocol):
     """What a replica needs of the graph store to bootstrap (a ``GraphStore`` is one)."""

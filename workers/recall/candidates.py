@@ -18,6 +18,11 @@ from turngraph.workers.recall.semantic import SemanticSignal
 from turngraph.workers.recall.sessions import session_signal
 from turngraph.workers.recall.vectors import Vector
 
+__all__ = [
+    "Target", "best_idf", "candidates", "context_scores", "known_entities", "search_targets",
+    "semantic_scores", "what_was_said",
+]  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class Target:

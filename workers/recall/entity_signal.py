@@ -16,6 +16,10 @@ from operator import itemgetter
 from turngraph.workers.recall.memory import SPAN_DIGESTS, Memory
 from turngraph.workers.recall.postings import Hit, Partition, among_said, idf
 
+__all__ = [
+    "ENTITY_POSTINGS_CAP", "NEIGHBOUR_SAMPLE", "MemoryOf", "entity_hits", "entity_neighbours",
+]  # fmt: skip
+
 ENTITY_POSTINGS_CAP = 400
 """Newest memories taken per entity for the graph signal."""
 

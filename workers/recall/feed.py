@@ -33,6 +33,11 @@ from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.sharding import held_upsert, holds_memory, workspace_filter
 from turngraph.workers.recall.vectors import Vector, release_freed_memory
 
+__all__ = [
+    "BOOTSTRAP_BACKOFF_S", "REDIS_ERROR_PAUSE_S", "TAIL_BATCH", "TAIL_BLOCK_MS", "FeedCounters",
+    "IndexFeed", "keep_long_lived",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 TAIL_BLOCK_MS = 1_000

@@ -19,6 +19,12 @@ from turngraph.schemas.scopes import ScopeName
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.text import entity_ngrams, tokenize
 
+__all__ = [
+    "FOLLOW_UP_MAX_TERMS", "FOLLOW_UP_OPENERS", "PREFERENCE_EXPANSION_WEIGHT", "REFERENCE_WORDS",
+    "SHORT_QUERY_TERMS", "QueryPlan", "auto_scopes", "context_boost", "is_about_the_user",
+    "is_follow_up", "is_project_specific", "is_user_directed", "plan_query", "resolve_scopes",
+]  # fmt: skip
+
 REFERENCE_WORDS = frozenset(
     """
     it its that this those these they them their same which both either one ones there then

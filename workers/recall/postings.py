@@ -12,6 +12,11 @@ from operator import itemgetter
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.ranking import Ranking
 
+__all__ = [
+    "Hit", "Partition", "PartitionKey", "Postings", "among_said", "bm25_weight", "idf",
+    "partition_of", "restated_key",
+]  # fmt: skip
+
 PartitionKey = tuple[str, str]
 
 Hit = tuple[int, float]

@@ -16,6 +16,8 @@ from types import MappingProxyType
 
 from turngraph.schemas.errors import ConfigurationError
 
+__all__ = ["DEFAULT", "PRESETS", "RANK_FUSION", "Ranking", "RankingValueError", "preset"]
+
 
 class RankingValueError(ConfigurationError):
     """A ranking preset or override names no setting, or gives a value of the wrong kind."""

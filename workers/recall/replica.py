@@ -18,6 +18,12 @@ import redis
 from turngraph.schemas.keys import RECALL_REPLICA_PREFIX
 from turngraph.schemas.replicas import ReplicaHeartbeat, read_heartbeat
 
+__all__ = [
+    "CHANGE_STREAM_LAG", "GRAPH_UNAVAILABLE", "HEARTBEAT_EVERY_S", "HEARTBEAT_TTL_S",
+    "entry_time_s", "heartbeat_key", "process_is_ready", "publish_heartbeat", "read_heartbeats",
+    "replica_name", "stream_lag_s",
+]  # fmt: skip
+
 HEARTBEAT_EVERY_S = 1.0
 """How often a replica refreshes its heartbeat and measures its lag."""
 

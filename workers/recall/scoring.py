@@ -21,6 +21,12 @@ from typing import TypeVar
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.timeq import TimeIntent, TimeMode
 
+__all__ = [
+    "DEDUP_JACCARD", "STATUS_MULTIPLIERS", "SUPERSEDED", "Deduplicator", "K", "Scored",
+    "deduplicate", "fuse", "is_visible", "merge_provenance", "near_duplicate", "normalise", "pack",
+    "rank_key", "recency_multiplier", "rrf_fuse", "status_multiplier", "time_multiplier",
+]  # fmt: skip
+
 STATUS_MULTIPLIERS: Mapping[str, float] = {
     "DecisionRecord": 1.1,
     "Active": 1.0,

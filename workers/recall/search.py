@@ -57,6 +57,8 @@ from turngraph.workers.recall.text import estimate_tokens, truncate_to_tokens
 from turngraph.workers.recall.timeq import TimeIntent, parse_time
 from turngraph.workers.recall.window import Window
 
+__all__ = ["search"]
+
 
 def search(
     index: MemoryIndex,

@@ -21,6 +21,11 @@ from turngraph.workers.embeddings.factory import query_embedder
 from turngraph.workers.embeddings.protocol import Embedder, Vectors
 from turngraph.workers.recall.vectors import Vector, VectorIndex
 
+__all__ = [
+    "EMBED_BATCH", "QUERY_BUDGET_MAX_S", "QUERY_BUDGET_SHARE", "SEMANTIC_CANDIDATES",
+    "SESSION_OVERFETCH", "SemanticCounters", "SemanticSignal",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 SEMANTIC_CANDIDATES = 60

@@ -26,6 +26,8 @@ from typing import Protocol
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.ranking import Ranking
 
+__all__ = ["session_signal"]
+
 
 class _Sessions(Protocol):
     def memory(self, internal: int) -> Memory | None: ...

@@ -21,6 +21,11 @@ from turngraph.schemas.shards import (
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.postings import partition_of
 
+__all__ = [
+    "claim_shards", "held_upsert", "holds_memory", "record_partition", "shard_request_keys",
+    "withdraw_claims", "workspace_filter",
+]  # fmt: skip
+
 
 def record_partition(record: MemoryRecord) -> tuple[str, str]:
     """The index partition of a wire record (``postings.partition_of`` of its memory)."""

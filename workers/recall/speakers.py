@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+__all__ = ["name_words", "query_names", "speaker_multiplier", "without_names"]
+
 _WORDS = re.compile(r"\w+")
 
 

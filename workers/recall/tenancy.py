@@ -22,6 +22,11 @@ from turngraph.schemas.tenants import (
     unqualify,
 )
 
+__all__ = [
+    "SCOPE_FIELDS", "ReplyKeys", "foreign_scope_fields", "qualified", "tenant_request_keys",
+    "unqualify_results",
+]  # fmt: skip
+
 SCOPE_FIELDS = ("session_id", "workspace", "user")
 """The scope keys of a request; a tenant's are qualified with the tenant before search."""
 

@@ -10,6 +10,11 @@ import math
 import re
 from functools import lru_cache
 
+__all__ = [
+    "MAX_ENTITY_NGRAM", "STOPWORDS", "WORD_CACHE", "entity_key", "entity_ngrams",
+    "estimate_tokens", "stem", "tokenize", "truncate_to_tokens",
+]  # fmt: skip
+
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
 _ALNUM = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")

@@ -29,6 +29,11 @@ from threadpoolctl import threadpool_limits
 from turngraph.workers.recall import ann as ann_module
 from turngraph.workers.recall.ann import AnnGraph
 
+__all__ = [
+    "BLAS_THREADS", "CHUNK_ROWS", "COMPACT_DEAD_RATIO", "GROWTH", "INITIAL_ROWS", "INT8_MAX",
+    "Vector", "VectorIndex", "limit_blas_threads", "quantise", "release_freed_memory",
+]  # fmt: skip
+
 INITIAL_ROWS = 64
 
 GROWTH = 1.5

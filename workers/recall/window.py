@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from turngraph.schemas.recall import ConversationTurn
 from turngraph.workers.recall.memory import Memory, MemoryKind
 
+__all__ = ["MATCH_CHARS", "MIN_MATCH_CHARS", "SESSION_DISTILLED", "Window", "asks_for_recap"]
+
 MATCH_CHARS = 160
 """Characters (whitespace collapsed) of a turn's start compared with a context turn's."""
 

@@ -64,6 +64,11 @@ from turngraph.workers.recall.tenancy import (
     unqualify_results,
 )
 
+__all__ = [
+    "GRAPH_PROBE_EVERY_S", "GRAPH_READERS_JOIN_S", "GRAPH_STALE_S", "TENANTS_REFRESH_S",
+    "GraphProbe", "LatencyObserver", "RecallCounters", "RecallWorker",
+]  # fmt: skip
+
 log = structlog.get_logger(__name__)
 
 TENANTS_REFRESH_S = 5.0
