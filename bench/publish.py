@@ -5,8 +5,8 @@
 In one run, on an embedded Valkey it starts itself:
 
 - sustained: one producer publishes N turns in a tight loop and flushes; events/s from the
-  first call until Redis has answered for every event (redaction, serialization, the Lua
-  bound check and the RQ job hash included);
+  first call until Redis has answered for every event (redaction, serialization and the
+  inbox script's bound check and append included; no RQ job is written by a producer);
 - reference: the same event payloads through raw pipelined ``RPUSH`` (256 per round trip);
 - tenant: the same turns published with a tenant credential into the tenant's bounded
   inbox (``producers/tenant_inbox.py``; admission into RQ jobs is the ingest worker's);

@@ -4,8 +4,8 @@ Builds a :class:`~workers.recall.index.MemoryIndex` with N synthetic memories (d
 50,000) plus the retrieval dataset's real turns, then runs the dataset's questions
 (standalone and follow-ups) through :func:`~workers.recall.search.search`. Reports build
 time, the process RSS growth, and search latency percentiles, with the garbage collector
-as it is and after ``gc.freeze()`` (what a replica should do once bootstrapped: the
-index's long-lived objects then stop being rescanned); once with everything in one
+as it is and after ``gc.freeze()`` (what a replica does once bootstrapped,
+``workers/recall/feed.py``: the index's long-lived objects then stop being rescanned); once with everything in one
 workspace (the worst case for postings lengths) and once spread over 20 workspaces.
 No Redis here: the end-to-end benchmark through the request list is
 ``bench.recall_latency``.

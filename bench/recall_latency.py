@@ -1,13 +1,17 @@
 """Recall latency end to end through Redis at 50k memories, with the semantic signal on.
 
-Loads N turns into the embedded graph (offline extractor, real writer), starts recall
-worker replicas as processes (they bootstrap their index from the graph and embed every
-memory with the configured model, the shipped local one by default), then runs client
-threads that each call ``RecallClient.recall``: a closed loop at ``--clients`` (8), whose
-throughput is the saturation, then an open loop offered at half that rate. Reference in
-the same run: a Redis PING round trip from the same clients, closed loop. Also reports
-each replica's resident memory and time-to-recall (publish a turn, poll recall until it
-is found) with an ingest worker running.
+Loads N turns into the embedded graph through the ingest pipeline (offline extractor, real
+writer; each memory embedded once with the configured model, the shipped local pair by
+default, and turn vectors stored in the graph, as ingest workers do), starts recall worker
+replicas as processes (they bootstrap their index and the stored vectors from the graph)
+and waits until every replica's heartbeat says ``bootstrapped``. Then client processes
+call ``RecallClient.recall``: a closed loop at ``--clients`` (8), whose throughput is the
+saturation, then an open loop offered at half that rate; answers flagged ``degraded`` are
+counted. Reference in the same run: a Redis PING round trip from the same clients, closed
+loop. Also reports each replica's resident memory, where a closed-loop request's CPU goes
+(the replicas', the load generator's, the rest of the machine's, per answer) and
+time-to-recall (publish a turn, poll recall until it is found) with an ingest worker
+running.
 
 Texts are real conversation: the turns of REALTALK (``../shared/data/realtalk``, read at
 bench time) and of the project's own retrieval dataset; 500 of them are held back, never

@@ -4,9 +4,9 @@
 
 Server: ``--requests`` recall requests wait on the list; one ``RequestServer`` answers
 them all (parse, check, empty answer), in two ways taking turns ``--rounds`` times:
-its serving loop (``run``: each reply takes the next request in the same pipeline) and
-the same calls without it (reply, then a blocking pop: two round trips per request, as
-before issue 24's change). Reports the server's wall time per request and the Redis
+its serving loop (``run``: each reply goes with the next blocking pop in the same
+pipeline) and the same calls without it (reply, then a blocking pop: two round trips per
+request, as before issue 24's change). Reports the server's wall time per request and the Redis
 commands it sent.
 
 Client of a sharded deployment: the push of one request through ``turngraph_shard_push``

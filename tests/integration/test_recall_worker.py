@@ -60,7 +60,7 @@ def test_two_replicas_answer_concurrent_clients(clients: Clients) -> None:
 def test_a_bootstrapped_index_is_frozen_out_of_the_collectors_full_passes(
     clients: Clients,
 ) -> None:
-    """docs/scaling.md: otherwise each full collection walks every indexed object."""
+    """docs/history.md: otherwise each full collection walks every indexed object."""
     build_pipeline(clients).ingest(
         [turn(f"Note {i}: the cache warms in {i} s.", i) for i in range(5)]
     )

@@ -1,7 +1,7 @@
 """The embedder of tests about queues, processes and hostile input rather than recall.
 
 They run their workers on the static model alone, a real embedder still: the default
-pair's contextual model costs ~4 ms of CPU per turn (docs/recall.md), which on their
+pair's contextual model costs ~4 ms of CPU per turn (docs/history.md), which on their
 thousands of turns was most of their time. The pair itself is tested where embeddings
 are the subject (test_embeddings_contextual, test_stored_embeddings,
 test_recall_semantic_worker).

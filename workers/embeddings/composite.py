@@ -6,7 +6,7 @@ For unit rows ``a`` and ``b`` and weights ``wa``, ``wb``, the row
 another such row is ``(wa·cos_a + wb·cos_b) / (wa + wb)``: a weighted fusion of the two
 models' cosines that every consumer of vectors (storage, change stream, exact search,
 HNSW) handles as one ordinary vector. Measured against fusing the two separately
-(docs/recall.md): the same ranking, one vector per memory.
+(docs/history.md): the same ranking, one vector per memory.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def build_embedder(
 
 CONTEXTUAL_WEIGHT = 1.0
 STATIC_WEIGHT = 1.0
-"""The shipped pair's weights in the joined vector (measured: docs/recall.md)."""
+"""The shipped pair's weights in the joined vector (measured: docs/history.md)."""
 
 
 def default_local_embedder(

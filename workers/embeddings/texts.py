@@ -2,12 +2,12 @@
 
 ``speaker: text`` (the speaker when known), after the previous turn of its session when
 there is one: a reply such as "Yes, every winter!" means little alone (measured:
-docs/recall.md). The ingest workers embed this text once and store the vector; a recall
+docs/history.md). The ingest workers embed this text once and store the vector; a recall
 replica that has to embed a memory itself builds the same text, so both vectors agree.
 
 The text is an :class:`EmbeddingText`: the joined string every provider embeds, which
 also keeps its two parts, because a model may do better on the memory alone (the
-contextual model does: docs/recall.md) while another wants the previous turn too.
+contextual model does: docs/history.md) while another wants the previous turn too.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 __all__ = ["EMBED_PREVIOUS_TURN", "EmbeddingText", "embedding_text", "own_part", "speaker_text"]
 
 EMBED_PREVIOUS_TURN = True
-"""Embed a turn after the previous turn of its session (measured: docs/recall.md)."""
+"""Embed a turn after the previous turn of its session (measured: docs/history.md)."""
 
 
 class EmbeddingText(str):

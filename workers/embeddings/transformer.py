@@ -5,7 +5,7 @@ last hidden state), the model's ``tokenizer.json`` and ``SHA256SUMS``. A text's 
 is the attention-masked mean of its tokens' hidden states, L2-normalised: the pooling
 sentence-transformers' all-MiniLM-L6-v2 was trained with. The runtime is onnxruntime on
 the CPU, one intra-op thread (replicas and workers scale by process; threads competing
-for 2 cores made every query slower, as they did for BLAS: docs/recall.md).
+for 2 cores made every query slower, as they did for BLAS: docs/history.md).
 
 We run the session ourselves rather than through fastembed: fastembed's loader pulls
 huggingface_hub and an image stack in, and the part we need (tokenize, run, pool) is

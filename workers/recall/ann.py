@@ -2,7 +2,7 @@
 
 Exact search (``vectors``) reads every row of the partition per query; above
 :data:`ANN_MIN_ROWS` rows an HNSW graph answers the same question in a fraction of the
-time (docs/recall.md: at 10k rows of 256 dimensions, 0.23 ms against 1.35 ms exact on
+time (docs/history.md: at 10k rows of 256 dimensions, 0.23 ms against 1.35 ms exact on
 this loaded machine, 95 % of the exact 60 nearest found). Labels are the index's
 internal ids; a removed memory is marked deleted (the graph skips it).
 

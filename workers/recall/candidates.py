@@ -141,7 +141,7 @@ def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
     """``hits`` without the restatements (``Memory.in_statistics``): a summary, recap or
     ownership context has no neighbouring turns, so it takes no chain-source place from a
     turn. Before, a digest among the best lexical hits pushed the last source out and its
-    neighbour lost the chain score it has with distillation off (docs/recall.md)."""
+    neighbour lost the chain score it has with distillation off (docs/history.md)."""
     return [hit for hit in hits if (m := index.memory(hit[0])) is not None and m.in_statistics]
 
 

@@ -58,7 +58,7 @@ def keep_long_lived() -> None:
     and move what survives (the index: about 10 tracked objects per memory) out of the
     cycle collector's view (``gc.freeze``). Otherwise every later full collection walks
     all of them while requests wait: 350-470 ms per 100k memories on this machine
-    (docs/scaling.md), seconds for a 1M replica."""
+    (docs/history.md), seconds for a 1M replica."""
     gc.collect()
     release_freed_memory()
     gc.freeze()

@@ -71,7 +71,7 @@ class Memory:
         # Index keys must match query n-grams, whichever constructor the caller used.
         object.__setattr__(self, "entities", normalise_entities(self.entities))
         # One string per distinct scope key, status or speaker (each memory parsed from
-        # JSON brought its own copies: ~250 bytes a memory, docs/recall.md).
+        # JSON brought its own copies: ~250 bytes a memory, docs/history.md).
         for name in _SHARED_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -107,7 +107,7 @@ class Memory:
         promoted. A restatement (summary, recap, decision record) would count its turns'
         words a second time, and an ownership context is the same sentence once per
         session (620 on the RealMem dev personas, 13 % of the documents): counted, they
-        moved every turn's weights (docs/recall.md). They are still searched, by the
+        moved every turn's weights (docs/history.md). They are still searched, by the
         turns' statistics."""
         return self.kind not in RESTATEMENTS and not self.is_ownership_context
 

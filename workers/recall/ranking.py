@@ -61,7 +61,7 @@ class Ranking:
     session_weight: float = 2.0
     """Fusion weight of the session signal (``sessions.py``): the opening turn of a session
     whose first turns match the question gets the session's strength. RealMem dev, re-run
-    from a capture: R@10 0.274 -> 0.371, session hit@10 0.713 -> 0.719 (docs/recall.md).
+    from a capture: R@10 0.274 -> 0.371, session hit@10 0.713 -> 0.719 (docs/history.md).
     2.5 buys RealMem session hit@10 (+1.4 dev) for our own dev set's first places (R@5
     0.769 -> 0.712: unrelated openers above the answer). 0 turns it off."""
     session_count: int = 10
@@ -72,7 +72,7 @@ class Ranking:
     """Only hits up to this turn index count toward a session's strength: further into a
     long session the topic has moved on from what its opening turn said. 6 -> 9, RealMem
     dev with context 0.393/0.744 -> 0.396/0.753, without 0.376/0.728 -> 0.383/0.736; own
-    dev R@10 and R@5 unchanged (docs/recall.md)."""
+    dev R@10 and R@5 unchanged (docs/history.md)."""
 
     # -- fusion ---------------------------------------------------------------------
     lexical_weight: float = 1.0
@@ -111,7 +111,7 @@ class Ranking:
     only retell. Questions about shared work ("what did we pick") or about someone else
     keep them at 1.0. RealMem dev, re-run from a capture: R@10 0.255 -> 0.274, session
     hit@10 0.736 -> 0.713 (0.5: 0.281 and 0.694, a worse trade); own dev and REALTALK dev
-    unchanged (docs/recall.md)."""
+    unchanged (docs/history.md)."""
 
     # -- conversation context -------------------------------------------------------
     context_turns: int = 6
@@ -131,7 +131,7 @@ class Ranking:
     # -- packing --------------------------------------------------------------------
     summaries_after: int = 2
     """No summary among this many best results: the turns (facts, decisions) lead and a
-    summary follows them (``assembly.py``; RealMem dev, docs/recall.md)."""
+    summary follows them (``assembly.py``; RealMem dev, docs/history.md)."""
     pack_pool: int = 3
     """Scored candidates kept per requested result before de-duplication and packing."""
 

@@ -9,7 +9,7 @@ lexical nor the semantic signal. The session signal adds up the best lexical hit
 each session's first turns and gives that strength to the session's opening turn, which
 then joins the candidates (and gets its semantic cosine like any other), in a chat the
 user opened with an assistant. RealMem dev: 46 % of the evidence turns open their
-session; docs/recall.md has the figures.
+session; docs/history.md has the figures.
 
 The session the question is asked in takes no part: the signal looks for an *earlier*
 session, and the current one's turns that match best are the conversation the assistant

@@ -14,7 +14,7 @@ are you moving?" matches more of the question's words. So:
 A speaker is named when one word of their name (two letters or more) appears in the
 query exactly as written: "Will" names Will, "will" does not (fewer false lifts on
 common words; a lowercase name in a query is therefore not matched). Both choices were
-measured on the development sets (docs/recall.md).
+measured on the development sets (docs/history.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ copies, ~16 KB per memory with the pair's 640 dimensions):
 
 - a partition below :data:`~workers.recall.ann.ANN_MIN_ROWS` rows keeps its unit vectors
   as **int8 rows with one float32 scale each** (``row ≈ codes * scale``, a quarter of the
-  float32 bytes; the cosine moves by ~3e-4, docs/recall.md); a query's similarities are
+  float32 bytes; the cosine moves by ~3e-4, docs/history.md); a query's similarities are
   ``(codes @ query) * scales`` and the best rows come from ``argpartition`` (exact);
 - from that size on the rows move into an HNSW graph (``ann``, float32 inside
   ``hnswlib``), which answers the nearest-rows query and gives back any candidate's
@@ -53,7 +53,7 @@ BLAS_THREADS = 1
 """Threads the BLAS library may use in this process. A query's matrix-vector product is
 ~0.4 ms on one core at 10k rows; with the default (one thread per core) the threads'
 hand-offs made it 2.6 ms on an idle 2-core machine and ~11 ms per query in a replica
-under load (docs/recall.md). Recall replicas scale by process, not by BLAS threads."""
+under load (docs/history.md). Recall replicas scale by process, not by BLAS threads."""
 
 
 def limit_blas_threads() -> None:

@@ -4,7 +4,7 @@ An editor sends recall the current session's recent turns as ``conversation_cont
 Those turns, and what was distilled only from the current session (its summaries, its
 recap), are already in the assistant's window: returned again they fill the answer with
 what the model has, and push out the earlier session that holds what it needs (measured
-on the RealMem development personas, docs/recall.md). The rule:
+on the RealMem development personas, docs/history.md). The rule:
 
 - with ``conversation_context`` and a ``session_id``, a turn of that session whose text
   is one of the context's turns is left out (matched on the start of the text: a rolling
