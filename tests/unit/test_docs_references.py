@@ -1,5 +1,6 @@
-"""What README.md and docs/ name exists: every ``python -m bench.X``, every ``turngraph``
-command and subcommand, every ``make`` target, every relative link and its anchor."""
+"""What README.md and docs/ name exists: every ``python -m bench.X`` and its options, every
+``turngraph`` command, subcommand and option, every ``make`` target, every relative link
+and its anchor."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 _FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 _SPAN = re.compile(r"`([^`\n]+)`")
-_BENCH = re.compile(r"python -m bench\.([a-z_]+)\b")
-_COMMAND = re.compile(r"(?:^|[\s(;|&$])turngraph ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
+_BENCH = re.compile(r"python -m bench\.([a-z_]+)\b([^;|`\n]*)")
+_COMMAND = re.compile(r"(?:^|[\s(;|&$])turngraph ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?([^;|&`\n]*)")
+_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
 _MAKE = re.compile(r"(?:^|[\s(;|&])make ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*)")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -61,17 +63,38 @@ def test_every_bench_named_exists() -> None:
     assert missing == []
 
 
+def test_every_bench_option_named_exists() -> None:
+    sources = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "bench").glob("*.py"))
+    missing = {
+        f"{doc}: python -m bench.{m[1]} {option}"
+        for doc, m in _named(_BENCH)
+        for option in _OPTION.findall(m[2])
+        if f'"{option}"' not in sources
+    }
+    assert sorted(missing) == []
+
+
 def test_every_turngraph_command_named_exists() -> None:
     commands = _subcommands(build_parser())
     missing = set()
     for doc, m in _named(_COMMAND):
-        command, sub = m[1], m[2]
+        command, sub, rest = m[1], m[2], m[3]
         if command not in commands:
             missing.add(f"{doc}: turngraph {command}")
             continue
-        subs = _subcommands(commands[command])
-        if subs and sub is not None and sub not in subs:
-            missing.add(f"{doc}: turngraph {command} {sub}")
+        parser = commands[command]
+        subs = _subcommands(parser)
+        if subs and sub is not None:
+            if sub not in subs:
+                missing.add(f"{doc}: turngraph {command} {sub}")
+                continue
+            parser = subs[sub]
+        options = {option for action in parser._actions for option in action.option_strings}
+        missing.update(
+            f"{doc}: turngraph {command} {option}"
+            for option in _OPTION.findall(rest)
+            if option not in options
+        )
     assert sorted(missing) == []
 
 
