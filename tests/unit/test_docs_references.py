@@ -1,6 +1,6 @@
 """What README.md and docs/ name exists: every ``python -m bench.X`` and its options, every
 ``turngraph`` command, subcommand and option, every ``make`` target, every relative link
-and its anchor."""
+and its anchor; and every setting is documented outside the history."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from turngraph.cli import build_parser
+from turngraph.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -108,6 +109,14 @@ def test_every_make_target_named_exists() -> None:
         if target not in targets
     }
     assert sorted(missing) == []
+
+
+def test_every_setting_is_documented() -> None:
+    reference = "\n".join(
+        doc.read_text(encoding="utf-8") for doc in DOCS if doc.name != "history.md"
+    )
+    undocumented = [name for name in Settings.model_fields if name.upper() not in reference]
+    assert undocumented == []
 
 
 def _anchors(path: Path) -> set[str]:
