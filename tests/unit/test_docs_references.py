@@ -119,6 +119,16 @@ def test_every_setting_is_documented() -> None:
     assert undocumented == []
 
 
+def test_every_procfile_process_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = (ROOT / "Procfile").read_text(encoding="utf-8").splitlines()
+    processes = [line.split(":", 1) for line in lines if line.strip()]
+    missing = [
+        name for name, command in processes if f"| `{name}` | `{command.strip()}` |" not in readme
+    ]
+    assert processes and missing == []
+
+
 def _anchors(path: Path) -> set[str]:
     text = _FENCE.sub("", path.read_text(encoding="utf-8"))
     anchors = set()
