@@ -5,8 +5,9 @@ Builds a :class:`~workers.recall.index.MemoryIndex` with N synthetic memories (d
 (standalone and follow-ups) through :func:`~workers.recall.search.search`. Reports build
 time, the process RSS growth, and search latency percentiles, with the garbage collector
 as it is and after ``gc.freeze()`` (what a replica does once bootstrapped,
-``workers/recall/feed.py``: the index's long-lived objects then stop being rescanned); once with everything in one
-workspace (the worst case for postings lengths) and once spread over 20 workspaces.
+``workers/recall/feed.py``: the index's long-lived objects then stop being rescanned);
+once with everything in one workspace (the worst case for postings lengths) and once
+spread over 20 workspaces.
 No Redis here: the end-to-end benchmark through the request list is
 ``bench.recall_latency``.
 
