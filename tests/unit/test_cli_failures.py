@@ -6,8 +6,9 @@ import argparse
 import json
 
 import pytest
+from neo4j.exceptions import Neo4jError
 
-from turngraph.cli.failures import report_failure
+from turngraph.cli.failures import describe_failure, report_failure
 from turngraph.schemas.bridge_common import ErrorReply
 from turngraph.schemas.errors import ConfigurationError
 from turngraph.schemas.scopes import Scope
@@ -69,3 +70,18 @@ def test_distill_commands_refuse_counts_out_of_range_as_usage_errors(
     with pytest.raises(SystemExit) as usage:
         build_parser().parse_args(argv)
     assert usage.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_a_graph_servers_refusal_names_its_status_code_never_its_message() -> None:
+    """A worker that exited on a raw driver error said only `answered ClientError`
+    (bench.chaos on Neo4j); the status code names the cause, the message may quote
+    parameters (chat text)."""
+    refused = Neo4jError._hydrate_neo4j(  # what the driver builds from the server's FAILURE
+        code="Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+        message="rule with content 'secret words' exists",
+    )
+    line = describe_failure(refused)
+    assert line == (
+        "error: the graph server answered ClientError "
+        "(Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists)"
+    ), line

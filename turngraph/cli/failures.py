@@ -44,6 +44,9 @@ def describe_failure(exc: BaseException) -> str:
         return "error: the graph server refused our credentials; check TURNGRAPH_GRAPH_USER"
     if isinstance(exc, neo4j.exceptions.ServiceUnavailable | neo4j.exceptions.SessionExpired):
         return f"error: the graph server is not reachable; {START_HINT}"
+    if isinstance(exc, neo4j.exceptions.Neo4jError) and exc.code:
+        # the server's status code names the cause; its message can quote parameters
+        return f"error: the graph server answered {type(exc).__name__} ({exc.code})"
     if isinstance(exc, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError):
         return f"error: the graph server answered {type(exc).__name__}"
     if isinstance(exc, pydantic.ValidationError):
