@@ -68,7 +68,8 @@ def _failure_text(reply: dict[str, Any]) -> str:
 
 
 def print_reply(reply: dict[str, Any], op: str, *, as_json: bool, out: TextIO | None = None) -> int:
-    """Print ``reply`` of ``op`` (recall, publish, status); the exit status."""
+    """Print ``reply`` of ``op`` (recall, publish, status); the exit status (status: 1 when
+    memory is not reachable)."""
     out = out or sys.stdout
     ok = bool(reply.get("success"))
     if as_json:
@@ -82,4 +83,6 @@ def print_reply(reply: dict[str, Any], op: str, *, as_json: bool, out: TextIO | 
     else:
         out.write(f"published (event {reply.get('event_id')})\n")
     out.flush()
+    if op == "status" and reply.get("redis_available") is False:
+        return 1  # the report printed, and scripts told that memory is not reachable
     return 0 if ok else 1

@@ -47,7 +47,9 @@ def test_status_failures_and_publish() -> None:
         "queue: enqueued 7, length 3",
     ]
     down = {"success": True, "redis_available": False, "degraded": ["redis_unreachable"]}
-    assert _printed(down, "status")[1].startswith("memory not reachable")
+    code, text = _printed(down, "status")
+    assert code == 1 and text.startswith("memory not reachable")  # as its help says: 0/1
+    assert _printed(down, "status", as_json=True)[0] == 1
     failure = {"success": False, "error_code": "CONSENT_REQUIRED", "user_message": "not enabled",
                "remediation": "run: turngraph consent enable"}  # fmt: skip
     assert _printed(failure, "publish") == (
