@@ -112,3 +112,7 @@ def test_a_tenants_scopes_show_when_each_session_was_first_published(tmp_path: P
     assert session.id == "s_1" and session.first_turn is not None
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", session.first_turn)
     assert session.first_turn in render(rows).splitlines()[2]
+    # and no turn count it cannot know: it said 0 turns for every scope
+    assert rows[0].turns is None and session.turns is None
+    table = render(rows).splitlines()
+    assert table[1].endswith("  -") and table[2].endswith("  -"), table

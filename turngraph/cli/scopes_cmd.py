@@ -25,7 +25,8 @@ __all__ = [
 @dataclass
 class SessionRow:
     id: str
-    turns: int
+    turns: int | None
+    """Turns the graph holds; None: not known here (a tenant's producer has no graph)."""
     first_turn: str | None
     last_turn: str | None
 
@@ -34,7 +35,7 @@ class SessionRow:
 class WorkspaceRow:
     id: str
     folder: str | None
-    turns: int
+    turns: int | None
     first_turn: str | None
     last_turn: str | None
     here: bool = False
@@ -54,7 +55,7 @@ def local_scopes(settings: Settings, *, here: str | None = None) -> list[Workspa
     hints = ScopeHints(settings.data_dir).load()
     rows = {
         key: WorkspaceRow(
-            id=key, folder=hint.get("folder"), turns=0,
+            id=key, folder=hint.get("folder"), turns=None,
             first_turn=_time(hint.get("first_seen")), last_turn=None, here=key == here,
         )
         for key, hint in hints["workspaces"].items()
@@ -64,7 +65,9 @@ def local_scopes(settings: Settings, *, here: str | None = None) -> list[Workspa
         if workspace is not None:
             # what this machine knows: when it first published the session
             first = _time(hint.get("first_seen"))
-            workspace.sessions.append(SessionRow(id=key, turns=0, first_turn=first, last_turn=None))
+            workspace.sessions.append(
+                SessionRow(id=key, turns=None, first_turn=first, last_turn=None)
+            )
     for row in rows.values():
         row.sessions.sort(key=lambda s: s.first_turn or "", reverse=True)
     return list(rows.values())
@@ -107,6 +110,10 @@ def list_scopes(settings: Settings, *, here: str | None = None) -> list[Workspac
     return sorted(rows.values(), key=lambda w: w.last_turn or "", reverse=True)
 
 
+def _count(turns: int | None) -> str:
+    return "-" if turns is None else str(turns)
+
+
 def render(rows: list[WorkspaceRow]) -> str:
     """A table: one line per workspace, its sessions indented under it."""
     if not rows:
@@ -116,13 +123,15 @@ def render(rows: list[WorkspaceRow]) -> str:
         folder = (w.folder or "?") + (" (here)" if w.here else "")
         lines.append(
             f"{w.id:36}  {folder[:20]:20}  {w.first_turn or '-':16}  "
-            f"{w.last_turn or '-':16}  {w.turns}"
+            f"{w.last_turn or '-':16}  {_count(w.turns)}"
         )
         for s in w.sessions:
             lines.append(
                 f"  {s.id:34}  {'':20}  {s.first_turn or '-':16}  {s.last_turn or '-':16}  "
-                f"{s.turns}"
+                f"{_count(s.turns)}"
             )
+    if any(w.turns is None for w in rows):
+        lines.append("TURNS -: the graph counts them, and a tenant's producer cannot ask it")
     lines.append(
         "folder names come from this machine's publishes; "
         "any command taking a scope accepts the id, or the folder / session id itself"
