@@ -10,6 +10,7 @@ import json
 
 import redis
 
+from turngraph.cli.failures import DATA_DIR_HINT
 from turngraph.clients import with_endpoints
 from turngraph.doctor.checks import Check, fail, failed, skip
 from turngraph.doctor.marker_checks import check_markers_agree
@@ -35,6 +36,14 @@ DEFAULT_SMOKE_TIMEOUT_S = 60.0
 
 def run_checks(settings: Settings, *, smoke: bool, smoke_timeout_s: float) -> list[Check]:
     """Every check, in order; those that depend on a failed one are skipped."""
+    if settings.data_dir.exists() and not settings.data_dir.is_dir():
+        return [
+            fail(
+                "data",
+                f"the data folder {settings.data_dir} is a file, not a folder",
+                f"move that file away, or {DATA_DIR_HINT}",
+            )
+        ]
     if not (settings.redis_url and settings.graph_uri) and settings.embedded:
         running = read_endpoints(settings.data_dir)
         if running is not None:
