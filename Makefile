@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-dev run demo test lint typecheck unit bench schemas count-lines
+.PHONY: install install-dev run demo test test-wheel lint typecheck unit bench schemas count-lines
 
 DEV_STAMP := $(VENV)/.installed-dev
 PROGRESS := sh ops/with-progress.sh
@@ -82,6 +82,11 @@ typecheck: install-dev
 ## Lint, type-check and run the whole test suite (starts its own Redis and graph servers).
 test: lint typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider -n 4 --dist loadfile --no-loadscope-reorder --durations=30
+
+## The same suite against a non-editable wheel install (the tests that read the source
+## folders themselves run in `make test` only): ops/test-wheel.sh.
+test-wheel: install-dev
+	VENV=$(VENV) bash ops/test-wheel.sh -n 4 --dist loadfile --no-loadscope-reorder
 
 ## Re-export the JSON Schemas from the pydantic models and the TypeScript types from them.
 schemas: install-dev

@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.source_tree  # reads the repository's folders: not in make test-wheel
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_FOLDERS = ("schemas", "producers", "workers", "turngraph")
 """The installed package's real folders (turngraph/ links the first three in)."""

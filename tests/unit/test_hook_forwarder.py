@@ -198,10 +198,7 @@ def test_installing_twice_keeps_one_copy_and_mends_a_changed_one(tmp_path: Path)
     first.write_text("broken")
     again = install_forwarder(tmp_path)
     assert again == first
-    assert (
-        again.read_bytes()
-        == (Path(__file__).parents[2] / "producers" / "hooks" / "forward.py").read_bytes()
-    )
+    assert again.read_bytes() == Path(forward_module.__file__).read_bytes()
     assert [p.name for p in (tmp_path / "hooks").iterdir()] == [FORWARDER]
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.source_tree  # reads the repository's folders: not in make test-wheel
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("schemas", "producers", "workers", "turngraph", "bench")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")

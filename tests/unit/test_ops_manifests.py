@@ -103,6 +103,7 @@ def test_compose_processes_use_the_image_and_real_settings(
 # -- Dockerfile -----------------------------------------------------------------------
 
 
+@pytest.mark.source_tree
 def test_dockerfile_builds_the_package_and_runs_unprivileged() -> None:
     text = (OPS / "Dockerfile").read_text()
     copied = re.findall(r"^COPY (\S+)/ ", text, re.MULTILINE)

@@ -33,7 +33,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import rq
+
+pytestmark = pytest.mark.source_tree  # reads the repository's folders: not in make test-wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("schemas", "producers", "workers", "turngraph", "bench")
