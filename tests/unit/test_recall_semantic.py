@@ -7,6 +7,7 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI, hang
 from tests.support.recall import NOW, memory, request
+from turngraph.workers.embeddings.deadline import QueryEmbedder
 from turngraph.workers.embeddings.endpoint import EndpointEmbedder
 from turngraph.workers.embeddings.local import StaticEmbedder
 from turngraph.workers.recall.index import MemoryIndex
@@ -147,13 +148,38 @@ def test_a_slow_embedder_degrades_to_lexical_within_the_deadline() -> None:
         index.add(memory("a", "the retry policy uses exponential backoff"))
         index.add(memory("b", "lunch was pizza"))
         assert search(index, request("retry policy backoff"), NOW).degraded == []
-        server.add_embeddings(hang())
-        response = search(index, request("retry policy backoff", deadline_ms=200), NOW)
+        server.add_embeddings(hang())  # new queries from here: a repeated one is cached
+        response = search(index, request("the retry policy backoff", deadline_ms=200), NOW)
         assert response.degraded == ["semantic_timeout"]
         assert response.results[0].source_event_ids == ["e_a"]  # lexical still answers
         assert response.took_ms < 200
         server.stop_hangs()
-    response = search(index, request("retry policy backoff"), NOW)  # the server is gone
+    response = search(index, request("retry policy and backoff"), NOW)  # the server is gone
     assert response.degraded == ["semantic_unavailable"]
     assert response.results[0].source_event_ids == ["e_a"]
     assert index.semantic is not None and index.semantic.queries.counters.timed_out == 1
+
+
+def test_a_repeated_query_takes_its_vector_from_the_cache(local: StaticEmbedder) -> None:
+    index = MemoryIndex(local)
+    index.add(memory("a", "the retry policy uses exponential backoff"))
+    index.add(memory("b", "lunch was pizza with the team"))
+    calls = local.stats.calls
+    first = search(index, request("what retry policy do we use"), NOW)
+    again = search(index, request("what retry policy do we use"), NOW)
+    assert local.stats.calls == calls + 1  # the model ran once
+    assert again.results == first.results and again.degraded == []
+    assert index.semantic is not None and index.semantic.queries.counters.cached == 1
+
+
+def test_the_query_cache_drops_the_least_recently_asked(local: StaticEmbedder) -> None:
+    queries = QueryEmbedder(local, inline=True, cache_size=2)
+    for text in ("one query", "two query", "one query", "three query"):
+        vector, reason = queries.embed(text, 1.0)
+        assert vector is not None and reason is None and not vector.flags.writeable
+    calls = local.stats.calls
+    queries.embed("one query", 1.0)  # kept: asked after "two query"
+    assert local.stats.calls == calls
+    queries.embed("two query", 1.0)  # dropped when "three query" came
+    assert local.stats.calls == calls + 1
+    assert queries.counters.cached == 2
