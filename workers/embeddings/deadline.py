@@ -110,6 +110,11 @@ class QueryEmbedder:
                 self.counters.embedded += 1
         return vector, reason
 
+    def clear_cache(self) -> None:
+        """Forget every cached query vector (benches measure a new query's cost)."""
+        with self._lock:
+            self._cache.clear()
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
