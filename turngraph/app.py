@@ -300,6 +300,7 @@ def build_ingest_worker(
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
         worker_ttl=INGEST_WORKER_TTL_S,
         batch_observer=batch_observer,
+        config_fingerprint=config_fingerprint(clients.settings),
     )
 
 
@@ -361,6 +362,7 @@ def build_maintenance_worker(clients: Clients) -> MaintenanceWorker:
         job_class=MaintenanceJob,
         maintenance_interval=MAINTENANCE_INTERVAL_S,
         distiller=distiller,
+        config_fingerprint=config_fingerprint(clients.settings),
     )
 
 

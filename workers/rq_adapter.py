@@ -5,7 +5,8 @@ worker's ``job_class``/``serializer``/``exception_handlers``). Each override her
 in :data:`ADAPTED` with its reason (``tests/unit/test_rq_private_names.py`` holds the rest
 to that); ``tests/integration/test_rq_versions.py`` runs ``test_rq_internals.py``, which
 pins it, against the lowest and the highest RQ allowed. Jobs reach the worker performing
-them with :func:`performing_worker` (RQ has ``get_current_job``, no current worker).
+them with :func:`performing_worker` (RQ has ``get_current_job``, whose ``worker_name`` names
+it); a worker's name carries the hash of its configuration (:func:`worker_config`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
@@ -25,8 +27,8 @@ from typing import Any
 import redis
 import structlog
 from rq import SimpleWorker
-from rq.exceptions import StopRequested
-from rq.job import Job, JobStatus
+from rq.exceptions import NoSuchJobError, StopRequested
+from rq.job import Job, JobStatus, get_current_job
 from rq.queue import Queue
 from rq.worker import WorkerStatus
 
@@ -35,13 +37,11 @@ from turngraph.schemas.errors import PermanentError
 
 __all__ = [
     "ADAPTED",
-    "CONFIG_FIELD",
     "AllowListedJob",
     "ForbiddenJobError",
     "Refusal",
     "ScreeningWorker",
     "StoppableWorker",
-    "performing",
     "performing_worker",
     "scheduler_process",
     "worker_config",
@@ -54,13 +54,11 @@ ADAPTED: Mapping[str, str] = {
     "AllowListedJob.success_callback": "a callback named in a job hash is never imported",
     "AllowListedJob.failure_callback": "a callback named in a job hash is never imported",
     "AllowListedJob.stopped_callback": "a callback named in a job hash is never imported",
-    "StoppableWorker.register_birth": "the configuration's hash, for `turngraph doctor`",
     "StoppableWorker.dequeue_timeout": "wake every STOP_CHECK_S to carry out a lost stop",
     "StoppableWorker.request_stop": "record that a stop was asked for, and when",
     "StoppableWorker.check_for_suspension": "raise a lost StopRequested again",
     "StoppableWorker.heartbeat": "raise a lost StopRequested again while idle",
     "StoppableWorker.stop_scheduler": "RQ joins its scheduler child without a timeout",
-    "StoppableWorker.perform_job": "bind the worker for performing_worker()",
     "ScreeningWorker.get_heartbeat_ttl": "a killed worker's job is retried within seconds",
     "ScreeningWorker.request_force_stop": "a cold stop fails the job into its Retry at once",
     "ScreeningWorker.run_maintenance_tasks": "refuse ids RQ skips, retry jobs stuck STUCK_S",
@@ -81,31 +79,21 @@ SCHEDULER_KILL_S = 10.0
 STUCK_S = 10
 """A job this long in RQ's intermediate list, never started, is retried (RQ waits 60 s)."""
 
-CONFIG_FIELD = "turngraph_config"
-"""The field of RQ's worker hash holding the configuration's hash."""
-
-_performing: ContextVar[Any] = ContextVar("turngraph_performing_worker", default=None)
+_workers: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+"""The workers of ours in this process, by name."""
 
 
 def performing_worker() -> Any:
-    """The worker of ours performing the current job (None outside one)."""
-    return _performing.get()
-
-
-@contextlib.contextmanager
-def performing(worker: Any) -> Iterator[None]:
-    """Bind ``worker`` as :func:`performing_worker` while a job runs."""
-    token = _performing.set(worker)
-    try:
-        yield
-    finally:
-        _performing.reset(token)
+    """The worker of ours performing the current job (None outside one): the one RQ's
+    ``get_current_job`` names (RQ sets ``worker_name`` before a job runs)."""
+    job = get_current_job()
+    return _workers.get(job.worker_name) if job is not None and job.worker_name else None
 
 
 def worker_config(worker: Any) -> str | None:
-    """The configuration hash a worker of ours keeps in RQ's worker hash, or None."""
-    value: Any = worker.connection.hget(worker.key, CONFIG_FIELD)
-    return value.decode() if isinstance(value, bytes) else value
+    """The configuration hash a worker of ours carries in its name, or None."""
+    name, _, fingerprint = str(worker.name).rpartition(".")
+    return fingerprint if name else None
 
 
 def scheduler_process(worker: Any) -> Any:
@@ -134,6 +122,18 @@ class AllowListedJob(Job):
             return "job function is not on the allow-list"
         if instance is not None:
             return "job names an instance; our jobs are plain functions"
+        return None
+
+    def stored_problem(self) -> tuple[str, str] | None:
+        """A restored field RQ would fail on later, or a callback named: (field, reason).
+        RQ's ``restore`` keeps what ``dependency_ids`` decodes to, list or not, and keeps
+        the callbacks' names in private attributes."""
+        ids = self._dependency_ids
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return ("dependency_ids", "not a list of job ids")
+        for kind in ("success", "failure", "stopped"):
+            if getattr(self, f"_{kind}_callback_name", None):
+                return (f"{kind}_callback_name", "callbacks are not allowed")
         return None
 
     @property
@@ -178,14 +178,14 @@ class StoppableWorker(SimpleWorker):
     """When the first stop signal came (``time.monotonic``): RQ ignores a second one
     within a second, and so does a cold shutdown."""
     pending_stop: Callable[[], bool] = staticmethod(_never)
-    config_fingerprint: str = ""
-    """The hash of its configuration (``turngraph/worker_config.py``), kept in RQ's worker
-    hash under ``CONFIG_FIELD`` for ``turngraph doctor`` to compare."""
 
-    def register_birth(self) -> None:
-        super().register_birth()
-        if self.config_fingerprint:
-            self.connection.hset(self.key, CONFIG_FIELD, self.config_fingerprint)
+    def __init__(self, *args: Any, config_fingerprint: str = "", **kwargs: Any) -> None:
+        """``config_fingerprint``: the hash of its configuration
+        (``turngraph/worker_config.py``), in its name for ``turngraph doctor`` to compare."""
+        if config_fingerprint and not kwargs.get("name"):
+            kwargs["name"] = f"{uuid.uuid4().hex}.{config_fingerprint}"
+        super().__init__(*args, **kwargs)
+        _workers[self.name] = self
 
     @property
     def dequeue_timeout(self) -> int:
@@ -204,10 +204,6 @@ class StoppableWorker(SimpleWorker):
         if pipeline is None and self.get_state() == WorkerStatus.IDLE:
             self._stop_if_asked()  # between two waits on the queue
         super().heartbeat(timeout, pipeline)
-
-    def perform_job(self, job: Job, queue: Queue) -> bool:
-        with performing(self):
-            return super().perform_job(job, queue)
 
     def _stop_if_asked(self) -> None:
         """Idle, RQ's stop raises ``StopRequested``; busy, it lets the job finish."""
@@ -254,9 +250,7 @@ class ScreeningWorker(StoppableWorker):
     """A running job's started-registry entry lives this long unless renewed (RQ's
     ``maintain_heartbeats``); None keeps RQ's."""
 
-    def screen(
-        self, job_id: str, fields: Mapping[bytes, bytes] | None, job: Job | None, queue: str
-    ) -> Refusal | None:
+    def screen(self, job_id: str, job: Job | None, queue: str) -> Refusal | None:
         """Why the job must not run (``job`` is None when RQ could not restore it)."""
         return None if job is not None else Refusal(job_id, "job", "unreadable")
 
@@ -326,8 +320,7 @@ class ScreeningWorker(StoppableWorker):
                 job_id, queue = getattr(exc, "job_id", None), getattr(exc, "queue", None)
                 if job_id is None or queue is None:
                     raise
-                fields = self._fields(str(job_id))
-                refusal = self.screen(str(job_id), fields, None, queue.name)
+                refusal = self.screen(str(job_id), None, queue.name)
                 self._refuse(queue, refusal or Refusal(str(job_id), "job", "unreadable"))
                 continue
             if result is None:  # burst mode, the queue ran dry: nothing left behind
@@ -336,58 +329,46 @@ class ScreeningWorker(StoppableWorker):
                 return None
             job, queue = result
             self._refuse_skipped(queue, job.id)
-            refusal = self.screen(job.id, self._fields(job.id), job, queue.name)
+            refusal = self.screen(job.id, job, queue.name)
             if refusal is not None:
                 self._refuse(queue, refusal)
                 continue
             return result
 
-    def _fields(self, job_id: str) -> Mapping[bytes, bytes] | None:
-        """The job hash as stored (a forged id may be any length: bounded)."""
-        if len(job_id) > 1024:
-            return None
-        fields: Any = self.connection.hgetall(Job.key_for(job_id))
-        return fields
-
     def _refuse(self, queue: Queue, refusal: Refusal) -> None:
-        """Take a job off RQ's intermediate list; a job hash left ``failed`` (RQ's
-        ``set_status``) expires after the failure TTL."""
-        key = Job.key_for(refusal.job_id)
-        readable = refusal.field != "id" and bool(self.connection.exists(key))
-        with self.connection.pipeline(transaction=False) as pipe:
-            pipe.lrem(queue.intermediate_queue_key, 0, refusal.job_id)
-            if readable:
-                Job(refusal.job_id, connection=self.connection).set_status(JobStatus.FAILED, pipe)
-                pipe.expire(key, FAILURE_TTL_S)
-            pipe.execute()
+        """Take a job off RQ's intermediate list; a job hash left behind is marked failed
+        and expires after the failure TTL (RQ's ``set_status`` and ``cleanup``)."""
+        queue.intermediate_queue.remove(refusal.job_id)
+        if refusal.field != "id" and Job.exists(refusal.job_id, self.connection):
+            job = Job(refusal.job_id, connection=self.connection)
+            with self.connection.pipeline(transaction=False) as pipe:
+                job.set_status(JobStatus.FAILED, pipe)
+                job.cleanup(FAILURE_TTL_S, pipe, remove_from_queue=False)
+                pipe.execute()
         self.refused(queue.name, [refusal])
         log.warning("ingest_job_refused", field=refusal.field)
 
     def _refuse_skipped(self, queue: Queue, current: str | None) -> None:
         """Refuse the ids RQ moved to its intermediate list and then skipped without a
-        word (no job hash, or no ``data``): they would vanish, or come back for ever."""
-        conn = self.connection
-        raw: list[Any] = conn.lrange(queue.intermediate_queue_key, 0, -1)
-        ids = [i.decode("utf-8", "replace") for i in raw]
-        ids = [job_id for job_id in ids if job_id != current]
-        if not ids:
-            return
-        with conn.pipeline(transaction=False) as pipe:
-            for job_id in ids:
-                pipe.hexists(Job.key_for(job_id), "data")
-                pipe.exists(Job.key_for(job_id))
-            found = pipe.execute()
-        refusals = [
-            Refusal(job_id, *(("data", "missing") if has_hash else ("job", "no job hash")))
-            for job_id, has_data, has_hash in zip(ids, found[::2], found[1::2], strict=True)
-            if not has_data
-        ]
-        if not refusals:
-            return
-        with conn.pipeline(transaction=True) as pipe:
-            for refusal in refusals:
-                pipe.lrem(queue.intermediate_queue_key, 0, refusal.job_id)
-                pipe.delete(Job.key_for(refusal.job_id))  # a data-less hash, else nothing
-            pipe.execute()
-        self.refused(queue.name, refusals)
-        log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(refusals), field="job")
+        word (no job hash, or one without ``data``): they would vanish, or come back for
+        ever. A data-less hash is deleted (``Job.delete``)."""
+        refusals = []
+        for job_id in queue.intermediate_queue.get_job_ids():
+            if job_id == current:
+                continue
+            try:
+                Job.fetch(job_id, connection=self.connection, serializer=self.serializer)
+                continue
+            except NoSuchJobError:
+                pass
+            except Exception:  # a hash RQ cannot restore: its dequeue refuses that one
+                continue
+            if Job.exists(job_id, self.connection):
+                refusals.append(Refusal(job_id, "data", "missing"))
+                Job(job_id, connection=self.connection).delete(remove_from_queue=False)
+            else:
+                refusals.append(Refusal(job_id, "job", "no job hash"))
+            queue.intermediate_queue.remove(job_id)
+        if refusals:
+            self.refused(queue.name, refusals)
+            log.warning("ingest_jobs_refused", queue=queue.name, jobs=len(refusals), field="job")

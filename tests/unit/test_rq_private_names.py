@@ -6,10 +6,11 @@ Outside that module:
 - no class of ours derived from an RQ class (directly or through another of ours)
   overrides a method of RQ's (its constructor aside); inside it, every such override is
   named, with its reason, in the module's ``ADAPTED``;
-- no Redis command names one of RQ's keys (an argument reaching a ``key``,
-  ``intermediate_queue_key``, ``key_for``, ... of RQ's), and no module using RQ imports
-  ``zlib`` (RQ's stored job fields are read through ``Job``, not decoded by hand);
-- no ``"rq:..."`` key literal anywhere.
+- no module using RQ imports ``zlib`` or RQ's field decoders (``str_to_date``, ...):
+  RQ's stored job fields are read through ``Job``, not decoded by hand;
+- no ``"rq:..."`` key literal anywhere; and, the adapter included, no Redis command names
+  one of RQ's keys (an argument reaching a ``key``, ``intermediate_queue_key``,
+  ``key_for``, ... of RQ's): RQ's lists, registries and hashes change through RQ.
 
 RQ's private names (every ``_name`` RQ's own source defines or assigns: module globals,
 methods, instance attributes) are read from the installed RQ. Then every module of ours
@@ -282,9 +283,13 @@ RQ_KEY_ATTRS = {
 }  # fmt: skip
 
 
+RQ_FIELD_DECODERS = {"str_to_date", "parse_timeout", "decode_redis_hash", "as_text"}
+"""RQ's helpers for decoding a stored job hash: its fields are read through ``Job``."""
+
+
 def rq_key_commands(path: Path, tree: ast.Module) -> list[str]:
     """Redis commands whose arguments reach one of RQ's keys, in a module using RQ; and
-    ``zlib`` imported there (RQ compresses job data)."""
+    ``zlib`` (RQ compresses job data) or RQ's field decoders imported there."""
     if not _rq_imports(tree):
         return []
     found = []
@@ -293,6 +298,10 @@ def rq_key_commands(path: Path, tree: ast.Module) -> list[str]:
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if "zlib" in modules or (isinstance(node, ast.ImportFrom) and node.module == "zlib"):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports zlib")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rq"):
+                for alias in node.names:
+                    if alias.name in RQ_FIELD_DECODERS:
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {alias.name}")
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -310,11 +319,11 @@ def rq_key_commands(path: Path, tree: ast.Module) -> list[str]:
     return found
 
 
-def test_no_redis_command_names_an_rq_key_outside_the_adapter() -> None:
+def test_no_redis_command_names_an_rq_key() -> None:
+    """Not even in the adapter: RQ's lists, registries and hashes change through RQ."""
     found = [
         line
         for path in our_modules()
-        if path != THE_MODULE
         for line in rq_key_commands(path, ast.parse(path.read_text(encoding="utf-8")))
     ]
     assert found == [], "Redis commands on RQ's keys:\n" + "\n".join(found)
@@ -325,6 +334,7 @@ def test_the_scans_find_overrides_and_commands_on_rq_keys() -> None:
     source = """
 import zlib
 from rq import SimpleWorker, Queue
+from rq.utils import str_to_date
 from rq.job import Job
 class W(SimpleWorker):
     def __init__(self):
@@ -337,10 +347,11 @@ def f(conn, queue, job_id):
     conn.hget("turngraph:own", "field")
 """
     tree = ast.parse(source)
-    assert overrides(tree, {"W"}, rq_method_names()) == {"W.perform_job": 8}
+    assert overrides(tree, {"W"}, rq_method_names()) == {"W.perform_job": 9}
     found = {line.split(": ", 1)[1] for line in rq_key_commands(ROOT / "x.py", tree)}
     assert found == {
         "imports zlib",
+        "str_to_date",
         "self.connection.lrem(queue.intermediate_queue_key, 0, job.id)",
         "conn.hget(Job.key_for(job_id), 'data')",
         "conn.zrange(queue.failed_job_registry.key, 0, -1)",

@@ -55,7 +55,6 @@ from turngraph.metrics import (
 from turngraph.schemas.errors import PermanentError, TransientError
 from turngraph.settings import Settings
 from turngraph.supervisor import Backoff, Supervisor, follow_embedded_services
-from turngraph.worker_config import config_fingerprint
 from turngraph.workers.graph.errors import convert
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.pipeline import IngestPipeline
@@ -92,7 +91,6 @@ def supervise(build: Callable[[], StoppableWorker], clients: Clients, *, burst: 
             # (StoppableWorker.pending_stop).
             raise_if_stopping()
             worker.pending_stop = stop_was_requested
-            worker.config_fingerprint = config_fingerprint(clients.settings)
             defer_stops()
             # The scheduler runs retries with back-off (Retry, set by admission).
             worker.work(burst=burst, with_scheduler=True, logging_level=None)  # ours: logs.py

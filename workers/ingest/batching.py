@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -37,14 +37,7 @@ from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.keys import QUEUE_STATS_TEMPLATE
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.dead_letters import DeadLetter
-from turngraph.workers.ingest.envelope import (
-    JOB_ID,
-    EnvelopeError,
-    check_fields,
-    check_job_data,
-    check_job_id,
-    check_origin,
-)
+from turngraph.workers.ingest.envelope import JOB_ID, EnvelopeError, check_job, check_job_id
 from turngraph.workers.ingest.isolation import run_isolating
 from turngraph.workers.ingest.pipeline import IngestPipeline, IngestResult, parse_payload
 from turngraph.workers.rq_adapter import Refusal, ScreeningWorker
@@ -147,18 +140,14 @@ class IngestWorker(ScreeningWorker):
         self.pipeline = pipeline
         self.batch_observer = batch_observer
 
-    def screen(
-        self, job_id: str, fields: Mapping[bytes, bytes] | None, job: Job | None, queue: str
-    ) -> Refusal | None:
-        """The field RQ stumbled on (``job`` None: RQ could not restore it), else whether
-        the job calls our function with one list, from the queue it was on."""
+    def screen(self, job_id: str, job: Job | None, queue: str) -> Refusal | None:
+        """A forged id, a job RQ could not restore (``job`` None), else whether the job
+        calls our function with one list, from the queue it was on."""
         try:
             check_job_id(job_id)
-            check_fields(fields)
             if job is None:
                 return Refusal(job_id, "job", "unreadable")
-            check_job_data(job)
-            check_origin(job, queue)
+            check_job(job, queue)
         except EnvelopeError as exc:
             return Refusal(job_id, exc.field, exc.reason)
         return None
