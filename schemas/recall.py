@@ -112,6 +112,11 @@ class ScoreBreakdown(BaseModel):
         description="Below 1 for an assistant turn when the question is about the user "
         "(first person singular).",
     )
+    answer_multiplier: float = Field(
+        default=1.0,
+        description="For a question: above 1 for what settles it (a decision, confirmation "
+        "or stated preference), below 1 for a turn that only asks.",
+    )
 
 
 class RecallResult(BaseModel):

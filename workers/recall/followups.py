@@ -75,11 +75,14 @@ def is_follow_up(query: str) -> bool:
     return leans and terms <= FOLLOW_UP_MAX_TERMS
 
 
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|my|me|mine|myself|the\s+user(?:'s)?)\b", re.IGNORECASE
+)
 
 
 def is_about_the_user(query: str) -> bool:
-    """The question speaks in the first person singular ("I", "my", "me")."""
+    """The question speaks in the first person singular ("I", "my", "me") or of "the
+    user" (an assistant asking what the user wants)."""
     return _FIRST_PERSON.search(query) is not None
 
 

@@ -35,6 +35,7 @@ from turngraph.schemas.scopes import ScopeValue
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.embeddings.texts import embedding_text
 from turngraph.workers.recall import bm25, entity_signal
+from turngraph.workers.recall.answers import Act, act_of, answer_of
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.postings import (
     Hit,
@@ -70,6 +71,8 @@ class _Doc:
     partition: PartitionKey
     length: int
     n_terms: int
+    act: Act = Act.PLAIN
+    """What it does in the conversation (``answers.py``), recognised when it is added."""
 
     @property
     def vector_partition(self) -> PartitionKey:
@@ -182,6 +185,7 @@ class MemoryIndex:
                 same = same and doc.memory.in_statistics == memory.in_statistics
                 if same and partition_of(doc.memory) == partition_of(memory):
                     doc.memory = memory  # no re-index, the vector stays valid
+                    doc.act = act_of(memory)
                     return None
                 self._remove_locked(old)
             return self._insert_locked(memory)
@@ -220,6 +224,7 @@ class MemoryIndex:
                 return False
             doc = self._docs[internal]
             doc.memory = doc.memory.with_status(status)
+            doc.act = act_of(doc.memory)
             return True
 
     def remove(self, memory_id: str) -> bool:
@@ -278,7 +283,7 @@ class MemoryIndex:
             ents.append(internal)
         part.live_postings += len(counts)
         part.speakers.update(name_words(memory.extra.get("speaker")))
-        self._docs[internal] = _Doc(memory, pkey, length, len(counts))
+        self._docs[internal] = _Doc(memory, pkey, length, len(counts), act_of(memory))
         self._ids[memory.id] = internal
         for member_key in _member_keys(memory):
             members = self._members.get(member_key)
@@ -424,6 +429,18 @@ class MemoryIndex:
     def session_turn(self, session_id: str, turn_index: int) -> int | None:
         """The internal id of a session's turn (``turn_index`` 0: the turn that opened it)."""
         return self._turns.get((session_id, turn_index))
+
+    def act(self, internal: int) -> Act:
+        """What a memory does in the conversation: asks, settles, or neither."""
+        doc = self._docs.get(internal)
+        return doc.act if doc is not None else Act.PLAIN
+
+    def answer_of(self, internal: int, reach: int) -> int | None:
+        """The turn that answers a question turn (``answers.answer_of``), if any."""
+        doc = self._docs.get(internal)
+        if doc is None:
+            return None
+        return answer_of(doc.memory, self.session_turn, self.memory, self.act, reach)
 
     def turn_neighbours(self, internal: int) -> list[int]:
         """The previous and next turn of an episode in its session (the episode chain)."""

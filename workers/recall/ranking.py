@@ -113,6 +113,20 @@ class Ranking:
     hit@10 0.736 -> 0.713 (0.5: 0.281 and 0.694, a worse trade); own dev and REALTALK dev
     unchanged (docs/history.md)."""
 
+    settling_multiplier: float = 1.3
+    """Multiplier of what settles something (a decision, confirmation, stated preference,
+    decision record: ``answers.py``) when the query is a question: the answer above the
+    question (issue 37)."""
+    settled_asked_multiplier: float = 2.0
+    """``settling_multiplier`` when the question asks what was decided or preferred
+    ("which X did we pick", "how does the user want Y"): the decision or stated preference
+    is the answer, a turn that only shares the topic's words is not."""
+    question_turn_multiplier: float = 0.6
+    """Multiplier of a turn made only of questions when the query is a question: it shares
+    the query's words and answers nothing (its answer is lifted and placed above it)."""
+    answer_reach: int = 4
+    """Later turns of its session searched for a question turn's answer (0: no pairing)."""
+
     # -- conversation context -------------------------------------------------------
     context_turns: int = 6
     """Recent turns of ``conversation_context`` considered (coreferences resolve within 2-3)."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from turngraph.schemas.recall import (
     RecallRequest,
@@ -15,6 +16,7 @@ from turngraph.schemas.recall import (
     ScoreBreakdown,
 )
 from turngraph.schemas.scopes import ScopeName, ScopeValue
+from turngraph.workers.recall.answers import Act, asks_what_was_settled, is_question
 from turngraph.workers.recall.assembly import (
     asks_about_ownership,
     summaries_after,
@@ -109,7 +111,14 @@ def search(
     window = Window.of(
         request.session_id, request.conversation_context, request.query, request.window_from_turn
     )
-    factors = _score(index, request, now, intent, scopes, plan, fused, context_match, names, window)
+    asked = is_question(request.query)
+    score = partial(_score, index, request, now, intent, scopes, plan)
+    factors = score(fused, context_match, names, window)
+    if asked and ranking.answer_reach > 0:
+        factors = _answers_above_questions(
+            index, factors, request.max_results * ranking.pack_pool,
+            lambda key, semantic: score({key: semantic}, context_match, names, window),
+        )  # fmt: skip
     factors.sort(key=lambda f: (f.final, f.decision_record), reverse=True)
     factors = summaries_after(summaries_below_their_turns(factors), ranking.summaries_after)
     pool = [
@@ -153,6 +162,7 @@ class _Factors:
     role: float
     final: float
     decision_record: bool
+    answer: float = 1.0
 
 
 def _score(
@@ -167,7 +177,8 @@ def _score(
     speakers_named: frozenset[str],
     window: Window,
 ) -> list[_Factors]:
-    """``final = semantic x recency x status x context boost x speaker x scope prior``, per
+    """``final = semantic x recency x status x context boost x speaker x scope prior x role
+    x answer``, per
     candidate (``speakers_named``: words of the searched speakers' names in the query);
     superseded memories are dropped unless asked for, and so is anything outside the scopes,
     what the assistant already holds in its ``window`` (``window.py``), a tool call
@@ -179,12 +190,18 @@ def _score(
     """
     ranking = index.ranking
     about_user = is_about_the_user(request.query)
+    asked = is_question(request.query)
+    settles = ranking.settling_multiplier
+    if asked and asks_what_was_settled(request.query):
+        settles = ranking.settled_asked_multiplier
     ownership_asked = asks_about_ownership(request.query)
     order = [scope.value for scope in scopes]
     pool_size = request.max_results * ranking.pack_pool
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
+    if asked:
+        ceiling *= max(1.0, settles, ranking.question_turn_multiplier)
     if speakers_named:
         ceiling *= max(1.0, ranking.speaker_multiplier)  # no lift when no speaker is named
     pool_finals: list[float] = []  # min-heap of the pool's final scores
@@ -219,11 +236,18 @@ def _score(
         if about_user and _retold(memory):
             role = ranking.assistant_turn_multiplier
         decision = memory.kind is MemoryKind.DECISION_RECORD or memory.status == "DecisionRecord"
-        final = semantic * recency * status * boost * speaker * prior * role
+        answer = 1.0
+        if asked:
+            act = index.act(key)
+            if act is Act.SETTLES:
+                answer = settles
+            elif act is Act.QUESTION:
+                answer = ranking.question_turn_multiplier
+        final = semantic * recency * status * boost * speaker * prior * role * answer
         found.append(
             _Factors(
                 key, memory, label, semantic, recency, status, boost, speaker, prior, role,
-                final, decision,
+                final, decision, answer,
             )
         )  # fmt: skip
         if len(pool_finals) < pool_size:
@@ -231,6 +255,43 @@ def _score(
         elif final > pool_finals[0]:
             heapq.heapreplace(pool_finals, final)
     return found
+
+
+def _answers_above_questions(
+    index: MemoryIndex,
+    factors: list[_Factors],
+    pool_size: int,
+    rescore: Callable[[int, float], list[_Factors]],
+) -> list[_Factors]:
+    """Each question turn among the ``pool_size`` best gets its answer (``answers.py``):
+    the answer is scored with at least the question's relevance (``rescore``: the answer's
+    key and that relevance, its factors or none when it may not be returned), and the
+    question is placed just below it (its ``answer`` factor lowered, so ``final`` stays
+    the product). An unanswered question stays where it is."""
+    best = heapq.nlargest(pool_size, factors, key=lambda f: f.final)
+    questions = [f for f in best if index.act(f.key) is Act.QUESTION]
+    if not questions:
+        return factors
+    by_key = {f.key: f for f in factors}
+    reach = index.ranking.answer_reach
+    for question in questions:
+        key = index.answer_of(question.key, reach)
+        if key is None:
+            continue
+        held = by_key.get(key)
+        if held is None or held.semantic < question.semantic:
+            fresh = rescore(key, question.semantic)
+            if not fresh:
+                continue
+            if held is not None:
+                factors.remove(held)
+            held = by_key[key] = fresh[0]
+            factors.append(held)
+        if question.final >= held.final:
+            lowered = 0.999 * held.final / question.final
+            question.answer *= lowered
+            question.final *= lowered
+    return factors
 
 
 _RETELLINGS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP})
@@ -285,6 +346,7 @@ def _result(
         speaker_multiplier=factors.speaker,
         scope_multiplier=round(factors.scope_prior, 6),
         role_multiplier=factors.role,
+        answer_multiplier=round(factors.answer, 6),
     )
     return RecallResult(
         text=item.text,

@@ -49,6 +49,10 @@ export type Kind = string;
  */
 export type MemoryId = string | null;
 export type Scope = "session" | "workspace" | "user";
+/**
+ * For a question: above 1 for what settles it (a decision, confirmation or stated preference), below 1 for a turn that only asks.
+ */
+export type AnswerMultiplier = number;
 export type ContextBoost = number;
 export type FinalScore = number;
 export type GraphScore = number;
@@ -143,6 +147,7 @@ export interface RecallResult {
   topic?: Topic;
 }
 export interface ScoreBreakdown {
+  answer_multiplier?: AnswerMultiplier;
   context_boost?: ContextBoost;
   final_score: FinalScore;
   graph_score?: GraphScore;
