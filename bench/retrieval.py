@@ -57,7 +57,16 @@ import structlog
 from bench.report import percentile, result_line, table
 from bench.retrieval_capture import Rerun, rerun
 from bench.retrieval_data import DEFAULT_OUT, load
-from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
+from bench.retrieval_eval import (
+    CUTOFFS,
+    INJECTED,
+    Ranker,
+    SameTokenizerBM25,
+    answer_first,
+    evaluate,
+    injection,
+    question_key,
+)
 from bench.retrieval_realmem import load as load_realmem
 from bench.retrieval_realtalk import RealTalk
 from bench.retrieval_realtalk import load as load_realtalk
@@ -69,7 +78,7 @@ from turngraph.embedded import EmbeddedServices
 from turngraph.producers.bounded_queue import is_ingested
 from turngraph.producers.connection import open_publisher
 from turngraph.producers.recall_client import RecallClient
-from turngraph.schemas.recall import ConversationTurn
+from turngraph.schemas.recall import ConversationTurn, RecallResponse
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
 from turngraph.workers.recall.ranking import Ranking, preset
@@ -116,11 +125,16 @@ def pipeline_stack(turns: Sequence[TurnEvent]) -> Iterator[tuple[Clients, Recall
             clients.close()
 
 
-def recall_ranker(conn: redis.Redis, timings: list[float]) -> Ranker:
+def recall_ranker(
+    conn: redis.Redis,
+    timings: list[float],
+    injected: dict[str, tuple[tuple[str, ...], int]] | None = None,
+) -> Ranker:
+    """Ranks a question's turns through Redis; with ``injected``, also asks as the prompt
+    hook does and keeps what its block would hold (``retrieval_eval.injection``)."""
     client = RecallClient(conn, deadline_ms=5_000)
 
-    def rank(question: dict[str, Any]) -> list[str]:
-        started = time.perf_counter()
+    def ask(question: dict[str, Any], **limits: int) -> RecallResponse:
         response = client.recall(
             question["question"],
             workspace=question["workspace"],
@@ -129,12 +143,18 @@ def recall_ranker(conn: redis.Redis, timings: list[float]) -> Ranker:
             conversation_context=[
                 ConversationTurn(**turn) for turn in question["conversation_context"]
             ],
-            max_results=max(CUTOFFS),
-            max_tokens=100_000,
+            **limits,  # type: ignore[arg-type]
         )
-        timings.append((time.perf_counter() - started) * 1000)
         if not response.success:
             raise SystemExit(f"recall failed: {response.error_code}")
+        return response
+
+    def rank(question: dict[str, Any]) -> list[str]:
+        started = time.perf_counter()
+        response = ask(question, max_results=max(CUTOFFS), max_tokens=100_000)
+        timings.append((time.perf_counter() - started) * 1000)
+        if injected is not None:
+            injected[question_key(question)] = injection(ask(question, **INJECTED).results)
         ranked: list[str] = []
         for result in response.results:
             ranked += [e for e in result.source_event_ids if e not in ranked]
@@ -321,9 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings: list[float] = []
     results: dict[tuple[str, str, str, str], dict[str, float]] = {}
     sizes: dict[tuple[str, str, str], int] = {}
+    injected: dict[str, tuple[tuple[str, ...], int]] = {}
+    ours = "recall through the pipeline"
     with pipeline_stack(all_turns) as (clients, recall):
         systems: dict[str, Ranker] = {
-            "recall through the pipeline": recall_ranker(clients.redis, timings),
+            ours: recall_ranker(clients.redis, timings, injected),
             REFERENCES[0]: bm25.ranker(),
             REFERENCES[1]: bm25.ranker(with_context=True),
         }
@@ -333,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     sizes[(name, split, group)] = len(qs)
                     for system, ranker in systems.items():
                         results[(name, split, group, system)] = evaluate(ranker, qs)
+                        if system == ours:
+                            results[(name, split, group, system)] |= answer_first(qs, injected)
         memories = len(recall.index)
         semantic = recall.index.semantic
         model = semantic.model if semantic is not None else "none"
@@ -347,23 +371,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     rows = [
         [f"{name} {split} {group}", system, *(m[f"r{k}"] for k in CUTOFFS), m["mrr"],
-         sizes[(name, split, group)]]
+         m.get("a1", ""), m.get("tokens", ""), sizes[(name, split, group)]]
         for (name, split, group, system), m in results.items()
     ]  # fmt: skip
     print(table(["dataset split questions", "system", *(f"R@{k}" for k in CUTOFFS),
-                 "MRR@10", "n"], rows))  # fmt: skip
+                 "MRR@10", "answer@1", "tokens injected", "n"], rows))  # fmt: skip
     print(
         f"recall end to end over Redis: p50 {percentile(timings, 50):.3f} ms, "
         f"p95 {percentile(timings, 95):.3f} ms"
     )
     summary: dict[str, float | int | str] = {"embedding": model}
-    ours = "recall through the pipeline"
     for name in datasets:
         for split in splits:
             key = f"{name.replace(' ', '_').replace('-', '')}_{split}"
             mine = results[(name, split, "all", ours)]["r10"]
             refs = [results[(name, split, "all", ref)]["r10"] for ref in REFERENCES]
             summary[f"{key}_r10"] = round(mine, 3)
+            summary[f"{key}_answer_at_1"] = round(results[(name, split, "all", ours)]["a1"], 3)
+            summary[f"{key}_tokens_injected"] = round(
+                results[(name, split, "all", ours)]["tokens"], 1
+            )
             summary[f"{key}_bm25_r10"] = round(max(refs), 3)
             summary[f"{key}_gain_points"] = round(100 * (mine - max(refs)), 1)
     summary["realtalk"] = "development"

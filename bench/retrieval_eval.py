@@ -19,9 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
+from turngraph.schemas.memory_block import render_memory_block
+from turngraph.schemas.recall import RecallResult
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.embeddings.texts import speaker_text
-from turngraph.workers.recall.text import tokenize
+from turngraph.workers.recall.text import estimate_tokens, tokenize
 
 CUTOFFS = (5, 10, 25, 50)
 """Recall@k reported for each k."""
@@ -30,6 +32,38 @@ SESSION_HIT_AT = 10
 """Session hit@k: any evidence turn's session among the sessions of the top k turn ids."""
 
 Ranker = Callable[[dict[str, Any]], list[str]]
+
+INJECTED: Mapping[str, int] = {"max_results": 5, "max_tokens": 800}
+"""What the prompt hook asks recall for (``producers/hooks/runner.py``): the block a
+user's prompt gets is rendered from this answer."""
+
+
+def question_key(question: Mapping[str, Any]) -> str:
+    """One question's key in a run (its id, else its text in its workspace)."""
+    return str(question.get("id") or f"{question['workspace']}\n{question['question']}")
+
+
+def injection(results: Sequence[RecallResult]) -> tuple[tuple[str, ...], int]:
+    """The first result's turns and the tokens of the ``<memory>`` block rendered from
+    ``results`` (an answer to an ``INJECTED`` request; 0 when nothing is injected)."""
+    block = render_memory_block(results)
+    first = tuple(results[0].source_event_ids) if results else ()
+    return first, estimate_tokens(block) if block else 0
+
+
+def answer_first(
+    questions: Sequence[dict[str, Any]], injected: Mapping[str, tuple[tuple[str, ...], int]]
+) -> dict[str, float]:
+    """Answer-at-1 (the first injected item holds an evidence turn) and the mean tokens
+    injected per question, over ``questions`` (``injected``: by :func:`question_key`)."""
+    firsts, tokens = [], []
+    for question in questions:
+        first, used = injected[question_key(question)]
+        firsts.append(float(bool(set(question["evidence_event_ids"]).intersection(first))))
+        tokens.append(float(used))
+    if not questions:
+        return {"a1": 0.0, "tokens": 0.0}
+    return {"a1": statistics.fmean(firsts), "tokens": statistics.fmean(tokens)}
 
 
 class _Workspace:

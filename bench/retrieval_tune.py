@@ -32,11 +32,20 @@ from typing import Any
 import turngraph.schemas.ontology as ontology
 from bench.report import table
 from bench.retrieval_data import DEFAULT_OUT, load
-from bench.retrieval_eval import CUTOFFS, Ranker, SameTokenizerBM25, evaluate
+from bench.retrieval_eval import (
+    CUTOFFS,
+    INJECTED,
+    Ranker,
+    SameTokenizerBM25,
+    answer_first,
+    evaluate,
+    injection,
+    question_key,
+)
 from bench.retrieval_realmem import load as load_realmem
 from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
-from turngraph.schemas.recall import ConversationTurn, RecallRequest
+from turngraph.schemas.recall import ConversationTurn, RecallRequest, RecallResult
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.embeddings.factory import default_local_embedder, local_embedder
 from turngraph.workers.embeddings.protocol import Embedder
@@ -68,9 +77,17 @@ def build_index(
     return index
 
 
-def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
-    def rank(question: dict[str, Any]) -> list[str]:
-        response = search(
+def index_ranker(
+    index: MemoryIndex,
+    now: datetime,
+    injected: dict[str, tuple[tuple[str, ...], int]] | None = None,
+    **request: Any,
+) -> Ranker:
+    """Ranks a question's turns; with ``injected``, also asks as the prompt hook does and
+    keeps what its block would hold (``retrieval_eval.injection``)."""
+
+    def ask(question: dict[str, Any], **limits: Any) -> list[RecallResult]:
+        return search(
             index,
             RecallRequest(
                 query=question["question"],
@@ -82,14 +99,18 @@ def index_ranker(index: MemoryIndex, now: datetime, **request: Any) -> Ranker:
                 )
                 if "--no-context" not in sys.argv
                 else (),
-                max_results=50,
-                max_tokens=100_000,
+                **limits,
                 **request,
             ),
             now=now,
-        )
+        ).results
+
+    def rank(question: dict[str, Any]) -> list[str]:
+        results = ask(question, max_results=50, max_tokens=100_000)
+        if injected is not None:
+            injected[question_key(question)] = injection(ask(question, **INJECTED))
         ranked: list[str] = []
-        for result in response.results:
+        for result in results:
             ranked += [e for e in result.source_event_ids if e not in ranked]
         return ranked
 
@@ -125,7 +146,8 @@ def realmem_rows(
     added = dict.fromkeys(by_workspace, 0)
     for memories in by_workspace.values():
         memories.sort(key=lambda item: item[0])
-    rankers = {"recall": index_ranker(index, now)}
+    injected: dict[str, tuple[tuple[str, ...], int]] = {}
+    rankers = {"recall": index_ranker(index, now, injected)}
 
     def online(question: dict[str, Any]) -> list[str]:
         workspace = question["workspace"]
@@ -155,8 +177,9 @@ def realmem_rows(
         ranked = {q["id"]: ranker(q) for q in questions}
         for group, qs in groups.items():
             m = evaluate(partial(_answer, ranked), qs, rm.session_of)
+            a = answer_first(qs, injected) if system == "recall" else {"a1": "", "tokens": ""}
             rows.append([f"realmem dev {group}", system, *(m[f"r{k}"] for k in CUTOFFS),
-                         m["s10"], len(qs)])  # fmt: skip
+                         m["s10"], a["a1"], a["tokens"], len(qs)])  # fmt: skip
     return rows
 
 
@@ -190,7 +213,8 @@ def main() -> int:
     now = datetime.now(UTC)
     if "--realmem" in sys.argv:
         rows = realmem_rows(embedder, now, ranking, ann_min_rows)
-        print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "session hit@10", "n"], rows))
+        print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "session hit@10",
+                     "answer@1", "tokens injected", "n"], rows))  # fmt: skip
         return 0
     own_turns, own_questions, own_now = load(DEFAULT_OUT)
     delta = now - own_now
@@ -207,16 +231,24 @@ def main() -> int:
         started = time.perf_counter()
         index = build_index(turns, embedder, ranking, ann_min_rows)
         bm25 = SameTokenizerBM25(turns)
+        injected: dict[str, tuple[tuple[str, ...], int]] = {}
         systems = {
-            "recall": index_ranker(index, now),
+            "recall": index_ranker(index, now, injected),
             "bm25": bm25.ranker(),
             "bm25+ctx": bm25.ranker(with_context=True),
         }
         for system, ranker in systems.items():
             m = evaluate(ranker, questions)
-            rows.append([name, system, *(m[f"r{k}"] for k in CUTOFFS), m["mrr"], len(questions)])
+            a = (
+                answer_first(questions, injected)
+                if system == "recall"
+                else {"a1": "", "tokens": ""}
+            )
+            rows.append([name, system, *(m[f"r{k}"] for k in CUTOFFS), m["mrr"], a["a1"],
+                         a["tokens"], len(questions)])  # fmt: skip
         print(f"{name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "MRR@10", "n"], rows))
+    print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "MRR@10", "answer@1",
+                 "tokens injected", "n"], rows))  # fmt: skip
     return 0
 
 
