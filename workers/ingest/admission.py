@@ -281,21 +281,23 @@ class Admission:
 
     def _fresh(self, events: Sequence[TurnEvent]) -> tuple[list[TurnEvent], list[str]]:
         """The events neither in the graph nor waiting in a live batch job, and the event
-        ids among them whose ingested marker is stale: one pipelined read of both
-        markers; a graph lookup and a batch job's status only for the (rare) re-published."""
+        ids among them whose ingested marker is stale: one ``MGET`` of both markers of
+        every turn; a graph lookup and a batch job's status only for the (rare) re-published."""
         if not events:
             return [], []
-        with self._redis.pipeline(transaction=False) as pipe:
-            for event in events:
-                pipe.exists(ingested_key(event.event_id))
-                pipe.get(admitted_key(event.event_id))
-            found = pipe.execute()
+        keys = [ingested_key(event.event_id) for event in events]
+        keys += [admitted_key(event.event_id) for event in events]
+        found: list[bytes | None] = self._redis.mget(keys)  # type: ignore[assignment]
+        markers, job_ids = found[: len(events)], found[len(events) :]
         live: dict[bytes, bool] = {}
-        claimed = [e.event_id for e, ingested in zip(events, found[::2], strict=True) if ingested]
+        claimed = [
+            e.event_id for e, marker in zip(events, markers, strict=True) if marker is not None
+        ]
         in_graph = self._in_graph(claimed)
         stale = [event_id for event_id in claimed if event_id not in in_graph]
         fresh = []
-        for event, ingested, job_id in zip(events, found[::2], found[1::2], strict=True):
+        for event, marker, job_id in zip(events, markers, job_ids, strict=True):
+            ingested = marker is not None
             if ingested and event.event_id in in_graph:
                 continue
             if job_id is not None:
