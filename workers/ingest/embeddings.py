@@ -93,10 +93,10 @@ class MemoryEmbedder:
             return self._failed(len(memories), type(exc).__name__)
         if rows.shape[0] != len(memories) or not np.isfinite(rows).all():
             return self._failed(len(memories), "bad_vectors")
-        vectors = {
-            memory.id: tuple(round(float(x), VECTOR_DECIMALS) for x in row)
-            for memory, row in zip(memories, rows, strict=True)
-        }
+        # rounded in one numpy call (Python's round per component was 8 % of the worker);
+        # the graph and the stream get the same tuple
+        rounded = np.round(rows.astype(np.float64), VECTOR_DECIMALS).tolist()
+        vectors = {memory.id: tuple(row) for memory, row in zip(memories, rounded, strict=True)}
         model = self.embedder.model
         self.store.save(
             model, {m.id: vectors[m.id] for m in memories if m.kind is MemoryKind.EPISODE}
