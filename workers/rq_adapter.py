@@ -50,19 +50,29 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 ADAPTED: Mapping[str, str] = {
-    "AllowListedJob.func": "RQ imports any dotted name a job hash holds: allow-list only",
-    "AllowListedJob.success_callback": "a callback named in a job hash is never imported",
-    "AllowListedJob.failure_callback": "a callback named in a job hash is never imported",
-    "AllowListedJob.stopped_callback": "a callback named in a job hash is never imported",
-    "StoppableWorker.dequeue_timeout": "wake every STOP_CHECK_S to carry out a lost stop",
-    "StoppableWorker.request_stop": "record that a stop was asked for, and when",
-    "StoppableWorker.check_for_suspension": "raise a lost StopRequested again",
-    "StoppableWorker.heartbeat": "raise a lost StopRequested again while idle",
-    "StoppableWorker.stop_scheduler": "RQ joins its scheduler child without a timeout",
-    "ScreeningWorker.get_heartbeat_ttl": "a killed worker's job is retried within seconds",
-    "ScreeningWorker.request_force_stop": "a cold stop fails the job into its Retry at once",
-    "ScreeningWorker.run_maintenance_tasks": "refuse ids RQ skips, retry jobs stuck STUCK_S",
-    "ScreeningWorker.dequeue_job_and_maintain_ttl": "refuse a job RQ cannot read (a crash loop)",
+    "AllowListedJob.func": "RQ imports any dotted name a job hash holds; no documented hook "
+    "allow-lists it (a serializer's refusal would still be retried: retries_left = 0 here)",
+    "AllowListedJob.success_callback": "callback names sit beside the data and RQ imports "
+    "them; no documented hook sees them: never imported",
+    "AllowListedJob.failure_callback": "as success_callback",
+    "AllowListedJob.stopped_callback": "as success_callback",
+    "StoppableWorker.dequeue_timeout": "RQ waits worker_ttl - 15 s on an idle queue (lowering "
+    "worker_ttl shortens liveness too): wakes every STOP_CHECK_S to carry out a lost stop",
+    "StoppableWorker.request_stop": "RQ keeps no public record that a stop was asked for, or "
+    "when; supervise() and the cold stop read it",
+    "StoppableWorker.check_for_suspension": "RQ raises StopRequested wherever the main thread "
+    "is and Python can drop it (a finaliser); no documented hook runs each turn: raised again",
+    "StoppableWorker.heartbeat": "as check_for_suspension, between two idle waits",
+    "StoppableWorker.stop_scheduler": "RQ joins its scheduler process without a timeout; a "
+    "SIGTERM it loses hangs the stop: resent, then killed",
+    "ScreeningWorker.get_heartbeat_ttl": "RQ adds 60 s to every started-registry entry (no "
+    "setting lowers it): a SIGKILLed worker's batch is retried within seconds instead",
+    "ScreeningWorker.request_force_stop": "RQ's cold stop raises SystemExit into the job and "
+    "waits for its LLM calls; the job fails into its Retry at once instead",
+    "ScreeningWorker.run_maintenance_tasks": "RQ drops ids it cannot fetch from its "
+    "intermediate list without a word, and retries a stuck job after 60 s; no hook there",
+    "ScreeningWorker.dequeue_job_and_maintain_ttl": "a job hash RQ cannot restore raises out "
+    "of its dequeue and ends the worker (a crash loop); no documented hook sees it",
 }
 """Every RQ method overridden in this module (``Class.method``), with the reason."""
 
