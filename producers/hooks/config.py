@@ -49,7 +49,25 @@ _OUR_URL = re.compile(
 )
 
 FORWARDER = "turngraph-forward.py"
-"""The forwarder's name in ``<data folder>/hooks/`` (``forward.py`` of this package)."""
+"""What editors run in ``<data folder>/hooks/``: :data:`FORWARDER_STUB`."""
+FORWARDER_MODULE = "turngraph_forward.py"
+"""The forwarder itself beside it (``forward.py`` of this package)."""
+
+FORWARDER_STUB = b'''"""turngraph's hook forwarder as editors run it (from turngraph hooks install).
+
+The forwarder is turngraph_forward.py beside this file, imported so that its cached
+bytecode (__pycache__) is used: a script run by path is compiled on every run, which cost
+more than the rest of the forwarder. Fails open: on any failure, no output and exit 0.
+"""
+import sys
+
+try:
+    sys.path.append(__file__[: max(__file__.rfind("/"), __file__.rfind("\\\\"), 0)] or ".")
+    from turngraph_forward import main
+except BaseException:
+    sys.exit(0)
+sys.exit(main())
+'''
 
 
 def is_ours(command: str) -> bool:
@@ -69,19 +87,22 @@ def _ours(entry: Any) -> bool:
 
 
 def install_forwarder(data_dir: Path) -> Path:
-    """The forwarder, copied into ``<data folder>/hooks/`` (rewritten only when it changed)."""
-    source = (Path(__file__).with_name("forward.py")).read_bytes()
-    target = data_dir / "hooks" / FORWARDER
-    try:
-        if target.read_bytes() == source:
-            return target
-    except OSError:
-        pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{FORWARDER}.{os.getpid()}")
-    partial.write_bytes(source)
-    partial.replace(target)
-    return target
+    """The forwarder in ``<data folder>/hooks/`` (files rewritten only when they changed):
+    the path of what editors run."""
+    hooks = data_dir / "hooks"
+    module = Path(__file__).with_name("forward.py").read_bytes()
+    for name, content in ((FORWARDER_MODULE, module), (FORWARDER, FORWARDER_STUB)):
+        target = hooks / name
+        try:
+            if target.read_bytes() == content:
+                continue
+        except OSError:
+            pass
+        hooks.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{name}.{os.getpid()}")
+        partial.write_bytes(content)
+        partial.replace(target)
+    return hooks / FORWARDER
 
 
 def forwarder_executable(python: str, forwarder: Path) -> str:

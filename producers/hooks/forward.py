@@ -7,11 +7,14 @@ output ``turngraph hook EVENT --editor EDITOR`` would print. When anything is mi
 fails (no ``endpoint.json``, no token, the endpoint down or slow, a reply other than 200) it
 prints nothing and exits 0 at once: the editor goes on without memory.
 
-It is run by path, never imported: standard library only, and of that only built-in C
-modules (``_socket``, ``posix``): ``socket``, ``json``, ``http.client`` and even ``os`` are
-not loaded by an isolated start-up and would each cost more than it (``docs/hooks.md``).
-``install`` copies it to ``<data folder>/hooks/``; the data folder is
-``TURNGRAPH_DATA_DIR`` when set, else the folder this file was copied into.
+Standard library only, and of that only built-in C modules (``_socket``, ``posix``):
+``socket``, ``json``, ``http.client`` and even ``os`` are not loaded by an isolated
+start-up and would each cost more than it (``docs/hooks.md``). ``install`` copies it to
+``<data folder>/hooks/turngraph_forward.py`` beside a three-line ``turngraph-forward.py``
+that editors run and that imports it (``config.FORWARDER_STUB``): imported, it runs from
+its cached bytecode, where a script run by path would be compiled on every run. The data
+folder is ``TURNGRAPH_DATA_DIR`` when set, else the folder above the one it was copied
+into. ``turngraph.endpoint.client`` (the CLI's fast path) sends through :func:`post`.
 """
 
 import _socket
@@ -22,7 +25,7 @@ if sys.platform == "win32":
 else:
     import posix as _system
 
-__all__ = ["forward", "main"]
+__all__ = ["forward", "main", "post"]
 
 CONNECT_TIMEOUT_S = 0.25
 """Loopback answers a connect at once; a refused port fails at once."""
@@ -100,27 +103,33 @@ def _dechunk(body: bytes) -> bytes:
     return out
 
 
-def forward(argv: list[str], payload: bytes) -> bytes:
-    """The endpoint's reply body for ``payload`` (raises on anything but a 200)."""
-    event, editor = _arguments(argv)
-    environ = _environ()
-    data = _data_dir(environ)
-    host, port = _url(_read(data + "/endpoint.json"))
-    token = _read(data + "/endpoint.token").strip()
+def post(
+    address: tuple[str, int],
+    path: str,
+    token: str,
+    payload: bytes,
+    reply_timeout_s: float,
+    headers: str = "",
+) -> bytes:
+    """The body of the endpoint's 200 reply to ``POST path`` with ``payload`` (JSON) and
+    the bearer ``token``; ``headers``: more header lines, each ending in CRLF. Raises
+    ``OSError`` when it cannot be reached, ``ValueError`` on any reply but a 200. One new
+    connection per request (``Connection: close``). The CLI's fast path sends through this
+    too (``turngraph.endpoint.client``)."""
+    host, port = address
     if not token or "\r" in token or "\n" in token:
         raise ValueError("no token")
     head = (
-        f"POST /v1/hooks/{editor}/{event} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
         f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"{_project_header(environ)}"
-        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+        f"{headers}Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
     )
     family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
     sock = _socket.socket(family, _socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
         sock.connect((host, port))
-        sock.settimeout(REPLY_TIMEOUT_S.get(event, OTHER_TIMEOUT_S))
+        sock.settimeout(reply_timeout_s)
         sock.sendall(head.encode("latin-1") + payload)
         chunks, size = [], 0
         while size <= MAX_REPLY:
@@ -139,6 +148,18 @@ def forward(argv: list[str], payload: bytes) -> bytes:
     if b"\r\ntransfer-encoding: chunked" in header.lower():
         body = _dechunk(body)
     return body
+
+
+def forward(argv: list[str], payload: bytes) -> bytes:
+    """The endpoint's reply body for ``payload`` (raises on anything but a 200)."""
+    event, editor = _arguments(argv)
+    environ = _environ()
+    data = _data_dir(environ)
+    address = _url(_read(data + "/endpoint.json"))
+    token = _read(data + "/endpoint.token").strip()
+    timeout_s = REPLY_TIMEOUT_S.get(event, OTHER_TIMEOUT_S)
+    return post(address, f"/v1/hooks/{editor}/{event}", token, payload, timeout_s,
+                _project_header(environ))  # fmt: skip
 
 
 def main() -> int:

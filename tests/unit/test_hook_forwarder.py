@@ -22,6 +22,8 @@ import pytest
 from turngraph.producers.hooks import forward as forward_module
 from turngraph.producers.hooks.config import (
     FORWARDER,
+    FORWARDER_MODULE,
+    FORWARDER_STUB,
     forwarder_executable,
     hook_command,
     install_forwarder,
@@ -190,16 +192,40 @@ def test_it_imports_no_module_beyond_the_c_socket_one(endpoint: Endpoint, tmp_pa
         return {ln.rsplit("|", 1)[-1].strip() for ln in stderr.decode().splitlines()
                 if ln.startswith("import time:") and "|" in ln} - {"package"}  # fmt: skip
 
-    assert names(done.stderr) - names(bare.stderr) == {"_socket"}
+    assert names(done.stderr) - names(bare.stderr) == {"_socket", "turngraph_forward"}
+
+
+def test_the_forwarder_runs_from_cached_bytecode_and_fails_open_without_it(
+    endpoint: Endpoint, tmp_path: Path
+) -> None:
+    """A script run by path is compiled on every run; the forwarder is imported beside
+    the three lines editors run, so its bytecode is written once and read after."""
+    data = _data(tmp_path, endpoint.url)
+    assert _run(data, "prompt", b"{}").stdout
+    cached = list((data / "hooks" / "__pycache__").glob(f"{FORWARDER_MODULE[:-3]}.*.pyc"))
+    assert len(cached) == 1
+    stub = (data / "hooks" / FORWARDER).read_bytes()
+    assert stub == FORWARDER_STUB and len(stub.splitlines()) < 20
+    (data / "hooks" / FORWARDER_MODULE).unlink()
+    for bytecode in cached:
+        bytecode.unlink()
+    command = hook_command(
+        forwarder_executable(sys.executable, data / "hooks" / FORWARDER), "prompt", "claude-code"
+    )
+    done = subprocess.run(["bash", "-c", command], input=b"{}", capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert not endpoint.received[1:]  # only the first run reached it
 
 
 def test_installing_twice_keeps_one_copy_and_mends_a_changed_one(tmp_path: Path) -> None:
     first = install_forwarder(tmp_path)
     first.write_text("broken")
+    module = first.with_name(FORWARDER_MODULE)
+    module.write_text("broken too")
     again = install_forwarder(tmp_path)
-    assert again == first
-    assert again.read_bytes() == Path(forward_module.__file__).read_bytes()
-    assert [p.name for p in (tmp_path / "hooks").iterdir()] == [FORWARDER]
+    assert again == first and again.read_bytes() == FORWARDER_STUB
+    assert module.read_bytes() == Path(forward_module.__file__).read_bytes()
+    assert sorted(p.name for p in (tmp_path / "hooks").iterdir()) == [FORWARDER, FORWARDER_MODULE]
 
 
 def test_the_editors_project_folder_goes_along_as_a_header(
