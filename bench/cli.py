@@ -17,27 +17,17 @@ reference of the same run, steadier than the times on a loaded machine).
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench.hooks_endpoint import start_endpoint, stop_endpoint
 from bench.report import percentile, result_line, table
-from turngraph.app import build_pipeline, build_recall_worker
-from turngraph.clients import build_clients, with_endpoints
-from turngraph.embedded import EmbeddedServices
-from turngraph.endpoint.files import read_live
-from turngraph.producers.scopes import ScopeHasher
-from turngraph.schemas.turn_event import ClientInfo, TurnEvent
-from turngraph.settings import LogFormat, Settings
-from turngraph.workers.extraction.offline import OfflineExtractor
+from bench.seeded import seeded_services
 
 MEMORIES = [
     "decision: the ingest queue uses drop_oldest when it is full",
@@ -65,20 +55,6 @@ def _series(runs: int, one: Callable[[], tuple[float, bytes]]) -> tuple[list[flo
     return times, out
 
 
-def _start_endpoint(exe: str, env: dict[str, str], data_dir: Path) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([exe, "endpoint"], env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        live = read_live(data_dir)
-        if live is not None and live.pid == process.pid:
-            return process
-        if process.poll() is not None:
-            raise RuntimeError("turngraph endpoint exited")
-        time.sleep(0.05)  # polling another process's start-up
-    process.kill()
-    raise RuntimeError("turngraph endpoint did not start")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="turngraph recall/status from a shell")
     parser.add_argument("--runs", type=int, default=20, help="runs per row (default 20)")
@@ -88,31 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         project = tmp / "project"
         project.mkdir()
-        with EmbeddedServices(tmp / "services") as endpoints:
-            base = Settings(_env_file=None, data_dir=tmp / "data", log_format=LogFormat.JSON)
-            settings = with_endpoints(base, endpoints)
-            clients = build_clients(settings)
-            hasher = ScopeHasher.for_data_dir(settings.data_dir)
-            workspace = hasher.workspace(str(project.resolve()))
-            user = hasher.user(getpass.getuser())
-            t0 = datetime.now(UTC) - timedelta(days=1)
-            build_pipeline(clients, extractor=OfflineExtractor()).ingest([
-                TurnEvent(session_id=hasher.session("earlier"), workspace=workspace, user=user,
-                          turn_index=i, role="user", content=text,
-                          occurred_at=t0 + timedelta(minutes=i),
-                          client=ClientInfo(name="bench", version="1"))
-                for i, text in enumerate(MEMORIES)
-            ])  # fmt: skip
-            recall = build_recall_worker(clients)
-            recall.bootstrap()
-            thread = threading.Thread(target=recall.run, daemon=True)
-            thread.start()
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")},
-                "TURNGRAPH_DATA_DIR": str(settings.data_dir),
-                "TURNGRAPH_REDIS_URL": str(settings.redis_url),
-                "TURNGRAPH_GRAPH_URI": str(settings.graph_uri),
-            }
+        with seeded_services(tmp, project, MEMORIES) as seeded:
+            env = seeded.env
             exe = str(Path(sys.executable).parent / "turngraph")
             recall_argv = [exe, "recall", QUERY]
             status_argv = [exe, "status"]
@@ -125,19 +78,17 @@ def main(argv: list[str] | None = None) -> int:
                 args.runs, run([sys.executable, "-c", "pass"])
             )
             _timed(recall_argv, env, project)  # the recall worker's first answer warms it
+            _timed(status_argv, env, project)  # (and the first runs write the bytecode)
             rows["recall, full path"] = _series(args.runs, run(recall_argv))
             rows["status, full path"] = _series(args.runs, run(status_argv))
-            endpoint = _start_endpoint(exe, env, settings.data_dir)
+            endpoint = start_endpoint(env, seeded.settings.data_dir)
             try:
                 _timed(recall_argv, env, project)
+                _timed(status_argv, env, project)
                 rows["recall, through the endpoint"] = _series(args.runs, run(recall_argv))
                 rows["status, through the endpoint"] = _series(args.runs, run(status_argv))
             finally:
-                endpoint.send_signal(signal.SIGTERM)
-                endpoint.wait(timeout=30)
-            recall.stop()
-            thread.join(timeout=10)
-            clients.close()
+                stop_endpoint(endpoint)
 
     print(f"load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
           f"{args.runs} runs per row\n")  # fmt: skip

@@ -18,9 +18,11 @@ on first use (PEP 562): an editor hook importing one small module stays cheap.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the CLI's fast path)
 if TYPE_CHECKING:
+    from typing import Any
+
     from turngraph.producers.connection import (
         Connection,
         ProducerSettings,

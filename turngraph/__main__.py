@@ -1,5 +1,5 @@
 import sys
 
-from turngraph.cli import main
+from turngraph.console import main
 
 sys.exit(main())

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the fast path)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 __all__ = ["print_reply", "reachability_line", "recall_text", "status_text"]
 

@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # here, where a closed pipe can still be handled
         return status
     except BrokenPipeError:
-        return _output_closed()
+        return output_closed()
     except KeyboardInterrupt as stopped:  # StopSignal, or Python's own for a plain Ctrl-C
         name = str(stopped) if str(stopped).startswith("SIG") else "SIGINT"
         print(f"turngraph {command or ''}".rstrip() + f": stopped ({name})", file=sys.stderr)
@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `turngraph queue status | head`: the reader has had enough
-        return _output_closed()
+        return output_closed()
     except Exception as exc:  # the last boundary: people get a line, not a traceback
         parser = getattr(args, PARSER_DEFAULT, None)
         prog = parser.prog if parser is not None else "turngraph"
@@ -186,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _output_closed() -> int:
+def output_closed() -> int:
     """What a command does when whoever read its output stopped reading (``| head``): what
     is still buffered goes nowhere, without a traceback at exit; the status is the one of
     a program that SIGPIPE ended (the way Python's documentation handles EPIPE)."""

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from turngraph.fast_path import JSON_HELP, RECALL_OPTIONS, recall_request
 from turngraph.reply_text import print_reply
 
 __all__ = [
@@ -57,8 +58,6 @@ BACKEND_UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND, REFUSED, INTERNAL_ERROR), "us
 and "remediation". JSON Schemas: schemas/json/bridge_*.schema.json; TypeScript types:
 producers/typescript/types/.
 """
-
-JSON_HELP = "print the reply object (the bridge's JSON contract) instead of a listing"
 
 ONE_SHOT_FLUSH_S = 3.0
 """How long ``turngraph publish`` waits for Redis to take the event."""
@@ -197,18 +196,7 @@ def run_publish(args: argparse.Namespace) -> int:
 
 
 def run_recall(args: argparse.Namespace) -> int:
-    request: dict[str, Any] = {
-        "query": args.query,
-        "workspace": str(Path(args.workspace).resolve()),
-        "max_results": args.max_results,
-        "max_tokens": args.max_tokens,
-    }
-    if args.session:
-        request["session_id"] = args.session
-    if args.user:
-        request["user"] = args.user
-    if args.deadline_ms is not None:
-        request["deadline_ms"] = args.deadline_ms
+    request = recall_request(vars(args))
     fast = _through_endpoint([("recall", request)])
     if fast is not None:
         return print_reply(fast, "recall", as_json=args.json)
@@ -267,21 +255,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     recall = subparsers.add_parser("recall", help="search the memory (exit 0/1)")
     recall.add_argument("query", help="what to look for, in plain words")
-    recall.add_argument("--workspace", default=".", help="workspace folder (default: here)")
-    recall.add_argument("--session", help="session key (hashed)")
-    recall.add_argument("--user", help="user key (hashed)")
-    recall.add_argument(
-        "--max-results", type=int, default=5, help="results wanted (clamped to 1..50)"
-    )
-    recall.add_argument(
-        "--max-tokens", type=int, default=1000, help="token budget (clamped to >= 100)"
-    )
-    recall.add_argument(
-        "--deadline-ms",
-        type=int,
-        default=None,
-        help="how long to wait before failing open (default 750)",
-    )
+    for flag, (dest, kind, default, help_text) in RECALL_OPTIONS.items():
+        recall.add_argument(flag, dest=dest, type=kind, default=default, help=help_text)
     recall.add_argument("--json", action="store_true", help=JSON_HELP)
     recall.set_defaults(handler=run_recall)
 
