@@ -24,7 +24,11 @@ hooks through it:
 - via the forwarder: ``python -I -S turngraph-forward.py hook EVENT --editor claude-code``
   as the editor runs it (``bash -c``, the payload on stdin);
 - with the endpoint down: the forwarder finding ``endpoint.json`` naming a closed port
-  (the worst case: a clean stop removes the file), and the POST refused.
+  (the worst case: a clean stop removes the file), and the POST refused;
+- ``python -I -S -c pass`` the same way: the forwarder's own start-up, its reference.
+
+Each timed prompt is the first of a new session (``PROMPT_SESSIONS``), so its
+``injected`` column counts the prompts that got memory.
 
 With the real Claude Code installed (``tests/clients``), ``claude -p`` with hooks on and
 off, interleaved, services up and down (``bench/hooks_claude.py``).
@@ -37,16 +41,16 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import hooks_claude
@@ -58,10 +62,8 @@ from bench.hooks_endpoint import (
     stop_endpoint,
 )
 from bench.report import percentile, result_line, table
-from turngraph.app import build_pipeline, build_recall_worker
+from bench.seeded import seeded_services
 from turngraph.cli.hook_cmd import run_hook
-from turngraph.clients import build_clients, with_endpoints
-from turngraph.embedded import EmbeddedServices
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.hooks.config import (
     default_executable,
@@ -71,10 +73,6 @@ from turngraph.producers.hooks.config import (
     install_forwarder,
 )
 from turngraph.producers.hooks.editors import HttpTarget
-from turngraph.producers.scopes import ScopeHasher
-from turngraph.schemas.turn_event import ClientInfo, TurnEvent
-from turngraph.settings import LogFormat, Settings
-from turngraph.workers.extraction.offline import OfflineExtractor
 
 DEADLINE_MS = 750
 """The prompt hook's default deadline (``TURNGRAPH_HOOK_DEADLINE_MS``)."""
@@ -145,10 +143,18 @@ ROW_FWD_CAPTURE = "capture via the forwarder"
 ROW_FWD_START = "session start via the forwarder"
 ROW_FWD_DOWN = "prompt via the forwarder, endpoint down"
 ROW_HTTP_DOWN = "prompt via http, endpoint down"
+ROW_ISOLATED = "python -I -S -c pass (the forwarder's reference)"
+
+
+PROMPT_SESSIONS = itertools.count()
+"""Each timed prompt is the first of a new session: in one session a fact is injected
+once, and the session's own turns never, so repeated prompts of one session would time a
+hook that rightly injects nothing."""
 
 
 def _prompt_payload(cwd: Path, i: int, transcript: Path) -> bytes:
-    return json.dumps({"session_id": "bench-1", "cwd": str(cwd), "prompt": PROMPTS[i % 4],
+    session = f"bench-prompt-{next(PROMPT_SESSIONS)}"
+    return json.dumps({"session_id": session, "cwd": str(cwd), "prompt": PROMPTS[i % 4],
                        "transcript_path": str(transcript),
                        "hook_event_name": "UserPromptSubmit"}).encode()  # fmt: skip
 
@@ -181,36 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         project, stranger = tmp / "project", tmp / "elsewhere"
         project.mkdir()
         stranger.mkdir()
-        with EmbeddedServices(tmp / "services") as endpoints:
-            base = Settings(_env_file=None, data_dir=tmp / "data", log_format=LogFormat.JSON)
-            settings = with_endpoints(base, endpoints)
-            clients = build_clients(settings)
-            hasher = ScopeHasher.for_data_dir(settings.data_dir)
-            workspace = hasher.workspace(str(project.resolve()))
-            import getpass
-
-            user = hasher.user(getpass.getuser())
+        with seeded_services(tmp, project, MEMORIES) as seeded:
+            settings, env = seeded.settings, seeded.env
             ConsentStore(settings.data_dir).enable(
-                workspace, consent_endpoint(settings.redis_url, settings.data_dir)
+                seeded.workspace, consent_endpoint(settings.redis_url, settings.data_dir)
             )
-            t0 = datetime.now(UTC) - timedelta(days=1)
-            build_pipeline(clients, extractor=OfflineExtractor()).ingest([
-                TurnEvent(session_id=hasher.session("earlier"), workspace=workspace, user=user,
-                          turn_index=i, role="user", content=text,
-                          occurred_at=t0 + timedelta(minutes=i),
-                          client=ClientInfo(name="bench", version="1"))
-                for i, text in enumerate(MEMORIES)
-            ])  # fmt: skip
-            recall = build_recall_worker(clients)
-            recall.bootstrap()
-            thread = threading.Thread(target=recall.run, daemon=True)
-            thread.start()
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith("TURNGRAPH_")},
-                "TURNGRAPH_DATA_DIR": str(settings.data_dir),
-                "TURNGRAPH_REDIS_URL": str(settings.redis_url),
-                "TURNGRAPH_GRAPH_URI": str(settings.graph_uri),
-            }
             down = {**env, "TURNGRAPH_REDIS_URL": f"redis://127.0.0.1:{_closed_port()}/0"}
             exe = default_executable(sys.executable, Path(sys.executable).parent / "turngraph")
             prompt_cmd = hook_command(exe, "prompt", "claude-code")
@@ -243,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.update(env)  # the in-process hook reads its settings from here
 
             def in_process(i: int) -> tuple[float, bytes]:
-                payload = {"session_id": "bench-1", "cwd": str(project), "prompt": PROMPTS[i % 4]}
+                payload = {"session_id": f"bench-prompt-{next(PROMPT_SESSIONS)}",
+                           "cwd": str(project), "prompt": PROMPTS[i % 4]}  # fmt: skip
                 out = io.StringIO()
                 started = time.perf_counter()
                 run_hook(["prompt", "--editor", "claude-code"], stdout=out, environ={},
@@ -281,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
             http_prompt(target)(0)  # the endpoint's first answer warms its caches
             rows[ROW_HTTP_PROMPT] = _series(args.runs, http_prompt(target))
             rows[ROW_HTTP_CAPTURE] = _series(args.runs, http_capture)
+            rows[ROW_ISOLATED] = _series(args.runs, lambda i: _timed(
+                f"{sys.executable} -I -S -c pass", b"", env, project))  # fmt: skip
             rows[ROW_FWD_PROMPT] = _series(args.runs, fwd_prompt(env))
             rows[ROW_FWD_CAPTURE] = _series(args.runs, fwd_capture)
             rows[ROW_FWD_START] = _series(args.runs, lambda i: _timed(
@@ -305,9 +289,6 @@ def main(argv: list[str] | None = None) -> int:
             prompt_modules = _modules(prompt_cmd, payload, env, project)
             capture_modules = _modules(capture_cmd, payload, env, project)
             stop_endpoint(maintenance)
-            recall.stop()
-            thread.join(timeout=10)
-            clients.close()
 
     print(f"load average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
           f"{args.runs} runs per row\n")  # fmt: skip
@@ -370,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         session_start_forwarder_p50_ms=round(p[ROW_FWD_START][0], 1),
         session_start_forwarder_p99_ms=round(p[ROW_FWD_START][1], 1),
         forwarder_over_python_pass=round(p[ROW_FWD_PROMPT][0] / p[names[0]][0], 2),
+        isolated_pass_p50_ms=round(p[ROW_ISOLATED][0], 1),
+        forwarder_down_over_isolated_pass=round(p[ROW_FWD_DOWN][0] / p[ROW_ISOLATED][0], 2),
+        forwarder_over_isolated_pass=round(p[ROW_FWD_PROMPT][0] / p[ROW_ISOLATED][0], 2),
         **{key: round(value, 1) for key, (value, _) in targets.items()},
         targets_met=sum(value <= bound for value, bound in targets.values()),
         targets=len(targets),
