@@ -71,6 +71,9 @@ class RecallClient:
         self.deadline_ms = deadline_ms
         self.shards = shards
         self._tenant = tenant
+        self._window_refused = False
+        """A recall worker refused ``window_from_turn`` (one older than the field): later
+        requests go without it."""
 
     @classmethod
     def for_tenant(
@@ -121,7 +124,8 @@ class RecallClient:
         """Search the memory; returns within ``deadline_ms`` (default: the client's).
         ``window_from_turn``: the current session's turns from this index on are in the
         caller's window (an editor's transcript since its last compaction) and are left
-        out."""
+        out; a recall worker older than that field refuses it, and the request goes again
+        without it (with what is left of the deadline), as do this client's later ones."""
         request_id = uuid.uuid4().hex
         try:
             request = RecallRequest(
@@ -147,7 +151,15 @@ class RecallClient:
                 invalid_fields(exc, "request") if isinstance(exc, ValidationError) else ["scopes"]
             )
             return invalid_request(RecallResponse, request_id, "recall", fields)
-        return self.send(request)
+        started = time.monotonic()
+        if window_from_turn is None or not self._window_refused:
+            response = self.send(request)
+            if window_from_turn is None or not _refuses_window(response):
+                return response
+            self._window_refused = True
+            log.info("recall_window_not_known", remediation="upgrade the recall workers")
+        spent_ms = int((time.monotonic() - started) * 1000)
+        return self.send(_without_window(request, self._reply_prefix, spent_ms))
 
     def send(self, request: RecallRequest) -> RecallResponse:
         """Send a prepared request (its ``reply_to`` must be set) and wait for the answer."""
@@ -184,6 +196,24 @@ class RecallClient:
                 exc.remediation,
                 degraded=[exc.reason],
             )
+
+
+def _refuses_window(response: RecallResponse) -> bool:
+    """Whether ``response`` is a recall worker's refusal of ``window_from_turn`` (one older
+    than the field answers ``invalid recall request: window_from_turn``)."""
+    return response.error_code == ErrorCode.INVALID_REQUEST and "window_from_turn" in (
+        response.user_message or ""
+    )
+
+
+def _without_window(request: RecallRequest, reply_prefix: str, spent_ms: int) -> RecallRequest:
+    """``request`` as a new one without ``window_from_turn`` (left out of its JSON), with
+    what is left of its deadline after ``spent_ms``."""
+    request_id = uuid.uuid4().hex
+    return request.model_copy(update={
+        "window_from_turn": None, "request_id": request_id, "reply_to": reply_prefix + request_id,
+        "deadline_ms": max(1, request.deadline_ms - spent_ms),
+    })  # fmt: skip
 
 
 class NoReplica(RequestFailed):

@@ -65,6 +65,7 @@ class RecallRequest(BaseModel):
     window_from_turn: int | None = Field(
         default=None,
         ge=0,
+        exclude_if=lambda value: value is None,  # a recall worker older than it refuses it
         description="The current session's turns from this turn index on are in the "
         "client's window (an editor's transcript since its last compaction): recall leaves "
         "them out, with the session's own summaries. None: only the turns of "
