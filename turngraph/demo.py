@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -80,10 +80,20 @@ def demo_events(scopes: DemoScopes, now: datetime | None = None) -> list[TurnEve
     ]
 
 
-def wait_until_ingested(conn: redis.Redis, events: list[TurnEvent], timeout_s: float) -> bool:
-    """Ingest is asynchronous: poll the ingested markers the workers set."""
+def wait_until_ingested(
+    conn: redis.Redis,
+    events: list[TurnEvent],
+    timeout_s: float,
+    stored: Callable[[Sequence[str]], set[str]],
+) -> bool:
+    """Ingest is asynchronous: poll the ingested markers the workers set, then ask the
+    graph (``stored``: which of these event ids it holds). A marker alone proves nothing:
+    after a change of graph (another engine, a wipe) the markers of the last graph stay
+    until an ingest worker has checked them, and the demo would ask before its turns
+    are stored."""
     deadline = time.monotonic() + timeout_s
-    while not all(is_ingested(conn, event.event_id) for event in events):
+    ids = [event.event_id for event in events]
+    while not (all(is_ingested(conn, event_id) for event_id in ids) and stored(ids) == set(ids)):
         if time.monotonic() > deadline:
             return False
         raise_if_stopping()

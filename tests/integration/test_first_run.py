@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.neo4j_tier import unavailable_reason as neo4j_unavailable
 from tests.support.processes import (
     STARTUP_TIMEOUT_S,
     cli_env,
@@ -141,5 +142,47 @@ def test_the_demo_lives_in_its_own_workspace_that_forget_removes(tmp_path: Path)
         again = run(["up", "--exit-after-demo"], env, tmp_path)
         assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
         assert _demo_recalled(again.stdout), again.stdout[-3000:]
+    finally:
+        kill_everything_of(data_dir)
+
+
+@pytest.mark.timeout(2400)  # two JVM servers' cold starts, twice, on a loaded machine
+@pytest.mark.skipif(neo4j_unavailable() is not None, reason=f"Neo4j: {neo4j_unavailable()}")
+def test_up_on_neo4j_in_a_folder_used_with_arcadedb_stores_tells_and_migrates(
+    tmp_path: Path,
+) -> None:
+    """`make demo`, then `turngraph up --graph neo4j --exit-after-demo` on the same data
+    folder: the Neo4j graph is new, so the markers the ArcadeDB run left are dropped and
+    the demo is stored and recalled; one line names the migration command, which copies
+    the ArcadeDB graph over."""
+    data_dir = tmp_path / "data"
+    env = cli_env(data_dir)
+    try:
+        first = run(["up", "--exit-after-demo"], env, tmp_path)
+        assert first.returncode == 0 and _demo_recalled(first.stdout), first.stdout[-3000:]
+
+        second = run(["up", "--graph", "neo4j", "--exit-after-demo"], env, tmp_path, 900)
+        output = second.stdout + second.stderr
+        assert second.returncode == 0, output[-3000:]
+        assert _demo_recalled(second.stdout), second.stdout[-3000:]
+        notes = [line for line in second.stdout.splitlines() if "graph migrate" in line]
+        assert len(notes) == 1 and "--from arcadedb" in notes[0], second.stdout[-3000:]
+
+        services = start(["services", "--graph", "neo4j"], env, tmp_path, tmp_path / "s.log")
+        try:
+            wait_until(
+                lambda: services_owner(data_dir) == services.pid or services.poll() is not None,
+                600,
+                "services up",
+            )
+            command = notes[0].split("`")[1].split()[1:]  # turngraph graph migrate --from …
+            migrated = run(command, env, tmp_path, 600)
+            assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+            assert migrated.stdout.startswith("copied "), migrated.stdout
+            assert int(migrated.stdout.split()[1]) > 0, migrated.stdout
+            listed = json.loads(run(["scopes", "--json"], env, tmp_path).stdout)
+            assert [row["folder"] for row in listed] == ["demo-workspace"], listed
+        finally:
+            stop(services)
     finally:
         kill_everything_of(data_dir)

@@ -146,10 +146,12 @@ def run_migrate(args: argparse.Namespace) -> int:
     from turngraph.embedded.graph_server import GraphServer
     from turngraph.embedded.neo4j_server import Neo4jServer
     from turngraph.embedded.services import read_endpoints
+    from turngraph.logs import configure_logging
     from turngraph.workers.graph.graph_copy import copy_graph
     from turngraph.workers.graph.schema import ensure_schema
 
     settings = Settings()
+    configure_logging(settings)  # stderr: stdout is the one line saying what was copied
     running = read_endpoints(settings.data_dir) if settings.embedded else None
     if running is None:
         raise ConfigurationError(
