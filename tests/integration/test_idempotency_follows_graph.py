@@ -14,6 +14,7 @@ from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from tests.support.conversation import CONVERSATION, LATE_TURN, ingest, publish
+from tests.support.neo4j_tier import READY_TIMEOUT_S
 from tests.support.worker_processes import start_worker, stop, wait_for, worker_env
 from turngraph.app import (
     build_admission,
@@ -34,7 +35,13 @@ from turngraph.workers.ingest.markers import recorded_identity
 from turngraph.workers.tombstones import admitted_epoch
 from turngraph.workers.trusted_jobs import TrustedJob
 
-pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.both_engines,
+    # the first Neo4j test waits for the tier's server, whose boot counts toward its
+    # timeout: 277 s at load 35, and that test then hit the default 300 s
+    pytest.mark.timeout(300 + READY_TIMEOUT_S),
+]
 
 
 def forget(clients: Clients, scope: Scope, key: str) -> None:
