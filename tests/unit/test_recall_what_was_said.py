@@ -183,3 +183,28 @@ def test_every_replica_ranks_alike_whatever_its_string_hashing() -> None:
         assert ranked, done.stderr
         answers.add(tuple(ranked))
     assert len(answers) == 1, answers
+
+
+def test_the_index_knows_what_was_said_as_memories_come_and_go() -> None:
+    index = MemoryIndex()
+    index.add(memory("t", "we picked PostgreSQL for billing"))
+    index.add(memory("s", "Summary: PostgreSQL for billing", kind=MemoryKind.SUMMARY))
+    index.add(memory("o", "ws_a is owned by Ada", extra={"memory_kind": "ownership_context"}))
+    internal = {m: index._ids[m] for m in ("t", "s", "o")}
+
+    def agrees() -> bool:
+        return all(
+            index.said(internal[m]) == (memory_ is not None and memory_.in_statistics)
+            for m in internal
+            for memory_ in [index.memory(internal[m])]
+        )
+
+    assert [index.said(internal[m]) for m in ("t", "s", "o")] == [True, False, False]
+    index.set_status("s", "Superseded")  # a status changes nothing
+    assert agrees()
+    index.add(memory("s", "we picked PostgreSQL for billing, again"))  # now a turn
+    internal["s"] = index._ids["s"]
+    assert index.said(internal["s"]) and agrees()
+    index.remove("t")
+    index.forget("workspace", "ws_a")
+    assert not any(index.said(key) for key in internal.values()) and agrees()

@@ -129,12 +129,7 @@ def what_was_said(index: MemoryIndex) -> Callable[[int], bool]:
     Every normaliser is taken over what was said, so a turn scores as it would with no
     restatement in the index; a restatement is placed among the turns by its own score
     (``Partition``, docs/recall.md)."""
-
-    def said(key: int) -> bool:
-        memory = index.memory(key)
-        return memory is not None and memory.in_statistics
-
-    return said
+    return index.said
 
 
 def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
@@ -142,7 +137,7 @@ def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
     ownership context has no neighbouring turns, so it takes no chain-source place from a
     turn. Before, a digest among the best lexical hits pushed the last source out and its
     neighbour lost the chain score it has with distillation off (docs/history.md)."""
-    return [hit for hit in hits if (m := index.memory(hit[0])) is not None and m.in_statistics]
+    return [hit for hit in hits if index.said(hit[0])]
 
 
 def _shared_idf_terms(

@@ -98,6 +98,8 @@ class MemoryIndex:
         self._lock = threading.Lock()
         self._next_id = 0
         self._docs: dict[int, _Doc] = {}
+        self._restated: set[int] = set()
+        """Held memories that are not what was said (``Memory.in_statistics`` false)."""
         self._ids: dict[str, int] = {}
         self._parts: dict[PartitionKey, Partition] = {}
         self._members: dict[tuple[str, str], array] = {}
@@ -262,6 +264,7 @@ class MemoryIndex:
         restated = not memory.in_statistics
         if restated:
             part.restated_docs += 1
+            self._restated.add(internal)
         else:
             part.n_docs += 1
             part.total_len += length
@@ -298,6 +301,7 @@ class MemoryIndex:
 
     def _remove_locked(self, internal: int) -> None:
         doc = self._docs.pop(internal)
+        self._restated.discard(internal)
         if self.semantic is not None:
             self.semantic.remove(internal)
         memory = doc.memory
@@ -344,6 +348,12 @@ class MemoryIndex:
     def memory(self, internal: int) -> Memory | None:
         doc = self._docs.get(internal)
         return doc.memory if doc is not None else None
+
+    def said(self, internal: int) -> bool:
+        """Whether a held memory is what was said (``Memory.in_statistics``), not a
+        restatement: two set lookups, where the property costs four calls (a search asks
+        it about a hundred times)."""
+        return internal in self._docs and internal not in self._restated
 
     def has_partition(self, pkey: PartitionKey) -> bool:
         return pkey in self._parts
