@@ -9,7 +9,9 @@ queries repeat) and with every query new, and each stage's share of it (cache wa
 timed around the stage's function, as the table docs/operations.md shows. The answers'
 digest (``answers_sha``: each result's memory id and final score, at a fixed clock)
 tells whether two versions of the code rank alike. Memory vectors are
-made once and kept in ``--vectors`` (a replica reads them from the graph too).
+made once and kept in ``--vectors`` (a replica reads them from the graph too), or
+approximated (``--approximate-vectors``: the contextual model takes ~10 ms a memory,
+minutes at 50k on this machine).
 
 Reference in the same run: a request parsed and a fixed reply serialised, the least a
 request can cost in this process. ``--profile FILE`` writes a cProfile of the requests
@@ -44,7 +46,10 @@ from bench.recall_index import _rss_kib, turn_row
 from bench.recall_latency import SESSIONS, WORKSPACES, corpus
 from bench.report import percentile, result_line, table
 from turngraph.schemas.recall import RecallRequest, RecallResponse
+from turngraph.workers.embeddings.composite import CompositeEmbedder
 from turngraph.workers.embeddings.factory import default_local_embedder
+from turngraph.workers.embeddings.local import StaticEmbedder
+from turngraph.workers.embeddings.protocol import normalise_rows
 from turngraph.workers.graph.recallable import episode_memory
 from turngraph.workers.recall import search as search_module
 from turngraph.workers.recall import worker as worker_module
@@ -76,15 +81,30 @@ class _FixedClock(datetime):
         return NOW if tz is None else NOW.astimezone(tz)
 
 
-def memories_and_vectors(count: int, cache: Path) -> tuple[list[Memory], dict[str, Any]]:
+def memories_and_vectors(
+    count: int, cache: Path, *, approximate: bool = False
+) -> tuple[list[Memory], dict[str, Any]]:
     """The corpus as memories, and their vectors by the default model (from ``cache``,
-    made and saved on the first run)."""
+    made and saved on the first run). ``approximate``: the static half by the static
+    model, the contextual half a fixed random projection of it (vectors of the pair's
+    shape in seconds instead of the contextual model's ~10 ms per memory; the answers
+    are then not a real replica's, the work per request is)."""
     turns, _ = corpus(count)
     memories = [Memory.from_record(episode_memory(turn_row(t))) for t in turns]
     if cache.is_file():
         held = np.load(cache)
         return memories, dict(zip(held["ids"].tolist(), held["vectors"], strict=True))
     embedder = default_local_embedder()
+    if approximate:
+        assert isinstance(embedder, CompositeEmbedder)
+        static = StaticEmbedder()
+        texts = [m.searchable_text for m in memories]
+        half = np.vstack([static.embed(texts[i : i + 4096]) for i in range(0, len(texts), 4096)])
+        rng = np.random.default_rng(7)
+        projection = rng.normal(size=(half.shape[1], embedder.contextual.dimension))
+        other = normalise_rows((half @ projection).astype(np.float32))
+        rows = normalise_rows(np.hstack([other, half]).astype(np.float32))
+        return memories, dict(zip([m.id for m in memories], rows, strict=True))
     lexical = MemoryIndex()
     lexical.add_many(memories)
     ids = [m.id for m in memories]
@@ -177,10 +197,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=1_000)
     parser.add_argument("--vectors", type=Path, default=None)
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument(
+        "--approximate-vectors",
+        action="store_true",
+        help="memory vectors of the pair's shape without the contextual model (see above)",
+    )
     args = parser.parse_args(argv)
     default_cache = Path(tempfile.gettempdir()) / f"turngraph-recall-cpu-{args.memories}.npz"
     cache = args.vectors or default_cache
-    memories, vectors = memories_and_vectors(args.memories, cache)
+    memories, vectors = memories_and_vectors(
+        args.memories, cache, approximate=args.approximate_vectors
+    )
     _, queries = corpus(0)
     gc.collect()
     rss_before = _rss_kib()
@@ -274,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         result_line(
             "recall_cpu",
             memories=len(index),
+            vectors="approximate" if args.approximate_vectors else "model",
             cpu_ms_per_request=round(cpu_ms, 3),
             new_query_cpu_ms_per_request=round(new_query_ms, 3),
             wall_p50_ms=round(percentile(wall, 50), 3),

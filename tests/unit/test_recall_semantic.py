@@ -10,6 +10,7 @@ from tests.support.recall import NOW, memory, request
 from turngraph.workers.embeddings.deadline import QueryEmbedder
 from turngraph.workers.embeddings.endpoint import EndpointEmbedder
 from turngraph.workers.embeddings.local import StaticEmbedder
+from turngraph.workers.recall.ann import AnnGraph
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.search import search
 from turngraph.workers.recall.vectors import VectorIndex
@@ -90,6 +91,22 @@ def test_large_partitions_search_an_hnsw_graph_that_skips_removed_rows() -> None
         vectors.remove(n)
     found = vectors.search(partition, rows[899], 5)
     assert found[0][0] == 899 and len(vectors) == len(live) - 400
+
+
+def test_a_graph_gives_back_the_rows_it_holds_through_growth_and_updates() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(50, 16)).astype(np.float32)
+    graph = AnnGraph(16, capacity=8)  # grown several times below
+    graph.add(np.arange(30, dtype=np.int64), rows[:30])
+    graph.add(np.array([5, 40], dtype=np.int64), rows[[45, 40]])  # 5 replaced, 40 new
+    assert graph.remove(7)
+    labels, found = graph.vectors([5, 40, 7, 99, 0])  # 7 removed, 99 never added
+    assert labels == [5, 40, 0]
+    assert np.array_equal(found, graph._graph.get_items(labels, return_type="numpy"))
+    assert np.array_equal(found, rows[[45, 40, 0]])
+    compacted = graph.compacted()
+    assert np.array_equal(compacted.vectors([5, 40])[1], rows[[45, 40]])
+    assert graph.vectors([])[1].shape == (0, 16)
 
 
 def test_a_bulk_load_searches_exactly_then_builds_the_graph_once() -> None:
