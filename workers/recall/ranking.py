@@ -126,6 +126,9 @@ class Ranking:
     the query's words and answers nothing (its answer is lifted and placed above it)."""
     answer_reach: int = 4
     """Later turns of its session searched for a question turn's answer (0: no pairing)."""
+    answer_replies: int = 1
+    """1: a question turn nothing settles is paired with the reply that follows it; 0:
+    only with a turn that settles it."""
 
     # -- conversation context -------------------------------------------------------
     context_turns: int = 6

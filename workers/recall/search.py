@@ -200,8 +200,6 @@ def _score(
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
-    if asked:
-        ceiling *= max(1.0, settles, ranking.question_turn_multiplier)
     if speakers_named:
         ceiling *= max(1.0, ranking.speaker_multiplier)  # no lift when no speaker is named
     pool_finals: list[float] = []  # min-heap of the pool's final scores
@@ -276,7 +274,7 @@ def _answers_above_questions(
     reach = index.ranking.answer_reach
     for question in questions:
         key = index.answer_of(question.key, reach)
-        if key is None:
+        if key is None or (index.act(key) is not Act.SETTLES and not index.ranking.answer_replies):
             continue
         held = by_key.get(key)
         if held is None or held.semantic < question.semantic:
