@@ -31,11 +31,9 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import wipe_graph
-from tests.support.maintenance import maintenance_worker, service_env
-from tests.support.worker_processes import start_worker, stop, wait_for
-from turngraph.app import build_recall_worker
-from turngraph.clients import Clients, build_clients, with_endpoints
+from tests.support.hook_services import hook_services
+from tests.support.worker_processes import wait_for
+from turngraph.clients import Clients
 from turngraph.embedded import ServiceEndpoints
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.hooks.config import is_ours
@@ -43,7 +41,6 @@ from turngraph.producers.hooks.editors import EDITORS, entry_commands
 from turngraph.producers.hooks.state import HookState
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scopes import ScopeHasher
-from turngraph.settings import LogFormat, Settings
 
 pytestmark = pytest.mark.integration
 
@@ -89,30 +86,8 @@ class Live:
 @pytest.fixture(scope="module")
 def live(embedded: ServiceEndpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("hooks")
-    base = Settings(_env_file=None, data_dir=root / "data", log_format=LogFormat.JSON)
-    settings = with_endpoints(base, embedded)
-    clients = build_clients(settings)
-    assert settings.redis_url
-    redis.Redis.from_url(settings.redis_url).flushdb()
-    wipe_graph(clients.graph, clients.graph_database)
-    # The deadline counts from the interpreter's start: at load 13 on 2 cores the prompt
-    # hook found its 2.5 s spent before its first line (recall_skipped) in 5 runs of 9.
-    # 9 s, capped by the editor's 10 s timeout less 0.5 s, tests what the hooks answer;
-    # their speed is bench.hooks' (750 ms).
-    env = service_env(settings, HOME=str(root / "home"), TURNGRAPH_HOOK_DEADLINE_MS="9000")
-    ingest = start_worker("ingest", env)
-    recall = build_recall_worker(clients)
-    recall.bootstrap()
-    thread = threading.Thread(target=recall.run, daemon=True)
-    thread.start()
-    try:
-        with maintenance_worker(env):
-            yield Live(clients, env, root / "home", root)
-    finally:
-        recall.stop()
-        thread.join(timeout=10)
-        stop(ingest)
-        clients.close()
+    with hook_services(embedded, root, home=root / "home") as services:
+        yield Live(services.clients, services.env, root / "home", root)
 
 
 def _our_commands(config: dict[str, Any], event: str, editor: str) -> list[tuple[str, float]]:

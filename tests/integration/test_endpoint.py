@@ -12,7 +12,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,8 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
-from tests.conftest import wipe_graph
-from tests.support.maintenance import service_env
-from tests.support.worker_processes import start_worker, stop, wait_for
-from turngraph.app import build_recall_worker
-from turngraph.clients import build_clients, with_endpoints
+from tests.support.hook_services import hook_services
+from tests.support.worker_processes import wait_for
 from turngraph.embedded import ServiceEndpoints
 from turngraph.embedded.process import free_port
 from turngraph.endpoint.files import ENDPOINT_FILE, TOKEN_FILE, read_live
@@ -34,7 +30,7 @@ from turngraph.producers.bounded_queue import read_stats
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.hooks.state import HookState
 from turngraph.producers.scopes import ScopeHasher
-from turngraph.settings import LogFormat, Settings
+from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -122,36 +118,21 @@ class Live:
 @pytest.fixture(scope="module")
 def live(embedded: ServiceEndpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("endpoint")
-    base = Settings(_env_file=None, data_dir=root / "data", log_format=LogFormat.JSON)
-    settings = with_endpoints(base, embedded)
-    clients = build_clients(settings)
-    assert settings.redis_url
-    conn = redis.Redis.from_url(settings.redis_url)
-    conn.flushdb()
-    wipe_graph(clients.graph, clients.graph_database)
     project = root / "project"
     project.mkdir()
-    hasher = ScopeHasher.for_data_dir(settings.data_dir)
-    ConsentStore(settings.data_dir).enable(
-        hasher.workspace(str(project.resolve())),
-        consent_endpoint(settings.redis_url, settings.data_dir),
-    )
-    env = service_env(settings, HOME=str(root / "home"), TURNGRAPH_HOOK_DEADLINE_MS="9000")
-    ingest = start_worker("ingest", env)
-    recall = build_recall_worker(clients)
-    recall.bootstrap()
-    thread = threading.Thread(target=recall.run, daemon=True)
-    thread.start()
-    endpoint = start_endpoint(env, settings.data_dir)
-    try:
-        yield Live(endpoint, settings, conn, project)
-    finally:
-        assert stop_endpoint(endpoint) == 0
-        assert not (settings.data_dir / ENDPOINT_FILE).exists()  # removed on a clean stop
-        recall.stop()
-        thread.join(timeout=10)
-        stop(ingest)
-        clients.close()
+    with hook_services(embedded, root, home=root / "home", maintenance=False) as services:
+        settings = services.settings
+        hasher = ScopeHasher.for_data_dir(settings.data_dir)
+        ConsentStore(settings.data_dir).enable(
+            hasher.workspace(str(project.resolve())),
+            consent_endpoint(settings.redis_url, settings.data_dir),
+        )
+        endpoint = start_endpoint(services.env, settings.data_dir)
+        try:
+            yield Live(endpoint, settings, services.conn, project)
+        finally:
+            assert stop_endpoint(endpoint) == 0
+            assert not (settings.data_dir / ENDPOINT_FILE).exists()  # removed on a clean stop
 
 
 def _mode(path: Path) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import getpass
 import io
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,17 +23,14 @@ from typing import Any
 import pytest
 import redis
 
-from tests.conftest import wipe_graph
-from tests.support.maintenance import maintenance_worker, service_env
-from tests.support.worker_processes import start_worker, stop, wait_for
-from turngraph.app import build_recall_worker
+from tests.support.hook_services import hook_services
+from tests.support.worker_processes import wait_for
 from turngraph.cli.hook_cmd import run_hook
-from turngraph.clients import build_clients, with_endpoints
 from turngraph.embedded import ServiceEndpoints
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scopes import ScopeHasher
-from turngraph.settings import LogFormat, Settings
+from turngraph.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -65,26 +61,8 @@ class Live:
 @pytest.fixture(scope="module")
 def live(embedded: ServiceEndpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("injection")
-    base = Settings(_env_file=None, data_dir=root / "data", log_format=LogFormat.JSON)
-    settings = with_endpoints(base, embedded)
-    clients = build_clients(settings)
-    assert settings.redis_url
-    redis.Redis.from_url(settings.redis_url).flushdb()
-    wipe_graph(clients.graph, clients.graph_database)
-    env = service_env(settings, HOME=str(root / "home"), TURNGRAPH_HOOK_DEADLINE_MS="9000")
-    ingest = start_worker("ingest", env)
-    recall = build_recall_worker(clients)
-    recall.bootstrap()
-    thread = threading.Thread(target=recall.run, daemon=True)
-    thread.start()
-    try:
-        with maintenance_worker(env):
-            yield Live(env, root, settings)
-    finally:
-        recall.stop()
-        thread.join(timeout=10)
-        stop(ingest)
-        clients.close()
+    with hook_services(embedded, root, home=root / "home") as services:
+        yield Live(services.env, root, services.settings)
 
 
 class Transcript:

@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,17 +26,14 @@ import pytest
 import redis
 
 from bench.hooks_endpoint import start_endpoint, stop_endpoint
-from tests.conftest import wipe_graph
-from tests.support.maintenance import maintenance_worker, service_env
+from tests.support.hook_services import hook_services
 from tests.support.model_server import ModelServer, model_server
-from tests.support.worker_processes import start_worker, stop, wait_for
-from turngraph.app import build_recall_worker
-from turngraph.clients import Clients, build_clients, with_endpoints
+from tests.support.worker_processes import wait_for
+from turngraph.clients import Clients
 from turngraph.embedded import ServiceEndpoints
 from turngraph.producers.hooks.state import HookState
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scopes import ScopeHasher
-from turngraph.settings import LogFormat, Settings
 
 pytestmark = pytest.mark.integration
 
@@ -65,29 +61,8 @@ class Live:
 @pytest.fixture(scope="module")
 def live(embedded: ServiceEndpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("real-clients")
-    base = Settings(_env_file=None, data_dir=root / "data", log_format=LogFormat.JSON)
-    settings = with_endpoints(base, embedded)
-    clients = build_clients(settings)
-    assert settings.redis_url
-    redis.Redis.from_url(settings.redis_url).flushdb()
-    wipe_graph(clients.graph, clients.graph_database)
-    # The hook's deadline counts from its interpreter's start; at load 20 that start alone
-    # passes 750 ms. 9 s (the editor's 10 s timeout less 0.5 s) tests what the hooks answer;
-    # their speed is bench.hooks'.
-    env = service_env(settings, TURNGRAPH_HOOK_DEADLINE_MS="9000")
-    ingest = start_worker("ingest", env)
-    recall = build_recall_worker(clients)
-    recall.bootstrap()
-    thread = threading.Thread(target=recall.run, daemon=True)
-    thread.start()
-    try:
-        with maintenance_worker(env):
-            yield Live(clients, env, root)
-    finally:
-        recall.stop()
-        thread.join(timeout=10)
-        stop(ingest)
-        clients.close()
+    with hook_services(embedded, root) as services:
+        yield Live(services.clients, services.env, root)
 
 
 def _install(live: Live, editor: str, project: Path, home: Path) -> None:
