@@ -42,9 +42,6 @@ class DeadLetter:
     reason: str
     at: float
 
-    def exc_info(self) -> str:
-        return f"{self.error}: {self.field}: {self.reason}"
-
 
 def dead_letter_key(queue_name: str) -> str:
     return DEAD_LETTERS_TEMPLATE.format(queue=queue_name)
