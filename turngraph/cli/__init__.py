@@ -21,7 +21,7 @@ from turngraph.lifecycle import stop_on_signals
 
 __all__ = [
     "ALL", "COMMANDS", "LONG_RUNNING", "PARSER_DEFAULT", "Sequence", "build_parser", "main",
-    "parse_arguments", "stop_on_signals",
+    "output_closed", "parse_arguments", "stop_on_signals",
 ]  # fmt: skip
 
 COMMANDS: tuple[tuple[str, dict[str, str]], ...] = (
