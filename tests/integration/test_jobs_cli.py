@@ -43,8 +43,9 @@ def test_failed_requeue_purge(
     queue = BoundedQueue(redis_conn, name=cli.ingest_queue, max_length=10)
     queue.enqueue(good)
     redis_conn.hset(
-        "rq:job:forged1", mapping={"data": "not json", "status": "queued", "origin": "x"}
-    )
+        "rq:job:forged1",
+        mapping={"data": "not json", "status": "queued", "origin": cli.ingest_queue},
+    )  # on its own queue: what is wrong with it is its data
     redis_conn.rpush(RQ_QUEUE_PREFIX + cli.ingest_queue, "forged1", "bad id")
     admit_and_work(
         admission(redis_conn, cli),

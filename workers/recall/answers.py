@@ -84,6 +84,24 @@ _SETTLED_ASKED = re.compile(
 user want Y")."""
 
 
+_EMBEDDED_QUESTION = re.compile(
+    r"\b(?:which|what|whether|if|how|when|why|who)\b[^.!?\n,;:]*", re.IGNORECASE
+)
+"""An embedded question ("I forget which bundler we settled on"): a decision's words
+inside it ask, they do not settle."""
+
+
+def _settles(text: str) -> bool:
+    """A decision, confirmation or preference outside any embedded question."""
+    asking = [m.span() for m in _EMBEDDED_QUESTION.finditer(text)]
+    for pattern in (_SETTLES, _PREFERENCE):
+        for found in pattern.finditer(text):
+            start = found.start()
+            if not any(low < start < high for low, high in asking):
+                return True
+    return False
+
+
 def asks_what_was_settled(query: str) -> bool:
     """The question asks what was decided, agreed or preferred."""
     return bool(_SETTLED_ASKED.search(query))
@@ -98,7 +116,7 @@ def act_of(memory: Memory) -> Act:
     if memory.kind is not MemoryKind.EPISODE and memory.kind is not MemoryKind.FACT:
         return Act.PLAIN  # a digest of a span retells; its turns carry the acts
     text = memory.text
-    if _SETTLES.search(text) or _PREFERENCE.search(text):
+    if _settles(text):
         return Act.SETTLES
     return Act.QUESTION if _only_questions(text) else Act.PLAIN
 
