@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.source_tree  # reads the repository's folders: not in make test-wheel
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("turngraph", "schemas", "producers", "workers")
 SKIPPED = {"node_modules", "typescript", "__pycache__"}
