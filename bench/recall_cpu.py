@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.recall_index import _rss_kib, turn_row
+from bench.recall_index import _rss_kib, offline_worker, turn_row
 from bench.recall_latency import SESSIONS, WORKSPACES, corpus
 from bench.report import percentile, result_line, table
 from turngraph.schemas.recall import RecallRequest, RecallResponse
@@ -219,14 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()  # as a bootstrapped replica does
     rss_mb = (_rss_kib() - rss_before) / 1024
-    worker = RecallWorker(
-        redis_client=None,  # type: ignore[arg-type]  # handle() without reply_to never replies
-        store=None,  # type: ignore[arg-type]
-        requests_key="unused",
-        changes_stream="unused",
-        reply_ttl_s=1,
-    )
-    worker.index = index
+    worker = offline_worker(index)
     search_module.datetime = _FixedClock  # type: ignore[misc]
     raws = requests_for(queries, args.requests)
 

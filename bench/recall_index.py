@@ -51,6 +51,7 @@ from turngraph.workers.graph.recallable import episode_memory
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory, MemoryKind
 from turngraph.workers.recall.search import search
+from turngraph.workers.recall.worker import RecallWorker
 
 SEED = 7
 _WORDS = re.compile(r"[A-Za-z][A-Za-z_.\-]+")
@@ -70,6 +71,20 @@ def turn_row(event: TurnEvent, entities: Iterable[str] = ()) -> dict[str, Any]:
         "occurred_at": event.occurred_at,
         "entities": list(entities),
     }
+
+
+def offline_worker(index: MemoryIndex) -> RecallWorker:
+    """A recall worker over ``index`` with no Redis and no graph: ``handle()`` of a
+    request without ``reply_to`` answers in process and never replies."""
+    worker = RecallWorker(
+        redis_client=None,  # type: ignore[arg-type]
+        store=None,  # type: ignore[arg-type]
+        requests_key="unused",
+        changes_stream="unused",
+        reply_ttl_s=1,
+    )
+    worker.index = index
+    return worker
 
 
 def _rss_kib() -> int:

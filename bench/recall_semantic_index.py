@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.recall_index import _rss_kib, turn_row
+from bench.recall_index import _rss_kib, offline_worker, turn_row
 from bench.recall_latency import SESSIONS, WORKSPACES, corpus
 from bench.report import percentile, result_line, table
 from turngraph.schemas.recall import RecallRequest
@@ -30,7 +30,6 @@ from turngraph.workers.graph.recallable import episode_memory
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.search import search
-from turngraph.workers.recall.worker import RecallWorker
 
 ROUNDS = 3
 
@@ -70,14 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 user="bench-u",
             )
         )
-    worker = RecallWorker(
-        redis_client=None,  # type: ignore[arg-type]  # handle() without reply_to never replies
-        store=None,  # type: ignore[arg-type]
-        requests_key="unused",
-        changes_stream="unused",
-        reply_ttl_s=1,
-    )
-    worker.index = index
+    worker = offline_worker(index)
     raws = [request.model_dump_json().encode() for request in requests]
     now = datetime.now(UTC)
 
