@@ -9,10 +9,25 @@ import structlog
 
 from turngraph.settings import LogFormat, Settings
 
-__all__ = ["RQ_LOGGERS", "configure_logging"]
+__all__ = ["RQ_LOGGERS", "CurrentStderr", "configure_logging"]
 
 RQ_LOGGERS = ("rq.worker", "rq.job", "rq.scheduler", "rq.queue")
 """RQ's loggers, held to the application's level."""
+
+
+class CurrentStderr:
+    """Writes to whatever `sys.stderr` is at the time of each line.
+
+    structlog caches a logger on first use with the file it was given; a stream bound at
+    set-up would keep writing to a stream that was since replaced (a test's capture, a
+    caller's redirect), so the lines would go where nobody reads them.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def configure_logging(settings: Settings) -> None:
@@ -36,7 +51,7 @@ def configure_logging(settings: Settings) -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     # RQ and the graph driver log through the standard library: their records go through
