@@ -45,12 +45,12 @@ from bench.retrieval_eval import (
 from bench.retrieval_realmem import load as load_realmem
 from bench.retrieval_realtalk import load as load_realtalk
 from bench.retrieval_split import own_split
+from tests.support.memory_graph import InMemoryGraphStore
 from turngraph.schemas.recall import ConversationTurn, RecallRequest, RecallResult
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.embeddings.factory import default_local_embedder, local_embedder
 from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.ranking import Ranking, preset

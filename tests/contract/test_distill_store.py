@@ -11,13 +11,13 @@ import pytest
 
 from tests.contract.test_graph_store import batch_of, bolt_store, memory_store
 from tests.support.conversation import CONVERSATION
+from tests.support.memory_distill import InMemoryDistillStore
 from turngraph.workers.graph.distill_store import (
     BoltDistillStore,
     DistillStore,
     StoredJson,
     SummarySpan,
 )
-from turngraph.workers.graph.memory_distill_store import InMemoryDistillStore
 
 CREATED = "2026-01-05T10:00:00Z"
 

@@ -11,13 +11,13 @@ import pytest
 
 import turngraph.schemas.ontology as ontology
 from tests.support.conversation import CONVERSATION, VOLATILE
+from tests.support.memory_graph import InMemoryGraphStore
 from tests.support.neo4j_tier import neo4j_param
 from tests.support.turns import turn
 from turngraph.producers.redaction import redact_event
 from turngraph.schemas.scopes import Scope
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.store import Batch, GraphStore
 from turngraph.workers.graph.subgraph import Subgraph
 

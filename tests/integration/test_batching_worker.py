@@ -10,6 +10,7 @@ from rq.job import Job
 from rq.registry import FinishedJobRegistry
 from rq.serializers import JSONSerializer
 
+from tests.support.memory_graph import InMemoryGraphStore
 from tests.support.pipelines import (
     admission,
     admit_and_work,
@@ -25,7 +26,6 @@ from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.schemas.defaults import INGEST_FUNCTION, RETRIES
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.settings import Settings
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.store import Batch, WriteReport
 from turngraph.workers.ingest import dead_letters
 

@@ -14,6 +14,7 @@ import redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from tests.support.memory_graph import InMemoryGraphStore
 from tests.support.pipelines import (
     admission,
     admit_and_work,
@@ -30,7 +31,6 @@ from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.settings import Settings
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.store import Batch, WriteReport
 from turngraph.workers.ingest import dead_letters
 

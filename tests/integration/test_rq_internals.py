@@ -28,6 +28,7 @@ from rq.serializers import JSONSerializer
 from rq.version import VERSION
 
 import turngraph.schemas.ontology as ontology
+from tests.support.memory_graph import InMemoryGraphStore
 from tests.support.rq_keys import (
     RQ_FAILED_PREFIX,
     RQ_JOB_PREFIX,
@@ -39,7 +40,6 @@ from turngraph.embedded import RedisServer
 from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.defaults import INGEST_FUNCTION, RETRIES
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S, IngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline

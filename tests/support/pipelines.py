@@ -8,9 +8,9 @@ from rq.queue import Queue
 from rq.serializers import JSONSerializer
 
 import turngraph.schemas.ontology as ontology
+from tests.support.memory_graph import InMemoryGraphStore
 from turngraph.settings import Settings
 from turngraph.workers.extraction.offline import OfflineExtractor
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.batching import IngestWorker
 from turngraph.workers.ingest.pipeline import IngestPipeline

@@ -14,10 +14,10 @@ from bench.extraction_scoring import (
     load_dataset,
     score,
 )
+from tests.support.memory_graph import InMemoryGraphStore
 from turngraph.schemas.turn_event import ClientInfo, Role, TurnEvent
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.extraction.people import is_person_name
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 
 EXTRACTOR = OfflineExtractor()
 

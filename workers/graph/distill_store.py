@@ -3,7 +3,7 @@
 :class:`DistillStore` is the boundary the maintenance jobs (summaries, compaction, promotion,
 recaps, the LLM re-extraction pass) and the on-demand answers use; :class:`BoltDistillStore`
 runs it on Neo4j 5 or the embedded engine (:mod:`workers.graph.distill_statements`), and
-:class:`workers.graph.memory_distill_store.MemoryDistillStore` is its in-memory fake. Rows
+:class:`tests.support.memory_distill.InMemoryDistillStore` is its in-memory fake. Rows
 are written whole (``row``: the node's properties as the statements name them); driver
 errors leave as :mod:`workers.graph.errors`.
 """

@@ -2,8 +2,8 @@
 
 Two implementations behave the same for the pipeline: :class:`~workers.graph.bolt_store.
 BoltGraphStore` (Neo4j 5 or the embedded ArcadeDB, over Bolt) and
-:class:`~workers.graph.memory_store.InMemoryGraphStore` (a fake kept in the package for
-fast tests). ``tests/contract/test_graph_store.py`` runs the same assertions on both.
+:class:`~tests.support.memory_graph.InMemoryGraphStore` (the tests' fake, outside the
+package). ``tests/contract/test_graph_store.py`` runs the same assertions on both.
 
 Errors: a store raises only :mod:`schemas.errors` types: ``BackendUnavailableError`` (or
 another ``TransientError``) when the server is unreachable or busy, a ``PermanentError``

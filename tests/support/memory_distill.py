@@ -1,7 +1,7 @@
-"""An in-memory :class:`~workers.graph.distill_store.DistillStore`: the fake kept in the package.
+"""An in-memory :class:`~workers.graph.distill_store.DistillStore`: the tests' fake.
 
 It reads turns from, and writes Summary, DecisionRecord and Memory nodes into, an
-:class:`~workers.graph.memory_store.InMemoryGraphStore` (what the ingest fake wrote), with
+:class:`~tests.support.memory_graph.InMemoryGraphStore` (what the ingest fake wrote), with
 the statements' rules: a summary and a recap are replaced by their uid, a promoted memory
 is written once, a decision record supersedes its summaries, links to episodes only where
 the episode exists. ``tests/contract/test_distill_store.py`` holds it to the same
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tests.support.memory_graph import InMemoryGraphStore
 from turngraph.schemas.turn_event import MAX_TURN_INDEX, TurnEvent
 from turngraph.workers.graph.distill_store import (
     OpenTopic,
@@ -21,7 +22,6 @@ from turngraph.workers.graph.distill_store import (
     SummarySpan,
     turn_event,
 )
-from turngraph.workers.graph.memory_store import InMemoryGraphStore
 from turngraph.workers.graph.session_turns import SessionTurn, mentions_of, parse_time
 
 __all__ = ["MEMORY_FIELDS", "RECORD_FIELDS", "SUMMARY_FIELDS", "InMemoryDistillStore"]

@@ -1,4 +1,4 @@
-"""An in-memory :class:`GraphStore`: the fake kept in the package for fast tests.
+"""An in-memory :class:`GraphStore`: the tests' fake, for fast tests.
 
 It writes from the same :class:`~workers.graph.batch_plan.BatchPlan` as the Bolt store and
 builds memories with the same mapper, and keeps the graph's rules: idempotent on
