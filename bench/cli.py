@@ -1,14 +1,16 @@
-"""The command line's everyday calls: what ``turngraph recall`` and ``turngraph status``
+"""The command line's everyday calls: what ``turngraph recall``, ``publish`` and ``status``
 cost from a shell, through the local endpoint and on the full code path.
 
 ``python -m bench.cli [--runs N]`` starts the embedded services, a recall worker (in this
 process) and a few stored memories, then runs, N times per row, as a person types them:
 
 - ``python -c pass``: the bare interpreter start-up, the reference of this run;
-- ``turngraph recall QUERY`` and ``turngraph status`` with no endpoint running (the full
+- ``turngraph recall QUERY``, ``turngraph publish TEXT`` (a new turn index each run) and
+  ``turngraph status`` with no endpoint running (the full
   code path: settings, its own Redis connection);
 - the same with ``turngraph endpoint`` running (what ``turngraph up`` runs): the fast
-  path, one loopback request.
+  path, one loopback request; and ``publish`` through argparse and the full command line
+  before its request to the endpoint (what ``publish -`` and ``publish --git`` take).
 
 Ends with ``RESULT cli ...`` (wall times in ms; ``*_over_python_pass``: ratios to the
 reference of the same run, steadier than the times on a loaded machine).
@@ -17,6 +19,7 @@ reference of the same run, steadier than the times on a loaded machine).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import subprocess
 import sys
@@ -28,6 +31,7 @@ from pathlib import Path
 from bench.hooks_endpoint import start_endpoint, stop_endpoint
 from bench.report import percentile, result_line, table
 from bench.seeded import seeded_services
+from turngraph.producers.consent import ConsentStore, consent_endpoint
 
 MEMORIES = [
     "decision: the ingest queue uses drop_oldest when it is full",
@@ -66,12 +70,22 @@ def main(argv: list[str] | None = None) -> int:
         project.mkdir()
         with seeded_services(tmp, project, MEMORIES) as seeded:
             env = seeded.env
+            ConsentStore(seeded.settings.data_dir).enable(  # publish needs it
+                seeded.workspace,
+                consent_endpoint(seeded.settings.redis_url, seeded.settings.data_dir),
+            )
             exe = str(Path(sys.executable).parent / "turngraph")
             recall_argv = [exe, "recall", QUERY]
             status_argv = [exe, "status"]
+            turns = itertools.count()
 
             def run(argv: list[str]) -> Callable[[], tuple[float, bytes]]:
                 return lambda: _timed(argv, env, project)
+
+            def publish(*command: str) -> Callable[[], tuple[float, bytes]]:
+                return lambda: _timed([*(command or [exe]), "publish", "a note from bench.cli",
+                                       "--session", "bench-cli", "--turn-index",
+                                       str(next(turns))], env, project)  # fmt: skip
 
             rows: dict[str, tuple[list[float], bytes]] = {}
             rows["python -c pass (reference)"] = _series(
@@ -81,12 +95,17 @@ def main(argv: list[str] | None = None) -> int:
             _timed(status_argv, env, project)  # (and the first runs write the bytecode)
             rows["recall, full path"] = _series(args.runs, run(recall_argv))
             rows["status, full path"] = _series(args.runs, run(status_argv))
+            rows["publish, full path"] = _series(args.runs, publish())
             endpoint = start_endpoint(env, seeded.settings.data_dir)
             try:
                 _timed(recall_argv, env, project)
                 _timed(status_argv, env, project)
                 rows["recall, through the endpoint"] = _series(args.runs, run(recall_argv))
                 rows["status, through the endpoint"] = _series(args.runs, run(status_argv))
+                rows["publish, through the endpoint"] = _series(args.runs, publish())
+                rows["publish, argparse then the endpoint"] = _series(
+                    args.runs, publish(sys.executable, "-m", "turngraph.cli")
+                )
             finally:
                 stop_endpoint(endpoint)
 
@@ -110,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         recall_endpoint_p50_ms=round(fast, 1),
         recall_endpoint_p99_ms=round(percentile(rows["recall, through the endpoint"][0], 99), 1),
         status_endpoint_p50_ms=round(p50["status, through the endpoint"], 1),
+        publish_full_p50_ms=round(p50["publish, full path"], 1),
+        publish_endpoint_p50_ms=round(p50["publish, through the endpoint"], 1),
+        publish_argparse_endpoint_p50_ms=round(p50["publish, argparse then the endpoint"], 1),
+        publish_full_over_endpoint=round(
+            p50["publish, full path"] / p50["publish, through the endpoint"], 2
+        ),
         recall_endpoint_over_python_pass=round(fast / ref, 2),
         recall_full_over_endpoint=round(p50["recall, full path"] / fast, 2),
         recall_endpoint_p50_within_150ms="yes" if fast <= 150 else "no",

@@ -1,5 +1,5 @@
-"""The ``turngraph`` console script: ``turngraph recall`` and ``turngraph status`` through
-the running endpoint when it answers (``turngraph.fast_path``: standard library only),
+"""The ``turngraph`` console script: ``turngraph recall``, ``publish`` and ``status``
+through the running endpoint when it answers (``turngraph.fast_path``: standard library only),
 everything else, and these when no endpoint answers, through the full command line
 (``turngraph.cli.main``: argparse, the stop-signal handling, the command's own code
 path).

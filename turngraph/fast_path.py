@@ -1,16 +1,18 @@
-"""The CLI's fast path: ``turngraph recall`` and ``turngraph status`` answered by the
+"""The CLI's fast path: ``turngraph recall``, ``publish`` and ``status`` answered by the
 running endpoint before anything else is imported (``turngraph.console`` asks here first).
 
-A command line it reads in full (``recall QUERY`` with the options below, ``status``, each
-with ``--json``) goes to the endpoint ``endpoint.json`` names, through
-``turngraph.endpoint.client`` (standard library only), and its reply is printed by
-``turngraph.reply_text``. Everything else, and these two when no endpoint answers, runs
-the full command line (``turngraph.cli.main``): argparse, the stop-signal handling and the
+A command line it reads in full (``recall QUERY`` and ``publish CONTENT`` with the options
+below, ``status``, each with ``--json``) goes to the endpoint ``endpoint.json`` names,
+through ``turngraph.endpoint.client`` (standard library only), and its reply is printed by
+``turngraph.reply_text``. Everything else, and these when no endpoint answers, runs the
+full command line (``turngraph.cli.main``): argparse, the stop-signal handling and the
 command's own code path. Nothing here parses what it does not know: an option it does not
-list, ``--help``, a missing or malformed value all go to the full command line, which
-answers them as it always does. ``turngraph.cli.bridge_cmd`` registers ``recall`` from
-:data:`RECALL_OPTIONS` and builds its request with :func:`recall_request`, so the two
-paths cannot drift apart.
+list (``publish --git``), ``--help``, a missing or malformed value, ``publish -`` (the
+text on stdin, which a fallback could not read again) all go to the full command line,
+which answers them as it always does. ``turngraph.cli.bridge_cmd`` registers ``recall``
+and ``publish`` from :data:`RECALL_OPTIONS` and :data:`PUBLISH_OPTIONS` and builds their
+requests with :func:`recall_request` and :func:`publish_event`, so the two paths cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the fast
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["JSON_HELP", "RECALL_OPTIONS", "answer", "fast_request", "recall_request"]
+__all__ = [
+    "JSON_HELP", "ONE_SHOT_FLUSH_S", "PUBLISH_OPTIONS", "PUBLISH_REQUIRED", "RECALL_OPTIONS",
+    "ROLES", "answer", "fast_request", "publish_event", "recall_request",
+]  # fmt: skip
 
 RECALL_OPTIONS: dict[str, tuple[str, type, Any, str]] = {
     "--workspace": ("workspace", str, ".", "workspace folder (default: here)"),
@@ -34,6 +39,28 @@ RECALL_OPTIONS: dict[str, tuple[str, type, Any, str]] = {
     ),
 }  # fmt: skip
 """``turngraph recall``'s options: flag -> (attribute, type, default, help)."""
+
+ROLES = ("user", "assistant", "system", "tool")
+"""Who said a published turn."""
+
+PUBLISH_OPTIONS: dict[str, tuple[str, type, Any, str]] = {
+    "--session": ("session", str, None, "session key (hashed before sending)"),
+    "--turn-index": ("turn_index", int, None, "the turn's index in its session (0, 1, ...)"),
+    "--role": ("role", str, "user", "who said it (default user)"),
+    "--workspace": ("workspace", str, ".", "workspace folder (default: here)"),
+    "--user": ("user", str, None, "user key (hashed; default: your login name)"),
+    "--client-name": ("client_name", str, "turngraph-cli", "the publishing client's name"),
+    "--client-version": ("client_version", str, "0", "the client's version"),
+    "--importance": ("importance", float, 0.5, "0..1, how much it matters (default 0.5)"),
+}  # fmt: skip
+"""``turngraph publish``'s options but ``--git`` (full path only): flag -> (attribute,
+type, default, help)."""
+
+PUBLISH_REQUIRED = ("--session", "--turn-index")
+"""The options ``turngraph publish`` cannot do without."""
+
+ONE_SHOT_FLUSH_S = 3.0
+"""How long ``turngraph publish`` waits for Redis to take the event."""
 
 JSON_HELP = "print the reply object (the bridge's JSON contract) instead of a listing"
 
@@ -54,6 +81,26 @@ def recall_request(values: dict[str, Any]) -> dict[str, Any]:
     if values.get("deadline_ms") is not None:
         request["deadline_ms"] = values["deadline_ms"]
     return request
+
+
+def publish_event(values: dict[str, Any], content: str) -> dict[str, Any]:
+    """The event ``turngraph publish`` sends (the bridge's ``publish`` op's ``event``)."""
+    import os
+
+    if values.get("user") is None:
+        import getpass
+
+        values = {**values, "user": getpass.getuser()}
+    return {
+        "session_id": values["session"],
+        "workspace": os.path.realpath(values["workspace"]),
+        "user": values["user"],
+        "turn_index": values["turn_index"],
+        "role": values["role"],
+        "content": content,
+        "client": {"name": values["client_name"], "version": values["client_version"]},
+        "importance": values["importance"],
+    }
 
 
 def _values(
@@ -90,6 +137,17 @@ def _values(
 def fast_request(argv: list[str]) -> tuple[str, dict[str, Any], bool] | None:
     """``(op, body, as_json)`` for a command line the endpoint answers; None otherwise."""
     command, args = (argv[0], argv[1:]) if argv else ("", [])
+    if command == "publish":
+        values = _values(args, PUBLISH_OPTIONS)
+        if (
+            values is None
+            or len(values["positional"]) != 1
+            or values["positional"][0] == "-"
+            or values["role"] not in ROLES
+            or any(values[PUBLISH_OPTIONS[flag][0]] is None for flag in PUBLISH_REQUIRED)
+        ):
+            return None
+        return "publish", {"event": publish_event(values, values["positional"][0])}, values["json"]
     if command == "recall":
         values = _values(args, RECALL_OPTIONS)
         if values is None or len(values["positional"]) != 1:
@@ -114,6 +172,10 @@ def answer(op: str, body: dict[str, Any], as_json: bool) -> int | None:
         return None
     try:
         reply = client.call(op, body)
+        if op == "publish" and reply.get("success"):  # answered once Redis has it
+            flushed = client.call("flush", {"timeout_s": ONE_SHOT_FLUSH_S})
+            if not flushed.get("success"):
+                reply = {**flushed, "event_id": reply.get("event_id")}
     except EndpointUnavailable:
         return None
     from turngraph.reply_text import print_reply

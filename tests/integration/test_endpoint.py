@@ -273,6 +273,42 @@ def test_the_cli_takes_the_endpoint_when_it_is_up_and_imports_nothing_heavy(live
         assert "bridge_connected" not in run.stderr
 
 
+def test_publish_takes_the_endpoint_when_it_is_up_and_the_turn_is_stored(live: Live) -> None:
+    served = live.endpoint.served()
+    workspace = str(live.project)
+    done = _cli(live.endpoint.env, "publish", "We settled on the heron index for replies.",
+                "--session", "cli-fast", "--turn-index", "0", "--workspace", workspace,
+                "--user", "bob", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["event_id"]
+    after = live.endpoint.served()
+    assert after["publish"] == served.get("publish", 0) + 1
+    assert after["flush"] == served.get("flush", 0) + 1
+    heavy = {"redis", "pydantic", "structlog", "rq", "turngraph.settings", "argparse",
+             "turngraph.cli"}  # fmt: skip
+    assert not heavy & _imported(done.stderr), heavy & _imported(done.stderr)
+    # the text on stdin (not read twice): the full command line reads it, then the endpoint
+    piped = subprocess.run(
+        [sys.executable, "-m", "turngraph", "publish", "-", "--session", "cli-fast",
+         "--turn-index", "1", "--workspace", workspace, "--user", "bob"],
+        env=live.endpoint.env, input="and the heron index keeps 30 days", capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr[-2000:]
+    assert piped.stdout.startswith("published (event ")
+    assert live.endpoint.served()["publish"] == after["publish"] + 1
+
+    def found() -> bool:
+        _, answer = live.endpoint.post(
+            "/v1/recall", {"query": "which index for replies?", "workspace": workspace,
+                           "user": "bob", "deadline_ms": 2000},
+        )  # fmt: skip
+        texts = " ".join(r["text"] for r in answer.get("results") or [])
+        return "heron index for replies" in texts and "30 days" in texts
+
+    assert wait_for(found, 90), "the published turns were never recalled"
+
+
 def test_the_cli_takes_the_full_path_when_no_endpoint_is_up(live: Live, tmp_path: Path) -> None:
     env = {**live.endpoint.env, "TURNGRAPH_DATA_DIR": str(tmp_path / "data")}
     served = live.endpoint.served()

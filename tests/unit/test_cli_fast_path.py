@@ -21,7 +21,7 @@ import pytest
 from turngraph.cli import build_parser
 from turngraph.endpoint import client
 from turngraph.endpoint.files import ensure_token, write_endpoint
-from turngraph.fast_path import fast_request, recall_request
+from turngraph.fast_path import fast_request, publish_event, recall_request
 
 READ_IN_FULL = [
     ["recall", "drop policy"],
@@ -43,7 +43,12 @@ LEFT_TO_ARGPARSE = [
     ["recall", "q", "--json=yes"],
     ["status", "now"],
     ["status", "--verbose"],
-    ["publish", "text", "--session", "s", "--turn-index", "0"],
+    ["publish", "text", "--session", "s"],  # no --turn-index
+    ["publish", "text", "--turn-index", "0"],  # no --session
+    ["publish", "-", "--session", "s", "--turn-index", "0"],  # stdin: read once, by argparse
+    ["publish", "text", "--session", "s", "--turn-index", "0", "--git"],
+    ["publish", "text", "--session", "s", "--turn-index", "0", "--role", "robot"],
+    ["publish", "text", "--session", "s", "--turn-index", "zero"],
     ["--help"],
     [],
 ]
@@ -58,6 +63,42 @@ def test_a_command_line_read_in_full_is_the_request_argparse_builds(
     read = fast_request(argv)
     parsed = build_parser("recall").parse_args(argv)
     assert read == ("recall", recall_request(vars(parsed)), parsed.json)
+
+
+PUBLISH_READ_IN_FULL = [
+    ["publish", "a turn", "--session", "s", "--turn-index", "0"],
+    ["publish", "--session=s", "--turn-index", "3", "a turn", "--role", "assistant", "--json"],
+    [
+        "publish",
+        "t",
+        "--session",
+        "s",
+        "--turn-index",
+        "1",
+        "--workspace",
+        "sub",
+        "--user",
+        "ana",
+        "--client-name",
+        "ext",
+        "--client-version",
+        "2",
+        "--importance",
+        "0.9",
+    ],
+]
+
+
+@pytest.mark.parametrize("argv", PUBLISH_READ_IN_FULL)
+def test_a_publish_read_in_full_is_the_event_argparse_builds(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    read = fast_request(argv)
+    parsed = build_parser("publish").parse_args(argv)
+    event = publish_event(vars(parsed), parsed.content)
+    assert read == ("publish", {"event": event}, parsed.json)
 
 
 @pytest.mark.parametrize("argv", LEFT_TO_ARGPARSE)

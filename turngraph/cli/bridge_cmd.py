@@ -11,13 +11,21 @@ connection to Redis) when none is up. Either way they print through
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from turngraph.fast_path import JSON_HELP, RECALL_OPTIONS, recall_request
+from turngraph.fast_path import (
+    JSON_HELP,
+    ONE_SHOT_FLUSH_S,
+    PUBLISH_OPTIONS,
+    PUBLISH_REQUIRED,
+    RECALL_OPTIONS,
+    ROLES,
+    publish_event,
+    recall_request,
+)
 from turngraph.reply_text import print_reply
 
 __all__ = [
@@ -58,9 +66,6 @@ BACKEND_UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND, REFUSED, INTERNAL_ERROR), "us
 and "remediation". JSON Schemas: schemas/json/bridge_*.schema.json; TypeScript types:
 producers/typescript/types/.
 """
-
-ONE_SHOT_FLUSH_S = 3.0
-"""How long ``turngraph publish`` waits for Redis to take the event."""
 
 
 def run_bridge(args: argparse.Namespace) -> int:
@@ -161,21 +166,11 @@ def _full_path(deadline_ms: int | None = None) -> Any:
 
 def run_publish(args: argparse.Namespace) -> int:
     content = sys.stdin.read() if args.content == "-" else args.content
-    workspace = str(Path(args.workspace).resolve())
-    event: dict[str, Any] = {
-        "session_id": args.session,
-        "workspace": workspace,
-        "user": args.user,
-        "turn_index": args.turn_index,
-        "role": args.role,
-        "content": content,
-        "client": {"name": args.client_name, "version": args.client_version},
-        "importance": args.importance,
-    }
+    event = publish_event(vars(args), content)
     if args.git:
         from turngraph.producers.git_info import git_metadata
 
-        info = git_metadata(Path(workspace))
+        info = git_metadata(Path(event["workspace"]))
         if info is not None:
             event["git"] = info.model_dump(exclude_none=True)
     fast = _through_endpoint(
@@ -230,25 +225,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     publish = subparsers.add_parser("publish", help="publish one turn (exit 0/1)")
     publish.add_argument("content", help="the turn's text, or - to read it from stdin")
-    publish.add_argument("--session", required=True, help="session key (hashed before sending)")
-    publish.add_argument(
-        "--turn-index", type=int, required=True, help="the turn's index in its session (0, 1, ...)"
-    )
-    publish.add_argument(
-        "--role",
-        default="user",
-        choices=["user", "assistant", "system", "tool"],
-        help="who said it (default user)",
-    )
-    publish.add_argument("--workspace", default=".", help="workspace folder (default: here)")
-    publish.add_argument("--user", default=getpass.getuser(), help="user key (hashed)")
-    publish.add_argument(
-        "--client-name", default="turngraph-cli", help="the publishing client's name"
-    )
-    publish.add_argument("--client-version", default="0", help="the client's version")
-    publish.add_argument(
-        "--importance", type=float, default=0.5, help="0..1, how much it matters (default 0.5)"
-    )
+    for flag, (dest, kind, default, help_text) in PUBLISH_OPTIONS.items():
+        publish.add_argument(
+            flag, dest=dest, type=kind, default=default, help=help_text,
+            required=flag in PUBLISH_REQUIRED, choices=ROLES if flag == "--role" else None,
+        )  # fmt: skip
     publish.add_argument("--git", action="store_true", help="add branch, commit and dirty flag")
     publish.add_argument("--json", action="store_true", help=JSON_HELP)
     publish.set_defaults(handler=run_publish)
