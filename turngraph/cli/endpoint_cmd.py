@@ -4,17 +4,41 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["ENDPOINT_DESCRIPTION", "register", "run_endpoint"]
+__all__ = ["ENDPOINT_DESCRIPTION", "print_mcp_headers", "register", "run_endpoint"]
 
 ENDPOINT_DESCRIPTION = """\
 Serve hook events, recall, publish, status and the other bridge ops over HTTP on loopback,
 with warm Redis connections (`turngraph up` runs it too). Where it listens is written to
 <data folder>/endpoint.json; requests need the bearer token in <data folder>/endpoint.token
 (made once, mode 600). Stops cleanly on SIGINT or SIGTERM.
+
+MCP over streamable HTTP is at <url>/mcp: the stdio server's tools (`turngraph mcp`), with
+the bearer token and the project folder in X-Turngraph-Project-Dir on every request.
+`turngraph endpoint --mcp-headers` prints those headers as JSON (the project folder:
+$CLAUDE_PROJECT_DIR, else the current folder), for an editor's headers helper (Claude
+Code's `headersHelper`), so the token is written into no configuration.
 """
 
 
+def print_mcp_headers() -> int:
+    """The headers an MCP client sends to ``/mcp``, as one JSON object on stdout."""
+    import json
+    import os
+
+    from turngraph.endpoint.files import data_dir, ensure_token
+
+    folder = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    headers = {
+        "Authorization": f"Bearer {ensure_token(data_dir())}",
+        "X-Turngraph-Project-Dir": os.path.realpath(folder),
+    }
+    print(json.dumps(headers))
+    return 0
+
+
 def run_endpoint(args: argparse.Namespace) -> int:
+    if args.mcp_headers:
+        return print_mcp_headers()
     import os
     import sys
 
@@ -50,5 +74,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     endpoint.add_argument(
         "--port", type=int, default=0, help="port to listen on (default 0: a free one)"
+    )
+    endpoint.add_argument(
+        "--mcp-headers",
+        action="store_true",
+        help="print the headers for <url>/mcp as JSON and exit (an editor's headers helper)",
     )
     endpoint.set_defaults(handler=run_endpoint)

@@ -5,6 +5,8 @@
   hook EVENT --editor EDITOR`` would print out (``{}`` for nothing); capture events are
   answered at once and carried out after the reply.
 - ``POST /v1/{op}``: a bridge request without ``op`` in, the bridge's reply out.
+- ``/mcp``: MCP over the streamable HTTP transport (``turngraph.endpoint.mcp``), when the
+  server is given one.
 
 Every route but health wants ``Authorization: Bearer <token>``; a missing or wrong one
 is a 401 with the bridge's error contract. docs/endpoint.md is the reference.
@@ -13,7 +15,10 @@ is a 401 with the bridge's error contract. docs/endpoint.md is the reference.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hmac
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
@@ -23,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from turngraph.endpoint.hooks import HookEvents
+from turngraph.endpoint.mcp import MCP_PATH, McpRoute
 from turngraph.producers.operations import Operations, line_refusal
 from turngraph.schemas.bridge import REQUEST_MODELS
 from turngraph.schemas.bridge_common import error_reply
@@ -44,7 +50,13 @@ def _refusal(code: ErrorCode, message: str, remediation: str, status: int = 200)
     return JSONResponse(body, status_code=status)
 
 
-def build_app(operations: Operations, hooks: HookEvents, token: str) -> Starlette:
+McpFactory = Callable[[Callable[[Request], bool], Callable[[], Any]], McpRoute]
+"""Builds the ``/mcp`` route from the endpoint's token check and its 401 reply."""
+
+
+def build_app(
+    operations: Operations, hooks: HookEvents, token: str, mcp: McpFactory | None = None
+) -> Starlette:
     """The endpoint's application; ``token`` opens every route but health."""
     expected = f"Bearer {token}".encode()
     served: collections.Counter[str] = collections.Counter()
@@ -115,13 +127,22 @@ def build_app(operations: Operations, hooks: HookEvents, token: str) -> Starlett
         reply = await anyio.to_thread.run_sync(operations.handle_request, request_object)
         return JSONResponse(reply)
 
-    return Starlette(
-        routes=[
-            Route("/v1/health", health, methods=["GET"]),
-            Route("/v1/hooks/{editor}/{event}", hook, methods=["POST"]),
-            Route("/v1/{op}", operation, methods=["POST"]),
-        ]
-    )
+    routes = [
+        Route("/v1/health", health, methods=["GET"]),
+        Route("/v1/hooks/{editor}/{event}", hook, methods=["POST"]),
+        Route("/v1/{op}", operation, methods=["POST"]),
+    ]
+    if mcp is None:
+        return Starlette(routes=routes)
+    mcp_app = mcp(authorized, unauthorized)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp_app.lifespan():
+            yield
+
+    routes.append(Route(MCP_PATH, mcp_app, methods=["GET", "POST", "DELETE"]))
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 async def _body(request: Request, limit: int) -> bytes | None:

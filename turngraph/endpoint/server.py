@@ -23,6 +23,7 @@ from turngraph.endpoint.files import (
     write_endpoint,
 )
 from turngraph.endpoint.hooks import HookEvents
+from turngraph.endpoint.mcp import mcp_route
 from turngraph.settings import Settings
 
 __all__ = ["DEFAULT_HOST", "serve"]
@@ -57,13 +58,20 @@ def serve(settings: Settings, *, host: str = DEFAULT_HOST, port: int = 0) -> Non
     token = ensure_token(settings.data_dir)
     operations = build_operations(settings)
     operations.backend.ensure()  # warm: connect now rather than on the first request
-    app = build_app(operations, HookEvents(settings, operations), token)
     sock = _bind(host, port, remembered_port(settings.data_dir))
     bound_host, bound_port = sock.getsockname()[:2]
+    app = build_app(
+        operations,
+        HookEvents(settings, operations),
+        token,
+        mcp=lambda authorized, refuse: mcp_route(
+            operations, settings, bound_host, authorized, refuse
+        ),
+    )
     url = f"http://{f'[{bound_host}]' if ':' in bound_host else bound_host}:{bound_port}"
     server = uvicorn.Server(
         uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5
+            app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
         )
     )
     pid = os.getpid()

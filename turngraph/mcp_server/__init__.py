@@ -3,5 +3,6 @@ operations (``producers.operations``).
 
 ``server`` builds the SDK server and its tools (recall, remember, status, forget),
 ``distill`` adds recap, summarize_recent and promote, ``tools`` holds what they share,
-``stdio`` is the screened stdio transport.
+``stdio`` is the screened stdio transport; ``turngraph.endpoint.mcp`` serves the same
+server over the endpoint's streamable HTTP transport.
 """

@@ -10,6 +10,7 @@ No ``from __future__ import annotations`` here: the SDK evaluates the tools' ann
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -50,14 +51,16 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
         budget_tokens: Annotated[
             int, Field(ge=100, le=20_000, description="Token budget (default 1000).")
         ] = 1_000,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """A recap of the previous session of this workspace (or of `session_id`) within a
         token budget: what was asked, decided and done, ending with where work stopped.
         Stored as the session's recap memory."""
+        here = tools.at(ctx.headers if ctx is not None else None)
         request: dict[str, Any] = {
             "op": "recap",
-            "workspace": tools.workspace,
-            "current_session_id": tools.session_id,
+            "workspace": here.workspace,
+            "current_session_id": here.session_id,
             "budget_tokens": budget_tokens,
         }
         if session_id is not None:
@@ -71,11 +74,13 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
         session_id: Annotated[
             str | None, Field(description="The chat's session id (default: this server's).")
         ] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Summarize the last N turns of this session and store the summary (Topic,
         Context, Decisions, Rationale, OpenQuestions, NextSteps, References)."""
+        here = tools.at(ctx.headers if ctx is not None else None)
         reply = await tools.call(
-            {"op": "summarize", "session_id": session_id or tools.session_id, "last_n": turns}
+            {"op": "summarize", "session_id": session_id or here.session_id, "last_n": turns}
         )
         return tool_result(reply, reply.get("text") if reply.get("success") else None)
 
@@ -101,18 +106,20 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
                 "default: the text is first kept as a note of this server's session."
             ),
         ] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Promote a curated memory (decision, lesson learned, preference, procedure, task
         update, terminology) into this workspace or the user's scope, where recall finds it
         in every later chat. Refused when the text looks like a secret. Needs consent."""
+        here = tools.at(ctx.headers if ctx is not None else None)
         request: dict[str, Any] = {
             "op": "promote",
             "kind": kind,
             "text": text,
             "scope": scope,
-            "workspace": tools.workspace,
-            "user": tools.user,
-            "session_id": session_id or tools.session_id,
+            "workspace": here.workspace,
+            "user": here.user,
+            "session_id": session_id or here.session_id,
         }
         if session_id is None:
             # the redaction rules load on the first promote, not at the server's start
@@ -121,7 +128,7 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
 
             if looks_secret(text):  # refused before the note is published
                 return tool_result(secret_refusal().model_dump(mode="json", exclude_none=True))
-            noted = await keep_note(tools, text, kind)
+            noted = await keep_note(here, text, kind)
             if not noted.get("success"):
                 return tool_result(noted)
             request["source_event_ids"] = [noted["event_id"]]

@@ -34,7 +34,13 @@ from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from turngraph.mcp_server.distill import register_distill_tools
-from turngraph.mcp_server.tools import MemoryTools, publish_and_flush, server_version, tool_result
+from turngraph.mcp_server.tools import (
+    MemoryTools,
+    NoWorkspace,
+    publish_and_flush,
+    server_version,
+    tool_result,
+)
 from turngraph.reply_text import reachability_line
 from turngraph.schemas.bridge_common import error_reply
 from turngraph.schemas.errors import ErrorCode
@@ -97,6 +103,8 @@ class MemoryServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            if isinstance(cause, NoWorkspace):
+                return tool_result(cause.reply())
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             log.info("mcp_arguments_refused", tool=name, fields=invalid_fields(cause, "(root)"))
@@ -143,15 +151,17 @@ def build_server(tools: MemoryTools) -> MCPServer:
         session_id: Annotated[
             str | None, Field(description="The chat's session id, to prefer its memories.")
         ] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Search the user's memory of earlier chats. Returns a <memory> block to use as
         optional background, and the results with scores and provenance (the turn events
         each came from). Answers within its deadline; on failure memory is simply absent."""
+        here = tools.at(_headers(ctx))
         request: dict[str, Any] = {
             "op": "recall",
             "query": query,
-            "workspace": tools.workspace,
-            "user": tools.user,
+            "workspace": here.workspace,
+            "user": here.user,
         }
         for name, value in (
             ("max_results", max_results),
@@ -183,32 +193,35 @@ def build_server(tools: MemoryTools) -> MCPServer:
         ] = None,
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1.")] = 0.5,
         tags: Annotated[list[str] | None, Field(description="Free tags.")] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         """Store a turn or a note in the user's memory (secrets are redacted first).
         Needs consent for this workspace: `turngraph consent enable`."""
-        session = session_id or tools.session_id
+        here = tools.at(_headers(ctx))
+        session = session_id or here.session_id
         event: dict[str, Any] = {
             "session_id": session,
-            "workspace": tools.workspace,
-            "user": tools.user,
-            "turn_index": turn_index if turn_index is not None else tools.next_turn(session),
+            "workspace": here.workspace,
+            "user": here.user,
+            "turn_index": turn_index if turn_index is not None else here.next_turn(session),
             "role": role,
             "content": content,
             "client": {"name": "turngraph-mcp", "version": server_version()},
             "importance": importance,
             "tags": tags if tags is not None else ([] if session_id else ["note"]),
         }
-        reply = await publish_and_flush(tools, event)
+        reply = await publish_and_flush(here, event)
         if not reply.get("success"):
             return tool_result(reply)
         return tool_result(reply, f"Remembered (event {reply['event_id']}).")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
-    async def status() -> CallToolResult:
+    async def status(ctx: Context | None = None) -> CallToolResult:
         """Whether memory is reachable now (Redis answers, recall replicas are alive), this
         server's publish counters, the queue's counters, and the workspace it serves."""
+        here = tools.at(_headers(ctx))
         reply = await tools.call({"op": "status"})
-        text = f"{reachability_line(reply)}; workspace {tools.workspace}\n"
+        text = f"{reachability_line(reply)}; workspace {here.workspace}\n"
         text += json.dumps(reply, indent=2)
         return tool_result(reply, text)
 
@@ -218,7 +231,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         scope: str, key: str | None, confirm: str | None, ctx: Context
     ) -> Elicit[ForgetConfirmation] | ForgetConfirmation:
         target = Scope(scope)
-        named = key or (tools.workspace if target is Scope.WORKSPACE else "")
+        named = key or (tools.at(ctx.headers).workspace if target is Scope.WORKSPACE else "")
         if can_elicit(ctx):
             label = Path(named).name if target is Scope.WORKSPACE else named
             return Elicit(
@@ -258,7 +271,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         to confirm first (where the client cannot ask, a first call returns a token to send
         back once the user has agreed)."""
         target = Scope(scope)
-        named = key or (tools.workspace if target is Scope.WORKSPACE else None)
+        named = key or (tools.at(ctx.headers).workspace if target is Scope.WORKSPACE else None)
         if not named:
             return tool_result(
                 error_reply(
@@ -286,3 +299,8 @@ def build_server(tools: MemoryTools) -> MCPServer:
         return tool_result(report)
 
     return mcp_server
+
+
+def _headers(ctx: Context | None) -> Any:
+    """The HTTP request's headers (None over stdio or outside a request)."""
+    return ctx.headers if ctx is not None else None

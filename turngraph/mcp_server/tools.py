@@ -15,19 +15,28 @@ import json
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import anyio.to_thread
 from mcp.types import CallToolResult, TextContent
 
+from turngraph.schemas.bridge_common import error_reply
+from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import Scope
+from turngraph.scope_keys import raw_workspace
 
 __all__ = [
-    "REMEMBER_FLUSH_S", "ForgetFn", "LazyOperations", "MemoryTools", "OperationsHandler",
-    "publish_and_flush", "server_version", "tool_result",
+    "PROJECT_DIR_HEADER", "REMEMBER_FLUSH_S", "ForgetFn", "LazyOperations", "MemoryTools",
+    "NoWorkspace", "OperationsHandler", "publish_and_flush", "server_version", "tool_result",
 ]  # fmt: skip
+
+PROJECT_DIR_HEADER = "x-turngraph-project-dir"
+"""Over HTTP, the request header naming the editor's project folder (the workspace)."""
+
+SESSION_HEADER = "mcp-session-id"
+"""The streamable HTTP transport's session id (the SDK's header)."""
 
 REMEMBER_FLUSH_S = 2.0
 """``remember`` waits this long for Redis to take the turn before it answers."""
@@ -94,6 +103,23 @@ class MemoryTools:
     _turns: dict[str, Iterator[int]] = field(default_factory=dict)
     _secret: bytes = field(default_factory=lambda: secrets.token_bytes(16))
 
+    def at(self, headers: Mapping[str, str] | None) -> "MemoryTools":
+        """The tools for one call. Over stdio (no headers): these. Over HTTP, one server
+        answers every editor: the workspace is the folder the request names in
+        ``X-Turngraph-Project-Dir`` (else this server's, if it has one), the session this
+        MCP session's own; the turn counters are shared. Raises :class:`NoWorkspace` when
+        neither names a workspace."""
+        if headers is None:
+            return self
+        folder = headers.get(PROJECT_DIR_HEADER)
+        workspace = raw_workspace(folder) if folder else self.workspace
+        if not workspace:
+            raise NoWorkspace()
+        session = headers.get(SESSION_HEADER)
+        return replace(
+            self, workspace=workspace, session_id=f"mcp-{session}" if session else self.session_id
+        )
+
     def next_turn(self, session_id: str) -> int:
         """The next turn index of ``session_id`` in this server's life."""
         return next(self._turns.setdefault(session_id, itertools.count()))
@@ -106,6 +132,18 @@ class MemoryTools:
     async def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """One bridge request, off the event loop (recall blocks up to its deadline)."""
         return await anyio.to_thread.run_sync(self.bridge.handle_request, request)
+
+
+class NoWorkspace(Exception):
+    """An HTTP request that names no workspace (answered as a typed tool failure)."""
+
+    def reply(self) -> dict[str, Any]:
+        return error_reply(
+            ErrorCode.INVALID_REQUEST,
+            "this MCP request names no workspace",
+            "send the header X-Turngraph-Project-Dir: <the project folder> with every "
+            "request (docs/endpoint.md, MCP over HTTP)",
+        ).model_dump(mode="json", exclude_none=True)
 
 
 def tool_result(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
