@@ -60,9 +60,9 @@ ADAPTED: Mapping[str, str] = {
     "worker_ttl shortens liveness too): wakes every STOP_CHECK_S to carry out a lost stop",
     "StoppableWorker.request_stop": "RQ keeps no public record that a stop was asked for, or "
     "when; supervise() and the cold stop read it",
-    "StoppableWorker.check_for_suspension": "RQ raises StopRequested wherever the main thread "
-    "is and Python can drop it (a finaliser); no documented hook runs each turn: raised again",
-    "StoppableWorker.heartbeat": "as check_for_suspension, between two idle waits",
+    "StoppableWorker.heartbeat": "RQ raises StopRequested wherever the main thread is and "
+    "Python can drop it (a finaliser); no documented hook runs between two idle waits (the "
+    "first thing each dequeue does): raised again there",
     "StoppableWorker.stop_scheduler": "RQ joins its scheduler process without a timeout; a "
     "SIGTERM it loses hangs the stop: resent, then killed",
     "ScreeningWorker.get_heartbeat_ttl": "RQ adds 60 s to every started-registry entry (no "
@@ -180,7 +180,7 @@ class StoppableWorker(SimpleWorker):
     handlers. RQ stops an idle worker by raising ``StopRequested`` wherever the main
     thread is, which can be a finaliser where Python only prints it: so an idle worker
     wakes every ``STOP_CHECK_S`` and a stop asked for but not carried out is raised again
-    where each turn of RQ's loop begins and at each idle heartbeat.
+    at each idle heartbeat (RQ's dequeue beats first, then between two waits).
     """
 
     stop_requested: bool = False
@@ -205,10 +205,6 @@ class StoppableWorker(SimpleWorker):
         self.stop_requested = True
         self.stop_requested_at = time.monotonic()
         super().request_stop(signum, frame)
-
-    def check_for_suspension(self, burst: bool) -> None:
-        self._stop_if_asked()
-        super().check_for_suspension(burst)
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         if pipeline is None and self.get_state() == WorkerStatus.IDLE:
