@@ -299,55 +299,37 @@ def forget_scope(
     Raises only ``schemas.errors`` types; after any error, forget again (idempotent).
     """
     try:
-        return _forget_scope(
-            redis_client=redis_client,
-            store=store,
-            scope=scope,
-            key=key,
-            queues=queues,
-            changes_stream=changes_stream,
+        report = ForgetReport()
+        # First the tombstone (the forget's epoch): turns admitted before it are skipped by
+        # the worker, wherever their job is. Then the inboxes and admission lists, with the
+        # admitters held off: one that took entries before the epoch has written their job
+        # (purged next); what they admit afterwards was published after the forget began.
+        mark_forgotten(redis_client, scope.value, key)
+        with hold_admission(redis_client, _admission_lists(redis_client, queues)):
+            report.jobs_deleted = purge_inboxes(redis_client, queues, scope, key)
+        report.jobs_deleted += purge_jobs(redis_client, queues, scope, key)
+        report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
+        deletion = store.delete_scope(scope, key)
+        report.nodes_deleted = deletion.nodes_deleted
+        report.entities_pruned = deletion.entities_pruned
+        forgotten = deletion.event_ids
+        report.changes_deleted += purge_changes(
+            redis_client, changes_stream, scope, key, event_ids=forgotten
         )
+        report.in_flight = running_jobs(redis_client, queues, scope, key)
+        for batch in _batches(forgotten, SCAN_BATCH):
+            keys = [ingested_key(e) for e in batch]
+            report.keys_deleted += int(redis_client.delete(*keys))
+        # Then what the deletion changed outside the scope: directives whose provenance was
+        # pruned (their text may have come from a forgotten turn) or that are Active again.
+        changes: list[ChangeEntry] = [ScopeForgotten(scope=scope, scope_key=key)]
+        changes += [MemoryRemoval(memory_id=uid) for uid in deletion.removed_memory_ids]
+        changes += [MemoryUpsert(memory=memory) for memory in deletion.memories]
+        with redis_client.pipeline(transaction=False) as pipe:
+            for change in changes:
+                event: dict[Any, Any] = encode_change(change)
+                pipe.xadd(changes_stream, event, maxlen=CHANGES_MAXLEN, approximate=True)
+            pipe.execute()
+        return report
     except redis.RedisError as exc:
         raise BackendUnavailableError("redis unavailable during forget: run it again") from exc
-
-
-def _forget_scope(
-    *,
-    redis_client: redis.Redis,
-    store: GraphStore,
-    scope: Scope,
-    key: str,
-    queues: Sequence[str],
-    changes_stream: str,
-) -> ForgetReport:
-    report = ForgetReport()
-    # First the tombstone (the forget's epoch): turns admitted before it are skipped by
-    # the worker, wherever their job is. Then the inboxes and admission lists, with the
-    # admitters held off: one that took entries before the epoch has written their job
-    # (purged next); what they admit afterwards was published after the forget began.
-    mark_forgotten(redis_client, scope.value, key)
-    with hold_admission(redis_client, _admission_lists(redis_client, queues)):
-        report.jobs_deleted = purge_inboxes(redis_client, queues, scope, key)
-    report.jobs_deleted += purge_jobs(redis_client, queues, scope, key)
-    report.changes_deleted = purge_changes(redis_client, changes_stream, scope, key)
-    deletion = store.delete_scope(scope, key)
-    report.nodes_deleted, report.entities_pruned = deletion.nodes_deleted, deletion.entities_pruned
-    forgotten = deletion.event_ids
-    report.changes_deleted += purge_changes(
-        redis_client, changes_stream, scope, key, event_ids=forgotten
-    )
-    report.in_flight = running_jobs(redis_client, queues, scope, key)
-    for batch in _batches(forgotten, SCAN_BATCH):
-        keys = [ingested_key(e) for e in batch]
-        report.keys_deleted += int(redis_client.delete(*keys))
-    # Then what the deletion changed outside the scope: directives whose provenance was
-    # pruned (their text may have come from a forgotten turn) or that are Active again.
-    changes: list[ChangeEntry] = [ScopeForgotten(scope=scope, scope_key=key)]
-    changes += [MemoryRemoval(memory_id=uid) for uid in deletion.removed_memory_ids]
-    changes += [MemoryUpsert(memory=memory) for memory in deletion.memories]
-    with redis_client.pipeline(transaction=False) as pipe:
-        for change in changes:
-            event: dict[Any, Any] = encode_change(change)
-            pipe.xadd(changes_stream, event, maxlen=CHANGES_MAXLEN, approximate=True)
-        pipe.execute()
-    return report

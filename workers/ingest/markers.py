@@ -50,10 +50,6 @@ class MarkerCheck:
     checked: int
     missing: int
 
-    @property
-    def agree(self) -> bool:
-        return self.missing == 0
-
 
 def recorded_identity(conn: redis.Redis) -> GraphIdentity | None:
     """The identity of the graph the markers were last checked against (None: never)."""
