@@ -55,21 +55,10 @@ _HOMES = {
 }
 
 __all__ = [
-    "ClientInfo",
-    "Connection",
-    "ConsentCheck",
-    "ConsentStore",
-    "DistillClient",
-    "ProducerSettings",
-    "Publisher",
-    "RecallClient",
-    "Recaller",
-    "ScopeHasher",
-    "TurnEvent",
-    "connect",
-    "consent_endpoint",
-    "open_publisher",
-]
+    "ClientInfo", "Connection", "ConsentCheck", "ConsentStore", "DistillClient", "ProducerSettings",
+    "Publisher", "RecallClient", "Recaller", "ScopeHasher", "TurnEvent", "connect",
+    "consent_endpoint", "open_publisher",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

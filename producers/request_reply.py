@@ -23,19 +23,9 @@ from turngraph.schemas.bridge_common import WorkerReply
 from turngraph.schemas.errors import ErrorCode, TransientError
 
 __all__ = [
-    "DeadlineExceeded",
-    "NotPermitted",
-    "Pushed",
-    "Request",
-    "RequestFailed",
-    "ServerUnavailable",
-    "UnreadableReply",
-    "ask",
-    "invalid_request",
-    "is_reply_key",
-    "push_message",
-    "push_then_pop",
-]
+    "DeadlineExceeded", "NotPermitted", "Pushed", "Request", "RequestFailed", "ServerUnavailable",
+    "UnreadableReply", "ask", "invalid_request", "is_reply_key", "push_message", "push_then_pop",
+]  # fmt: skip
 
 log = structlog.get_logger(__name__)
 

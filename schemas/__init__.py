@@ -32,17 +32,9 @@ _HOMES = {
 }
 
 __all__ = [
-    "ClientInfo",
-    "GitInfo",
-    "RecallRequest",
-    "RecallResponse",
-    "RecallResult",
-    "Reference",
-    "Role",
-    "ScopeName",
-    "ScoreBreakdown",
-    "TurnEvent",
-]
+    "ClientInfo", "GitInfo", "RecallRequest", "RecallResponse", "RecallResult", "Reference", "Role",
+    "ScopeName", "ScoreBreakdown", "TurnEvent",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

@@ -219,19 +219,7 @@ REPLY_MODELS: dict[str, tuple[type[BaseModel], ...]] = {
 """Op name -> the reply models one of which answers it."""
 
 __all__ = [
-    "MAX_FLUSH_TIMEOUT_S",
-    "MAX_RAW_KEY_CHARS",
-    "BridgeRequest",
-    "BridgeTurn",
-    "Clamped",
-    "ErrorCode",
-    "ErrorReply",
-    "FlushReply",
-    "FlushRequest",
-    "PublishReply",
-    "PublishRequest",
-    "RecallBridgeRequest",
-    "RecallReply",
-    "StatusReply",
-    "StatusRequest",
-]
+    "MAX_FLUSH_TIMEOUT_S", "MAX_RAW_KEY_CHARS", "BridgeRequest", "BridgeTurn", "Clamped",
+    "ErrorCode", "ErrorReply", "FlushReply", "FlushRequest", "PublishReply", "PublishRequest",
+    "RecallBridgeRequest", "RecallReply", "StatusReply", "StatusRequest",
+]  # fmt: skip

@@ -34,15 +34,9 @@ from turngraph.lifecycle import pause, popen_tied_to_process
 from turngraph.producers.private_files import PRIVATE_FILE_MODE, ensure_private_dir
 
 __all__ = [
-    "SUPERVISE_EVERY_S",
-    "Backoff",
-    "Child",
-    "ChildProcess",
-    "LineBudget",
-    "Supervisor",
-    "follow_embedded_services",
-    "stop_all",
-]
+    "SUPERVISE_EVERY_S", "Backoff", "Child", "ChildProcess", "LineBudget", "Supervisor",
+    "follow_embedded_services", "stop_all",
+]  # fmt: skip
 
 log = structlog.get_logger(__name__)
 

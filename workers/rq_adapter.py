@@ -36,16 +36,9 @@ from turngraph.schemas.defaults import FAILURE_TTL_S
 from turngraph.schemas.errors import PermanentError
 
 __all__ = [
-    "ADAPTED",
-    "AllowListedJob",
-    "ForbiddenJobError",
-    "Refusal",
-    "ScreeningWorker",
-    "StoppableWorker",
-    "performing_worker",
-    "scheduler_process",
-    "worker_config",
-]
+    "ADAPTED", "AllowListedJob", "ForbiddenJobError", "Refusal", "ScreeningWorker",
+    "StoppableWorker", "performing_worker", "scheduler_process", "worker_config",
+]  # fmt: skip
 
 log = structlog.get_logger(__name__)
 

@@ -29,17 +29,10 @@ from turngraph.schemas.keys import TOMBSTONE_PREFIX as TOMBSTONE_KEY_PREFIX
 from turngraph.schemas.turn_event import TurnEvent
 
 __all__ = [
-    "ADMISSION_LOCK_TTL_MS",
-    "ADMITTED_EPOCH",
-    "TOMBSTONE_TTL_S",
-    "admission_lock_key",
-    "admitted_epoch",
-    "current_epoch",
-    "hold_admission",
-    "mark_forgotten",
-    "split_forgotten",
+    "ADMISSION_LOCK_TTL_MS", "ADMITTED_EPOCH", "TOMBSTONE_TTL_S", "admission_lock_key",
+    "admitted_epoch", "current_epoch", "hold_admission", "mark_forgotten", "split_forgotten",
     "tombstone_key",
-]
+]  # fmt: skip
 
 ADMITTED_EPOCH = "admitted_epoch"
 """The batch job's meta field with the forget epoch its turns were admitted under."""

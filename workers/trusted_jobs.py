@@ -15,12 +15,9 @@ from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.workers.rq_adapter import AllowListedJob, ForbiddenJobError
 
 __all__ = [
-    "ALLOWED_FUNCTIONS",
-    "MAINTENANCE_FUNCTIONS",
-    "ForbiddenJobError",
-    "MaintenanceJob",
+    "ALLOWED_FUNCTIONS", "MAINTENANCE_FUNCTIONS", "ForbiddenJobError", "MaintenanceJob",
     "TrustedJob",
-]
+]  # fmt: skip
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset({INGEST_FUNCTION})
 """Dotted names of every job function an ingest worker will run."""

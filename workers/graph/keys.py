@@ -8,12 +8,8 @@ from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.schemas.ontology.model import MAX_NAME_KEY_CHARS
 
 __all__ = [
-    "MAX_NAME_KEY_CHARS",
-    "checked_label",
-    "checked_rel_type",
-    "entity_uid",
-    "normalise_name",
-]
+    "MAX_NAME_KEY_CHARS", "checked_label", "checked_rel_type", "entity_uid", "normalise_name",
+]  # fmt: skip
 
 _LABEL = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _REL_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")

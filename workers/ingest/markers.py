@@ -23,13 +23,9 @@ from turngraph.schemas.keys import GRAPH_IDENTITY, INGESTED_PREFIX
 from turngraph.workers.graph.identity import GraphIdentity
 
 __all__ = [
-    "MarkerCheck",
-    "StoredLookup",
-    "check_markers",
-    "reconcile_markers",
-    "record_identity",
+    "MarkerCheck", "StoredLookup", "check_markers", "reconcile_markers", "record_identity",
     "recorded_identity",
-]
+]  # fmt: skip
 
 log = structlog.get_logger(__name__)
 
