@@ -24,9 +24,9 @@ import redis
 import structlog
 
 from turngraph.schemas.defaults import REEXTRACT_PENDING_MAX
-from turngraph.schemas.keys import REEXTRACT_ATTEMPTS, REEXTRACT_PENDING, REEXTRACT_STATS
+from turngraph.schemas.keys import REEXTRACT_PENDING, REEXTRACT_STATS
 
-__all__ = ["BacklogStatus", "EnrichOrder", "EnrichmentBacklog", "forget_attempts", "read_status"]
+__all__ = ["BacklogStatus", "EnrichOrder", "EnrichmentBacklog", "read_status"]
 
 log = structlog.get_logger(__name__)
 
@@ -116,9 +116,3 @@ def read_status(conn: redis.Redis, now: float | None = None) -> BacklogStatus:
     now = time.time() if now is None else now
     lag = max(0.0, now - float(oldest[0][1])) if oldest else 0.0
     return BacklogStatus(int(size), lag, int(dropped or 0), int(done or 0))
-
-
-def forget_attempts(pipe: redis.client.Pipeline, event_ids: list[str]) -> None:
-    """Drop the attempt counts of ids that left the backlog."""
-    if event_ids:
-        pipe.hdel(REEXTRACT_ATTEMPTS, *event_ids)
