@@ -16,22 +16,22 @@ whatever is admitted under the new epoch was published after the forget began.
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import redis
+from redis.exceptions import LockError
+from redis.lock import Lock
 
 from turngraph.schemas.keys import FORGET_EPOCH
 from turngraph.schemas.keys import TOMBSTONE_PREFIX as TOMBSTONE_KEY_PREFIX
 from turngraph.schemas.turn_event import TurnEvent
 
 __all__ = [
-    "ADMISSION_LOCK_TTL_MS", "ADMITTED_EPOCH", "TOMBSTONE_TTL_S", "admission_lock_key",
-    "admitted_epoch", "current_epoch", "hold_admission", "mark_forgotten", "split_forgotten",
-    "tombstone_key",
+    "ADMISSION_LOCK_TTL_MS", "ADMITTED_EPOCH", "TOMBSTONE_TTL_S", "admission_lock",
+    "admitted_epoch", "current_epoch", "hold_admission", "mark_forgotten", "release",
+    "split_forgotten", "tombstone_key",
 ]  # fmt: skip
 
 ADMITTED_EPOCH = "admitted_epoch"
@@ -106,16 +106,19 @@ ADMISSION_LOCK_TTL_MS = 30_000
 HOLD_POLL_S = 0.01
 """How often a forget waiting for an admitter's lock asks again."""
 
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
-
-def admission_lock_key(pending: str) -> str:
+def admission_lock(conn: redis.Redis, pending: str) -> Lock:
     """The lock an admitter holds on admission list ``pending`` from taking entries out
-    of the inbox until their batch job is written."""
-    return pending + ":lock"
+    of the inbox until their batch job is written (redis-py's ``Lock``: only its holder's
+    token releases it; a blocking ``acquire`` gives up after the TTL)."""
+    ttl_s = ADMISSION_LOCK_TTL_MS / 1000
+    return conn.lock(pending + ":lock", timeout=ttl_s, sleep=HOLD_POLL_S, blocking_timeout=ttl_s)
+
+
+def release(lock: Lock) -> None:
+    """Release ``lock`` if it is still ours (it lapses after the TTL)."""
+    with suppress(LockError):
+        lock.release()
 
 
 @contextmanager
@@ -124,19 +127,13 @@ def hold_admission(conn: redis.Redis, pending_lists: Sequence[str]) -> Iterator[
     them: an admitter that took entries before the forget's epoch has written their batch
     job (where the forget finds it) before this returns. Waits at most
     :data:`ADMISSION_LOCK_TTL_MS` for a lock (a dead admitter's lapses)."""
-    token = secrets.token_hex(8)
-    release = conn.register_script(_RELEASE)
-    held: list[str] = []
+    held: list[Lock] = []
     try:
         for pending in pending_lists:
-            lock = admission_lock_key(pending)
-            deadline = time.monotonic() + ADMISSION_LOCK_TTL_MS / 1000
-            while not conn.set(lock, token, nx=True, px=ADMISSION_LOCK_TTL_MS):
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(HOLD_POLL_S)  # an admitter holds it for one batch
-            held.append(lock)
+            lock = admission_lock(conn, pending)
+            if lock.acquire():  # an admitter holds it for one batch
+                held.append(lock)
         yield
     finally:
         for lock in held:
-            release(keys=[lock], args=[token])
+            release(lock)

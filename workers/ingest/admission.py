@@ -31,7 +31,6 @@ forgotten after that is skipped by the worker, one forgotten before is not.
 
 from __future__ import annotations
 
-import secrets
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -67,12 +66,11 @@ from turngraph.schemas.turn_event import TurnEvent
 from turngraph.schemas.validation import invalid_fields
 from turngraph.workers.ingest.job import batch_job
 from turngraph.workers.ingest.markers import StoredLookup
-from turngraph.workers.tombstones import ADMISSION_LOCK_TTL_MS, admission_lock_key, current_epoch
+from turngraph.workers.tombstones import admission_lock, current_epoch, release
 
 __all__ = [
-    "BATCH", "FULL_QUEUE_WAIT_S", "LOCK_TTL_MS", "MAX_QUEUED_BATCHES", "OPERATOR",
-    "WAKE_TIMEOUT_S", "Admission", "AdmissionCounters", "Source", "admitted_event",
-    "operator_source", "tenant_source",
+    "BATCH", "FULL_QUEUE_WAIT_S", "MAX_QUEUED_BATCHES", "OPERATOR", "WAKE_TIMEOUT_S", "Admission",
+    "AdmissionCounters", "Source", "admitted_event", "operator_source", "tenant_source",
 ]  # fmt: skip
 
 log = structlog.get_logger(__name__)
@@ -83,19 +81,11 @@ BATCH = 100
 MAX_QUEUED_BATCHES = 4
 """Admission moves entries only while RQ's queue holds fewer jobs than this."""
 
-LOCK_TTL_MS = ADMISSION_LOCK_TTL_MS
-"""A dead admitter's lock expires after this; its admission list is then taken over."""
-
 WAKE_TIMEOUT_S = 1.0
 """Idle admission block-pops the inboxes' wake lists this long before looking again."""
 
 FULL_QUEUE_WAIT_S = 0.05
 """With RQ's queue deep enough, admission looks again this often."""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 _LIVE = frozenset(
     {
@@ -191,7 +181,6 @@ class Admission:
         self._batch = batch
         self._job_timeout_s = job_timeout_s
         self._operator = operator_source(queue.name)
-        self._release = conn.register_script(_RELEASE)
         self._stop = threading.Event()
         self._function_loaded = False
         self._burst = False
@@ -232,13 +221,13 @@ class Admission:
     def admit(self, source: Source) -> int:
         """Admit up to one batch of ``source``'s entries (leftovers of a dead admitter
         first); returns the entries handled."""
-        lock, token = admission_lock_key(source.pending), secrets.token_hex(8)
-        if not self._redis.set(lock, token, nx=True, px=LOCK_TTL_MS):
+        lock = admission_lock(self._redis, source.pending)
+        if not lock.acquire(blocking=False):
             return 0
         try:
             return self._admit_locked(source)
         finally:
-            self._release(keys=[lock], args=[token])
+            release(lock)
 
     def _admit_locked(self, source: Source) -> int:
         # the forget epoch is read in the MULTI that takes the entries (see the docstring)
