@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -87,6 +87,7 @@ def _helper_headers(endpoint: Endpoint, project: Path) -> dict[str, str]:
 def test_remember_then_recall_through_mcp_over_http(live: tuple[Endpoint, Path]) -> None:
     endpoint, project = live
     headers = _helper_headers(endpoint, project)
+    served = endpoint.served().get("mcp", 0)
 
     async def session() -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -106,6 +107,7 @@ def test_remember_then_recall_through_mcp_over_http(live: tuple[Endpoint, Path])
     assert remember.structured_content["event_id"]
     status = out["status"].structured_content
     assert status["success"] is True and status["redis_available"] is True
+    assert endpoint.served()["mcp"] > served  # counted in /v1/health
 
     async def recall() -> Any:
         async with _client(endpoint, headers) as client:
@@ -140,6 +142,7 @@ def test_a_request_that_names_no_workspace_gets_a_typed_refusal(
 
 def test_a_missing_or_wrong_token_is_refused_before_mcp(live: tuple[Endpoint, Path]) -> None:
     endpoint, _ = live
+    served = endpoint.served().get("mcp", 0)
     parts = urlsplit(endpoint.url)
     for token in (None, "not-the-token", f"{endpoint.token}x"):
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
@@ -162,5 +165,7 @@ def test_a_missing_or_wrong_token_is_refused_before_mcp(live: tuple[Endpoint, Pa
         async with _client(endpoint, {"Authorization": "Bearer nope"}) as client:
             await client.list_tools()
 
-    with pytest.raises(Exception):  # noqa: B017 - the SDK's error for a 401
+    with pytest.raises(ExceptionGroup) as refused:  # the client's task group raises it
         anyio.run(wrong_token)
+    assert refused.group_contains(MCPError, match="error response")  # the 401 to initialize
+    assert endpoint.served().get("mcp", 0) == served  # nothing reached the transport

@@ -73,8 +73,13 @@ def build_app(
             status=401,
         )
 
+    mcp_app = mcp(authorized, unauthorized) if mcp is not None else None
+
     async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "served": dict(served)})
+        counts = dict(served)
+        if mcp_app is not None and mcp_app.served:
+            counts["mcp"] = mcp_app.served
+        return JSONResponse({"ok": True, "served": counts})
 
     async def hook(request: Request) -> Response:
         if not authorized(request):
@@ -132,9 +137,8 @@ def build_app(
         Route("/v1/hooks/{editor}/{event}", hook, methods=["POST"]),
         Route("/v1/{op}", operation, methods=["POST"]),
     ]
-    if mcp is None:
+    if mcp_app is None:
         return Starlette(routes=routes)
-    mcp_app = mcp(authorized, unauthorized)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

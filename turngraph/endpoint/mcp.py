@@ -31,7 +31,8 @@ MCP_PATH = "/mcp"
 
 class McpRoute:
     """The ASGI app at ``/mcp``: a request without the endpoint's token gets ``refuse``'s
-    401, the others go to the SDK's transport; ``lifespan`` runs its session manager."""
+    401, the others are counted and go to the SDK's transport; ``lifespan`` runs its
+    session manager."""
 
     def __init__(
         self,
@@ -44,11 +45,14 @@ class McpRoute:
         self._authorized = authorized
         self._refuse = refuse
         self.lifespan = lifespan
+        self.served = 0
+        """Requests let through to the transport (``/v1/health``'s ``served.mcp``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._authorized(Request(scope)):
             await self._refuse()(scope, receive, send)
             return
+        self.served += 1
         await self._transport(scope, receive, send)
 
 
