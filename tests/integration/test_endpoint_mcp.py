@@ -2,13 +2,16 @@
 SDK's own client against ``turngraph endpoint`` as a real process with real workers: the
 stdio server's tools, ``remember`` then ``recall`` end to end with the headers
 ``turngraph endpoint --mcp-headers`` prints (an editor's headers helper), the workspace
-named per request, and a missing or wrong token refused before the MCP transport sees the
-request."""
+named per request, a missing or wrong token refused before the MCP transport sees the
+request, and the real Claude Code (from npm, when installed) connecting with the
+configuration docs/endpoint.md gives."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,6 +34,7 @@ from turngraph.producers.scopes import ScopeHasher
 
 pytestmark = pytest.mark.integration
 
+CLAUDE = Path(__file__).parents[1] / "clients" / "node_modules" / ".bin" / "claude"
 TOOLS = {"recall", "remember", "recap", "summarize_recent", "promote", "forget", "status"}
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -169,3 +173,36 @@ def test_a_missing_or_wrong_token_is_refused_before_mcp(live: tuple[Endpoint, Pa
         anyio.run(wrong_token)
     assert refused.group_contains(MCPError, match="error response")  # the 401 to initialize
     assert endpoint.served().get("mcp", 0) == served  # nothing reached the transport
+
+
+def test_claude_code_connects_with_the_documented_configuration(
+    live: tuple[Endpoint, Path], tmp_path: Path
+) -> None:
+    if shutil.which("npm") is None or not CLAUDE.exists():
+        pytest.skip("claude not installed (npm ci --prefix tests/clients, or make install-dev)")
+    endpoint, project = live
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {k: v for k, v in endpoint.env.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    environ.update(
+        HOME=str(home), DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}",
+    )  # fmt: skip
+    config = {"type": "http", "url": f"{endpoint.url}/mcp",
+              "headersHelper": "turngraph endpoint --mcp-headers"}  # fmt: skip
+
+    def claude(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(CLAUDE), *argv], cwd=project, env=environ, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    added = claude("mcp", "add-json", "--scope", "user", "turngraph", json.dumps(config))
+    assert added.returncode == 0, added.stderr
+    served = endpoint.served().get("mcp", 0)
+    listed = claude("mcp", "list")  # connects to each server: initialize with the helper's headers
+    assert listed.returncode == 0, listed.stderr
+    line = next(line for line in listed.stdout.splitlines() if line.startswith("turngraph:"))
+    assert "Connected" in line, listed.stdout
+    assert endpoint.served()["mcp"] > served
+    assert endpoint.token not in (home / ".claude.json").read_text()
