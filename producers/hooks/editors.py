@@ -27,6 +27,7 @@ Cursor's ``beforeSubmitPrompt`` only captures the prompt, VS Code's is not insta
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ from turngraph.producers.hooks.payload import HookAction
 __all__ = [
     "EDITORS", "PROJECT_DIR_VARIABLES", "PROMPT_TIMEOUT_S", "A", "Binding", "EditorSpec",
     "HttpTarget", "Shape", "context_output", "entry_commands", "entry_urls", "hook_entry",
-    "hook_url",
+    "hook_url", "in_background",
 ]  # fmt: skip
 
 Shape = Literal["claude", "vscode", "copilot", "cursor", "gemini", "codex"]
@@ -53,6 +54,11 @@ class Binding:
     http: bool = False
     """Claude Code runs an ``http`` hook for it quietly (checked on 2.1.332: ``SessionStart``
     runs command hooks only; a failed ``SessionEnd`` http hook prints an error)."""
+    background: bool = False
+    """The editor waits for the command but reads no answer: it is started in the background
+    with the payload on its stdin, and the hook returns at once (:func:`in_background`).
+    Claude Code waits for ``SessionEnd`` hooks before it exits (up to their timeout) and
+    cancels what is still running then."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ EDITORS: dict[str, EditorSpec] = {
              Binding("UserPromptSubmit", A.PROMPT, PROMPT_TIMEOUT_S, http=True),
              Binding("Stop", A.CAPTURE, 10, http=True),
              Binding("PreCompact", A.SUMMARIZE, 60, http=True),
-             Binding("SessionEnd", A.SESSION_END, 60)),
+             Binding("SessionEnd", A.SESSION_END, 60, background=True)),
             transcript=True, prompt_context=True,
         ),
         EditorSpec(
@@ -151,6 +157,13 @@ def hook_url(base_url: str, editor: str, action: HookAction) -> str:
     return f"{base_url.rstrip('/')}/v1/hooks/{editor}/{action.value}"
 
 
+def in_background(command: str) -> str:
+    """``command`` run in the background by the editor's POSIX shell, the hook's stdin
+    handed to it (an asynchronous command's stdin is otherwise ``/dev/null``) and its
+    output dropped, so the shell, and with it the hook, ends at once."""
+    return f"{{ {command} <&3 >/dev/null 2>&1 & }} 3<&0"
+
+
 def hook_entry(
     spec: EditorSpec, binding: Binding, command: str, http: HttpTarget | None = None
 ) -> dict[str, Any]:
@@ -161,6 +174,8 @@ def hook_entry(
         return {"hooks": [{"type": "http", "url": url, "timeout": binding.timeout_s,
                            "headers": {"Authorization": f"Bearer {http.token}"}}]}  # fmt: skip
     if spec.shape in ("claude", "codex"):
+        if binding.background and os.name != "nt":  # Windows runs hooks in other shells
+            command = in_background(command)
         return {"hooks": [{"type": "command", "command": command, "timeout": binding.timeout_s}]}
     if spec.shape == "gemini":
         return {

@@ -17,7 +17,13 @@ from turngraph.producers.hooks.config import (
     status,
     uninstall,
 )
-from turngraph.producers.hooks.editors import EDITORS, HttpTarget, entry_commands, entry_urls
+from turngraph.producers.hooks.editors import (
+    EDITORS,
+    HttpTarget,
+    entry_commands,
+    entry_urls,
+    in_background,
+)
 from turngraph.schemas.errors import ConfigurationError
 
 EXE = "/opt/turngraph/bin/turngraph"
@@ -63,7 +69,8 @@ def test_install_merges_and_uninstall_restores_the_bytes(editor: str, tmp_path: 
     assert report.backup is not None and report.backup.read_bytes() == before
     for binding in spec.bindings:
         commands = [c for e in data["hooks"][binding.event] for c in entry_commands(e)]
-        assert f"{EXE} hook {binding.action.value} --editor {editor}" in commands
+        ours = f"{EXE} hook {binding.action.value} --editor {editor}"
+        assert (in_background(ours) if binding.background else ours) in commands
     original = json.loads(before)
     for event, entries in original["hooks"].items():  # theirs are all still there
         assert all(entry in data["hooks"][event] for entry in entries)
@@ -144,11 +151,13 @@ def test_claude_code_gets_http_hooks_where_it_runs_them_quietly(tmp_path: Path) 
     ours = [h for e in hooks["UserPromptSubmit"] for h in e["hooks"] if h.get("type") == "http"]
     assert ours[0]["headers"] == {"Authorization": "Bearer secret-token"}
     # SessionStart runs command hooks only; a failed SessionEnd http hook prints an error.
-    for event, action in (("SessionStart", "session-start"), ("SessionEnd", "session-end")):
+    # SessionEnd runs in the background: Claude Code waits for it but reads no answer.
+    for event, command in (
+        ("SessionStart", f"{EXE} hook session-start --editor claude-code"),
+        ("SessionEnd", in_background(f"{EXE} hook session-end --editor claude-code")),
+    ):
         assert urls[event] == []
-        assert f"{EXE} hook {action} --editor claude-code" in [
-            c for e in hooks[event] for c in entry_commands(e)
-        ]
+        assert command in [c for e in hooks[event] for c in entry_commands(e)]
     assert path.stat().st_mode & 0o077 == 0  # the token is in it
     assert [(f.editor, f.scope, len(f.events)) for f in status(project=tmp_path / "p",
             home=tmp_path)] == [("claude-code", "user", 5)]  # fmt: skip
