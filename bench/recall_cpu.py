@@ -8,7 +8,9 @@ CPU per request (``time.process_time``, one thread) with the query cache warm (t
 queries repeat) and with every query new, and each stage's share of it (cache warm),
 timed around the stage's function, as the table docs/operations.md shows. The answers'
 digest (``answers_sha``: each result's memory id and final score, at a fixed clock)
-tells whether two versions of the code rank alike. Memory vectors are
+tells whether two versions of the code score alike; ``ranking_sha`` (each answer's
+memory ids in order) whether they rank alike when a score moves in its last digits
+(vectors held at another precision). Memory vectors are
 made once and kept in ``--vectors`` (a replica reads them from the graph too), or
 approximated (``--approximate-vectors``: the contextual model takes ~10 ms a memory,
 minutes at 50k on this machine).
@@ -224,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     raws = requests_for(queries, args.requests)
 
     answers = hashlib.sha256()
+    ranking = hashlib.sha256()
 
     def handle(raw: bytes) -> None:
         response = worker.handle(raw)
@@ -231,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         response.model_dump_json()
         for result in response.results:
             answers.update(f"{result.memory_id} {result.score.final_score:.5f}\n".encode())
+        ranking.update(" ".join(r.memory_id or "" for r in response.results).encode() + b"\n")
 
     fixed = RecallResponse(request_id="r", success=True, results=[], result_count=0)
 
@@ -241,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     for raw in raws:  # warm-up, and the answers' digest (same code, same digest)
         handle(raw)
     digest = answers.hexdigest()[:12]
+    ranking_digest = ranking.hexdigest()[:12]
     cpu = time.process_time()
     for raw in raws:
         reference(raw)
@@ -303,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             bytes_per_memory=round(rss_mb * 1024 * 1024 / len(index)),
             load_1m=round(load[0], 2),
             answers_sha=digest,
+            ranking_sha=ranking_digest,
         )
     )
     return 0

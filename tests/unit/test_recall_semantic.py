@@ -102,11 +102,27 @@ def test_a_graph_gives_back_the_rows_it_holds_through_growth_and_updates() -> No
     assert graph.remove(7)
     labels, found = graph.vectors([5, 40, 7, 99, 0])  # 7 removed, 99 never added
     assert labels == [5, 40, 0]
-    assert np.array_equal(found, graph._graph.get_items(labels, return_type="numpy"))
-    assert np.array_equal(found, rows[[45, 40, 0]])
-    compacted = graph.compacted()
-    assert np.array_equal(compacted.vectors([5, 40])[1], rows[[45, 40]])
+    held = graph._graph.get_items(labels, return_type="numpy")
+    assert np.array_equal(held, rows[[45, 40, 0]])  # the graph keeps float32
+    peaks = np.abs(rows[[45, 40, 0]]).max(axis=1, keepdims=True)
+    assert np.all(np.abs(found - held) <= peaks / 32_767)  # the int16 copy: half a step
+    compacted = graph.compacted()  # rebuilt from the graph's own float32 rows
+    assert np.array_equal(compacted._graph.get_items([5, 40], return_type="numpy"), rows[[45, 40]])
+    assert np.allclose(compacted.vectors([5, 40])[1], rows[[45, 40]], atol=1e-4)
     assert graph.vectors([])[1].shape == (0, 16)
+
+
+def test_a_graphs_own_copy_of_its_rows_takes_two_bytes_a_dimension() -> None:
+    rng = np.random.default_rng(4)
+    rows = rng.normal(size=(1_000, 640)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    graph = AnnGraph(640, capacity=1_000)
+    graph.add(np.arange(1_000, dtype=np.int64), rows)
+    copy = sum(a.nbytes for name, a in vars(graph).items() if isinstance(a, np.ndarray))
+    assert copy <= 1_000 * (2 * 640 + 4)  # a float32 copy took 4 bytes a dimension
+    labels, found = graph.vectors(list(range(0, 1_000, 7)))
+    query = rows[3]
+    assert np.max(np.abs(found @ query - rows[labels] @ query)) < 2e-5
 
 
 def test_a_bulk_load_searches_exactly_then_builds_the_graph_once() -> None:

@@ -6,12 +6,16 @@ time (docs/history.md: at 10k rows of 256 dimensions, 0.23 ms against 1.35 ms ex
 this loaded machine, 95 % of the exact 60 nearest found). Labels are the index's
 internal ids; a removed memory is marked deleted (the graph skips it).
 
-The graph's rows are also kept in a float32 matrix of our own (``vectors`` reads it): a
-recall asks the exact cosine of ~150 candidates that the graph did not return, and
-``hnswlib``'s ``get_items`` hands each row back through a Python list of floats, 5 ms
-for 150 rows of 640 (a third of a request's CPU at 50k, ``bench.recall_cpu``), against
-~0.05 ms for one numpy gather. The same float32 values, so the same cosines; 2.5 KB
-more per memory at the pair's 640 dimensions.
+The graph's rows are also kept in a matrix of our own (``vectors`` reads it): a recall
+asks the exact cosine of ~150 candidates that the graph did not return, and ``hnswlib``'s
+``get_items`` hands each row back through a Python list of floats, 5 ms for 150 rows of
+640 (a third of a request's CPU at 50k, ``bench.recall_cpu``), against ~0.03 ms for one
+numpy gather. The copy holds each row as **int16 codes with one float32 scale**
+(``row ≈ codes * scale``, :func:`quantise16`): 1.25 KB a memory at the pair's 640
+dimensions where a float32 copy took 2.5 KB (half the replica's Python-side bytes at 50k,
+docs/operations.md); a cosine moves by ~5e-6 (float16 moved it ~2e-5 and took 5x the time
+to convert, int8 ~1e-3). The graph itself keeps float32 (its nearest rows' cosines are
+exact), and a compaction rebuilds the graph from the graph's own float32 rows.
 
 hnswlib lets ``knn_query`` run beside ``add_items`` but not beside ``resize_index`` or
 ``mark_deleted``; one lock per graph serialises them (queries are ~0.2 ms, the writer is
@@ -28,7 +32,7 @@ import numpy.typing as npt
 
 __all__ = [
     "ANN_MIN_ROWS", "CONNECTIVITY", "EF_CONSTRUCTION", "EF_SEARCH", "GROWTH", "INITIAL_CAPACITY",
-    "LABEL_MAP_BYTES", "AnnGraph",
+    "LABEL_MAP_BYTES", "AnnGraph", "quantise16",
 ]  # fmt: skip
 
 ANN_MIN_ROWS = 5_000
@@ -52,6 +56,17 @@ for every slot up to its capacity, so doubling held ~1.5x the bytes on average."
 LABEL_MAP_BYTES = 48
 """Estimated bytes of one entry in ``hnswlib``'s label map (an ``unordered_map`` node)."""
 
+INT16_MAX = 32_767
+
+
+def quantise16(
+    rows: npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.float32]]:
+    """int16 codes and one scale per row that give the rows back (``codes * scale``)."""
+    peaks = np.abs(rows).max(axis=1)
+    scales = np.where(peaks > 0, peaks / INT16_MAX, 1.0).astype(np.float32)
+    return np.rint(rows / scales[:, None]).astype(np.int16), scales
+
 
 class AnnGraph:
     """HNSW over unit vectors (inner product), labelled by internal id."""
@@ -69,8 +84,9 @@ class AnnGraph:
         """Benches: answer every query by comparing all rows (``exact_search``)."""
         self._deleted: set[int] = set()
         """Labels marked deleted (kept by ``hnswlib`` until the graph is rebuilt)."""
-        self._rows = np.zeros((max(capacity, 1), dimension), dtype=np.float32)
-        """Each label's row as given to the graph (``_slot_of``); replaced when grown."""
+        self._codes = np.zeros((max(capacity, 1), dimension), dtype=np.int16)
+        """Each label's row as given to the graph, int16 (``_slot_of``); replaced when grown."""
+        self._scales = np.zeros(max(capacity, 1), dtype=np.float32)
         self._slot_of: dict[int, int] = {}
 
     def __len__(self) -> int:
@@ -104,13 +120,16 @@ class AnnGraph:
                 slot = self._slot_of[label] = size
                 size += 1
             slots.append(slot)
-        if size > len(self._rows):
-            grown = np.zeros(
-                (max(size, int(GROWTH * len(self._rows))), self._dimension), np.float32
-            )
-            grown[: len(self._rows)] = self._rows
-            self._rows = grown
-        self._rows[slots] = np.asarray(rows, dtype=np.float32).reshape(len(slots), -1)
+        if size > len(self._scales):
+            capacity = max(size, int(GROWTH * len(self._scales)))
+            codes = np.zeros((capacity, self._dimension), np.int16)
+            scales = np.zeros(capacity, np.float32)
+            codes[: len(self._codes)] = self._codes
+            scales[: len(self._scales)] = self._scales
+            self._codes, self._scales = codes, scales
+        codes, scales = quantise16(np.asarray(rows, dtype=np.float32).reshape(len(slots), -1))
+        self._codes[slots] = codes
+        self._scales[slots] = scales
 
     def remove(self, label: int) -> bool:
         """Mark a label deleted; False when it is not in the graph (or deleted already)."""
@@ -129,19 +148,24 @@ class AnnGraph:
             return [label for label in self._graph.get_ids_list() if label not in self._deleted]
 
     def vectors(self, labels: list[int]) -> tuple[list[int], npt.NDArray[np.float32]]:
-        """The stored vectors of the given live labels (others are left out)."""
+        """The stored vectors of the given live labels (others are left out), from the
+        int16 copy (within ~5e-6 of the graph's float32 rows)."""
         with self._lock:
             slot_of, deleted = self._slot_of, self._deleted
             wanted = [label for label in labels if label in slot_of and label not in deleted]
-            found = self._rows[[slot_of[label] for label in wanted]]
+            slots = [slot_of[label] for label in wanted]
+            codes, scales = self._codes[slots], self._scales[slots]
+        found = codes.astype(np.float32) * scales[:, None]
         return wanted, found.reshape(len(wanted), self._dimension)
 
     def compacted(self) -> AnnGraph:
-        """A new graph of the live labels only (built aside; the caller swaps it in)."""
+        """A new graph of the live labels only (built aside; the caller swaps it in), from
+        the graph's own float32 rows: rare, so the slow ``get_items`` is fine here."""
         labels = self.live_labels()
-        _, rows = self.vectors(labels)
+        with self._lock:
+            rows = np.asarray(self._graph.get_items(labels), dtype=np.float32)
         graph = AnnGraph(self._dimension, capacity=max(len(labels), 1))
-        graph.add(np.array(labels, dtype=np.int64), rows)
+        graph.add(np.array(labels, dtype=np.int64), rows.reshape(len(labels), self._dimension))
         return graph
 
     def exact_search(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
@@ -161,7 +185,7 @@ class AnnGraph:
         per_slot = 4 * self._dimension + links0 + 8 + 40 + 4 + 8
         count = self._graph.get_current_count()
         upper = count // CONNECTIVITY * (CONNECTIVITY * 4 + 4)
-        own = self._rows.nbytes + 100 * len(self._slot_of)  # the copy and its slot dict
+        own = self._codes.nbytes + self._scales.nbytes + 100 * len(self._slot_of)
         return slots * per_slot + count * LABEL_MAP_BYTES + upper + own
 
     def search(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]] | None:
