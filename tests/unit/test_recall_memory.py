@@ -60,3 +60,20 @@ def test_the_index_memory_and_the_wire_record_have_the_same_fields() -> None:
     from turngraph.schemas.changes import MemoryRecord
 
     assert {f.name for f in fields(Memory)} == set(MemoryRecord.model_fields)
+
+
+def _with_extra(memory_id: str, extra: dict[str, str]) -> Memory:
+    record = memory(memory_id, "x").to_record().model_copy(update={"extra": extra})
+    return Memory.from_record(record)
+
+
+def test_memories_with_the_same_role_and_speaker_share_one_read_only_extra() -> None:
+    first = _with_extra("m1", {"role": "user", "speaker": "Ann"})
+    second = _with_extra("m2", {"role": "user", "speaker": "Ann"})
+    other = _with_extra("m3", {"role": "user", "speaker": "Bo"})
+    assert first.extra is second.extra  # one mapping, not 184 bytes a memory
+    assert other.extra == {"role": "user", "speaker": "Bo"} and other.extra is not first.extra
+    with pytest.raises(TypeError):
+        first.extra["speaker"] = "Eve"  # type: ignore[index]
+    assert first.with_status("Superseded").extra is first.extra
+    assert first.to_record().extra == {"role": "user", "speaker": "Ann"}

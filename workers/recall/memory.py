@@ -20,7 +20,10 @@ from turngraph.schemas.scopes import Scope, ScopeValue
 from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.recall.text import entity_key
 
-__all__ = ["RESTATEMENTS", "SPAN_DIGESTS", "Memory", "MemoryKind", "normalise_entities"]
+__all__ = [
+    "RESTATEMENTS", "SHARED_EXTRAS_MAX", "SPAN_DIGESTS", "Memory", "MemoryKind",
+    "normalise_entities",
+]  # fmt: skip
 
 SPAN_DIGESTS = frozenset({MemoryKind.SUMMARY, MemoryKind.RECAP})
 """Memories digested from a span of turns: their text, entities and provenance are the
@@ -40,6 +43,31 @@ _SHARED_FIELDS = ("session_id", "workspace", "user", "status", "topic")
 
 _NO_EXTRA: Mapping[str, str] = MappingProxyType({})
 """The one empty ``extra`` every memory without one shares."""
+
+SHARED_EXTRAS_MAX = 4_096
+"""Distinct ``extra`` mappings held for sharing; past it a memory keeps its own."""
+
+_SHARED_EXTRAS: dict[tuple[tuple[str, object], ...], Mapping[str, str]] = {}
+
+
+def _shared_extra(extra: Mapping[str, str]) -> Mapping[str, str]:
+    """One read-only mapping per distinct ``extra``: a turn's is its role and speaker,
+    which a few values repeat across a whole conversation, and a dict of two entries
+    costs 184 bytes a memory (docs/operations.md, replica memory)."""
+    if not extra:
+        return _NO_EXTRA
+    items = tuple(
+        (key, sys.intern(value) if type(value) is str else value) for key, value in extra.items()
+    )
+    try:
+        held = _SHARED_EXTRAS.get(items)
+    except TypeError:  # an unhashable value: this memory keeps its own
+        return MappingProxyType(dict(items))
+    if held is None:
+        held = MappingProxyType(dict(items))
+        if len(_SHARED_EXTRAS) < SHARED_EXTRAS_MAX:
+            _SHARED_EXTRAS[items] = held
+    return held
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +104,7 @@ class Memory:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, sys.intern(value))
-        extra = self.extra
-        if not extra:
-            object.__setattr__(self, "extra", _NO_EXTRA)
-        elif isinstance(extra, dict):
-            extra.update(
-                (key, sys.intern(value)) for key, value in extra.items() if type(value) is str
-            )
+        object.__setattr__(self, "extra", _shared_extra(self.extra))
         if not self.id or not self.text.strip():
             raise InvalidPayloadError("memory needs an id and a non-empty text")
         if not self.source_event_ids:
