@@ -1,6 +1,6 @@
 """The supervisor's restart policy and its terminal budget (``turngraph/supervisor.py``);
-the processes themselves are tested for real in tests/integration/test_process_lifecycle.py
-and test_services_restart.py."""
+the processes themselves are tested for real in tests/integration/test_process_lifecycle.py,
+test_process_kill.py, test_process_signals.py and test_services_restart.py."""
 
 from __future__ import annotations
 
