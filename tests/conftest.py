@@ -83,6 +83,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked ``heavy(seconds)`` first, longest first; the others in the order
+    collected. ``--dist loadfile`` hands out whole files in this order (two to each worker
+    at the start), and a file of minutes started last would run alone at the end."""
+
+    def expected_s(item: pytest.Item) -> float:
+        heavy = item.get_closest_marker("heavy")
+        return float(heavy.args[0]) if heavy is not None else 0.0
+
+    items.sort(key=expected_s, reverse=True)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Boot Neo4j beside the first tests when any collected test will use it."""
     neo4j_items = [item for item in session.items if item.get_closest_marker("neo4j")]
