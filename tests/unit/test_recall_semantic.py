@@ -10,6 +10,7 @@ from tests.support.recall import NOW, memory, request
 from turngraph.workers.embeddings.deadline import QueryEmbedder
 from turngraph.workers.embeddings.endpoint import EndpointEmbedder
 from turngraph.workers.embeddings.local import StaticEmbedder
+from turngraph.workers.recall import ann as ann_module
 from turngraph.workers.recall.ann import AnnGraph
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.search import search
@@ -110,6 +111,21 @@ def test_a_graph_gives_back_the_rows_it_holds_through_growth_and_updates() -> No
     assert np.array_equal(compacted._graph.get_items([5, 40], return_type="numpy"), rows[[45, 40]])
     assert np.allclose(compacted.vectors([5, 40])[1], rows[[45, 40]], atol=1e-4)
     assert graph.vectors([])[1].shape == (0, 16)
+
+
+def test_a_compaction_reads_the_graphs_rows_a_chunk_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ann_module, "COMPACT_READ_ROWS", 7)
+    rows = np.random.default_rng(5).normal(size=(40, 16)).astype(np.float32)
+    graph = AnnGraph(16, capacity=40)
+    graph.add(np.arange(40, dtype=np.int64), rows)
+    for label in range(0, 40, 3):
+        graph.remove(label)
+    compacted = graph.compacted()
+    live = [label for label in range(40) if label % 3]
+    assert sorted(compacted.live_labels()) == live
+    assert np.array_equal(compacted._graph.get_items(live, return_type="numpy"), rows[live])
 
 
 def test_a_graphs_own_copy_of_its_rows_takes_two_bytes_a_dimension() -> None:

@@ -31,8 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "ANN_MIN_ROWS", "CONNECTIVITY", "EF_CONSTRUCTION", "EF_SEARCH", "GROWTH", "INITIAL_CAPACITY",
-    "LABEL_MAP_BYTES", "AnnGraph", "quantise16",
+    "ANN_MIN_ROWS", "COMPACT_READ_ROWS", "CONNECTIVITY", "EF_CONSTRUCTION", "EF_SEARCH",
+    "GROWTH", "INITIAL_CAPACITY", "LABEL_MAP_BYTES", "AnnGraph", "quantise16",
 ]  # fmt: skip
 
 ANN_MIN_ROWS = 5_000
@@ -57,6 +57,9 @@ LABEL_MAP_BYTES = 48
 """Estimated bytes of one entry in ``hnswlib``'s label map (an ``unordered_map`` node)."""
 
 INT16_MAX = 32_767
+
+COMPACT_READ_ROWS = 512
+"""Rows read back from the graph per lock hold while compacting (~10 ms)."""
 
 
 def quantise16(
@@ -160,12 +163,17 @@ class AnnGraph:
 
     def compacted(self) -> AnnGraph:
         """A new graph of the live labels only (built aside; the caller swaps it in), from
-        the graph's own float32 rows: rare, so the slow ``get_items`` is fine here."""
+        the graph's own float32 rows. ``get_items`` is slow (~18 us a row), so they are
+        read :data:`COMPACT_READ_ROWS` at a time, letting queries in between; only the
+        one writer removes labels, so none vanishes meanwhile."""
         labels = self.live_labels()
-        with self._lock:
-            rows = np.asarray(self._graph.get_items(labels), dtype=np.float32)
+        rows = np.empty((len(labels), self._dimension), dtype=np.float32)
+        for start in range(0, len(labels), COMPACT_READ_ROWS):
+            chunk = labels[start : start + COMPACT_READ_ROWS]
+            with self._lock:
+                rows[start : start + len(chunk)] = self._graph.get_items(chunk)
         graph = AnnGraph(self._dimension, capacity=max(len(labels), 1))
-        graph.add(np.array(labels, dtype=np.int64), rows.reshape(len(labels), self._dimension))
+        graph.add(np.array(labels, dtype=np.int64), rows)
         return graph
 
     def exact_search(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
