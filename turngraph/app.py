@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from turngraph.workers.maintenance.context import Reextractor
 
 __all__ = [
-    "INGEST_MAINTENANCE_INTERVAL_S", "INGEST_WORKER_TTL_S", "MAINTENANCE_INTERVAL_S",
+    "INGEST_MAINTENANCE_INTERVAL_S", "MAINTENANCE_INTERVAL_S",
     "SMALL_CONTEXT_TOKENS", "build_admission", "build_ask_admission", "build_distiller",
     "build_embedder", "build_extractor", "build_graph_store", "build_ingest_worker",
     "build_maintenance_worker", "build_pipeline", "build_recall_worker", "build_reextractor",
@@ -67,10 +67,6 @@ once its started-registry entry lapses (``workers/ingest/batching.py``; RQ's def
 MAINTENANCE_INTERVAL_S = 10
 """How often the maintenance worker runs RQ's maintenance, which also starts again RQ's
 scheduler child when it died (it exits on a lost Redis; RQ's default is 10 minutes)."""
-
-INGEST_WORKER_TTL_S = 25
-"""RQ's worker TTL (its key outlives the last heartbeat by this plus 60 s); an idle worker
-wakes every ``STOP_CHECK_S`` (``workers/rq_adapter.py``), so maintenance runs on time."""
 
 
 def load_ontology(settings: Settings) -> Ontology:
@@ -298,7 +294,6 @@ def build_ingest_worker(
         serializer=JSONSerializer,
         job_class=TrustedJob,
         maintenance_interval=INGEST_MAINTENANCE_INTERVAL_S,
-        worker_ttl=INGEST_WORKER_TTL_S,
         batch_observer=batch_observer,
         config_fingerprint=config_fingerprint(clients.settings),
     )

@@ -49,8 +49,6 @@ ADAPTED: Mapping[str, str] = {
     "them; no documented hook sees them: never imported",
     "AllowListedJob.failure_callback": "as success_callback",
     "AllowListedJob.stopped_callback": "as success_callback",
-    "StoppableWorker.dequeue_timeout": "RQ waits worker_ttl - 15 s on an idle queue (lowering "
-    "worker_ttl shortens liveness too): wakes every STOP_CHECK_S to carry out a lost stop",
     "StoppableWorker.request_stop": "RQ keeps no public record that a stop was asked for, or "
     "when; supervise() and the cold stop read it",
     "StoppableWorker.heartbeat": "RQ raises StopRequested wherever the main thread is and "
@@ -71,7 +69,11 @@ ADAPTED: Mapping[str, str] = {
 
 STOP_CHECK_S = 2
 """An idle worker's longest wait on the queue: how soon a stop whose exception was lost
-is carried out (RQ's default is the worker TTL less 15 s, minutes)."""
+is carried out, and maintenance runs on time (RQ's default is minutes)."""
+
+WORKER_TTL_S = STOP_CHECK_S + 15
+"""RQ's ``worker_ttl``: RQ waits on an idle queue this less 15 s (``dequeue_timeout``), so
+:data:`STOP_CHECK_S`; a worker's key outlives its last heartbeat by this plus 60 s."""
 
 SCHEDULER_RESEND_S = 1.0
 """How long a stopping worker waits for its scheduler process before signalling again."""
@@ -187,12 +189,9 @@ class StoppableWorker(SimpleWorker):
         (``turngraph/worker_config.py``), in its name for ``turngraph doctor`` to compare."""
         if config_fingerprint and not kwargs.get("name"):
             kwargs["name"] = f"{uuid.uuid4().hex}.{config_fingerprint}"
+        kwargs.setdefault("worker_ttl", WORKER_TTL_S)
         super().__init__(*args, **kwargs)
         _workers[self.name] = self
-
-    @property
-    def dequeue_timeout(self) -> int:
-        return min(STOP_CHECK_S, super().dequeue_timeout)
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stop_requested = True
