@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -21,21 +22,27 @@ from turngraph.workers.ingest.envelope import EnvelopeError
 __all__ = ["register", "run_failed", "run_purge", "run_requeue"]
 
 
-def _connect() -> tuple[redis.Redis | None, str]:
+def _on_redis(args: argparse.Namespace, work: Callable[[redis.Redis, str], int]) -> int:
+    """``work`` on the operator's Redis and the ingest queue's name; a Redis error or no
+    Redis at all ends in one typed failure."""
     settings = Settings()
-    return producer_redis(settings), settings.ingest_queue
-
-
-def run_failed(args: argparse.Namespace) -> int:
-    conn, queue = _connect()
+    conn = producer_redis(settings)
     if conn is None:
         return report_no_redis(args)
     try:
-        jobs = dead_letters.failed_jobs(conn, queue)
+        return work(conn, settings.ingest_queue)
     except redis.RedisError as exc:
         return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
+
+
+def run_failed(args: argparse.Namespace) -> int:
+    return _on_redis(args, lambda conn, queue: _show_failed(args, conn, queue))
+
+
+def _show_failed(args: argparse.Namespace, conn: redis.Redis, queue: str) -> int:
+    jobs = dead_letters.failed_jobs(conn, queue)
     if args.json:
         print(json.dumps({"success": True, "queue": queue, "jobs": [asdict(j) for j in jobs]}))
         return 0
@@ -48,26 +55,18 @@ def run_failed(args: argparse.Namespace) -> int:
 
 
 def run_requeue(args: argparse.Namespace) -> int:
-    conn, queue = _connect()
-    if conn is None:
-        return report_no_redis(args)
-    try:
-        ids = (
-            [job.job_id for job in dead_letters.failed_jobs(conn, queue)]
-            if args.all
-            else [args.job_id]
-        )
-        requeued, refused = [], []
-        for job_id in ids:
-            try:
-                dead_letters.requeue(conn, queue, job_id)
-                requeued.append(job_id)
-            except EnvelopeError as exc:
-                refused.append({"job_id": job_id, "field": exc.field, "reason": exc.reason})
-    except redis.RedisError as exc:
-        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
-    finally:
-        conn.close()
+    return _on_redis(args, lambda conn, queue: _requeue(args, conn, queue))
+
+
+def _requeue(args: argparse.Namespace, conn: redis.Redis, queue: str) -> int:
+    failed = dead_letters.failed_jobs(conn, queue) if args.all else []
+    requeued, refused = [], []
+    for job_id in [job.job_id for job in failed] if args.all else [args.job_id]:
+        try:
+            dead_letters.requeue(conn, queue, job_id)
+            requeued.append(job_id)
+        except EnvelopeError as exc:
+            refused.append({"job_id": job_id, "field": exc.field, "reason": exc.reason})
     if args.json:
         print(json.dumps({"success": not refused, "requeued": requeued, "refused": refused}))
     else:
@@ -80,17 +79,12 @@ def run_requeue(args: argparse.Namespace) -> int:
 
 
 def run_purge(args: argparse.Namespace) -> int:
-    conn, queue = _connect()
-    if conn is None:
-        return report_no_redis(args)
-    try:
+    def purge(conn: redis.Redis, queue: str) -> int:
         purged = dead_letters.purge(conn, queue)
-    except redis.RedisError as exc:
-        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
-    finally:
-        conn.close()
-    print(json.dumps({"success": True, "purged": purged}) if args.json else f"purged {purged}")
-    return 0
+        print(json.dumps({"success": True, "purged": purged}) if args.json else f"purged {purged}")
+        return 0
+
+    return _on_redis(args, purge)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
