@@ -39,8 +39,19 @@ os.environ["TURNGRAPH_DATA_DIR"] = str(TEST_DATA_DIR)
 os.environ["XDG_DATA_HOME"] = str(TEST_XDG_DATA_HOME)
 
 
+_SHARED_ENV = "TESTS_SHARED_DIR_OF_TURNGRAPH"
+"""A folder the whole run shares, xdist workers included: made by the first process (the
+xdist controller, which the workers inherit the variable from) and removed by it."""
+_SHARED_OWNER = _SHARED_ENV not in os.environ
+if _SHARED_OWNER:
+    os.environ[_SHARED_ENV] = tempfile.mkdtemp(prefix="turngraph-tests-shared-")
+_SHARED = Path(os.environ[_SHARED_ENV])
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_SANDBOX, ignore_errors=True)
+    if _SHARED_OWNER:
+        shutil.rmtree(_SHARED, ignore_errors=True)
 
 
 LEFTOVER_GRACE_S = 10.0
@@ -65,8 +76,9 @@ def _tag_processes(
     request.config.stash[_RUN_FOLDER] = tmp_path_factory.getbasetemp().resolve()
 
 
-NEO4J_CACHE = _SANDBOX / "neo4j-cache"
-"""Where the run fetches Neo4j's jars (from Maven's own cache after the install step)."""
+NEO4J_CACHE = _SHARED / "neo4j-cache"
+"""Where the run fetches Neo4j's jars (from Maven's own cache after the install step):
+once for the whole run, the xdist workers' servers all run on that copy."""
 
 _NEO4J_TIER = pytest.StashKey[BackgroundNeo4j]()
 _NEO4J_COLLECTED = pytest.StashKey[bool]()

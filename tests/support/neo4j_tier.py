@@ -1,17 +1,19 @@
-"""The Neo4j tier: one real Neo4j 5.26 server per test run, booted beside the other tests.
+"""The Neo4j tier: one real Neo4j 5.26 server per test process (each xdist worker).
 
 Tests marked ``both_engines`` run twice, on the embedded ArcadeDB and on Neo4j (the
-``graph_engine`` parameter). The Neo4j server is fetched (Maven, into the run's sandbox)
-and started in a thread as soon as collection shows a Neo4j test, so its minute of
-start-up overlaps the ArcadeDB tests; the first Neo4j test waits for it. The thread lives
-until the run ends: the kernel's parent-death signal fires when the thread that started a
-child ends, so the thread that starts the server is the one that stops it.
+``graph_engine`` parameter). The Neo4j server is fetched (Maven, once per run into a
+folder the xdist workers share) and started in a thread as soon as collection shows a
+Neo4j test, so its minute of start-up overlaps the ArcadeDB tests; the first Neo4j test
+waits for it. The thread lives until the run ends: the kernel's parent-death signal
+fires when the thread that started a child ends, so the thread that starts the server is
+the one that stops it.
 
 Where Java 17+ or Maven is missing, the tier is skipped and the run says so in one line.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import threading
 from dataclasses import dataclass
@@ -51,6 +53,15 @@ def neo4j_param(value: Any = "neo4j") -> Any:
     return pytest.param(value, marks=marks, id="neo4j")
 
 
+def fetch_once(cache_root: Path) -> None:
+    """Fetch the jars into ``cache_root`` unless there already: the xdist workers of a run
+    share the folder, the first one fetches while the others wait on the lock."""
+    cache_root.mkdir(parents=True, exist_ok=True)
+    with (cache_root / "fetch.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        neo4j_fetch.fetch(cache_root)
+
+
 @dataclass(frozen=True)
 class Neo4jEndpoint:
     uri: str
@@ -75,6 +86,7 @@ class BackgroundNeo4j:
 
     def _run(self) -> None:
         try:
+            fetch_once(self._server.cache_root)
             self._server.start()
         except BaseException as exc:  # reported to the tests that wait for it
             self._error = exc
