@@ -25,7 +25,7 @@ from tests.support.processes import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.heavy(130), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.heavy(150), pytest.mark.timeout(900)]
 
 
 def test_up_demo_succeeds_three_times_in_a_row_in_one_data_dir(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from turngraph.producers.publisher import Publisher
 from turngraph.schemas.errors import EmbeddedServiceError
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
 
-pytestmark = [pytest.mark.heavy(150), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.heavy(170), pytest.mark.timeout(600)]
 
 
 def _publish_a_burst(data_dir: Path, turns: int) -> None:

@@ -34,7 +34,7 @@ from tests.support.processes import (
 from turngraph.embedded.services import STATE_FILE, read_endpoints
 from turngraph.workers.recall.replica import process_is_ready
 
-pytestmark = [pytest.mark.heavy(250), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.heavy(200), pytest.mark.timeout(600)]
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)

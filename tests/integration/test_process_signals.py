@@ -37,7 +37,7 @@ from turngraph.embedded.process import STOP_TIMEOUT_S
 from turngraph.embedded.services import STATE_FILE, read_endpoints
 from turngraph.workers.recall.replica import process_is_ready
 
-pytestmark = [pytest.mark.heavy(150), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.heavy(120), pytest.mark.timeout(600)]
 
 
 # -- every long-running command, as a background job, on SIGTERM and on SIGINT -----------
