@@ -12,7 +12,12 @@ contextual model does: docs/history.md) while another wants the previous turn to
 
 from __future__ import annotations
 
-__all__ = ["EMBED_PREVIOUS_TURN", "EmbeddingText", "embedding_text", "own_part", "speaker_text"]
+from collections.abc import Sequence
+
+__all__ = [
+    "EMBED_PREVIOUS_TURN", "QUERY_CONTEXT_CHARS", "EmbeddingText", "embedding_text", "own_part",
+    "query_text", "speaker_text",
+]  # fmt: skip
 
 EMBED_PREVIOUS_TURN = True
 """Embed a turn after the previous turn of its session (measured: docs/history.md)."""
@@ -45,3 +50,15 @@ def speaker_text(text: str, speaker: str | None) -> str:
 def embedding_text(own: str, previous: str | None) -> EmbeddingText:
     """``own`` (a :func:`speaker_text`) after the previous turn's, when there is one."""
     return EmbeddingText(own, previous if EMBED_PREVIOUS_TURN else None)
+
+
+QUERY_CONTEXT_CHARS = 2_000
+"""The end of the recent turns a query is embedded after (a context turn may be 20,000
+characters; the query's own words stay whole)."""
+
+
+def query_text(query: str, recent: Sequence[str]) -> EmbeddingText:
+    """A query as a memory is embedded: after the recent turns of its conversation (their
+    last :data:`QUERY_CONTEXT_CHARS`), when there are any; else the query alone."""
+    previous = "\n".join(recent)[-QUERY_CONTEXT_CHARS:]
+    return embedding_text(query, previous if previous.strip() else None)

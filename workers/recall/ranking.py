@@ -141,6 +141,11 @@ class Ranking:
     """Weight of a context entity in the graph signal of a follow-up."""
     context_boost_max: float = 0.15
     """Largest boost for a memory tied to the session's recent turns (the seed's 15 %)."""
+    query_context_turns: int = 1
+    """Recent turns of ``conversation_context`` the query is embedded after (0: the query
+    alone), as a memory is embedded after the previous turn of its session
+    (``workers/embeddings/texts.py``): the static half reads them, the contextual half the
+    query alone."""
     context_scored: int = 40
     """Best fused candidates checked against the session's key terms (the boost is small,
     so it can only reorder near the top)."""

@@ -16,6 +16,7 @@ from turngraph.schemas.recall import (
     ScoreBreakdown,
 )
 from turngraph.schemas.scopes import ScopeName, ScopeValue
+from turngraph.workers.embeddings.texts import query_text
 from turngraph.workers.recall.answers import Act, asks_what_was_settled, is_question
 from turngraph.workers.recall.assembly import (
     asks_about_ownership,
@@ -97,9 +98,10 @@ def search(
     degraded: list[str] = []
     semantic = index.semantic
     if semantic is not None and semantic.ready():
-        vector, reason = semantic.queries.embed(
-            without_names(intent.query, names), _query_budget_s(request, started)
-        )
+        recent = ranking.query_context_turns
+        turns = request.conversation_context[-recent:] if recent > 0 else ()
+        text = query_text(without_names(intent.query, names), [t.content for t in turns])
+        vector, reason = semantic.queries.embed(text, _query_budget_s(request, started))
         if vector is not None:
             signals["semantic"] = semantic_scores(index, semantic, targets, vector, signals)
         elif reason is not None:
