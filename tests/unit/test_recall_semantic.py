@@ -139,6 +139,10 @@ def test_a_graphs_own_copy_of_its_rows_takes_two_bytes_a_dimension() -> None:
     labels, found = graph.vectors(list(range(0, 1_000, 7)))
     query = rows[3]
     assert np.max(np.abs(found @ query - rows[labels] @ query)) < 2e-5
+    graph.remove(14)
+    wanted, sims = graph.similarity([0, 14, 7, 5_000], query)  # 14 removed, 5,000 never added
+    assert wanted == [0, 7]
+    assert np.max(np.abs(sims - rows[[0, 7]] @ query)) < 2e-5
 
 
 def test_a_bulk_load_searches_exactly_then_builds_the_graph_once() -> None:

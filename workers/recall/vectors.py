@@ -235,8 +235,8 @@ class _Block:
     def similarity(self, internals: list[int], query: Vector) -> dict[int, float]:
         ann = self.ann
         if ann is not None:
-            labels, vectors = ann.vectors(internals)
-            return dict(zip(labels, (vectors @ query).tolist(), strict=True)) if labels else {}
+            labels, sims = ann.similarity(internals, query)
+            return dict(zip(labels, sims.tolist(), strict=True)) if labels else {}
         rows, row_of = self.rows, self.row_of
         if rows is None:
             return self.similarity(internals, query)
