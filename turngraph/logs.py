@@ -7,27 +7,13 @@ import sys
 
 import structlog
 
+from turngraph.current_stderr import CurrentStderr
 from turngraph.settings import LogFormat, Settings
 
-__all__ = ["RQ_LOGGERS", "CurrentStderr", "configure_logging"]
+__all__ = ["RQ_LOGGERS", "configure_logging"]
 
 RQ_LOGGERS = ("rq.worker", "rq.job", "rq.scheduler", "rq.queue")
 """RQ's loggers, held to the application's level."""
-
-
-class CurrentStderr:
-    """Writes to whatever `sys.stderr` is at the time of each line.
-
-    structlog caches a logger on first use with the file it was given; a stream bound at
-    set-up would keep writing to a stream that was since replaced (a test's capture, a
-    caller's redirect), so the lines would go where nobody reads them.
-    """
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
 
 
 def configure_logging(settings: Settings) -> None:
@@ -57,7 +43,7 @@ def configure_logging(settings: Settings) -> None:
     # RQ and the graph driver log through the standard library: their records go through
     # the same renderer, so a JSON stream stays JSON lines (RQ's own handler is never added:
     # it adds one only where no handler exists, and workers never pass it a level).
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(CurrentStderr())
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],

@@ -38,6 +38,29 @@ class FakeDriver:
             return self.components, None, ["name", "versions"]
         return [], None, []
 
+    def session(self, **_: Any) -> FakeSession:
+        return FakeSession(self.ran)
+
+
+class FakeSession:
+    """A session whose auto-commit queries are recorded in the driver's list."""
+
+    def __init__(self, ran: list[str]) -> None:
+        self.ran = ran
+
+    def __enter__(self) -> FakeSession:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def run(self, query: str) -> FakeSession:
+        self.ran.append(query)
+        return self
+
+    def consume(self) -> None:
+        return None
+
 
 @pytest.mark.parametrize(
     ("agent", "version", "expected"),

@@ -84,13 +84,15 @@ def _configure_logging() -> None:
     ends early (no consent, a bad payload) never loads structlog (nor asyncio with it)."""
     import structlog
 
+    from turngraph.current_stderr import CurrentStderr
+
     if structlog.is_configured():
         return
 
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.JSONRenderer()],
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
 

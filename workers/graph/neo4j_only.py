@@ -17,10 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import neo4j
-import neo4j.exceptions
 
 from turngraph.workers.graph.errors import graph_errors
-from turngraph.workers.graph.schema import CREATED_BY_ANOTHER
+from turngraph.workers.graph.schema import send_schema_statement
 
 __all__ = [
     "NEO4J_KERNEL", "Neo4jOnlyStatement", "apply_neo4j_only", "fulltext_node_index",
@@ -180,11 +179,6 @@ def apply_neo4j_only(
     with graph_errors("set up the Neo4j-only indexes"):
         if not server_is_neo4j(driver, database):
             return []
-        for statement in statements:
-            try:
-                driver.execute_query(statement.cypher, database_=database)
-            except neo4j.exceptions.ClientError as exc:
-                # workers starting together race to create the same index: it exists
-                if exc.code not in CREATED_BY_ANOTHER:
-                    raise
+        for statement in statements:  # workers starting together race: see the function
+            send_schema_statement(driver, database, statement.cypher)
     return [s.name for s in statements]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+import time
 from collections.abc import Iterable
 
 import neo4j
@@ -14,7 +16,8 @@ from turngraph.workers.graph.keys import checked_label
 
 __all__ = [
     "CREATED_BY_ANOTHER", "ENTITY_INDEXED_PROPERTIES", "FIXED_CONSTRAINTS", "FIXED_INDEXES",
-    "ensure_schema", "existing_schema_names", "schema_statements",
+    "SCHEMA_ATTEMPTS", "SCHEMA_BACKOFF_S", "ensure_schema", "existing_schema_names",
+    "schema_statements", "send_schema_statement",
 ]  # fmt: skip
 
 log = structlog.get_logger(__name__)
@@ -108,6 +111,36 @@ def existing_schema_names(driver: neo4j.Driver, database: str | None) -> set[str
     return names
 
 
+SCHEMA_ATTEMPTS = 10
+"""How often one schema statement is sent in all while it keeps losing to other workers'."""
+
+SCHEMA_BACKOFF_S = (0.02, 0.2)
+"""Random pause before a statement is sent again, times the attempt number."""
+
+
+def send_schema_statement(driver: neo4j.Driver, database: str | None, statement: str) -> None:
+    """Send one ``CREATE … IF NOT EXISTS`` until it holds.
+
+    Workers starting together take Neo4j's schema lock in turn, and the server breaks a
+    cycle with ``DeadlockDetected``. Inside ``execute_query`` the driver's own rerun of
+    that then surfaced as ``ResultFailedError`` (a CI run on a loaded machine), so each
+    attempt is an auto-commit query in a session of its own, rerun here on a transient
+    answer; the statement is idempotent, so a rerun is always safe."""
+    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+        try:
+            with driver.session(database=database) as session:
+                session.run(statement).consume()
+            return
+        except neo4j.exceptions.ClientError as exc:
+            if exc.code not in CREATED_BY_ANOTHER:
+                raise
+            return
+        except (neo4j.exceptions.TransientError, neo4j.exceptions.SessionExpired):
+            if attempt == SCHEMA_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(*SCHEMA_BACKOFF_S) * attempt)
+
+
 def ensure_schema(driver: neo4j.Driver, database: str | None, entity_labels: Iterable[str]) -> int:
     """Create every constraint and index that is missing; returns how many were sent."""
     statements = schema_statements(entity_labels)
@@ -115,10 +148,6 @@ def ensure_schema(driver: neo4j.Driver, database: str | None, entity_labels: Ite
         present = existing_schema_names(driver, database)
         missing = [s for s in statements if not ((m := _NAME.match(s)) and m[1] in present)]
         for statement in missing:
-            try:
-                driver.execute_query(statement, database_=database)
-            except neo4j.exceptions.ClientError as exc:
-                if exc.code not in CREATED_BY_ANOTHER:
-                    raise
+            send_schema_statement(driver, database, statement)
     log.info("graph_schema_ready", statements=len(statements), sent=len(missing))
     return len(missing)
