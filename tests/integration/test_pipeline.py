@@ -13,6 +13,7 @@ from turngraph.producers.bounded_queue import is_ingested
 from turngraph.schemas.changes import MemoryUpsert, StatusChange, decode_change
 from turngraph.schemas.errors import BackendUnavailableError, InvalidPayloadError
 from turngraph.settings import Settings
+from turngraph.workers.ingest.pipeline import parse_payload
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.tombstones import mark_forgotten
@@ -67,8 +68,9 @@ def test_an_invalid_payload_writes_nothing(redis_conn: redis.Redis, settings: Se
     store = memory_store()
     good = turn("fix src/a.py", 0).model_dump(mode="json")
     with pytest.raises(InvalidPayloadError) as caught:
-        fake_graph_pipeline(redis_conn, settings, store).ingest_payloads(
-            [good, {"content": "secret text", "session_id": "s"}]
+        payloads = [good, {"content": "secret text", "session_id": "s"}]
+        fake_graph_pipeline(redis_conn, settings, store).ingest(
+            [parse_payload(p) for p in payloads]
         )
     assert "secret text" not in str(caught.value)
     assert episodes(store) == set() and redis_conn.xlen(settings.changes_stream) == 0

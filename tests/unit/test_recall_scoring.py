@@ -7,10 +7,11 @@ import pytest
 from tests.support.recall import NOW
 from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.scoring import (
+    Deduplicator,
     Scored,
-    deduplicate,
     fuse,
     is_visible,
+    merge_provenance,
     pack,
     rank_key,
     recency_multiplier,
@@ -70,6 +71,18 @@ def test_score_fusion_keeps_the_contrast_between_strong_and_weak() -> None:
 def test_fusion_adds_signals() -> None:
     fused = fuse({"lexical": {"a": 1.0, "b": 1.0}, "graph": {"b": 1.0}}, DEFAULT)
     assert fused["b"] == 1.0 and fused["a"] < 1.0
+
+
+def deduplicate(items: list[Scored]) -> list[Scored]:
+    """The near-duplicates of better-ranked items dropped, their provenance merged."""
+    dedup = Deduplicator()
+    for item in items:
+        winner = dedup.duplicate_of(item)
+        if winner is None:
+            dedup.keep(item)
+        else:
+            merge_provenance(winner, item)
+    return dedup.kept
 
 
 def test_deduplicate_merges_provenance_into_the_better_item() -> None:

@@ -22,8 +22,7 @@ from turngraph.workers.extraction.models import (
 
 __all__ = [
     "ATTRIBUTE_KEY", "MAX_ALIASES", "MAX_ATTRIBUTES", "MAX_NAME_CHARS", "MAX_SUMMARY_CHARS",
-    "ValidationResult", "superseding", "union", "validate_extraction", "validate_raw",
-    "with_entities",
+    "ValidationResult", "superseding", "union", "validate_raw", "with_entities",
 ]  # fmt: skip
 
 MAX_NAME_CHARS = 500
@@ -217,21 +216,6 @@ def validate_raw(
     for i, raw in enumerate(facts):
         builder.add_fact(raw, f"facts[{i}]")
     return builder.result()
-
-
-def validate_extraction(extraction: Extraction, ontology: Ontology = ONTOLOGY) -> ValidationResult:
-    """Re-check an :class:`Extraction` (e.g. from a custom extractor) against ``ontology``;
-    counts already recorded on it are kept and added to."""
-    result = validate_raw(
-        extraction.event_id,
-        (e.model_dump() for e in extraction.entities),
-        (f.model_dump() for f in extraction.facts),
-        ontology,
-    )
-    checked = result.extraction
-    checked.dropped += extraction.dropped
-    checked.repaired += extraction.repaired
-    return result
 
 
 def with_entities(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -93,9 +93,6 @@ class IngestPipeline:
         self.embeddings = embeddings
         self._backlog = backlog or EnrichmentBacklog()
         self._enrich = enrich
-
-    def ingest_payloads(self, payloads: Iterable[Any]) -> IngestResult:
-        return self.ingest([parse_payload(payload) for payload in payloads])
 
     def ingest(
         self, events: Sequence[TurnEvent], admitted_epoch: int | None = None

@@ -185,15 +185,6 @@ class Ranking:
                 typed[name] = float(value)
         return dataclasses.replace(self, **typed)  # type: ignore[arg-type]
 
-    def differences(self, base: Ranking | None = None) -> str:
-        """``name=value,…`` where this ranking differs from ``base`` (the default)."""
-        other = base or DEFAULT
-        return ",".join(
-            f"{f.name}={getattr(self, f.name)}"
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) != getattr(other, f.name)
-        )
-
     @staticmethod
     def parse(assignments: str, base: Ranking | None = None) -> Ranking:
         """``"bm25_b=0.75,chain_weight=0"`` applied to ``base`` (the default preset)."""

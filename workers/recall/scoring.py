@@ -23,7 +23,7 @@ from turngraph.workers.recall.timeq import TimeIntent, TimeMode
 
 __all__ = [
     "DEDUP_JACCARD", "STATUS_MULTIPLIERS", "SUPERSEDED", "Deduplicator", "K", "Scored",
-    "deduplicate", "fuse", "is_visible", "merge_provenance", "near_duplicate", "normalise", "pack",
+    "fuse", "is_visible", "merge_provenance", "near_duplicate", "normalise", "pack",
     "rank_key", "recency_multiplier", "rrf_fuse", "status_multiplier", "time_multiplier",
 ]  # fmt: skip
 
@@ -192,19 +192,6 @@ class Deduplicator:
 def merge_provenance(winner: Scored, loser: Scored) -> None:
     extra = tuple(e for e in loser.source_event_ids if e not in winner.source_event_ids)
     winner.source_event_ids = winner.source_event_ids + extra
-
-
-def deduplicate(items: Sequence[Scored]) -> list[Scored]:
-    """Drop near-duplicates of better-ranked items (``items`` sorted best first),
-    keeping the union of their provenance."""
-    dedup = Deduplicator()
-    for item in items:
-        winner = dedup.duplicate_of(item)
-        if winner is None:
-            dedup.keep(item)
-        else:
-            merge_provenance(winner, item)
-    return dedup.kept
 
 
 def rank_key(item: Scored) -> tuple[float, bool]:
