@@ -85,17 +85,14 @@ class RequestServer(Generic[RequestT, ReplyT]):
 
     While :meth:`run` serves, :meth:`reply` only keeps the reply, and the next :meth:`pop`
     sends it and waits for the next request in one round trip (a pipeline ending in a
-    blocking pop): a server wakes once per answer, not for the reply's round trip and
-    again for the request (docs/history.md). The loop's pop follows the handler at once,
-    so the reply waits for nothing but the rest of ``serve_once``; a reply kept when the
-    loop stops is sent then. A request popped while the server is told to stop is still
-    answered.
+    blocking pop): a server wakes once per answer (docs/history.md). The loop's pop follows
+    the handler at once; a reply kept when the loop stops is sent then. A request popped
+    while the server is told to stop is still answered.
 
     Several lists (a replica's shards, the operator's and each tenant's) are popped in
-    turn: every pop looks first at the list after the one it last took a request from.
-    Redis pops the first non-empty list it is given, so in a fixed order the last list's
-    requests would wait for every request behind the others' (docs/history.md: at 50k
-    memories the slowest 1 % of a 4-shard replica's answers were all the last shard's)."""
+    turn: every pop looks first at the list after the one it last took a request from
+    (Redis pops the first non-empty list it is given: in a fixed order the last list's
+    requests would wait behind the others', docs/history.md)."""
 
     def __init__(
         self,

@@ -74,9 +74,8 @@ class TransformerEmbedder(InProcessEmbedder):
     """:class:`~workers.embeddings.protocol.Embedder` over an ONNX sentence-transformer.
 
     Each text runs alone: the int8 model quantises activations per run, so in a batch a
-    text's vector would depend on its batch-mates (cosine 0.98 to its own vector,
-    measured), and ingest and a replica must agree on a memory's vector. Batching bought
-    nothing here anyway (3.0 ms per text alone, 2.7-3.1 ms in batches of 8-32, one core).
+    text's vector would depend on its batch-mates, and ingest and a replica must agree on
+    a memory's vector (batching bought no speed either: docs/history.md).
     """
 
     def __init__(self, folder: Path) -> None:

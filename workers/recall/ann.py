@@ -2,20 +2,15 @@
 
 Exact search (``vectors``) reads every row of the partition per query; above
 :data:`ANN_MIN_ROWS` rows an HNSW graph answers the same question in a fraction of the
-time (docs/history.md: at 10k rows of 256 dimensions, 0.23 ms against 1.35 ms exact on
-this loaded machine, 95 % of the exact 60 nearest found). Labels are the index's
-internal ids; a removed memory is marked deleted (the graph skips it).
+time (figures: docs/history.md). Labels are the index's internal ids; a removed memory is
+marked deleted (the graph skips it).
 
 The graph's rows are also kept in a matrix of our own (``vectors`` reads it): a recall
-asks the exact cosine of ~150 candidates that the graph did not return, and ``hnswlib``'s
-``get_items`` hands each row back through a Python list of floats, 5 ms for 150 rows of
-640 (a third of a request's CPU at 50k, ``bench.recall_cpu``), against ~0.03 ms for one
-numpy gather. The copy holds each row as **int16 codes with one float32 scale**
-(``row ≈ codes * scale``, :func:`quantise16`): 1.25 KB a memory at the pair's 640
-dimensions where a float32 copy took 2.5 KB (half the replica's Python-side bytes at 50k,
-docs/operations.md); a cosine moves by ~5e-6 (float16 moved it ~2e-5 and took 5x the time
-to convert, int8 ~1e-3). The graph itself keeps float32 (its nearest rows' cosines are
-exact), and a compaction rebuilds the graph from the graph's own float32 rows.
+asks the exact cosine of the candidates the graph did not return, which one numpy gather
+answers and ``hnswlib``'s ``get_items`` (a Python list of floats per row) does not. The
+copy holds each row as **int16 codes with one float32 scale** (``row ≈ codes * scale``,
+:func:`quantise16`): half a float32 copy's bytes, a cosine moved by ~5e-6. The graph
+itself keeps float32, and a compaction rebuilds it from the graph's own float32 rows.
 
 hnswlib lets ``knn_query`` run beside ``add_items`` but not beside ``resize_index`` or
 ``mark_deleted``; one lock per graph serialises them (queries are ~0.2 ms, the writer is

@@ -128,9 +128,8 @@ class Memory:
         length, document frequencies). What was said does: turns, facts, what a person
         promoted. A restatement (summary, recap, decision record) would count its turns'
         words a second time, and an ownership context is the same sentence once per
-        session (620 on the RealMem dev personas, 13 % of the documents): counted, they
-        moved every turn's weights (docs/history.md). They are still searched, by the
-        turns' statistics."""
+        session: counted, they moved every turn's weights (docs/history.md). They are
+        still searched, by the turns' statistics."""
         return self.kind not in RESTATEMENTS and not self.is_ownership_context
 
     @property
