@@ -339,8 +339,7 @@ def redact(text: str) -> str:
     out.append(text[cursor:pending_start])
     out.append(PLACEHOLDER.format(kind=pending_kind))
     out.append(text[pending_end:])
-    redacted = "".join(out)
-    return redacted
+    return "".join(out)
 
 
 def contains_secret(text: str) -> bool:

@@ -151,12 +151,7 @@ class DecisionRecord(BaseModel):
 
 
 def _union(*groups: tuple[str, ...]) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for group in groups:
-        for item in group:
-            if item:
-                seen.setdefault(item, None)
-    return tuple(seen)
+    return tuple(dict.fromkeys(item for group in groups for item in group if item))
 
 
 def _bullets(items: tuple[str, ...]) -> list[str]:

@@ -168,7 +168,7 @@ class Ontology:
 
     def uniqueness_keys(self) -> dict[str, tuple[str, ...]]:
         """Per label, the node properties a uniqueness constraint must cover."""
-        return {label: ENTITY_KEY_PROPERTIES for label in self.labels()}
+        return dict.fromkeys(self.labels(), ENTITY_KEY_PROPERTIES)
 
     def normalize_name(self, type_name: str, name: str) -> str:
         """The resolution key of an entity name: NFKC, whitespace collapsed, quotes and

@@ -125,11 +125,8 @@ class _Turn:
         self.facts[(rel.name, source, target)] = None
 
     def targets_within(self, start: int, end: int) -> list[tuple[str, str]]:
-        seen: dict[tuple[str, str], None] = {}
-        for s, e, key in self.positions:
-            if start <= s and e <= end and key[0] not in _STATEMENT_TYPES:
-                seen.setdefault(key, None)
-        return list(seen)
+        within = (key for s, e, key in self.positions if start <= s and e <= end)
+        return list(dict.fromkeys(key for key in within if key[0] not in _STATEMENT_TYPES))
 
     def extraction(self, event_id: str) -> Extraction:
         # One validation of plain data in pydantic-core beats ~100 model_construct calls.

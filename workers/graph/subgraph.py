@@ -141,8 +141,7 @@ def own_node_ids(
     queries += [DERIVED_BY_SCOPE.format(label=label, prop=derived_prop) for label in DERIVED_LABELS]
     seen: dict[str, None] = dict.fromkeys(scope_node_ids(driver, database, scope, key))
     for query in queries:
-        for element_id in _ids(driver, database, query, key=key):
-            seen.setdefault(element_id, None)
+        seen.update(dict.fromkeys(_ids(driver, database, query, key=key)))
     return list(seen)
 
 

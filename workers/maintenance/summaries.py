@@ -203,8 +203,7 @@ def summarize_session(
             store_summary(distiller, summary)
             made.append(summary)
         # then the LLM's, where it answers, replace them one by one
-        made = [with_llm_content(distiller, s, seg) for s, seg in zip(made, segments, strict=True)]
-    return made
+        return [with_llm_content(distiller, s, seg) for s, seg in zip(made, segments, strict=True)]
 
 
 def summarize_last_turns(

@@ -155,11 +155,11 @@ def plan_query(
     ``idf_of`` rates how specific a term is in the searched partitions (common context
     words make poor expansions); ``known_entities`` filters n-grams to real entity keys.
     """
-    terms = {term: 1.0 for term in tokenize(query)}
+    terms = dict.fromkeys(tokenize(query), 1.0)
     if is_user_directed(query):
         for term in _PREFERENCE_TERMS:
             terms.setdefault(term, PREFERENCE_EXPANSION_WEIGHT)
-    entities = {key: 1.0 for key in known_entities(entity_ngrams(query))}
+    entities = dict.fromkeys(known_entities(entity_ngrams(query)), 1.0)
     plan = QueryPlan(terms=terms, entities=entities)
     recent = list(context)[-ranking.context_turns :]
     if not recent:

@@ -169,9 +169,5 @@ _FIELDS = tuple(f.name for f in fields(Memory))
 
 def normalise_entities(names: Any) -> tuple[str, ...]:
     """Entity keys, de-duplicated in first-seen order; empty keys dropped."""
-    seen: dict[str, None] = {}
-    for name in names:
-        key = entity_key(str(name))
-        if key:
-            seen.setdefault(key, None)
-    return tuple(seen)
+    keys = (entity_key(str(name)) for name in names)
+    return tuple(dict.fromkeys(key for key in keys if key))
