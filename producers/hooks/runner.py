@@ -100,31 +100,18 @@ class HookServices:
     distiller: Callable[[], DistillClient | None]
 
 
+@dataclass(kw_only=True, eq=False)
 class HookRunner:
-    def __init__(
-        self,
-        *,
-        spec: EditorSpec,
-        state: HookState,
-        hasher: ScopeHasher,
-        user: str,
-        consent: Callable[[str], bool],
-        services: HookServices,
-        deadline_ms: int,
-        start_budget_tokens: int,
-        started_at: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.spec = spec
-        self.state = state
-        self.hasher = hasher
-        self.user = user
-        self.consent = consent
-        self.services = services
-        self.deadline_ms = deadline_ms
-        self.start_budget_tokens = start_budget_tokens
-        self.started_at = started_at
-        self.clock = clock
+    spec: EditorSpec
+    state: HookState
+    hasher: ScopeHasher
+    user: str
+    consent: Callable[[str], bool]
+    services: HookServices
+    deadline_ms: int
+    start_budget_tokens: int
+    started_at: float
+    clock: Callable[[], float] = time.monotonic
 
     def run(self, call: HookCall) -> dict[str, Any] | None:
         """Carry out ``call``; the JSON to print, or None for no output."""
