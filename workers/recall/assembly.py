@@ -7,12 +7,11 @@ of them as provenance. Two rules:
 - It outranks the turns it came from only where it answers better: an automatic summary
   (Draft) that one of its own turns outranks is left out (``summaries_below_their_turns``).
   That turn answered better and is in the answer; the summary would only add the rest of
-  its span as places (RealMem counts a result as many places as its sources, a median of
-  6). A Final was asked for ("summarize and store the last N turns") and a Superseded one
-  is returned only to a caller asking for the history: both stay.
+  its span as places. A Final was asked for ("summarize and store the last N turns") and a
+  Superseded one is returned only to a caller asking for the history: both stay.
 - It earns a place after the best turns, not before them: ranked first, it stands for
   its whole span while its session held the answer less often than the best turn's did
-  (RealMem dev: 23 % against 37 %) (``summaries_after``).
+  (``summaries_after``; figures in docs/history.md).
 
 An ownership context (one sentence the maintenance worker writes per session and per
 workspace: who owns the scope, its git branch) answers a question about who owns what or
@@ -20,7 +19,7 @@ which branch, not one about what was said: it is left out of every other answer
 (``asks_about_ownership``, ``Memory.is_ownership_context``: the scoring skips it, so it
 takes no place in the packing pool either). One per session, they are near-duplicates:
 packed, they merged into one result carrying the opening turn of every session that
-matched (28 on a RealMem question, "What have you got for me?").
+matched.
 """
 
 from __future__ import annotations

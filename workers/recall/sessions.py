@@ -8,8 +8,7 @@ the opening turn of a session whose turns match the question well is found by ne
 lexical nor the semantic signal. The session signal adds up the best lexical hits among
 each session's first turns and gives that strength to the session's opening turn, which
 then joins the candidates (and gets its semantic cosine like any other), in a chat the
-user opened with an assistant. RealMem dev: 46 % of the evidence turns open their
-session; docs/history.md has the figures.
+user opened with an assistant (figures: docs/history.md).
 
 The session the question is asked in takes no part: the signal looks for an *earlier*
 session, and the current one's turns that match best are the conversation the assistant
