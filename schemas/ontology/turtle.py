@@ -7,6 +7,7 @@ broken into a typed :class:`OntologyLoadError` whose message names the file, nev
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import rdflib
@@ -257,13 +258,8 @@ def load_extension(path: str | Path, base: Ontology) -> Ontology:
                     f"ontology file {name!r}: property {local!r} is an alias of our "
                     f"relation {existing_rel.name!r}"
                 )
-            widened[local] = RelationType(
-                name=local,
-                description=existing_rel.description,
-                domain=existing_rel.domain | domain,
-                range=existing_rel.range | range_,
-                aliases=existing_rel.aliases,
-                symmetric=existing_rel.symmetric,
+            widened[local] = dataclasses.replace(
+                existing_rel, domain=existing_rel.domain | domain, range=existing_rel.range | range_
             )
             continue
         if not RELATION_NAME_PATTERN.match(local):
