@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -57,71 +58,71 @@ def _unavailable(args: argparse.Namespace) -> int:
     )
 
 
-def run_issue(args: argparse.Namespace) -> int:
+def _on_redis(
+    args: argparse.Namespace, work: Callable[[redis.Redis, str], int], tenant_fix: str = ""
+) -> int:
+    """``work`` on the operator's Redis and its URL; no operator Redis, a Redis error or a
+    tenant name :class:`InvalidTenantError` refuses (``tenant_fix`` says what to change)
+    end in one typed failure."""
     conn, url = _connect()
     if conn is None or url is None:
         return _unavailable(args)
-    out: Path | None = args.out
-    if out is not None and out.exists():
-        return report_failure(args, "INVALID_REQUEST", f"{out} exists", "name a new file")
     try:
-        issued = issue(conn, args.tenant)
+        return work(conn, url)
     except InvalidTenantError as exc:
-        return report_failure(
-            args, "INVALID_REQUEST", str(exc), "e.g. `turngraph credentials issue acme`"
-        )
+        return report_failure(args, "INVALID_REQUEST", str(exc), tenant_fix)
     except redis.RedisError as exc:
         return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
     finally:
         conn.close()
-    env = issued.env_lines(args.producer_url or url)
-    if issued.persisted == "not_persisted":
-        print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
-    if out is not None:
-        write_private(out, env)
-        print(f"issued {issued.user}: the producer settings are in {out} (mode 600)")
-    else:
-        print(f"# issued {issued.user}; shown once, keep it secret", file=sys.stderr)
-        sys.stdout.write(env)
-    return 0
+
+
+def run_issue(args: argparse.Namespace) -> int:
+    def work(conn: redis.Redis, url: str) -> int:
+        out: Path | None = args.out
+        if out is not None and out.exists():
+            return report_failure(args, "INVALID_REQUEST", f"{out} exists", "name a new file")
+        issued = issue(conn, args.tenant)
+        env = issued.env_lines(args.producer_url or url)
+        if issued.persisted == "not_persisted":
+            print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
+        if out is not None:
+            write_private(out, env)
+            print(f"issued {issued.user}: the producer settings are in {out} (mode 600)")
+        else:
+            print(f"# issued {issued.user}; shown once, keep it secret", file=sys.stderr)
+            sys.stdout.write(env)
+        return 0
+
+    return _on_redis(args, work, "e.g. `turngraph credentials issue acme`")
 
 
 def run_revoke(args: argparse.Namespace) -> int:
-    conn, _ = _connect()
-    if conn is None:
-        return _unavailable(args)
-    try:
+    def work(conn: redis.Redis, _url: str) -> int:
         existed, persisted = revoke(conn, args.tenant)
-    except InvalidTenantError as exc:
-        return report_failure(args, "INVALID_REQUEST", str(exc), "name an issued tenant")
-    except redis.RedisError as exc:
-        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
-    finally:
-        conn.close()
-    if not existed:
-        return report_failure(args, "NOT_FOUND", f"no credential for {args.tenant}", "see `list`")
-    if persisted == "not_persisted":
-        print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
-    print(f"revoked tenant-{args.tenant}; its clients were disconnected")
-    return 0
+        if not existed:
+            return report_failure(
+                args, "NOT_FOUND", f"no credential for {args.tenant}", "see `list`"
+            )
+        if persisted == "not_persisted":
+            print(f"warning: {NOT_PERSISTED_HINT}", file=sys.stderr)
+        print(f"revoked tenant-{args.tenant}; its clients were disconnected")
+        return 0
+
+    return _on_redis(args, work, "name an issued tenant")
 
 
 def run_list(args: argparse.Namespace) -> int:
-    conn, _ = _connect()
-    if conn is None:
-        return _unavailable(args)
-    try:
+    def work(conn: redis.Redis, _url: str) -> int:
         tenants = issued_tenants(conn)
-    except redis.RedisError as exc:
-        return report_failure(args, "BACKEND_UNAVAILABLE", f"Redis: {type(exc).__name__}", "retry")
-    finally:
-        conn.close()
-    if args.json:
-        print(json.dumps({"success": True, "tenants": tenants}))
-    else:
-        for name, active in tenants.items():
-            print(f"{name:<33}{'active' if active else 'revoked'}")
-    return 0
+        if args.json:
+            print(json.dumps({"success": True, "tenants": tenants}))
+        else:
+            for name, active in tenants.items():
+                print(f"{name:<33}{'active' if active else 'revoked'}")
+        return 0
+
+    return _on_redis(args, work)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
