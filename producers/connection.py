@@ -119,10 +119,8 @@ class Connection:
 def open_publisher(
     settings: ProducerSettings, *, consent: ConsentCheck | None = None, **overrides: object
 ) -> Publisher:
-    """A publisher for the configured Redis and ingest queue (``redis_url`` must be set);
-    ``overrides`` are :class:`Publisher` keyword arguments."""
-    if not settings.redis_url:
-        raise ConfigurationError("settings.redis_url is not set: resolve the endpoints first")
+    """A publisher for the configured Redis and ingest queue (``redis_url`` must be set,
+    or given among ``overrides``, :class:`Publisher` keyword arguments)."""
     options: dict[str, object] = {
         "redis_url": settings.redis_url,
         "queue_name": settings.ingest_queue,
@@ -133,6 +131,8 @@ def open_publisher(
         "tenant": settings.tenant,
     }
     options.update(overrides)
+    if not options["redis_url"]:
+        raise ConfigurationError("settings.redis_url is not set: resolve the endpoints first")
     return Publisher(**options)  # type: ignore[arg-type]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from turngraph.clients import producer_redis_url
+from turngraph.producers.connection import open_publisher
 from turngraph.producers.consent import ConsentStore, consent_endpoint
 from turngraph.producers.hooks.call import CAPTURE_ACTIONS, hook_target, read_call
 from turngraph.producers.hooks.editors import EDITORS
@@ -123,13 +124,4 @@ class HookEvents:
         url = producer_redis_url(self._settings)
         if url is None:
             return None
-        settings = self._settings
-        return Publisher(
-            redis_url=url,
-            queue_name=settings.ingest_queue,
-            max_queue_length=settings.max_queue_length,
-            drop_policy=settings.drop_policy,
-            buffer_size=settings.publish_buffer_size,
-            connect_timeout_s=CONNECT_TIMEOUT_S,
-            tenant=settings.tenant,
-        )
+        return open_publisher(self._settings, redis_url=url, connect_timeout_s=CONNECT_TIMEOUT_S)
