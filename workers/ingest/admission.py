@@ -9,10 +9,12 @@ ingest entry), and a tenant's turns are qualified with the tenant whose inbox th
 from (``schemas.tenants.qualify``), so tenants never share a scope, an event id or a
 duplicate marker, and nothing in an entry can name another tenant.
 
-Delivery is at least once: entries are moved atomically (one ``MULTI`` of ``LMOVE``) from
-the inbox to the source's admission list; the batch jobs, the admission list's deletion
-and the counters are then written in one ``MULTI``. A worker that dies in between leaves
-the entries in the admission list and the next admission takes them again. One worker
+Delivery is at least once: a batch of entries is moved atomically (one Lua call,
+:data:`_TAKE`) from the inbox to the source's admission list; the batch job, its turns'
+admitted markers, the admission list's deletion and the counters are then written in one
+``MULTI`` (RQ's ``enqueue_many`` and one Lua call, :data:`_DONE`): a batch's Redis
+commands do not grow with its turns. A worker that dies in between leaves the entries in
+the admission list and the next admission takes them again. One worker
 admits a source at a time (a lock that expires if its holder dies). Admission moves
 entries only while RQ's queue holds fewer than :data:`MAX_QUEUED_BATCHES` jobs, so the
 backlog, the bound and its drop policy stay in the inboxes, counted exactly. Every entry
@@ -86,6 +88,48 @@ WAKE_TIMEOUT_S = 1.0
 
 FULL_QUEUE_WAIT_S = 0.05
 """With RQ's queue deep enough, admission looks again this often."""
+
+MAX_TAKE = 4096
+"""The largest ``batch`` (the move script passes a batch to one ``RPUSH``)."""
+
+_TAKE = """
+-- KEYS[1] inbox  KEYS[2] admission list  KEYS[3] forget epoch
+-- ARGV[1] entries to move (at most MAX_TAKE: unpack's stack)
+-- The admission list's entries (a dead admitter's) if it holds any, else up to ARGV[1]
+-- entries moved there from the inbox's head; with the forget epoch, in one atomic step.
+local n = tonumber(ARGV[1])
+local entries = redis.call('LRANGE', KEYS[2], 0, -1)
+if #entries == 0 and n > 0 then
+  entries = redis.call('LRANGE', KEYS[1], 0, n - 1)
+  if #entries > 0 then
+    redis.call('RPUSH', KEYS[2], unpack(entries))
+    redis.call('LTRIM', KEYS[1], #entries, -1)
+  end
+end
+return {entries, redis.call('GET', KEYS[3])}
+"""
+"""Moves one batch from an inbox to its admission list: a constant number of commands
+per batch (it was one ``LMOVE`` per entry)."""
+
+_DONE = """
+-- KEYS[1] admission list  KEYS[2] counters  then ARGV[3] admitted markers, then the
+-- stale ingested markers to delete
+-- ARGV[1] batch job id  ARGV[2] markers' TTL  ARGV[3] markers  ARGV[4] duplicates
+-- ARGV[5] rejected  ARGV[6] admitted
+local marks = tonumber(ARGV[3])
+for i = 3, 2 + marks do redis.call('SET', KEYS[i], ARGV[1], 'EX', ARGV[2]) end
+if #KEYS > 2 + marks then redis.call('DEL', unpack(KEYS, 3 + marks, #KEYS)) end
+redis.call('DEL', KEYS[1])
+local duplicates, rejected = tonumber(ARGV[4]), tonumber(ARGV[5])
+if duplicates + rejected > 0 then
+  redis.call('HINCRBY', KEYS[2], 'enqueued', -(duplicates + rejected))
+end
+if duplicates > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', duplicates) end
+if rejected > 0 then redis.call('HINCRBY', KEYS[2], 'rejected', rejected) end
+if tonumber(ARGV[6]) > 0 then redis.call('HINCRBY', KEYS[2], 'admitted', ARGV[6]) end
+"""
+"""A batch's admitted markers, stale markers' deletion, the admission list's deletion and
+the counters: one call, in the ``MULTI`` of the batch job (it was a ``SET`` per turn)."""
 
 _LIVE = frozenset(
     {
@@ -175,6 +219,8 @@ class Admission:
     ) -> None:
         """``stored``: which event ids the graph holds (a marker alone is trusted without
         it: tests and benchmarks of admission alone)."""
+        if not 1 <= batch <= MAX_TAKE:
+            raise ValueError(f"batch must be 1 to {MAX_TAKE} turns")
         self._redis = conn
         self._stored = stored
         self._queue = queue
@@ -185,6 +231,8 @@ class Admission:
         self._function_loaded = False
         self._burst = False
         self.counters = AdmissionCounters()
+        self._take = conn.register_script(_TAKE)
+        self._done = conn.register_script(_DONE)
 
     def tenants(self) -> list[str]:
         names = sorted(m.decode() for m in self._redis.smembers(TENANTS_KEY))  # type: ignore[union-attr]
@@ -230,20 +278,9 @@ class Admission:
             release(lock)
 
     def _admit_locked(self, source: Source) -> int:
-        # the forget epoch is read in the MULTI that takes the entries (see the docstring)
-        with self._redis.pipeline(transaction=True) as pipe:
-            pipe.lrange(source.pending, 0, -1)
-            pipe.get(FORGET_EPOCH)
-            entries, epoch = pipe.execute()
-        if not entries:
-            if not self.room():
-                return 0
-            with self._redis.pipeline(transaction=True) as pipe:
-                for _ in range(self._batch):
-                    pipe.lmove(source.inbox, source.pending, "LEFT", "RIGHT")
-                pipe.get(FORGET_EPOCH)
-                *moved, epoch = pipe.execute()
-                entries = [entry for entry in moved if entry is not None]
+        # the forget epoch is read in the step that takes the entries (see the docstring)
+        room = self._batch if self.room() else 0
+        entries, epoch = self._take(keys=[source.inbox, source.pending, FORGET_EPOCH], args=[room])
         if entries:
             self.admit_entries(source, entries, current_epoch(epoch))
         return len(entries)
@@ -332,26 +369,18 @@ class Admission:
     ) -> None:
         """The batch job, the admission list's deletion, stale markers' deletion and the
         counters, in one MULTI."""
+        marks = [admitted_key(event.event_id) for event in events]
+        job_id = str(uuid.uuid4()) if events else ""
         with self._redis.pipeline(transaction=True) as pipe:
             if events:
                 payloads = [event.model_dump(mode="json") for event in events]
-                job_id = str(uuid.uuid4())
                 job = batch_job(payloads, self._job_timeout_s, job_id, admitted_epoch=epoch)
                 self._queue.enqueue_many([job], pipeline=pipe)
-                for event in events:
-                    pipe.set(admitted_key(event.event_id), job_id, ex=INGESTED_TTL_S)
-            if stale:  # the write counts from 1 again (a marker of 2 means written twice)
-                pipe.delete(*(ingested_key(event_id) for event_id in stale))
-            pipe.delete(source.pending)
-            if duplicates + rejected:
-                pipe.hincrby(source.stats, "enqueued", -(duplicates + rejected))
-            for name, value in (
-                ("duplicates", duplicates),
-                ("rejected", rejected),
-                ("admitted", len(events)),
-            ):
-                if value:
-                    pipe.hincrby(source.stats, name, value)
+            self._done(
+                keys=[source.pending, source.stats, *marks, *map(ingested_key, stale)],
+                args=[job_id, INGESTED_TTL_S, len(marks), duplicates, rejected, len(events)],
+                client=pipe,
+            )
             pipe.execute()
         counters = self.counters
         counters.admitted += len(events)
