@@ -11,6 +11,7 @@ list stays a few batches deep, so the bound, the drop policy and the counters li
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from enum import IntEnum
@@ -19,9 +20,9 @@ from typing import Any, NamedTuple
 
 import redis
 
-from turngraph.schemas.defaults import INGEST_QUEUE, DropPolicy
+from turngraph.schemas.defaults import INGEST_QUEUE, INGESTED_TTL_S, DropPolicy
 from turngraph.schemas.keys import (
-    ADMITTED_PREFIX,
+    ADMITTED_TEMPLATE,
     INBOX_TEMPLATE,
     INBOX_WAKE_TEMPLATE,
     INGESTED_PREFIX,
@@ -30,8 +31,9 @@ from turngraph.schemas.keys import (
 from turngraph.schemas.turn_event import TurnEvent
 
 __all__ = [
-    "BatchResult", "BoundedQueue", "Outcome", "PreparedJob", "QueueStats", "admitted_key",
-    "inbox_script_source", "ingested_key", "is_ingested", "parse_stats", "read_stats",
+    "BatchResult", "BoundedQueue", "Outcome", "PreparedJob", "QueueStats", "admitted_hash",
+    "admitted_hashes", "delete_admitted", "inbox_script_source", "ingested_key",
+    "is_ingested", "parse_stats", "read_stats",
 ]  # fmt: skip
 
 
@@ -132,9 +134,30 @@ def ingested_key(event_id: str) -> str:
     return INGESTED_PREFIX + event_id
 
 
-def admitted_key(event_id: str) -> str:
-    """Redis key of an event's admitted marker (the batch job it waits in)."""
-    return ADMITTED_PREFIX + event_id
+ADMITTED_WEEK_S = INGESTED_TTL_S
+"""The span of one hash of admitted markers; each lives until a week after its span."""
+
+
+def admitted_hash(now: float | None = None) -> tuple[str, int]:
+    """The hash admission writes a batch's admitted markers into now (event id -> batch
+    job id), and the Unix time it expires at: a marker lives one to two weeks."""
+    week = int((time.time() if now is None else now) // ADMITTED_WEEK_S)
+    return ADMITTED_TEMPLATE.format(week=week), (week + 2) * ADMITTED_WEEK_S
+
+
+def admitted_hashes(now: float | None = None) -> list[str]:
+    """Every hash a live admitted marker may be in (this week's and the last; the next
+    too, for a clock a little ahead), newest first."""
+    week = int((time.time() if now is None else now) // ADMITTED_WEEK_S)
+    return [ADMITTED_TEMPLATE.format(week=w) for w in (week + 1, week, week - 1)]
+
+
+def delete_admitted(conn: Any, event_ids: Sequence[str]) -> None:
+    """Delete the admitted markers of ``event_ids`` (``conn``: a client or a pipeline):
+    one ``HDEL`` per hash, whatever the number of turns."""
+    if event_ids:
+        for key in admitted_hashes():
+            conn.hdel(key, *event_ids)
 
 
 def is_ingested(conn: redis.Redis, event_id: str) -> bool:

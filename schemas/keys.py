@@ -6,7 +6,7 @@ RQ's own key names are not here: RQ's objects know them (``Queue.key``, ``Job.ke
 from __future__ import annotations
 
 __all__ = [
-    "ADMISSION_LIST_TEMPLATE", "ADMITTED_PREFIX", "CHANGES_STREAM", "DEAD_LETTERS_TEMPLATE",
+    "ADMISSION_LIST_TEMPLATE", "ADMITTED_TEMPLATE", "CHANGES_STREAM", "DEAD_LETTERS_TEMPLATE",
     "DISTILL_REPLY_PREFIX", "DISTILL_REQUESTS", "ENRICH_REQUESTED", "FORGET_EPOCH",
     "GRAPH_IDENTITY", "INBOX_TEMPLATE", "INBOX_WAKE_TEMPLATE", "INGESTED_PREFIX",
     "LLM_MODE_PREFIX", "LLM_STATS", "LOCK_PREFIX", "QUEUE_STATS_TEMPLATE", "RECALL_REPLICA_PREFIX",
@@ -25,10 +25,12 @@ GRAPH_IDENTITY = "turngraph:graph:identity"
 checked against; an ingest worker that starts on another graph drops the markers of turns
 that graph lacks (``workers/ingest/markers.py``)."""
 
-ADMITTED_PREFIX = "turngraph:admitted:"
-"""Marker set by admission while an event waits in a batch job: that job's id (a turn
-published again meanwhile is a duplicate); the ingest job deletes it with the ingested
-marker's write, a dead letter with its record."""
+ADMITTED_TEMPLATE = "turngraph:admitted-markers:{week}"
+"""Hash of the admitted markers written in one week (``producers/bounded_queue.py``):
+event id -> the batch job it waits in (a turn published again meanwhile is a
+duplicate); the ingest job deletes a turn's with the ingested marker's write, a dead
+letter with its record. One hash per week, expiring a week after the week ends, so one
+command writes (or reads, or deletes) a batch's markers."""
 
 INBOX_TEMPLATE = "turngraph:inbox:{queue}"
 """The operator's bounded inbox of a queue: TurnEvent JSON, oldest first (admission moves

@@ -47,7 +47,7 @@ from rq.registry import (
 from rq.results import Result
 from rq.serializers import JSONSerializer
 
-from turngraph.producers.bounded_queue import admitted_key, ingested_key
+from turngraph.producers.bounded_queue import delete_admitted, ingested_key
 from turngraph.schemas.changes import (
     CHANGE_FIELD,
     ChangeEntry,
@@ -153,15 +153,13 @@ def _scope_jobs(conn: redis.Redis, ids: Iterable[str], field: str, key: str) -> 
 
 def _other_turns(conn: redis.Redis, job: Job, field: str, key: str) -> list[Any]:
     """An ingest batch job's turns of other scopes; the scope's turns lose their admitted
-    markers (keys named after them)."""
+    markers."""
     args = job.args
     if job.func_name != INGEST_FUNCTION or not args or not isinstance(args[0], list):
         return []
     turns = args[0]
     gone = [turn for turn in turns if mentions_scope(turn, field, key)]
-    markers = [admitted_key(str(t.get("event_id"))) for t in gone if isinstance(t, dict)]
-    if markers:
-        conn.delete(*markers)
+    delete_admitted(conn, [str(t.get("event_id")) for t in gone if isinstance(t, dict)])
     return [turn for turn in turns if not mentions_scope(turn, field, key)]
 
 

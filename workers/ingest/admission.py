@@ -11,8 +11,8 @@ duplicate marker, and nothing in an entry can name another tenant.
 
 Delivery is at least once: a batch of entries is moved atomically (one Lua call,
 :data:`_TAKE`) from the inbox to the source's admission list; the batch job, its turns'
-admitted markers, the admission list's deletion and the counters are then written in one
-``MULTI`` (RQ's ``enqueue_many`` and one Lua call, :data:`_DONE`): a batch's Redis
+admitted markers (one ``HSET`` into this week's hash, ``admitted_hash``), the admission
+list's deletion and the counters are then written in one ``MULTI``: a batch's Redis
 commands do not grow with its turns. A worker that dies in between leaves the entries in
 the admission list and the next admission takes them again. One worker
 admits a source at a time (a lock that expires if its holder dies). Admission moves
@@ -45,9 +45,9 @@ from rq import Queue
 from rq.exceptions import InvalidJobOperation
 from rq.job import Job, JobStatus
 
-from turngraph.producers.bounded_queue import admitted_key, ingested_key
+from turngraph.producers.bounded_queue import admitted_hash, admitted_hashes, ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
-from turngraph.schemas.defaults import INGESTED_TTL_S, JOB_TIMEOUT_S
+from turngraph.schemas.defaults import JOB_TIMEOUT_S
 from turngraph.schemas.errors import InvalidPayloadError, TurngraphError
 from turngraph.schemas.keys import (
     ADMISSION_LIST_TEMPLATE,
@@ -110,26 +110,6 @@ return {entries, redis.call('GET', KEYS[3])}
 """
 """Moves one batch from an inbox to its admission list: a constant number of commands
 per batch (it was one ``LMOVE`` per entry)."""
-
-_DONE = """
--- KEYS[1] admission list  KEYS[2] counters  then ARGV[3] admitted markers, then the
--- stale ingested markers to delete
--- ARGV[1] batch job id  ARGV[2] markers' TTL  ARGV[3] markers  ARGV[4] duplicates
--- ARGV[5] rejected  ARGV[6] admitted
-local marks = tonumber(ARGV[3])
-for i = 3, 2 + marks do redis.call('SET', KEYS[i], ARGV[1], 'EX', ARGV[2]) end
-if #KEYS > 2 + marks then redis.call('DEL', unpack(KEYS, 3 + marks, #KEYS)) end
-redis.call('DEL', KEYS[1])
-local duplicates, rejected = tonumber(ARGV[4]), tonumber(ARGV[5])
-if duplicates + rejected > 0 then
-  redis.call('HINCRBY', KEYS[2], 'enqueued', -(duplicates + rejected))
-end
-if duplicates > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', duplicates) end
-if rejected > 0 then redis.call('HINCRBY', KEYS[2], 'rejected', rejected) end
-if tonumber(ARGV[6]) > 0 then redis.call('HINCRBY', KEYS[2], 'admitted', ARGV[6]) end
-"""
-"""A batch's admitted markers, stale markers' deletion, the admission list's deletion and
-the counters: one call, in the ``MULTI`` of the batch job (it was a ``SET`` per turn)."""
 
 _LIVE = frozenset(
     {
@@ -232,7 +212,6 @@ class Admission:
         self._burst = False
         self.counters = AdmissionCounters()
         self._take = conn.register_script(_TAKE)
-        self._done = conn.register_script(_DONE)
 
     def tenants(self) -> list[str]:
         names = sorted(m.decode() for m in self._redis.smembers(TENANTS_KEY))  # type: ignore[union-attr]
@@ -307,14 +286,19 @@ class Admission:
 
     def _fresh(self, events: Sequence[TurnEvent]) -> tuple[list[TurnEvent], list[str]]:
         """The events neither in the graph nor waiting in a live batch job, and the event
-        ids among them whose ingested marker is stale: one ``MGET`` of both markers of
-        every turn; a graph lookup and a batch job's status only for the (rare) re-published."""
+        ids among them whose ingested marker is stale: one ``MGET`` of the ingested markers
+        and one ``HMGET`` per hash of admitted markers, in one round trip; a graph lookup
+        and a batch job's status only for the (rare) re-published."""
         if not events:
             return [], []
-        keys = [ingested_key(event.event_id) for event in events]
-        keys += [admitted_key(event.event_id) for event in events]
-        found: list[bytes | None] = self._redis.mget(keys)  # type: ignore[assignment]
-        markers, job_ids = found[: len(events)], found[len(events) :]
+        ids = [event.event_id for event in events]
+        with self._redis.pipeline(transaction=False) as pipe:
+            pipe.mget([ingested_key(event_id) for event_id in ids])
+            for key in admitted_hashes():
+                pipe.hmget(key, ids)
+            markers, *hashes = pipe.execute()
+        # the newest hash's marker first (one turn admitted again has one per hash)
+        job_ids = [next(filter(None, found), None) for found in zip(*hashes, strict=True)]
         live: dict[bytes, bool] = {}
         claimed = [
             e.event_id for e, marker in zip(events, markers, strict=True) if marker is not None
@@ -369,18 +353,27 @@ class Admission:
     ) -> None:
         """The batch job, the admission list's deletion, stale markers' deletion and the
         counters, in one MULTI."""
-        marks = [admitted_key(event.event_id) for event in events]
-        job_id = str(uuid.uuid4()) if events else ""
         with self._redis.pipeline(transaction=True) as pipe:
             if events:
                 payloads = [event.model_dump(mode="json") for event in events]
+                job_id = str(uuid.uuid4())
                 job = batch_job(payloads, self._job_timeout_s, job_id, admitted_epoch=epoch)
                 self._queue.enqueue_many([job], pipeline=pipe)
-            self._done(
-                keys=[source.pending, source.stats, *marks, *map(ingested_key, stale)],
-                args=[job_id, INGESTED_TTL_S, len(marks), duplicates, rejected, len(events)],
-                client=pipe,
-            )
+                markers, expires_at = admitted_hash()
+                pipe.hset(markers, mapping=dict.fromkeys((e.event_id for e in events), job_id))
+                pipe.expireat(markers, expires_at)
+            if stale:  # the write counts from 1 again (a marker of 2 means written twice)
+                pipe.delete(*(ingested_key(event_id) for event_id in stale))
+            pipe.delete(source.pending)
+            if duplicates + rejected:
+                pipe.hincrby(source.stats, "enqueued", -(duplicates + rejected))
+            for name, value in (
+                ("duplicates", duplicates),
+                ("rejected", rejected),
+                ("admitted", len(events)),
+            ):
+                if value:
+                    pipe.hincrby(source.stats, name, value)
             pipe.execute()
         counters = self.counters
         counters.admitted += len(events)

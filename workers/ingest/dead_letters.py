@@ -20,7 +20,7 @@ from rq.job import Job
 from rq.registry import FailedJobRegistry
 from rq.serializers import JSONSerializer
 
-from turngraph.producers.bounded_queue import admitted_key
+from turngraph.producers.bounded_queue import delete_admitted
 from turngraph.schemas.defaults import FAILURE_TTL_S, JOB_TIMEOUT_S
 from turngraph.schemas.keys import DEAD_LETTERS_TEMPLATE, QUEUE_STATS_TEMPLATE
 from turngraph.workers.ingest.envelope import EnvelopeError
@@ -70,8 +70,7 @@ def record(
             kept = {key: json.dumps(turn) for key, turn in turns.items()}
             pipe.hset(kept_turns_key(queue_name), mapping=kept)  # type: ignore[arg-type]
             pipe.expire(kept_turns_key(queue_name), FAILURE_TTL_S)
-        for job_id in records:  # a dead turn may be published again
-            pipe.delete(admitted_key(job_id))
+        delete_admitted(pipe, list(records))  # a dead turn may be published again
         pipe.hincrby(QUEUE_STATS_TEMPLATE.format(queue=queue_name), "dead_lettered", len(records))
         pipe.execute()
     return len(records)

@@ -11,7 +11,7 @@ import pydantic
 import redis
 import structlog
 
-from turngraph.producers.bounded_queue import admitted_key, ingested_key
+from turngraph.producers.bounded_queue import delete_admitted, ingested_key
 from turngraph.producers.redaction import redact_and_fit
 from turngraph.schemas.changes import encode_change
 from turngraph.schemas.defaults import CHANGES_MAXLEN, INGESTED_TTL_S
@@ -101,11 +101,11 @@ class IngestPipeline:
         were admitted (``admitted_epoch``, the batch job's stamp; None: every forgotten
         scope's)."""
         # admission's in-flight markers, by the ids it saw (before any id is hashed)
-        admitted = [admitted_key(event.event_id) for event in events]
+        admitted = [event.event_id for event in events]
         try:
             events, forgotten = split_forgotten(self._redis, events, admitted_epoch)
-            if admitted and not events:
-                self._redis.delete(*admitted)
+            if not events:
+                delete_admitted(self._redis, admitted)
         except redis.RedisError as exc:
             raise BackendUnavailableError("redis unavailable before graph write") from exc
         for event in forgotten:
@@ -141,7 +141,7 @@ class IngestPipeline:
                         maxlen=CHANGES_MAXLEN,
                         approximate=True,
                     )
-                pipe.delete(*admitted)
+                delete_admitted(pipe, admitted)
                 created = set(report.created)
                 for event in clean:
                     # the marker counts the writes that created the episode: a turn written
