@@ -28,7 +28,7 @@ from tests.support.worker_processes import wait_for
 from turngraph.clients import Clients
 from turngraph.workers.enrichment import read_status
 
-pytestmark = [pytest.mark.integration, pytest.mark.heavy(85), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.heavy(85), pytest.mark.timeout(900)]
 
 LLM_DELAY_S = 5.0
 """How long the server takes to answer anything but a refusal (a small local model)."""

@@ -20,7 +20,7 @@ from tests.support.worker_processes import wait_for
 from turngraph.clients import Clients
 from turngraph.workers.enrichment import read_status
 
-pytestmark = [pytest.mark.integration, pytest.mark.heavy(85), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.heavy(85), pytest.mark.timeout(900)]
 
 
 def test_a_server_that_never_answers_never_delays_recall(clients: Clients) -> None:

@@ -53,6 +53,10 @@ def recallable(client: RecallClient, turns: list[TurnEvent]) -> set[str]:
     return found
 
 
+START_S = 360
+"""How long the deployment's workers may take to start (polled)."""
+
+
 @contextmanager
 def deployment(clients: Clients, server: FakeOpenAI | None, **env: str) -> Iterator[list[str]]:
     """Two ingest workers, two maintenance workers and a recall replica, configured with
@@ -72,9 +76,11 @@ def deployment(clients: Clients, server: FakeOpenAI | None, **env: str) -> Itera
     try:
         for kind in ("recall", "ingest", "ingest", "maintenance", "maintenance"):
             procs.append(start_worker(kind, settings))
-        assert wait_for(lambda: read_heartbeats(conn), 120), "the replica never started"
-        assert wait_for(lambda: read_heartbeats(conn)[0].bootstrapped, 120)
-        assert wait_for(lambda: len(Worker.all(connection=conn)) >= 4, 120), "workers not up"
+        # Five interpreters load their models at once: polled, with room for a loaded
+        # machine (a CI run at load 20-30 took over 120 s to start the replica).
+        assert wait_for(lambda: read_heartbeats(conn), START_S), "the replica never started"
+        assert wait_for(lambda: read_heartbeats(conn)[0].bootstrapped, START_S)
+        assert wait_for(lambda: len(Worker.all(connection=conn)) >= 4, START_S), "workers not up"
         yield outputs
     finally:
         if server is not None:
