@@ -5,17 +5,12 @@ real writer, on the embedded ArcadeDB and on a real Neo4j."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.support.turns import turn
 from turngraph.app import build_pipeline
-from turngraph.clients import Clients, build_clients, with_endpoints
-from turngraph.embedded import EmbeddedServices
+from turngraph.clients import Clients
 from turngraph.schemas.changes import MemoryRecord
-from turngraph.schemas.errors import EmbeddedServiceError
-from turngraph.settings import Settings
 from turngraph.workers.graph.keys import MAX_NAME_KEY_CHARS, entity_uid, normalise_name
 
 pytestmark = pytest.mark.integration
@@ -35,6 +30,7 @@ EXPANDING = {
 }
 
 
+@pytest.mark.both_engines  # the Neo4j tier's server: a real Neo4j 5.26, as `--graph neo4j` runs it
 @pytest.mark.parametrize("name", sorted(EXPANDING))
 def test_a_decision_on_expanding_unicode_is_stored(clients: Clients, name: str) -> None:
     text = EXPANDING[name]
@@ -61,30 +57,3 @@ def test_name_keys_and_uids_are_bounded_and_distinct(name: str) -> None:
     assert normalise_name("Decision", f"use {text}") == key  # and the same name the same key
     uid = entity_uid("w-" + "x" * 64, "Decision", key)
     assert len(uid) <= MAX_ID_CHARS
-
-
-@pytest.fixture(scope="module")
-def neo4j_clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
-    """A real Neo4j 5.26 Community server the project starts itself (``--graph neo4j``),
-    with its own Redis; skipped where Java 17+ or Maven cannot provide it."""
-    data_dir = tmp_path_factory.mktemp("neo4j-engine")
-    services = EmbeddedServices(data_dir, graph_engine="neo4j")
-    try:
-        endpoints = services.start()
-    except EmbeddedServiceError as error:
-        pytest.skip(f"no Neo4j here: {error}")
-    clients = build_clients(
-        with_endpoints(Settings(_env_file=None, data_dir=data_dir / "settings"), endpoints)
-    )
-    try:
-        yield clients
-    finally:
-        clients.close()
-        services.stop()
-
-
-@pytest.mark.parametrize("name", sorted(EXPANDING))
-def test_a_decision_on_expanding_unicode_is_stored_in_neo4j(
-    neo4j_clients: Clients, name: str
-) -> None:
-    test_a_decision_on_expanding_unicode_is_stored(neo4j_clients, name)
