@@ -107,15 +107,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files marked ``heavy(seconds)`` first, longest first; the others in the order
-    collected. ``--dist loadfile`` hands out whole files in this order (two to each worker
-    at the start), and a file of minutes started last would run alone at the end."""
+    """Files marked ``heavy(seconds)`` (minutes of ``up`` cycles and JVM starts) spread
+    out: longest first, each followed by one file of the others, in the order collected;
+    then the rest. ``--dist loadfile`` hands out whole files in this order, so about half
+    of the four processes run a heavy file at a time (one per core) while the others run
+    lighter ones, and no heavy file is handed out last to run alone at the end. (All of
+    them first, four heavy files at once fighting for two cores, made the run longer.)"""
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
 
-    def expected_s(item: pytest.Item) -> float:
-        heavy = item.get_closest_marker("heavy")
+    def expected_s(group: list[pytest.Item]) -> float:
+        heavy = group[0].get_closest_marker("heavy")
         return float(heavy.args[0]) if heavy is not None else 0.0
 
-    items.sort(key=expected_s, reverse=True)
+    heavy = sorted((g for g in files.values() if expected_s(g)), key=expected_s, reverse=True)
+    light = [g for g in files.values() if not expected_s(g)]
+    ordered: list[pytest.Item] = []
+    for index, group in enumerate(heavy):
+        ordered += group + (light[index] if index < len(light) else [])
+    for group in light[len(heavy) :]:
+        ordered += group
+    items[:] = ordered
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
