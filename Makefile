@@ -88,9 +88,11 @@ test: lint typecheck
 test-wheel: install-dev
 	VENV=$(VENV) bash ops/test-wheel.sh -n 4 --dist loadfile --no-loadscope-reorder
 
-## Re-export the JSON Schemas from the pydantic models and the TypeScript types from them.
+## Re-export the JSON Schemas from the pydantic models, the TypeScript types from them, and
+## the ontology as Turtle.
 schemas: install-dev
-	$(PY) -m turngraph.schemas.export
+	$(PY) ops/schema_export.py
+	$(PY) ops/ontology_export.py
 	npm run --silent types --prefix producers/typescript
 
 unit: install-dev

@@ -3,7 +3,7 @@
 Generated from it: the extraction JSON Schema (:func:`response_format`), the prompt's
 type list, validation (``workers.extraction.validation``), Neo4j labels, relationship
 types and uniqueness keys (:func:`labels`, :func:`relationship_types`,
-:func:`uniqueness_keys`), and the Turtle export (``python -m turngraph.schemas.ontology.export``).
+:func:`uniqueness_keys`), and the Turtle export (``ops/ontology_export.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from turngraph.schemas.ontology.model import (
     Ontology,
     RelationType,
 )
-from turngraph.schemas.ontology.turtle import load_extension, ontology_from, to_turtle
+from turngraph.schemas.ontology.turtle import load_extension, ontology_from
 
 
 def labels() -> tuple[str, ...]:
@@ -51,5 +51,5 @@ __all__ = [
     "OntologyFileUnreadableError", "OntologyLoadError", "OntologyNamespaceError",
     "OntologyNoTriplesError", "OntologyParseError", "RelationType", "extraction_json_schema",
     "labels", "load_extension", "ontology_from", "relationship_types", "response_format",
-    "to_turtle", "uniqueness_keys",
+    "uniqueness_keys",
 ]  # fmt: skip

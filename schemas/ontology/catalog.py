@@ -2,7 +2,7 @@
 
 Bump :data:`ONTOLOGY_VERSION` on any change that alters labels, relationship types,
 domains or ranges, then regenerate ``ontology.ttl`` with
-``python -m turngraph.schemas.ontology.export``.
+``python ops/ontology_export.py``.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import pytest
 import rdflib
 from rdflib.namespace import OWL, RDF
 
+from ops.ontology_export import TURTLE_PATH, main, to_turtle
 from turngraph.schemas.errors import ConfigurationError
 from turngraph.schemas.ontology import (
     ONTOLOGY,
@@ -21,9 +22,7 @@ from turngraph.schemas.ontology import (
     OntologyParseError,
     load_extension,
     ontology_from,
-    to_turtle,
 )
-from turngraph.schemas.ontology.export import TURTLE_PATH, main
 
 PREFIXES = """\
 @prefix tg: <https://turngraph.dev/ontology#> .
@@ -44,7 +43,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "ext.ttl") -> Path:
 
 def test_committed_turtle_is_current() -> None:
     assert TURTLE_PATH.read_text(encoding="utf-8") == to_turtle(ONTOLOGY), (
-        "ontology.ttl is stale: run python -m turngraph.schemas.ontology.export"
+        "ontology.ttl is stale: run python ops/ontology_export.py"
     )
     assert main(["--check"]) == 0
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from turngraph.schemas.export import EXPORTS, SCHEMA_DIR, render, stale_files
+from ops.schema_export import EXPORTS, SCHEMA_DIR, render, stale_files
 
 
 def test_committed_schemas_are_current() -> None:
-    assert stale_files() == [], "run: python -m turngraph.schemas.export"
+    assert stale_files() == [], "run: python ops/schema_export.py"
 
 
 def test_schemas_are_valid_json_with_ids() -> None:

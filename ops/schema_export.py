@@ -1,7 +1,7 @@
 """Export the wire models as JSON Schema files, for producers not written in Python.
 
-python -m turngraph.schemas.export          # rewrite schemas/json/*.schema.json
-python -m turngraph.schemas.export --check  # exit 1 if a committed file is out of date
+python ops/schema_export.py          # rewrite schemas/json/*.schema.json
+python ops/schema_export.py --check  # exit 1 if a committed file is out of date
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = [
     "write_all",
 ]  # fmt: skip
 
-SCHEMA_DIR = Path(__file__).with_name("json")
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas" / "json"
 """Where the exported files live (committed)."""
 
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_files()
         for path in stale:
-            print(f"out of date: {path} (run python -m turngraph.schemas.export)")
+            print(f"out of date: {path} (run python ops/schema_export.py)")
         return 1 if stale else 0
     for path in write_all():
         print(f"wrote {path}")
