@@ -13,11 +13,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
-
-import openai
+from typing import TYPE_CHECKING, Protocol
 
 from turngraph.schemas.errors import PermanentError, TransientError, TurngraphError
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = [
     "CONFIGURATION_STATUS", "EMBEDDING_COUNTERS", "ENDPOINT_COUNTERS", "EXTRACTION_COUNTERS",
@@ -55,6 +56,8 @@ class ProviderErrors:
 
 def convert_error(err: openai.OpenAIError, errors: ProviderErrors) -> Exception:
     """An ``openai`` error as one of ours: transient (try later) or permanent."""
+    import openai  # here, not at the top: a process without an endpoint never loads it
+
     service = errors.service
     if isinstance(err, openai.APITimeoutError):
         return errors.unavailable(f"{service} timed out")

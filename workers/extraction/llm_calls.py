@@ -5,11 +5,13 @@ and the server's error text (truncated) for the log. The request itself is built
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import openai
+from typing import TYPE_CHECKING
 
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.workers.extraction.prompts import MAX_TURN_CHARS
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = [
     "DEFAULT_BATCH_MAX_CHARS", "DEFAULT_BATCH_MAX_TURNS", "MAX_SERVER_TEXT_CHARS", "micro_batches",
@@ -53,6 +55,8 @@ def micro_batches(
 
 def server_text(err: openai.OpenAIError) -> str:
     """The server's own error message, one line, at most :data:`MAX_SERVER_TEXT_CHARS`."""
+    import openai  # here, not at the top: only a process with an LLM endpoint loads it
+
     text = ""
     if isinstance(err, openai.APIStatusError):
         body = err.body
