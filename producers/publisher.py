@@ -21,12 +21,7 @@ import structlog
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from turngraph.producers.bounded_queue import (
-    BatchResult,
-    BoundedQueue,
-    Outcome,
-    PreparedJob,
-)
+from turngraph.producers.bounded_queue import BatchResult, BoundedQueue, Outcome, PreparedJob
 from turngraph.producers.publisher_stats import PublisherStats
 from turngraph.producers.redaction import redact_and_fit
 from turngraph.producers.sender import SEND_ERRORS, ScriptSender
@@ -136,10 +131,7 @@ class Publisher:
             )
             if tenant is not None
             else BoundedQueue(
-                conn,
-                name=queue_name,
-                max_length=max_queue_length,
-                policy=DropPolicy(drop_policy),
+                conn, name=queue_name, max_length=max_queue_length, policy=DropPolicy(drop_policy)
             )
         )
         self._buffer_size = buffer_size

@@ -38,11 +38,7 @@ from turngraph.schemas.bridge_distill import (
     SummaryRequest,
 )
 from turngraph.schemas.errors import ErrorCode
-from turngraph.schemas.recall import (
-    CLAMPED_RECALL_OPTIONS,
-    ConversationTurn,
-    RecallResponse,
-)
+from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, ConversationTurn, RecallResponse
 from turngraph.schemas.scopes import ScopeName
 from turngraph.schemas.turn_event import (
     MAX_CONTENT_CHARS,

@@ -50,8 +50,7 @@ class Clamped(BaseModel):
 
 
 ClampedOptions = Annotated[
-    dict[str, Clamped] | None,
-    Field(description="Options that were out of range, clamped into it."),
+    dict[str, Clamped] | None, Field(description="Options that were out of range, clamped into it.")
 ]
 
 
@@ -85,8 +84,7 @@ class ErrorReply(BaseModel):
     pending: int | None = Field(default=None, description="flush: events still buffered.")
     clamped: ClampedOptions = None
     event_id: str | None = Field(
-        default=None,
-        description="publish (and MCP remember): the turn kept but not delivered yet.",
+        default=None, description="publish (and MCP remember): the turn kept but not delivered yet."
     )
     confirmation_token: str | None = Field(
         default=None,

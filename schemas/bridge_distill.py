@@ -18,12 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from turngraph.schemas.bridge_common import (
-    ClampedOptions,
-    OpRequest,
-    RawKey,
-    SuccessReply,
-)
+from turngraph.schemas.bridge_common import ClampedOptions, OpRequest, RawKey, SuccessReply
 from turngraph.schemas.distill import DEFAULT_DISTILL_DEADLINE_MS
 from turngraph.schemas.memories import MAX_MEMORY_CHARS, PromotedMemory
 from turngraph.schemas.recall import ConversationTurn
@@ -47,11 +42,7 @@ PromotableKind = Literal[
 """What a person may promote (``schemas.memories.PROMOTABLE``)."""
 
 MemoryId = Annotated[
-    str,
-    Field(
-        pattern=r"^[A-Za-z0-9_-]{1,128}$",
-        description="A recall result's `memory_id`.",
-    ),
+    str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="A recall result's `memory_id`.")
 ]
 
 

@@ -167,8 +167,7 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         ),
         embeddings=(
             MemoryEmbedder(
-                embedder,
-                GraphVectors(clients.graph, clients.graph_database, lists=bool(on_neo4j)),
+                embedder, GraphVectors(clients.graph, clients.graph_database, lists=bool(on_neo4j))
             )
             if embedder is not None
             else None

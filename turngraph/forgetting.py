@@ -18,12 +18,7 @@ __all__ = ["forget"]
 
 
 def forget(
-    settings: Settings,
-    scope: Scope,
-    key: str,
-    *,
-    hashed: bool = False,
-    tenant: str | None = None,
+    settings: Settings, scope: Scope, key: str, *, hashed: bool = False, tenant: str | None = None
 ) -> dict[str, Any]:
     """Delete the scope completely (see ``workers.graph.forget``); returns the report with
     ``success`` and the hashed key (never the raw one). Raises ``TurngraphError`` when the

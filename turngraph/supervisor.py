@@ -202,11 +202,7 @@ class ChildProcess:
     ``<log_dir>/<name>.log`` and offered to ``budget`` (or inherited without one)."""
 
     def __init__(
-        self,
-        name: str,
-        argv: Sequence[str],
-        env: dict[str, str],
-        budget: LineBudget | None = None,
+        self, name: str, argv: Sequence[str], env: dict[str, str], budget: LineBudget | None = None
     ) -> None:
         self.name = name
         self._argv, self._env, self._budget = list(argv), env, budget

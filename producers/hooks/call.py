@@ -4,12 +4,7 @@ local endpoint (``POST /v1/hooks/{editor}/{event}``) both start here."""
 from __future__ import annotations
 
 from turngraph.producers.hooks.editors import EDITORS
-from turngraph.producers.hooks.payload import (
-    HookAction,
-    HookCall,
-    HookInputError,
-    parse_payload,
-)
+from turngraph.producers.hooks.payload import HookAction, HookCall, HookInputError, parse_payload
 from turngraph.producers.hooks.state import HookState
 
 __all__ = ["CAPTURE_ACTIONS", "hook_target", "read_call"]

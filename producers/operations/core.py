@@ -165,9 +165,7 @@ class Operations:
         model = REQUEST_MODELS.get(op) if isinstance(op, str) else None
         if model is None or not isinstance(op, str):
             return error_reply(
-                ErrorCode.UNKNOWN_OP,
-                "unknown or missing op",
-                f"use one of: {', '.join(self._ops)}",
+                ErrorCode.UNKNOWN_OP, "unknown or missing op", f"use one of: {', '.join(self._ops)}"
             )
         try:
             # Strict JSON validation: the types a client writes are the types the schema says.
@@ -246,10 +244,7 @@ class Operations:
                 "start it with `turngraph up` (or check TURNGRAPH_REDIS_URL); `flush` says "
                 "when it went through",
             ).model_copy(
-                update={
-                    "event_id": secret_free_id(event.event_id),
-                    "pending": publisher.pending,
-                }
+                update={"event_id": secret_free_id(event.event_id), "pending": publisher.pending}
             )
         return PublishReply(
             event_id=secret_free_id(event.event_id),  # the id it is stored under

@@ -12,12 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from turngraph.app import load_ontology
-from turngraph.clients import (
-    INTERACTIVE_GRAPH_RETRY_S,
-    Clients,
-    build_clients,
-    resolve_endpoints,
-)
+from turngraph.clients import INTERACTIVE_GRAPH_RETRY_S, Clients, build_clients, resolve_endpoints
 from turngraph.embedded.services import GRAPH_ENGINES
 from turngraph.schemas.errors import ConfigurationError, TurngraphError
 from turngraph.schemas.scopes import Scope

@@ -163,8 +163,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(the data folder's scope-hints.json) when turns are published from it.",
     )
     scopes.add_argument(
-        "--workspace",
-        help="only this workspace: its folder (e.g. .) or its id (w_...)",
+        "--workspace", help="only this workspace: its folder (e.g. .) or its id (w_...)"
     )
     scopes.add_argument("--json", action="store_true", help="print JSON instead of a table")
     scopes.set_defaults(handler=run_scopes)

@@ -99,8 +99,7 @@ def check_llm(settings: Settings) -> Check:
     accepts (``auto`` steps down as workers do)."""
     if not settings.llm_configured:
         return ok(
-            "llm",
-            f"not configured in this shell's settings: the offline rules extract here; {OWN}",
+            "llm", f"not configured in this shell's settings: the offline rules extract here; {OWN}"
         )
     from turngraph.clients import build_llm
     from turngraph.schemas.errors import TurngraphError

@@ -16,12 +16,7 @@ import uvicorn
 
 from turngraph.clients import build_operations
 from turngraph.endpoint.app import build_app
-from turngraph.endpoint.files import (
-    ensure_token,
-    remembered_port,
-    remove_endpoint,
-    write_endpoint,
-)
+from turngraph.endpoint.files import ensure_token, remembered_port, remove_endpoint, write_endpoint
 from turngraph.endpoint.hooks import HookEvents
 from turngraph.endpoint.mcp import mcp_route
 from turngraph.settings import Settings

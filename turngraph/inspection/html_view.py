@@ -175,11 +175,7 @@ def _truncate(subgraph: Subgraph, max_nodes: int) -> tuple[Subgraph, bool]:
 
 
 def render_html(
-    subgraph: Subgraph,
-    ontology: OntologyLike,
-    title: str,
-    *,
-    names: dict[str, str] | None = None,
+    subgraph: Subgraph, ontology: OntologyLike, title: str, *, names: dict[str, str] | None = None
 ) -> str:
     """The page as neo4j-viz renders it (its bundle inlined), titled ``title``. ``names``
     captions scope nodes (a session, a workspace) by a readable name instead of their
@@ -253,10 +249,7 @@ def write_html_view(
     path.parent.mkdir(parents=True, exist_ok=True)
     names = scope_names(subgraph, folders or {})
     html = render_html(
-        subgraph,
-        ontology,
-        f"turngraph: {scope.value} {names.get(key, key)}",
-        names=names,
+        subgraph, ontology, f"turngraph: {scope.value} {names.get(key, key)}", names=names
     )
     path.write_text(html, encoding="utf-8")
     return HtmlView(path, len(subgraph.nodes), len(subgraph.relationships), truncated)

@@ -45,8 +45,7 @@ def register_distill_tools(tool: ToolDecorator, tools: MemoryTools) -> None:
     @tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
     async def recap(
         session_id: Annotated[
-            str | None,
-            Field(description="Session to recap (default: the previous session here)."),
+            str | None, Field(description="Session to recap (default: the previous session here).")
         ] = None,
         budget_tokens: Annotated[
             int, Field(ge=100, le=20_000, description="Token budget (default 1000).")

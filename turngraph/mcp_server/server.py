@@ -249,8 +249,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         answer: Annotated[ElicitationResult[ForgetConfirmation], Resolve(ask_to_confirm)],
         ctx: Context,
         scope: Annotated[
-            ScopeValue,
-            Field(description="What to delete: a session, this workspace, or the user."),
+            ScopeValue, Field(description="What to delete: a session, this workspace, or the user.")
         ] = "workspace",
         key: Annotated[
             str | None,

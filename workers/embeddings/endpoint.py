@@ -15,10 +15,7 @@ from typing import Any
 import numpy as np
 import openai
 
-from turngraph.workers.embeddings.errors import (
-    EMBEDDING_ERRORS,
-    EmbeddingUnavailableError,
-)
+from turngraph.workers.embeddings.errors import EMBEDDING_ERRORS, EmbeddingUnavailableError
 from turngraph.workers.embeddings.protocol import Embedder, Vectors, normalise_rows
 from turngraph.workers.llm_provider import EMBEDDING_COUNTERS, ProviderStats, convert_error
 

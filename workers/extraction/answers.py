@@ -76,8 +76,7 @@ def parse_answer(text: str, batch: Sequence[TurnEvent], ontology: Ontology) -> P
         data: Any = json.loads(json_text(text))
     except json.JSONDecodeError as err:
         return ParsedAnswer(
-            problems=[f"the answer is not valid JSON: {err.msg} at char {err.pos}"],
-            usable=False,
+            problems=[f"the answer is not valid JSON: {err.msg} at char {err.pos}"], usable=False
         )
     except RecursionError:  # a small model looping on "[": it ended the ingest job
         return ParsedAnswer(problems=[NESTED_TOO_DEEP], usable=False)

@@ -31,12 +31,7 @@ import structlog
 from turngraph.workers.extraction.errors import LLM_ERRORS, LLMUnavailableError
 from turngraph.workers.extraction.llm_calls import server_text
 from turngraph.workers.extraction.shared_mode import SharedMode
-from turngraph.workers.llm_provider import (
-    ENDPOINT_COUNTERS,
-    Provider,
-    ProviderStats,
-    convert_error,
-)
+from turngraph.workers.llm_provider import ENDPOINT_COUNTERS, Provider, ProviderStats, convert_error
 
 if TYPE_CHECKING:
     import httpx

@@ -175,11 +175,7 @@ class _Builder:
             return
         if rel.symmetric and (source.type, source.name) > (target.type, target.name):
             source, target = target, source
-        key = (
-            rel.name,
-            *self._key(source.type, source.name),
-            *self._key(target.type, target.name),
-        )
+        key = (rel.name, *self._key(source.type, source.name), *self._key(target.type, target.name))
         if key in self.facts:
             return
         self.repaired += repaired + self._ensure(source) + self._ensure(target)
@@ -204,10 +200,7 @@ class _Builder:
 
 
 def validate_raw(
-    event_id: str,
-    entities: Iterable[Any],
-    facts: Iterable[Any],
-    ontology: Ontology = ONTOLOGY,
+    event_id: str, entities: Iterable[Any], facts: Iterable[Any], ontology: Ontology = ONTOLOGY
 ) -> ValidationResult:
     """Build a valid :class:`Extraction` from untrusted entity and fact dicts."""
     builder = _Builder(ontology, event_id)

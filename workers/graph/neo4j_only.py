@@ -92,9 +92,7 @@ def vector_node_index(name: str, label: str, prop: str, dimension: int) -> str:
 
 
 def neo4j_only_statements(
-    entity_labels: Iterable[str],
-    fact_types: Iterable[str],
-    embedding_dimension: int | None = None,
+    entity_labels: Iterable[str], fact_types: Iterable[str], embedding_dimension: int | None = None
 ) -> tuple[Neo4jOnlyStatement, ...]:
     """Every Neo4j-only statement, for the ontology's entity labels and fact types, and a
     vector index over the turns' stored embeddings when their dimension is known (named
@@ -168,9 +166,7 @@ def server_is_neo4j(driver: neo4j.Driver, database: str | None = None) -> bool:
 
 
 def apply_neo4j_only(
-    driver: neo4j.Driver,
-    statements: Sequence[Neo4jOnlyStatement],
-    database: str | None = None,
+    driver: neo4j.Driver, statements: Sequence[Neo4jOnlyStatement], database: str | None = None
 ) -> list[str]:
     """Run ``statements`` if the server is Neo4j; the names applied (none elsewhere).
 

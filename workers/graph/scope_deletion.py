@@ -128,11 +128,7 @@ def _write(driver: neo4j.Driver, database: str | None, query: str, **params: Any
 
 
 def delete_scope(
-    driver: neo4j.Driver,
-    database: str | None,
-    scope: Scope,
-    key: str,
-    entity_labels: Iterable[str],
+    driver: neo4j.Driver, database: str | None, scope: Scope, key: str, entity_labels: Iterable[str]
 ) -> ScopeDeletion:
     """Delete the scope from the graph (see the module docstring)."""
     forgotten = scope_event_ids(driver, database, scope, key)

@@ -113,20 +113,11 @@ def _ids(driver: neo4j.Driver, database: str | None, query: str, **params: Any) 
 
 def scope_node_ids(driver: neo4j.Driver, database: str | None, scope: Scope, key: str) -> list[str]:
     """The node standing for the scope itself (none if it was never written)."""
-    return _ids(
-        driver,
-        database,
-        SCOPE_NODE.format(label=SCOPE_LABEL[scope]),
-        key=key,
-    )
+    return _ids(driver, database, SCOPE_NODE.format(label=SCOPE_LABEL[scope]), key=key)
 
 
 def own_node_ids(
-    driver: neo4j.Driver,
-    database: str | None,
-    scope: Scope,
-    key: str,
-    entity_labels: Iterable[str],
+    driver: neo4j.Driver, database: str | None, scope: Scope, key: str, entity_labels: Iterable[str]
 ) -> list[str]:
     """Element ids of the nodes that belong to the scope itself (forget deletes these)."""
     prop = quote_identifier(EPISODE_SCOPE_PROPERTY[scope])
@@ -196,11 +187,7 @@ def read_relationships_among(
 
 
 def read_scope(
-    driver: neo4j.Driver,
-    database: str | None,
-    scope: Scope,
-    key: str,
-    entity_labels: Iterable[str],
+    driver: neo4j.Driver, database: str | None, scope: Scope, key: str, entity_labels: Iterable[str]
 ) -> Subgraph:
     """The scope's subgraph: its own nodes, what its episodes mention, the workspaces its
     sessions are in, and the relationships among all of them."""

@@ -149,9 +149,7 @@ def reextract_job(
         result = reextract.reextract_pending(distiller, reextractor)
         if queue is not None and reschedule:
             schedule_reextract(
-                queue,
-                distiller.options.reextract_every_s,
-                job_timeout_s=reextractor.job_timeout_s,
+                queue, distiller.options.reextract_every_s, job_timeout_s=reextractor.job_timeout_s
             )
         if result is None:
             return {"busy": 1}

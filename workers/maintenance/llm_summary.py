@@ -145,10 +145,7 @@ def build_messages(
     turns: Sequence[SessionTurn], hints: SummaryContent, references: dict[str, Any]
 ) -> list[dict[str, str]]:
     payload = {
-        "found_by_rules": {
-            "decisions": list(hints.decisions),
-            "references": references,
-        },
+        "found_by_rules": {"decisions": list(hints.decisions), "references": references},
         "turns": transcript(turns),
     }
     return [

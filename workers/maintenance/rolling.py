@@ -96,9 +96,7 @@ def _verbatim(turn: SessionTurn) -> ContextTurn | None:
         )
     role = turn.role if turn.role in ("user", "assistant", "system") else "user"
     return ContextTurn(
-        turn_index=turn.turn_index,
-        role=role,
-        content=shorten(turn.content, VERBATIM_TURN_CHARS),
+        turn_index=turn.turn_index, role=role, content=shorten(turn.content, VERBATIM_TURN_CHARS)
     )
 
 
@@ -116,11 +114,7 @@ def update_rolling(distiller: Distiller, session_id: str) -> RollingContext | No
         summary = state.summary if state else ""
         folded_through = state.summarized_through if state else -1
         if folded_through + 1 <= window_start - 1:
-            older = distiller.store.session_turns(
-                session_id,
-                folded_through + 1,
-                window_start - 1,
-            )
+            older = distiller.store.session_turns(session_id, folded_through + 1, window_start - 1)
             summary = fold(summary, _key_lines(older))
             folded_through = window_start - 1
         recent = [

@@ -31,11 +31,7 @@ from turngraph.workers.graph.batch_plan import iso
 from turngraph.workers.graph.recallable import UNSIGNALLED_ENTITY_TYPE
 from turngraph.workers.graph.session_turns import SessionTurn
 from turngraph.workers.maintenance.context import Distiller
-from turngraph.workers.maintenance.extractive import (
-    decisions_of,
-    extractive_summary,
-    references_of,
-)
+from turngraph.workers.maintenance.extractive import decisions_of, extractive_summary, references_of
 from turngraph.workers.maintenance.memories import status_changes, summary_memory, upserts
 from turngraph.workers.maintenance.topics import topic_of
 
@@ -87,11 +83,7 @@ def mentioned_names(turns: Sequence[SessionTurn]) -> tuple[str, ...]:
 
 
 def build_summary(
-    distiller: Distiller,
-    turns: Sequence[SessionTurn],
-    *,
-    status: SummaryStatus,
-    now: datetime,
+    distiller: Distiller, turns: Sequence[SessionTurn], *, status: SummaryStatus, now: datetime
 ) -> ConversationSummary:
     """A summary of ``turns`` (one session, in order) by the extractive path: no LLM call
     (:func:`with_llm_content` replaces its content once the LLM answers)."""

@@ -100,8 +100,7 @@ def recurring_words(turns: Sequence[SessionTurn]) -> list[str]:
                 seen[word] += 1
                 first.setdefault(word, position)
     best = sorted(
-        (w for w, n in seen.items() if n >= MIN_TOPIC_TURNS),
-        key=lambda w: (-seen[w], first[w], w),
+        (w for w, n in seen.items() if n >= MIN_TOPIC_TURNS), key=lambda w: (-seen[w], first[w], w)
     )[:TOPIC_WORDS]
     return sorted(best, key=lambda w: (first[w], w))
 
