@@ -1,16 +1,10 @@
 """A sharded recall client's push: the claim check and the push in one round trip.
 
-A client of a sharded deployment must not wait for its deadline when no replica serves
-the request's shard (``schemas/shards.py``). ``shard_push.lua`` checks the shard's claims
-and pushes the request only when one is live, in one call, so the check costs no round
-trip of its own.
-
-It runs as a Redis Function (``FCALL turngraph_shard_push``), as the tenants' inbox does
-(``producers/tenant_inbox.py``): a tenant credential may call our functions but not load
-or evaluate scripts. The library is loaded (``FUNCTION LOAD REPLACE``) by every sharded
-recall replica when it starts serving, again whenever its heartbeat finds it missing (a
-Redis that lost its functions), and by ``turngraph credentials issue``. A call that finds
-no function finds no replica either: it answers "no replica".
+``shard_push.lua`` pushes the request only when a replica's claim on its shard is live,
+so a client does not wait for its deadline on an unserved shard. It runs as a Redis
+Function (``FCALL turngraph_shard_push``), loaded by the sharded replicas and
+``turngraph credentials issue``; a call that finds no function answers "no replica".
+docs/scaling.md ("Recall shards").
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """A tenant's bounded inbox: what a producer holding a tenant credential publishes into.
 
-A tenant credential may touch only ``turngraph:t:<tenant>:*`` (``schemas/tenants.py``).
-Its producers append the redacted TurnEvent JSON to the tenant's inbox through
-``inbox.lua``, the script the operator's inbox runs (``producers/bounded_queue.py``), so
-bound, drop policy and counters are the same; admission moves entries of every inbox into
-RQ batch jobs, with the job function and the tenant fixed by the worker.
-
-The script runs as a Redis Function (``FCALL turngraph_inbox_push``): a tenant credential
-may call our functions but not load or evaluate scripts of its own (``EVAL*``, ``SCRIPT``,
-``FUNCTION LOAD``), so it cannot run a busy loop that stops Redis for everyone. The
-operator loads the library (:func:`load_inbox_function`: ``turngraph credentials issue``
-and every ingest worker at start).
+The operator's ``inbox.lua`` (same bound, drop policy and counters), run as a Redis
+Function (``FCALL turngraph_inbox_push``) because a tenant credential may call our
+functions but not load or evaluate scripts; the operator loads the library
+(:func:`load_inbox_function`). docs/producers.md ("With a tenant credential").
 """
 
 from __future__ import annotations

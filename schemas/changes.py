@@ -1,20 +1,10 @@
 """The ingest → recall change stream: one versioned entry per change, as JSON.
 
-Ingest and maintenance workers ``XADD`` one entry per change to the changes stream
-(``TURNGRAPH_CHANGES_STREAM``); every recall replica tails it and applies each entry to
-its in-memory index. An entry is one stream field, ``change``, holding the JSON of one of
-the models below, told apart by ``op``:
-
-- ``upsert``: a recallable memory, as the graph holds it after the write, optionally with
-  its embedding vector (and the model that made it);
-- ``status``: a memory's status changed (a decision was superseded, or is Active again);
-- ``remove``: one memory is gone;
-- ``forget``: a whole scope is gone (``turngraph forget``).
-
-Entries are built in one place (the graph store's mapper, ``workers/graph/recallable.py``,
-for memories) and validated where they are read (:func:`decode_change`). An incompatible
-change of any model bumps :data:`CHANGE_SCHEMA_VERSION`; a reader rejects (and counts)
-entries of a version it does not know.
+Ingest and maintenance workers ``XADD`` one entry per change (``upsert``, ``status``,
+``remove``, ``forget``, told apart by ``op``) in the field ``change``; every recall
+replica tails the stream and applies each to its index. Entries are validated where
+read (:func:`decode_change`); a reader rejects and counts a version it does not know
+(:data:`CHANGE_SCHEMA_VERSION`). docs/architecture.md ("The change stream").
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Recall shards: which replica holds which memories, and where a request goes (issue 24).
 
-The index's partitions (docs/recall.md) map to a fixed number of shards by a stable hash:
-a **workspace** partition to ``shard_of(workspace)``; a request to the shard of its
-workspace (or, with none, of its user). **User** partitions (memories promoted to user
-level: few, and read by any request of that user) are held by every shard, so a request
-answered by its workspace's shard still sees its user's memories.
-
-Replicas and clients must agree on the count (``TURNGRAPH_RECALL_SHARDS``); with 1 (the
-default) nothing is sharded and the request lists are the unsharded ones. Keys are the
-stored (tenant-qualified) form: a tenant's client qualifies before routing.
-
-Each replica says which shards it serves in a sorted set per shard
-(:func:`shard_alive_key`: member the replica, score the time its claim runs out), so a
-client sees at once when no replica serves a shard and answers ``degraded`` instead of
-waiting for the deadline.
+A workspace partition and a request go to ``shard_of(workspace)`` (of the user without a
+workspace); user partitions are on every shard. Replicas and clients agree on the count
+(``TURNGRAPH_RECALL_SHARDS``; 1 shards nothing), and each replica claims its shards in
+:func:`shard_alive_key`, so a client answers ``degraded`` at once when no replica serves
+one. docs/scaling.md ("Recall shards").
 """
 
 from __future__ import annotations

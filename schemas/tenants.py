@@ -1,16 +1,10 @@
 """Tenants: who may publish into and recall from which keys (SPEC §8).
 
-A tenant is a team or a person whose producers hold one Redis ACL user. Everything such a
-producer may touch lives under ``turngraph:t:<tenant>:`` (its inbox with the bound's
-counters, its recall request list and reply keys), and the ACL grants exactly the commands
-our producer code runs there (:data:`PRODUCER_COMMANDS`). Trusted workers, on the operator's
-credential, do the rest: the ingest worker admits inbox entries as RQ jobs and the recall
-worker answers each tenant's requests from that tenant's scopes only.
-
-Scope keys and event ids are qualified with the tenant when a worker takes them from a
-tenant key (``t-<tenant>-<key>``): two tenants naming the same key never share a scope,
-an event id or a duplicate marker. The operator's own producers (the embedded single-user
-setup, or anyone holding the operator password) publish unqualified keys, as before.
+A tenant's producers hold one Redis ACL user that reaches only ``turngraph:t:<tenant>:``
+keys and the commands our producer code runs there (:data:`PRODUCER_COMMANDS`); trusted
+workers on the operator's credential do the rest. A worker qualifies the scope keys and
+event ids it takes from a tenant key (``t-<tenant>-<key>``), so tenants never share a
+scope, an event id or a duplicate marker. docs/security.md ("Tenants").
 """
 
 from __future__ import annotations

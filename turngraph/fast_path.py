@@ -1,18 +1,11 @@
 """The CLI's fast path: ``turngraph recall``, ``publish`` and ``status`` answered by the
 running endpoint before anything else is imported (``turngraph.console`` asks here first).
 
-A command line it reads in full (``recall QUERY`` and ``publish CONTENT`` with the options
-below, ``status``, each with ``--json``) goes to the endpoint ``endpoint.json`` names,
-through ``turngraph.endpoint.client`` (standard library only), and its reply is printed by
-``turngraph.reply_text``. Everything else, and these when no endpoint answers, runs the
-full command line (``turngraph.cli.main``): argparse, the stop-signal handling and the
-command's own code path. Nothing here parses what it does not know: an option it does not
-list (``publish --git``), ``--help``, a missing or malformed value, ``publish -`` (the
-text on stdin, which a fallback could not read again) all go to the full command line,
-which answers them as it always does. ``turngraph.cli.bridge_cmd`` registers ``recall``
-and ``publish`` from :data:`RECALL_OPTIONS` and :data:`PUBLISH_OPTIONS` and builds their
-requests with :func:`recall_request` and :func:`publish_event`, so the two paths cannot
-drift apart.
+A command line it reads in full goes to the endpoint through ``turngraph.endpoint.client``
+(standard library only); anything else (an option it does not list, ``--help``, a bad
+value, ``publish -``), and these when no endpoint answers, runs the full command line.
+``turngraph.cli.bridge_cmd`` builds its options and requests from this module, so the two
+paths cannot drift apart. docs/endpoint.md ("The command line's fast path").
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The most tokens an answer can take when the server turns its JSON Schema into a grammar.
 
-llama.cpp's server and llama-cpp-python (``{"type": "json_object", "schema": …}``), and
-Ollama's ``format``, sample only tokens that the schema's grammar allows. A schema whose
-every array has ``maxItems``, every string a ``maxLength`` and every other value a finite
-``enum`` has a longest answer, and :func:`max_answer_tokens` computes it, so a caller can
-ask for ``max_tokens`` at or above it: the answer then always finishes instead of being cut
-at the limit (issue 25: a small base model fills a schema until it is cut off).
-
-Strings are limited to printable ASCII without quote or backslash (:func:`bounded_string`,
-a ``pattern`` the converters turn into a character class, with the same ``maxLength``):
-each of those characters is one byte, and every token adds at least one byte, so one
-character costs at most one token. With JSON escapes or any Unicode character, one
-character could take up to 6 tokens. Whitespace between values is counted as
-llama-cpp-python's converter allows it (one space); llama.cpp's own server and Ollama allow
-up to two newlines and 20 spaces or tabs there, so with them the bound holds for compact
-JSON only, and an answer cut at the limit is still handled by the caller.
+A schema whose every array has ``maxItems``, every string a ``maxLength`` (printable
+ASCII without quote or backslash, :func:`bounded_string`: one token at most a character)
+and every other value a finite ``enum`` has a longest answer; :func:`max_answer_tokens`
+computes it, so ``max_tokens`` can be set for the answer to finish. Which servers, and
+the whitespace they allow: docs/llm.md ("Answers that finish").
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Forgotten scopes: a tombstone per forgotten scope key, checked before every write.
 
-``turngraph forget`` deletes what exists; a turn of that scope already queued when it ran
-(in a batch job a worker holds, a failed job retried later) would otherwise land
-afterwards. Each forget takes the next value of a counter (its epoch) and the tombstone
-keeps it; admission stamps every batch job with the counter's value at the moment the
-batch's entries left the inbox. The ingest pipeline skips a turn whose session, workspace
-or user has a tombstone newer than its batch's stamp (counted as ``forgotten``, never
-silently). A turn published after the forget is admitted under the new epoch and stored:
-a forgotten scope is emptied, not closed for ever.
-
-Entries still in an inbox or an admission list when the forget took its epoch are
-deleted by the forget itself (``workers/graph/forget.py`` purges them after taking it), so
-whatever is admitted under the new epoch was published after the forget began.
+Each forget takes the next value of a counter (its epoch), kept in the tombstone;
+admission stamps every batch job with the counter as its entries left the inbox, and the
+pipeline skips (and counts as ``forgotten``) a turn whose scope has a newer tombstone. A
+turn published after the forget is stored: a scope is emptied, not closed.
+docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations

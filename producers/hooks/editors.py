@@ -1,28 +1,9 @@
 """Each editor's hook configuration and context-injection format (as documented, 2026-11).
 
-Files (``--project`` folder-relative / ``--user`` home-relative), shapes and timeouts:
-
-- claude-code: ``.claude/settings.local.json`` / ``~/.claude/settings.json``;
-  ``hooks.Event[{hooks: [{type, command, timeout (s)}]}]``.
-- vscode: ``.github/hooks/turngraph.json`` / ``~/.copilot/hooks/turngraph.json``;
-  ``hooks.Event[{type, command, timeout (s)}]``.
-- copilot-cli: ``.github/hooks/turngraph-copilot.json`` /
-  ``~/.copilot/hooks/turngraph-copilot.json``; ``version: 1``,
-  ``hooks.event[{type, bash, powershell, timeoutSec}]``.
-- cursor: ``.cursor/hooks.json`` / ``~/.cursor/hooks.json``; ``version: 1``,
-  ``hooks.event[{command, timeout (s)}]``.
-- gemini: ``.gemini/settings.json`` / ``~/.gemini/settings.json``;
-  ``hooks.Event[{hooks: [{name, type, command, timeout (ms)}]}]``.
-- codex: ``.codex/hooks.json`` / ``~/.codex/hooks.json``; Claude Code's shape. Capture from
-  the payloads (``UserPromptSubmit``'s ``prompt``, ``Stop``'s ``last_assistant_message``,
-  one ``turn_id``), not from Codex's rollout file.
-
-Context goes back as ``hookSpecificOutput.additionalContext`` (Claude Code, VS Code,
-Gemini CLI, Codex), ``additionalContext`` (Copilot CLI's ``sessionStart``),
-``modifiedTransformedPrompt`` (Copilot CLI's ``userPromptTransformed``: the model-facing
-prompt with the memory block in front) or ``additional_context`` (Cursor's
-``sessionStart``). Cursor's and VS Code's documented prompt hooks cannot add context:
-Cursor's ``beforeSubmitPrompt`` only captures the prompt, VS Code's is not installed.
+:data:`EDITORS` names the files each editor reads (``--project`` folder-relative,
+``--user`` home-relative) and its events; :func:`hook_entry` writes an entry in the
+editor's shape and :func:`context_output` the field context goes back in. The table for
+users: docs/hooks.md ("What each editor gets").
 """
 
 from __future__ import annotations

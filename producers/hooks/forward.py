@@ -1,20 +1,11 @@
 """The hook forwarder: an editor's hook payload, handed to turngraph's always-warm endpoint.
 
-``python -I -S turngraph-forward.py hook EVENT --editor EDITOR`` (what ``turngraph hooks
-install`` writes for editors that run commands) reads the payload on stdin, POSTs it to
-``<url>/v1/hooks/EDITOR/EVENT`` with the bearer token, and prints the reply's body: the
-output ``turngraph hook EVENT --editor EDITOR`` would print. When anything is missing or
-fails (no ``endpoint.json``, no token, the endpoint down or slow, a reply other than 200) it
-prints nothing and exits 0 at once: the editor goes on without memory.
-
-Standard library only, and of that only built-in C modules (``_socket``, ``posix``):
-``socket``, ``json``, ``http.client`` and even ``os`` are not loaded by an isolated
-start-up and would each cost more than it (``docs/hooks.md``). ``install`` copies it to
-``<data folder>/hooks/turngraph_forward.py`` beside a three-line ``turngraph-forward.py``
-that editors run and that imports it (``config.FORWARDER_STUB``): imported, it runs from
-its cached bytecode, where a script run by path would be compiled on every run. The data
-folder is ``TURNGRAPH_DATA_DIR`` when set, else the folder above the one it was copied
-into. ``turngraph.endpoint.client`` (the CLI's fast path) sends through :func:`post`.
+``python -I -S turngraph-forward.py hook EVENT --editor EDITOR`` POSTs the payload on
+stdin to ``<url>/v1/hooks/EDITOR/EVENT`` and prints the reply's body; when anything is
+missing or fails it prints nothing and exits 0 at once. Built-in C modules of the
+standard library only (``_socket``, ``posix``): anything more costs more than the
+isolated start-up. How it is installed and run: docs/hooks.md ("--via").
+``turngraph.endpoint.client`` (the CLI's fast path) sends through :func:`post`.
 """
 
 import _socket

@@ -1,17 +1,10 @@
 """The turns a JSONL transcript holds: Claude Code's and the Copilot event log's.
 
-Claude Code writes one line per message or content block (``type`` user / assistant,
-``message.content`` a string or blocks: text, image, tool_use, tool_result, thinking);
-Copilot CLI and VS Code write an event log (``type`` ``user.message``,
-``assistant.message`` with ``toolRequests``, ``tool.execution_*``, ...). Both are read
-into :class:`TranscriptTurn` the same way: user and assistant text, tool calls collapsed
-(``producers.hooks.tools``), tool results dropped, subagent (sidechain) lines and
-compaction summaries skipped. Each turn carries the transcript's own id, so a repeated
-read yields the same ids.
-
-:func:`read_new_lines` reads complete lines from an offset: a line still being written (no
-newline yet) is left for the next call; a line longer than ``max_line_bytes`` is skipped
-and counted, never loaded whole.
+Both are read into :class:`TranscriptTurn` the same way (user and assistant text, tool
+calls collapsed by ``producers.hooks.tools``; tool results, sidechains and compaction
+summaries skipped), each turn with the transcript's own id. :func:`read_new_lines` reads
+complete lines from an offset and skips, counted, a line over ``max_line_bytes``.
+docs/hooks.md ("Transcripts", "Offsets").
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """The editor operations: typed requests in, typed replies out, for every client.
 
-``turngraph bridge`` (stdio JSON lines, ``producers.bridge_io``), ``turngraph mcp``, the
-local endpoint and the hooks all answer through :meth:`Operations.handle_request`, so
-consent, scope hashing, validation and the fail-open deadline are decided in one place.
-A request is one JSON object::
-
-    {"id": 1, "op": "publish", "event": {"session_id": "...", "workspace": "/path",
-     "user": "me", "turn_index": 3, "role": "user", "content": "...",
-     "client": {"name": "vscode-ext", "version": "1.2.0"}}}
-    {"id": 2, "op": "recall", "query": "which queue policy did we pick?", "workspace": "/path"}
-    {"id": 3, "op": "flush", "timeout_s": 2}
-    {"id": 4, "op": "status"}
-    {"id": 5, "op": "summarize", "session_id": "...", "last_n": 10}
-    {"id": 6, "op": "recap", "workspace": "/path", "current_session_id": "..."}
-    {"id": 7, "op": "summary", "memory_id": "sum_..."}
-    {"id": 8, "op": "promote", "kind": "preference", "text": "...", "workspace": "/path",
-     "user": "me", "session_id": "...", "scope": "user"}
-    {"id": 9, "op": "context", "session_id": "..."}
-
-The distilled-memory ops (summarize … context) are in ``producers.operations.distill``.
-Every request gets exactly one reply with the seed bridge's contract: ``success`` and,
-on failure, ``error_code``, ``user_message`` and ``remediation`` (never chat text or
-secrets). The models and their JSON Schemas are in ``schemas.bridge``. Raw scope keys are
-hashed here (``producers.scopes``) before anything leaves.
+``turngraph bridge``, ``turngraph mcp``, the local endpoint and the hooks all answer
+through :meth:`Operations.handle_request`, so consent, scope hashing (raw keys are hashed
+here, ``producers.scopes``), validation and the fail-open deadline are decided in one
+place. Each request gets one reply (``success``; on failure ``error_code``,
+``user_message``, ``remediation``, never chat text or secrets). The models:
+``schemas.bridge``; the protocol: ``turngraph bridge --help``; the distilled-memory ops:
+``producers.operations.distill``.
 """
 
 from __future__ import annotations

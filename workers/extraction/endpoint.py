@@ -1,17 +1,12 @@
 """One OpenAI-compatible endpoint as this process found it: the output mode it accepts,
 whether its chat template keeps system messages, and how fast it reads.
 
-Real servers differ (issue 25): llama-cpp-python answers a ``json_schema``
-``response_format`` with HTTP 500 (but enforces ``{"type": "json_object", "schema": …}``),
-older vLLM and proxies answer 400 or 422, and small-model chat templates (gemma and others)
-silently drop the system message. In ``auto`` mode the first call tries the strongest
-output mode and steps down on any rejection that names ``response_format`` (400, 422 or a
-5xx with that in its body), and such a refusal is not retried (:func:`final_refusal`).
-The mode found is shared by extraction and summaries (one :class:`LLMEndpoint` per
-process) and by every process of the deployment (:class:`SharedMode`, in Redis with an
-expiry): only the deployment's first request meets a refusal. A server that reports far
-fewer prompt tokens than the messages hold dropped the system message: from then on it
-is merged into the first user message.
+In ``auto`` mode the first call tries the strongest output mode and steps down on a
+rejection naming ``response_format`` (not retried: :func:`final_refusal`); the mode found
+is shared by extraction and summaries (one :class:`LLMEndpoint` per process) and by the
+deployment (:class:`SharedMode`, in Redis). A server that reports far fewer prompt tokens
+than sent dropped the system message, which is then merged into the first user message.
+docs/llm.md ("Output modes", "System prompt").
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The offline extractor: rules for what a developer chat turn reveals reliably.
 
-Used when no LLM is configured, and for a batch the LLM failed on. It finds URLs
-(credentials stripped), pull requests, issues (``#N`` and tracker keys), repositories,
-files, dotfiles and directories, branches (also remote and release ones), commits, plan
-ids (:mod:`~workers.extraction.references`, :mod:`~workers.extraction.paths`); tools and
-services by name (:mod:`~workers.extraction.vocabulary`) and by how they are used
-(:mod:`~workers.extraction.usage`: install commands, imports, config files, "we use X
-for Y"); symbols in code spans, traces, fenced code and prose calls
-(:mod:`~workers.extraction.code`); ``@`` mentions; ``keyword:`` directives and explicit
-decisions (:mod:`~workers.extraction.directives`), and statements in prose: decisions,
-preferences, terms, lessons, procedures, tasks, incidents
-(:mod:`~workers.extraction.prose`). A Decision carries a normalised ``subject``
-attribute; statements get an APPLIES_TO fact (an Incident HAPPENED_ON) to each entity
-their text names. Plain regexes compiled once at import, most starting with a literal:
-~0.12 ms CPU for a typical 120-character turn (bench.extraction).
+Used when no LLM is configured, and for a batch the LLM failed on: references and paths
+(:mod:`~workers.extraction.references`, :mod:`~workers.extraction.paths`), tools and
+services (:mod:`~workers.extraction.vocabulary`, :mod:`~workers.extraction.usage`),
+symbols (:mod:`~workers.extraction.code`), directives and decisions
+(:mod:`~workers.extraction.directives`), statements in prose
+(:mod:`~workers.extraction.prose`), ``@`` mentions. Plain regexes compiled once at import.
 """
 
 from __future__ import annotations

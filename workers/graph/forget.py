@@ -1,29 +1,9 @@
 """``turngraph forget --scope session|workspace|user KEY``: delete a scope completely.
 
-What goes (SPEC §8):
-
-- in Redis, first, so nothing queued writes the scope back: a tombstone (the forget's
-  epoch: a turn admitted before it is skipped by the worker, one published after it is
-  stored as any other, ``workers/tombstones.py``); its turns waiting in an inbox
-  or an admission list; every queued, failed, finished, deferred, scheduled or canceled
-  RQ job carrying the scope, deleted through RQ's ``Job.delete`` (an ingest batch job's
-  turns of other scopes go back on the queue in a new batch job, unless it had finished
-  or was canceled); the ingest markers of its turns, and its entries on the change
-  stream (they carry the turns' text);
-- in the graph: the scope's own nodes (see :mod:`workers.graph.subgraph`) with their
-  relationships; elsewhere, the provenance its turns gave (an entity or fact that only
-  these turns stated is deleted; one stated elsewhere too keeps only the other turns,
-  and loses the summary or statement a forgotten turn wrote); a decision that only a
-  forgotten decision had superseded is Active again;
-- last, a ``forget`` entry on the change stream (every recall replica drops the scope),
-  then the directive memories the deletion changed elsewhere (provenance pruned, Active
-  again: upserts; stated only by forgotten turns: removals), so a replica fed by the
-  stream holds what one bootstrapped from the graph holds. Stream entries of memories a
-  forgotten turn stated are deleted too (they carry no session key).
-
-Idempotent: rerun after a failure and it finishes the job. A turn of the scope that a
-worker is ingesting at this very moment can still land afterwards: forget again once the
-producers of the scope have stopped.
+Redis first (a tombstone, queued turns and RQ jobs through ``Job.delete``, markers,
+change-stream entries), then the graph (the scope's nodes, the provenance its turns
+gave), then a ``forget`` entry and the changed directive memories on the change stream.
+Idempotent. What goes, in detail: docs/architecture.md ("Delivery", Forget).
 """
 
 from __future__ import annotations

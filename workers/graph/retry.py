@@ -1,22 +1,10 @@
 """The graph write's retry layer, and why it is the only one below RQ.
 
-Retries, one layer per failure and boundary (decided for issue 9):
-
-- **Inside a transaction, the driver.** ``session.execute_write`` reruns the transaction
-  function on what the driver calls retryable: Neo4j ``TransientError`` (deadlock, lock
-  timeout) and a lost connection, with jittered back-off from 20 ms
-  (``turngraph.clients.GRAPH_INITIAL_RETRY_DELAY_S``) within its ``max_transaction_retry_time``.
-- **A unique-key race, here.** Under concurrent MERGE on one key ArcadeDB raises
-  ``ConstraintValidationFailed`` (a client error, which the driver never retries) where
-  Neo4j would block; rerunning the whole transaction settles it, because the MERGE then
-  matches. :func:`run_write` reruns it, and only it, up to ``CONSTRAINT_RACE_ATTEMPTS``.
-- **Across a job, RQ.** Whatever is still transient when the transaction gives up (the
-  server restarting for longer than the driver's window, a race lost eight times) leaves
-  as a ``schemas.errors.TransientError`` and RQ's ``Retry`` (8 attempts, 1 s … 5 min, set
-  at enqueue) runs the job again. A permanent error (a statement the server cannot run)
-  is not retried by any layer.
-
-Every driver error is converted here (:mod:`workers.graph.errors`), ``raise … from``.
+The driver reruns a transaction on what it calls retryable; :func:`run_write` reruns only
+a lost unique-key race (ArcadeDB's ``ConstraintValidationFailed``, a client error the
+driver never retries), up to ``CONSTRAINT_RACE_ATTEMPTS``; what is still transient leaves
+as ``schemas.errors.TransientError`` for RQ's ``Retry``. Every driver error is converted
+here (:mod:`workers.graph.errors`). The layers: docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Memory vectors stored in the graph, beside the turns they were made from.
 
-The ingest workers embed each turn once and store its vector on the ``Episode`` node:
-``embedding_f32`` (the float32 components, little-endian, base64: one string, cheap to
-send and to read over Bolt, where a list of floats costs a packstream value per
-component), ``embedding_model`` (the model that made it) and ``embedding_dim`` (its
-length). A recall replica bootstraps those of its own model instead of embedding every
-turn again, and ``turngraph embeddings rebuild`` fills in the turns whose vector is
-missing or of another model. Plain Cypher that Neo4j 5 and the embedded ArcadeDB both
-run. On Neo4j the vector is also kept as a list (``embedding``) for the vector index
-among the Neo4j-only statements (``neo4j_only.py``), for people searching in Browser:
-recall never queries the graph for vectors at search time.
-
-Only turns are stored here: decisions, directives and distilled memories are few, and a
-replica embeds them itself (they travel on the change stream with their vector).
+Ingest embeds each turn once and stores ``embedding_f32`` (float32, little-endian,
+base64: one string over Bolt, not a value per component), ``embedding_model`` and
+``embedding_dim`` on its ``Episode``; a recall replica bootstraps those of its model, and
+``turngraph embeddings rebuild`` fills in the missing ones. On Neo4j the vector is also a
+list (``embedding``) for Browser's vector index. Only turns: other memories are few and
+travel on the change stream with their vector. docs/graph-model.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
 """Admission: every inbox's entries become RQ batch jobs, written by a trusted worker.
 
-Producers only append TurnEvent JSON to an inbox: the operator's producers to the queue's
-inbox, a tenant's to the tenant's own (``producers/bounded_queue.py``,
-``producers/tenant_inbox.py``). This step, run beside the ingest worker on the operator's
-credential, moves entries into RQ jobs of up to ``batch`` turns each with RQ's public
-``Queue.prepare_data`` and ``Queue.enqueue_many``: the job function is fixed here (the
-ingest entry), and a tenant's turns are qualified with the tenant whose inbox they came
-from (``schemas.tenants.qualify``), so tenants never share a scope, an event id or a
-duplicate marker, and nothing in an entry can name another tenant.
-
-Delivery is at least once: a batch of entries is moved atomically (one Lua call,
-:data:`_TAKE`) from the inbox to the source's admission list; the batch job, its turns'
-admitted markers (one ``HSET`` into this week's hash, ``admitted_hash``), the admission
-list's deletion and the counters are then written in one ``MULTI``: a batch's Redis
-commands do not grow with its turns. A worker that dies in between leaves the entries in
-the admission list and the next admission takes them again. One worker
-admits a source at a time (a lock that expires if its holder dies). Admission moves
-entries only while RQ's queue holds fewer than :data:`MAX_QUEUED_BATCHES` jobs, so the
-backlog, the bound and its drop policy stay in the inboxes, counted exactly. Every entry
-is counted once: ``enqueued`` as it enters the inbox; a duplicate (it is in the graph: its
-ingested marker is set and the graph confirms it; it waits in a live batch job: its
-admitted marker names one; or it came twice in one admission), an entry that is not a
-valid turn (``rejected``, logged with the field names only) is moved out of ``enqueued``
-in the same transaction that counts it; the others count as ``admitted``.
-
-A marker never decides alone: the turns whose ingested marker is set are looked up in the
-graph (one indexed read per batch, only for those), and a turn the graph lacks (wiped,
-replaced, its scope forgotten) is admitted again, its stale marker deleted. Each batch
-job carries the forget epoch read with its entries (``workers/tombstones.py``): a scope
-forgotten after that is skipped by the worker, one forgotten before is not.
+Entries move atomically (one Lua call, :data:`_TAKE`) into the source's admission list,
+then one ``MULTI`` writes the batch job (RQ's ``Queue.prepare_data`` and
+``enqueue_many``), its admitted markers, the list's deletion and the counters; a tenant's
+turns are qualified with their tenant. Delivery, duplicates, counters and the forget
+epoch: docs/producers.md ("One path") and docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The ingest worker: a stock RQ worker whose jobs are batches of turns.
 
-Admission puts up to ``max_batch`` turns in one RQ job (one graph transaction of 100
-turns costs about as much as one of 1), so RQ's bookkeeping is paid per batch, not per
-turn. ``ingest_batch`` reaches the worker performing it (``performing_worker``,
-``workers/rq_adapter.py``) and runs its turns through :meth:`IngestWorker.ingest`, which
-keeps the job's started-registry entry short (``job_heartbeat_ttl_s``) and alive while it
-runs (RQ's ``maintain_heartbeats``): a worker that was SIGKILLed stops
-beating, and RQ's own ``StartedJobRegistry.cleanup`` (every maintenance interval) hands
-the job to its ``Retry`` within :data:`HEARTBEAT_TTL_S` plus one interval.
-
-Hostile input (``workers/ingest/envelope.py``): a job hash RQ could not read or that is not
-ours (written by hand into RQ's queue) is refused at dequeue, and a payload that is not a
-valid turn inside a batch, each dead-lettered with a typed reason naming the field
-(``workers/ingest/dead_letters.py``); the rest proceeds. A batch that fails for a
-permanent reason is bisected until the poison turn is alone
-(``workers/ingest/isolation.py``): the good turns are written in the same round, the bad
-one is dead-lettered once. A transient failure fails the job and RQ retries the whole
-batch with back-off (writes are idempotent).
+``ingest_batch`` reaches the worker performing it (``workers/rq_adapter.py``) and runs its
+turns through :meth:`IngestWorker.ingest`, which keeps the job's heartbeat short
+(``job_heartbeat_ttl_s``) so RQ hands a SIGKILLed worker's batch to its ``Retry``.
+Hostile jobs and turns are dead-lettered (``envelope.py``, ``dead_letters.py``), a batch
+failing for a permanent reason is bisected (``isolation.py``): docs/architecture.md
+("Delivery").
 """
 
 from __future__ import annotations

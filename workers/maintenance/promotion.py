@@ -1,16 +1,9 @@
 """Promotion: curated memories into a workspace or user scope.
 
-- ``promote``: a person asks (client API, bridge op) to keep something as a decision,
-  lesson learned, preference, procedure, task update or terminology, in the workspace or
-  (only this way, or by an explicit ``(user)`` directive) in the user scope.
-- ``auto_promote_turn`` (opt-in, ``auto_promote``): memory directives in a *user* turn
-  (``preference (user): …``, ``decision: …``) are promoted; without a scope marker the less
-  persistent scope, the workspace, is used. Content that looks like a secret is refused:
-  the redaction rules (``producers.redaction``) find one, or the worker already replaced
-  one with a ``[REDACTED:…]`` marker.
-- ``ownership_context``: once per scope, who owns it and safe git metadata (no paths).
-
-Ids are derived from the scope, kind and text, so promoting twice writes one memory.
+``promote`` (a person asks), ``auto_promote_turn`` (opt-in: the memory directives of a
+user turn; content that looks like a secret is refused) and ``ownership_context`` (once
+per scope, no paths). Ids derive from scope, kind and text, so promoting twice writes one
+memory. docs/distill.md ("Promotion").
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Session recap (``seeds/session-recap.md``): what a session did, within a token budget.
 
-1. every turn becomes one line: tool turns collapsed to an action ("Read foo.py (15
-   lines).", "Edited bar.py (20 lines)."; status dropped), prose shortened;
-2. lines are chunked, a new chunk starting at a user turn once the current one is big
-   enough;
-3. neighbouring chunks about the same things (word overlap) are merged;
-4. each chunk is summarised offline: what was asked, decided, done, and said last;
-5. chunks are scored by position (linear bias toward the end: unfinished work);
-6. the best are selected to fit the budget and printed in session order, the last one
-   ("Where we stopped") always kept.
-
-Tool output never reaches the recap: only a tool's name, target and line count.
+Each turn becomes a line (tool turns collapsed to an action, never their output), lines
+are chunked at user turns, similar neighbours merged, each chunk summarised offline,
+scored by position and selected to fit the budget, the last one ("Where we stopped")
+always kept. docs/distill.md ("Session recap").
 """
 
 from __future__ import annotations

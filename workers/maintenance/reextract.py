@@ -1,28 +1,10 @@
 """The enrichment pass: stored turns asked of the LLM, its answer merged in (issue 36).
 
-With an LLM configured, ingest stores every turn with the offline rules' entities and
-puts its event id on the enrichment backlog (``workers/enrichment.py``); this pass, on the
-maintenance queue (asked for after each ingested batch, and every ``reextract_every_s``),
-takes turns from the backlog in its order, reads them back from the graph, asks the LLM
-and writes what it finds with the same idempotent batch write as ingest. The LLM's
-entities and facts are merged with the offline rules' for the turn
-(``validation.superseding``): an offline entity the LLM names with another type is
-superseded (the turn's mention of it removed), every other one stays. The episode is
-unchanged (``MERGE ... ON CREATE``), and the recall replicas get it with its new entities
-on the change stream. Written ids leave the backlog; ids whose turn is gone (a forgotten
-scope) leave it too, counted as ``missing``.
-
-Each run is bounded (``budget_s``, well inside its job timeout: the run stops starting
-calls when its time is up, and a request's timeout is what is left), runs
-``concurrency`` calls at a time and records their results at once, so a slow model makes
-progress run after run. An endpoint that still fails ends the run at the first failed
-group (its turns stay, counted as ``failed``, moved behind the others), so a dead
-endpoint costs one call per run. A batch the endpoint answered with nothing usable (cut
-off, unreadable after the re-ask) does not end the run; after
-:data:`MAX_ANSWERED_ATTEMPTS` such answers a turn keeps its offline entities and leaves
-the backlog, counted as ``given_up`` (a small model would otherwise keep it for ever).
-Counters live in the hash :data:`~schemas.keys.REEXTRACT_STATS` (``turngraph queue
-status``).
+Takes turns from the enrichment backlog, reads them back from the graph, asks the LLM
+``concurrency`` calls at a time within ``budget_s`` and writes the answers with ingest's
+idempotent batch write, an offline entity the LLM types otherwise superseded
+(``validation.superseding``). Failures, ``given_up`` and the counters in
+:data:`~schemas.keys.REEXTRACT_STATS`: docs/llm.md ("Store first, enrich after").
 """
 
 from __future__ import annotations

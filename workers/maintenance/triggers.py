@@ -1,16 +1,10 @@
 """What an ingested batch asks of the maintenance queue (SPEC §4: "trigger follow-ups").
 
-- a summary, every ``summary_every_n_turns`` turns of a session, and at once on a
-  semantic trigger: a decision was stated ("we decided", "let's go with", ``decision:``),
-  a plan was named, or the turn is a postmortem;
-- the session's rolling context, after every batch;
-- the ownership context, at a session's first turn;
-- with ``auto_promote``, the memory directives of user turns.
-
-Job ids are derived from what the job does, and a job whose id exists is not enqueued
-again: a redelivered batch adds nothing, and rolling-context jobs coalesce (one per
-session waits at a time; it is deleted when done, so the next batch enqueues a new one).
-All of a batch's jobs go to Redis in two round trips.
+A summary (every ``summary_every_n_turns`` turns, or at once on a semantic trigger), the
+rolling context, the ownership context at a session's first turn and, with
+``auto_promote``, the promotion of user turns' directives. Job ids derive from what the
+job does, so a redelivered batch adds nothing and rolling-context jobs coalesce; a
+batch's jobs take two round trips. docs/distill.md ("What triggers what").
 """
 
 from __future__ import annotations
