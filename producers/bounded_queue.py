@@ -1,12 +1,10 @@
 """The bounded inbox every producer publishes into: one atomic Lua step per batch (check,
 drop, append, count).
 
-Producers never write RQ jobs. The operator's producers append the redacted TurnEvent JSON
-to the queue's inbox (``turngraph:inbox:<queue>``) through ``inbox.lua`` (``EVALSHA``), a
-tenant's producers to their own inbox through the same script run as a Redis Function
-(``producers/tenant_inbox.py``). The ingest worker's admission (``workers/ingest/admission.py``)
-moves inbox entries into RQ batch jobs with RQ's public ``Queue.enqueue_many``; RQ's own
-list stays a few batches deep, so the bound, the drop policy and the counters live here.
+Producers never write RQ jobs: they append the redacted TurnEvent JSON to the inbox
+through ``inbox.lua`` (a tenant's through the same script as a Redis Function,
+``producers/tenant_inbox.py``), and admission moves entries into RQ batch jobs, so the
+bound, the drop policy and the counters live here. docs/producers.md ("One path").
 """
 
 from __future__ import annotations

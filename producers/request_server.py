@@ -1,13 +1,11 @@
 """The serving end of the request/reply exchange (``request_reply.py``), run by the recall
 replica and by the maintenance worker's admission of distillation asks.
 
-A server pops requests, refuses reply keys outside its namespace, answers an invalid
-request with a typed error, drops one past its deadline and answers the rest on their
-reply key with a TTL, counting each outcome (:class:`RequestServer`). While it serves,
-each reply and the next (blocking) pop share one round trip, so a server wakes once per
-answer; a reply's caller can be told when Redis stored it (:data:`ReplySent`), which that
-round trip learns from Redis's clock. A server popping several lists takes them in turn
-(the one after the list it last served first), so no list waits behind another's backlog.
+:class:`RequestServer` pops requests, refuses reply keys outside its namespace, answers
+an invalid request with a typed error, drops one past its deadline and answers the rest
+on their reply key with a TTL, counting each outcome; a reply and the next pop share one
+round trip, and several lists are served in turn. docs/producers.md ("Recall and distill
+requests").
 """
 
 from __future__ import annotations

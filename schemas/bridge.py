@@ -1,14 +1,10 @@
 """The stdio bridge's contract: what an editor sends to ``turngraph bridge`` and gets back.
 
-These differ from the wire models (``TurnEvent``, ``RecallRequest``) in what a client
-holds: **raw** scope keys (a workspace path, a session id, a user name: the bridge hashes
-them), an optional ``occurred_at`` (default: now), and an ``id`` echoed in the reply.
-Requests are strict (JSON types as written, unknown fields rejected) so a typo in an
-option is an error, not a silently ignored field. Exported to ``schemas/json/bridge_*``.
-
-Out-of-range recall options are **clamped and reported**: the reply's ``clamped`` names
-each option that was changed, with the value asked for and the value used. Each clamped
-option carries its range in the JSON Schema as ``x-clamped-to``.
+Unlike the wire models (``TurnEvent``, ``RecallRequest``), requests carry **raw** scope
+keys (the bridge hashes them), an optional ``occurred_at`` and an ``id`` echoed in the
+reply. Requests are strict (a typo in an option is an error); out-of-range recall options
+are clamped and reported in ``clamped`` (their range: ``x-clamped-to`` in the JSON
+Schema). Exported to ``schemas/json/bridge_*``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The bridge's distilled-memory ops: what an editor sends and gets back.
 
-``summarize`` (summarize and store a session's last turns), ``recap`` (a budgeted recap of a
-session, by default the previous session of the workspace), ``summary`` (the full stored
-summary, decision record or memory behind a recall result's ``memory_id``), ``promote``
-(a curated memory into the workspace or user scope) and ``context`` (the session's
-rolling context, ready to send as a recall request's ``conversation_context``).
-
-Like every bridge request they carry raw scope keys (hashed by the bridge) and an ``id``
-echoed in the reply. Ops answered by a maintenance worker wait at most ``deadline_ms``
-(clamped to ``MIN_DISTILL_DEADLINE_MS``..``MAX_DISTILL_DEADLINE_MS`` and reported) and
-fail open with ``DEADLINE_EXCEEDED``. Failures are :class:`ErrorReply`.
+``summarize``, ``recap``, ``summary``, ``promote`` and ``context``: raw scope keys (hashed
+by the bridge), an ``id`` echoed in the reply; an op answered by a maintenance worker
+waits at most ``deadline_ms`` (clamped to ``MIN_DISTILL_DEADLINE_MS``..
+``MAX_DISTILL_DEADLINE_MS`` and reported) and fails open with ``DEADLINE_EXCEEDED``.
+docs/distill.md ("On demand").
 """
 
 from __future__ import annotations

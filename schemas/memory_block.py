@@ -1,23 +1,12 @@
 """The ``<memory>`` block a client puts in its prompt, and the rule that keeps one fact
 to one place in it.
 
-A fact reaches a prompt in several forms: the turn that stated it, the assistant's
-"Agreed: …", a summary or decision record made from those turns, a promoted preference,
-a recap's "Decided: …". :class:`Said` remembers what a block (or a session's earlier
-blocks) already holds, by provenance (``source_event_ids``) and by normalised text, and
-:meth:`Said.repeats` tells whether a new item says nothing new:
-
-- its text, normalised (lower case, words only, a leading label such as "Preference:",
-  "Decided:" or "Agreed:" dropped), is part of a text already held (a fragment, or the
-  same text again);
-- or it holds a sentence (or the piece of one before an ellipsis) of 40 normalised
-  characters or more that is already held (the same statement inside a longer item: a
-  summary whose "Why" repeats its title, a decision after a request cut short);
-- or every turn it comes from is held word for word, or it is a digest of a span (a
-  summary, recap or decision record) sharing a source with what is held.
-
-Nothing here imports a model: the recall worker renders its answer with it, and an editor
-hook renders what is left of an answer after what the session already got is taken out.
+:class:`Said` remembers what a block (or a session's earlier blocks) already holds, by
+provenance and by normalised text; :meth:`Said.repeats` tells whether a new item says
+nothing new (its text part of one held, a held sentence of 40 characters or more, every
+source turn held, or a digest sharing a source). The recall worker renders its answer
+with it, an editor hook what the session was not given yet. docs/recall.md ("Each fact
+once"), docs/hooks.md.
 """
 
 from __future__ import annotations

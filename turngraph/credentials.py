@@ -1,15 +1,11 @@
 """Tenant credentials: Redis ACL users that can do what a tenant's producers do, no more.
 
-``issue`` creates (or rotates) the ACL user ``tenant-<name>`` with a generated secret:
-``ACL SETUSER`` with the secret's SHA-256 (``#<hex>``; the secret itself never reaches
-Redis, its logs or ``ACL LIST``), the key pattern ``~turngraph:t:<name>:*``, no channels,
-and exactly :data:`schemas.tenants.PRODUCER_COMMANDS` (``FCALL`` of the inbox function
-and of the sharded recall push, which ``issue`` loads, never a script of the caller's
-own). The tenant joins ``turngraph:tenants`` so that the ingest and recall workers serve
-it. The users are then persisted: ``ACL SAVE``
-(a server with an ACL file, as the embedded one and ``ops/`` run), else ``CONFIG REWRITE``
-(users in ``redis.conf``); with neither the user lives until the server restarts, and the
-report says so. ``revoke`` deletes the user (Redis disconnects its clients) and persists.
+``issue`` creates (or rotates) the ACL user ``tenant-<name>`` with the generated secret's
+SHA-256 (the secret never reaches Redis), the key pattern ``~turngraph:t:<name>:*`` and
+exactly :data:`schemas.tenants.PRODUCER_COMMANDS`, loads the functions those call, adds
+the tenant to ``turngraph:tenants`` and persists the users (``ACL SAVE``, else ``CONFIG
+REWRITE``, else says they live until a restart). ``revoke`` deletes the user and
+persists. docs/security.md ("Operator steps").
 """
 
 from __future__ import annotations

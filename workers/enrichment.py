@@ -1,15 +1,9 @@
 """The enrichment backlog: stored turns waiting for the LLM (issue 36, ``docs/llm.md``).
 
-With an LLM configured, ingest never waits for it: every turn is extracted by the offline
-rules, stored and recallable at once, and its event id joins this backlog (a Redis sorted
-set, scored by when the turn was stored). The enrichment pass on the maintenance queue
-(``workers/maintenance/reextract.py``) takes turns from it, asks the LLM and merges the
-answer into what is stored.
-
-The backlog is bounded (``max_turns``) and served in one order (``oldest`` or ``newest``
-first). When it is full, what would be served last is dropped: the newest arrivals in
-``oldest`` order, the oldest turns in ``newest`` order. A drop loses enrichment only (the
-turn is stored), and is counted (``dropped`` in :data:`~schemas.keys.REEXTRACT_STATS`).
+A Redis sorted set of the event ids ingest stored with the offline rules' entities,
+scored by when; the enrichment pass (``workers/maintenance/reextract.py``) serves it in
+one order. It is bounded (``max_turns``): when full, what would be served last is
+dropped and counted (``dropped`` in :data:`~schemas.keys.REEXTRACT_STATS`).
 """
 
 from __future__ import annotations

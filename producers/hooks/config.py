@@ -1,12 +1,9 @@
 """``turngraph hooks install|uninstall|status``: our entries in the editors' own files.
 
-Install merges: every entry that is not ours is kept as it was, ours are added (or
-replaced, so installing twice changes nothing). The file as it was before the first
-install is kept beside it (``<file>.turngraph-backup``). Uninstall removes exactly our
-entries: when what is left equals the backup, the backup's bytes are put back (a
-round trip is byte for byte); a file that did not exist before is deleted, and so are the
-folders install created for it. When the file was edited in between, the edits are kept
-and only our entries go.
+Install merges (entries not ours are kept; installing twice changes nothing) and keeps
+the file as it was beside it (``<file>.turngraph-backup``); uninstall removes exactly our
+entries, restoring the backup's bytes when nothing else changed. docs/hooks.md
+("Install, per editor").
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """``turngraph bridge`` (stdio JSON lines) and the one-shots ``turngraph publish``,
 ``recall`` and ``status``.
 
-The one-shots ask the running local endpoint first (``turngraph.endpoint.client``: one
-loopback request, nothing heavy imported) and take the full code path (their own
-connection to Redis) when none is up. Either way they print through
-``turngraph.reply_text``: a readable listing, or with ``--json`` the bridge's reply; exit
-0 on success, 1 on failure. This module imports only the standard library at its top.
+The one-shots ask the running endpoint first (``turngraph.fast_path``) and take the full
+code path when none is up; either way they print through ``turngraph.reply_text`` (with
+``--json``, the bridge's reply) and exit 0 on success, 1 on failure. Only the standard
+library is imported at the top.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """A real Neo4j 5.26 Community server, fetched through Maven, run as a child process.
 
-Started exactly like the embedded ArcadeDB (``graph_server.py``): loopback, free ports,
-data under the data folder, the password in a 0600 file (never on a command line), the
-kernel's parent-death signal, ready when an authenticated query answers. Neo4j's own
-entry point runs on the fetched jars with a ``neo4j.conf`` written here; Neo4j Browser
-(its jar is fetched alongside) is served by the server at ``/browser/``.
-
-The password reaches Neo4j as its initial-user file (``data/dbms/auth.ini``, what
-``neo4j-admin dbms set-initial-password`` writes: SHA-256, 1,024 iterations, random salt),
-written before the first start and read by Neo4j when it creates its system database.
+Started like the embedded ArcadeDB (``graph_server.py``): loopback, free ports, data
+under the data folder, the password in a 0600 file, the parent-death signal, ready when
+an authenticated query answers; Browser is served at ``/browser/``. The password reaches
+Neo4j as its initial-user file (``data/dbms/auth.ini``, as ``neo4j-admin dbms
+set-initial-password`` writes it) before the first start.
 """
 
 from __future__ import annotations

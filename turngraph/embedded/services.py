@@ -1,12 +1,9 @@
 """Start both embedded servers and publish where they listen, for the other processes.
 
-One owner per data folder: it holds an exclusive lock on ``services.lock`` for as long as
-it runs (the kernel drops it when the owner dies, however it dies). Whoever takes the lock
-knows that anything left in the folder -- a ``services.json``, a server still running
-there -- belongs to an owner that is gone, and clears it before starting. It starts the
-servers on the ports (and the Redis password) that file named, where they are free, so
-workers, bridges and MCP servers still running reconnect by themselves; while it runs it
-restarts a server that died on the same port and credentials (``turngraph.supervisor``).
+One owner per data folder holds a lock on ``services.lock`` while it runs and clears what
+a dead owner left; it starts the servers on the ports (and Redis password) the last
+``services.json`` named where they are free, so running clients reconnect, and restarts
+a server that died (``turngraph.supervisor``). docs/architecture.md ("Runtime wiring").
 """
 
 from __future__ import annotations

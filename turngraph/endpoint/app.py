@@ -1,15 +1,10 @@
 """The endpoint's routes (Starlette, served by uvicorn: both come with the MCP SDK).
 
-- ``GET /v1/health``: ``{"ok": true}``, no token (cheap liveness).
-- ``POST /v1/hooks/{editor}/{event}``: the editor's hook payload in, what ``turngraph
-  hook EVENT --editor EDITOR`` would print out (``{}`` for nothing); capture events are
-  answered at once and carried out after the reply.
-- ``POST /v1/{op}``: a bridge request without ``op`` in, the bridge's reply out.
-- ``/mcp``: MCP over the streamable HTTP transport (``turngraph.endpoint.mcp``), when the
-  server is given one.
-
-Every route but health wants ``Authorization: Bearer <token>``; a missing or wrong one
-is a 401 with the bridge's error contract. docs/endpoint.md is the reference.
+``GET /v1/health`` (no token), ``POST /v1/hooks/{editor}/{event}`` (capture answered at
+once, carried out after the reply), ``POST /v1/{op}`` (a bridge request) and ``/mcp``
+(MCP over streamable HTTP, ``turngraph.endpoint.mcp``). Every route but health wants a
+bearer token; a missing or wrong one is a 401 with the bridge's error contract.
+docs/endpoint.md is the reference.
 """
 
 from __future__ import annotations

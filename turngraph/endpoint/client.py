@@ -1,11 +1,9 @@
 """The CLI's fast path: one request to the running endpoint, standard library only.
 
-``turngraph recall|publish|status`` ask :func:`find` first; with an endpoint named in
-the data folder and alive they send their request here and print its reply, having
-loaded neither pydantic, Redis, logging nor ``http.client``. The request goes out through
-the hook forwarder's own sender (``turngraph.producers.hooks.forward.post``: HTTP/1.1 on
-a plain ``_socket``, one connection per request). Any failure to reach it is
-:class:`EndpointUnavailable`, and the command takes its full code path instead.
+``turngraph recall|publish|status`` ask :func:`find` first and, with an endpoint alive,
+send their request through the hook forwarder's sender
+(``turngraph.producers.hooks.forward.post``) without loading pydantic, Redis or logging.
+Any failure to reach it is :class:`EndpointUnavailable`: the command takes its full path.
 """
 
 from __future__ import annotations

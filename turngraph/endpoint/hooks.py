@@ -1,11 +1,9 @@
 """Hook events over the endpoint's warm clients.
 
-The same logic as ``turngraph hook`` (``producers.hooks``: the payload read and counted
-by ``producers.hooks.call``, the work by ``HookRunner``), with the recall and distill
-clients of the endpoint's :class:`~turngraph.producers.operations.Operations` instead of
-new ones per call. Capture events are answered at once; their work is returned as a
-callable for the server to run after the reply. Every failure is counted in the hooks'
-counters (``turngraph hooks status``) and answered with ``{}`` (fail open).
+The logic of ``turngraph hook`` (``producers.hooks``) with the endpoint's recall and
+distill clients instead of new ones per call. Capture events are answered at once, their
+work returned as a callable the server runs after the reply; every failure is counted in
+the hooks' counters and answered with ``{}`` (fail open).
 """
 
 from __future__ import annotations

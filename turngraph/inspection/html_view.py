@@ -1,14 +1,9 @@
 """``turngraph graph show``: an HTML view of a scope's subgraph.
 
-Rendered by Neo4j's ``neo4j-viz`` through its public API only (``VisualizationGraph``,
-``set_legend``, ``render``): one page of about 4.4 MB, its bundle inlined, that opens
-offline. Colours are the Neo4j Browser style's
-(:mod:`turngraph.inspection.browser_style`); captions come from names, cut at a word;
-turns are captioned by the start of their text. neo4j-viz's own legend lists the types
-shown and its side panel shows a clicked node's properties (a turn's whole text, a
-fact's ``episode_ids``); Neo4j Browser is the tool for exploring further
-(ops/neo4j/README.md). The page holds the scope's turns verbatim: it is the user's own
-data, written to a file they chose.
+Rendered by ``neo4j-viz`` through its public API only (``VisualizationGraph``,
+``set_legend``, ``render``): one page that opens offline, coloured as the Neo4j Browser
+style (:mod:`turngraph.inspection.browser_style`), captions cut at a word. The page holds
+the scope's turns verbatim: the user's own data, in a file they chose.
 """
 
 from __future__ import annotations

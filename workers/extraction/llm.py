@@ -1,26 +1,14 @@
 """The LLM extractor: structured output from the ontology's JSON Schema, micro-batched.
 
-Consecutive turns of one session go into one call (one answer, per-turn results keyed
-by ``event_id``, limited to the batch's ids), so calls per turn stay at or below one. An
-answer that does not validate (broken JSON, wrong shape, a domain/range violation, a
-missing turn) is sent back once with the problems, on a copy of the messages; what still
-does not validate is dropped and counted. Rate limits and server errors are retried by the
-openai client itself (``max_retries``, honouring ``Retry-After``). Output mode and system
-prompt handling are the endpoint's (:mod:`workers.extraction.endpoint`).
-
-A turn is never lost because extraction failed: with a ``fallback`` extractor (the
-offline rules, as the application wires it), a batch whose call fails (an error after
-the client's retries, a timeout, an answer cut at the output limit, an unreadable answer
-after the re-ask, a batch budget spent) is extracted by the fallback instead, counted,
-and its extractions are marked ``reextract`` so that the pipeline records them for a
-later LLM pass. Where the LLM answers, its result is merged with the fallback's for the
-same turn (never fewer entities than the offline rules found). All LLM work of one
-``extract`` call shares one deadline (``budget_s``): each request's timeout is what is
-left of it, so a slow endpoint makes batches fall back in time. After a timeout or an
-unavailable endpoint, batches go straight to the fallback for ``cooldown_s``, doubled
-after each further failure (at most ``MAX_COOLDOWN_FACTOR`` times): a slow local model
-is not kept busy with prompts nobody waits for. Without a fallback, the failure is
-raised as a typed error (transient or permanent).
+Consecutive turns of one session share a call (per-turn results keyed by ``event_id``);
+an answer that does not validate is sent back once with the problems, and what still
+does not is dropped and counted. The client retries rate limits and server errors. A
+batch whose call fails goes to the ``fallback`` extractor, counted and marked
+``reextract``; where the LLM answers, its result is merged with the fallback's. One
+deadline (``budget_s``) bounds an ``extract`` call; after a timeout or an unavailable
+endpoint batches go straight to the fallback for ``cooldown_s``, doubled after each
+further failure. Without a fallback, a failure is raised as a typed error. The
+enrichment pass's use of it: docs/llm.md ("Budgets and answers").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The output mode an endpoint accepts, found once per deployment (issue 36).
 
-In ``auto`` mode the first request steps down from strict ``json_schema`` until the server
-accepts one (``workers/extraction/endpoint.py``). Found per process, a fleet of workers
-met the same refusal once each (with the client's retries of a refusing 500: six strict
-requests for two processes). Here the mode found is kept in Redis under a key derived from
-the base URL and the model, with an expiry: every process reads it before its first
-request, and only one process at a time probes (a short ``SET NX`` claim; the others wait
-for its finding). A changed endpoint or model is another key, so it is probed again; so
-is a mode that expired.
+The mode ``auto`` steps down to (``workers/extraction/endpoint.py``) is kept in Redis
+under a key derived from the base URL and the model, with an expiry: every process reads
+it before its first request, and one process at a time probes (a short ``SET NX`` claim;
+the others wait for its finding). docs/llm.md ("Output modes").
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """What distillation reads from and writes to the graph, behind one Protocol.
 
-:class:`DistillStore` is the boundary the maintenance jobs (summaries, compaction, promotion,
-recaps, the LLM re-extraction pass) and the on-demand answers use; :class:`BoltDistillStore`
-runs it on Neo4j 5 or the embedded engine (:mod:`workers.graph.distill_statements`), and
-:class:`tests.support.memory_distill.InMemoryDistillStore` is its in-memory fake. Rows
-are written whole (``row``: the node's properties as the statements name them); driver
-errors leave as :mod:`workers.graph.errors`.
+:class:`DistillStore` is what the maintenance jobs and on-demand answers use;
+:class:`BoltDistillStore` runs it on Neo4j 5 or the embedded engine
+(:mod:`workers.graph.distill_statements`), ``tests.support.memory_distill`` holds its
+in-memory fake. Rows are written whole; driver errors leave as :mod:`workers.graph.errors`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The one place for statements only Neo4j 5 runs.
 
-Everything else the project sends runs on Neo4j 5 *and* the embedded engine (ArcadeDB
-over Bolt). The statements here exist for people querying in Neo4j Browser (full-text
-search over turns, entity names and facts, nearest turns by stored vector); recall never
-depends on them (SPEC §7: the same ranking on every backend). The embedded engine
-rejects them, so they are applied only when the server really is Neo4j; a test validates
-each with Neo4j's own Cypher parser (``tests/integration/test_neo4j_only_lint.py``) and the
-Neo4j tier runs and queries them on a real Neo4j 5.26 (``test_neo4j_only_server.py``,
-``test_saved_queries.py``).
+They serve people querying in Neo4j Browser (full-text search, nearest turns by stored
+vector); recall never depends on them (SPEC §7), and they are applied only when the
+server is Neo4j. Neo4j's own parser checks each (``tests/integration/
+test_neo4j_only_lint.py``); the Neo4j tier runs them on a real Neo4j 5.26.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The graph-store boundary: what the ingest pipeline, forget and recall need of a graph.
 
-Two implementations behave the same for the pipeline: :class:`~workers.graph.bolt_store.
-BoltGraphStore` (Neo4j 5 or the embedded ArcadeDB, over Bolt) and
-:class:`~tests.support.memory_graph.InMemoryGraphStore` (the tests' fake, outside the
-package). ``tests/contract/test_graph_store.py`` runs the same assertions on both.
-
-Errors: a store raises only :mod:`schemas.errors` types: ``BackendUnavailableError`` (or
-another ``TransientError``) when the server is unreachable or busy, a ``PermanentError``
-when the request itself cannot succeed.
+:class:`~workers.graph.bolt_store.BoltGraphStore` (Neo4j 5 or the embedded ArcadeDB) and
+the tests' ``InMemoryGraphStore`` pass the same contract tests
+(``tests/contract/test_graph_store.py``). A store raises only :mod:`schemas.errors`
+types: a ``TransientError`` (``BackendUnavailableError``) when the server is unreachable
+or busy, a ``PermanentError`` when the request cannot succeed.
 """
 
 from __future__ import annotations

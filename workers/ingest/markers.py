@@ -1,12 +1,9 @@
 """The ingested markers kept true to the graph they describe.
 
-An ingested marker (``turngraph:ingested:<event id>``) saves admission the work of
-writing a turn again; it never decides alone that the turn exists. Redis records which
-graph the markers were checked against (:data:`~schemas.keys.GRAPH_IDENTITY`); an ingest
-worker that starts on a graph with another identity (new, wiped, another engine's) checks
-every marker against it and drops those of turns it lacks, so they are stored again when
-published again. Admission checks the markers it finds against the graph as well
-(``workers/ingest/admission.py``), and ``turngraph doctor`` samples them.
+A marker (``turngraph:ingested:<event id>``) saves admission a write; it never decides
+alone that the turn exists. An ingest worker that starts on a graph of another identity
+(:data:`~schemas.keys.GRAPH_IDENTITY`: new, wiped, another engine's) checks every marker
+against it and drops those of turns it lacks. docs/operations.md ("Changing the graph").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Re-embed after a model change, without downtime (``turngraph embeddings rebuild``).
 
-Pages through the turns whose stored vector is missing or was made by another model,
-embeds them with the configured model (the ingest workers' own :class:`MemoryEmbedder`:
-the same texts, stored the same way) and announces each on the change stream with its
-new vector. Replicas on the new model take the vectors as they come (the text did not
-change, so nothing is re-indexed); replicas still on the old model ignore them and keep
-answering with their own vectors until they are restarted on the new one, which then
-bootstrap the stored vectors instead of embedding everything. Safe to stop and run
-again: it resumes with what is still stale.
+Pages through the turns whose stored vector is missing or of another model, embeds them
+with the ingest workers' :class:`MemoryEmbedder` and announces each on the change stream
+with its new vector. Safe to stop and run again: it resumes with what is still stale.
+What the replicas do meanwhile: docs/recall.md ("The semantic signal").
 """
 
 from __future__ import annotations

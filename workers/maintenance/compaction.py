@@ -1,12 +1,10 @@
 """Compaction: a topic's summaries merged into one DecisionRecord (seed: "periodically
 merge multiple small summaries into curated decision records").
 
-The record is a pure function of the set of summaries of its topic (sorted by time):
-union of decisions (chronological, the latest is the current one), rationale, still-open
-questions, references, and a short narrative of how the decision changed. Every merged
-summary becomes Superseded and is linked from the record by ``SUPERSEDES`` (kept for
-audit). One transaction writes it all; a per-topic lock serialises compactors, so running
-twice, or on two workers at once, writes the same graph.
+The record is a pure function of its topic's summaries; one transaction writes it and
+marks every merged summary Superseded (linked by ``SUPERSEDES``), and a per-topic lock
+serialises compactors, so any number of runs write the same graph. docs/distill.md
+("DecisionRecord").
 """
 
 from __future__ import annotations

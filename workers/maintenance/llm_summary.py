@@ -1,13 +1,9 @@
 """The LLM summarizer: one structured call per segment through the official openai client.
 
-The answer's JSON Schema is generated from :class:`schemas.summaries.SummaryContent`; an
-answer that does not validate is sent back once with the problems and the limits
-(Graphiti's habit); lists longer than the schema allows are cut, not re-asked for. Output
-is capped (``max_output_tokens``) at temperature 0 unless configured. Every LLM failure
-(an endpoint down or refusing after the client's retries, a timeout, an answer cut at the
-limit, two invalid answers) ends in the offline summary, stored as such, counted per
-reason, with one warning event and no traceback: a summary job never fails for the LLM.
-Output mode and system prompt handling are the endpoint's (shared with extraction).
+The answer's schema comes from :class:`schemas.summaries.SummaryContent`; an answer that
+does not validate is sent back once; lists longer than allowed are cut. Every LLM failure
+ends in the offline summary, counted per reason with one warning: a summary job never
+fails for the LLM. docs/llm.md ("Budgets and answers").
 """
 
 from __future__ import annotations

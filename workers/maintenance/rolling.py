@@ -1,14 +1,8 @@
 """Rolling context for long sessions (``seeds/conversation-memory-plan.md`` §7).
 
-The last four turns verbatim (each cut to about 200 tokens, tool turns collapsed) plus a
-rolling summary of everything older, at most 200 words: about 1,100 tokens whatever the
-session's length. Maintained incrementally: each update folds only the turns that left
-the verbatim window since the last update into the summary (never the whole session),
-and the result is kept in Redis, where clients read it directly (``DistillClient``).
-
-The offline summary keeps one line per folded turn that matters (a decision, a request,
-a consequential action), then drops its oldest lines, decisions last, to stay within
-200 words; specific values survive because lines are kept verbatim.
+The last four turns verbatim plus a rolling summary of older turns (at most 200 words),
+updated incrementally (only the turns that left the verbatim window are folded in) and
+kept in Redis for clients to read. docs/distill.md ("Rolling context").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Making and storing ConversationSummaries: every N turns, on semantic triggers, on demand.
 
-A summary is stored at once from the extractive path (no LLM call); with an LLM
-configured, the LLM's summary replaces it (same id) when it arrives, and an LLM that fails
-leaves the extractive one in place (issue 36: the LLM never delays what is stored).
-
-A session's automatic summaries cover consecutive segments: each starts after the last
-turn an earlier summary of the session covered. "Summarize and store the last N turns"
-makes a summary of exactly that span (status Final: a person asked for it). A summary's
-id is derived from its session and turn span, so making it again rewrites the same node.
+Stored at once from the extractive path; with an LLM configured, the LLM's summary
+replaces it under the same id, and a failing LLM leaves it. Automatic summaries cover
+consecutive segments of a session; an id derives from session and turn span, so making
+one again rewrites the same node. docs/distill.md ("ConversationSummary").
 """
 
 from __future__ import annotations
