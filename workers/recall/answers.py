@@ -1,25 +1,12 @@
 """The answer above its question (issue 37).
 
-A chat holds questions and what settles them: "Should we use MySQL or Postgres for
-orders?" then, a few turns later, "Agreed: we'll use Postgres 16 for orders." A question
-asked of the memory ("which database did we pick for orders?") shares its words with
-both, and most with the old question, which answers nothing. So:
-
-- **At ingest** each memory gets an :class:`Act` from generic English cues
-  (:func:`act_of`): a turn made only of questions is a ``QUESTION``; a decision, a
-  confirmation ("Agreed", "let's go with", "we'll use", "we picked") or a stated
-  preference ("I always …", "never …", "from now on") ``SETTLES``, as do decision
-  records and promoted memories. The index keeps the act with the memory.
-- **At recall**, when the query is question-shaped (:func:`is_question`), what settles
-  weighs ``Ranking.settling_multiplier`` (``Ranking.settled_asked_multiplier`` when the
-  question asks what was decided or preferred, :func:`asks_what_was_settled`) and a
-  question turn ``Ranking.question_turn_multiplier`` (the ``answer_multiplier`` of the
-  breakdown).
-- **A question turn comes only with its answer**: :func:`answer_of` relates a question
-  to the turn that settles it among the next ``Ranking.answer_reach`` turns of its
-  session (the first that settles, else the reply that follows it); the search gives that
-  answer at least the question's relevance and places the question below it. A question
-  nobody answered (no later turn) stays an open question.
+At ingest each memory gets an :class:`Act` (:func:`act_of`: a question, or what
+``SETTLES`` one); at recall, for a question-shaped query (:func:`is_question`), what
+settles weighs ``Ranking.settling_multiplier`` (``settled_asked_multiplier`` when
+:func:`asks_what_was_settled`) and a question turn ``question_turn_multiplier``; a
+question turn comes only with its answer (:func:`answer_of`, within
+``Ranking.answer_reach`` turns), placed below it. docs/recall.md ("The answer above its
+question").
 """
 
 from __future__ import annotations

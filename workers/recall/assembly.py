@@ -1,25 +1,12 @@
 """Where a summary may stand in the answer (issue 20: our own summaries must help, not
 crowd out).
 
-A summary is a digest of a span of turns: its text is taken from them and it carries all
-of them as provenance. Two rules:
-
-- It outranks the turns it came from only where it answers better: an automatic summary
-  (Draft) that one of its own turns outranks is left out (``summaries_below_their_turns``).
-  That turn answered better and is in the answer; the summary would only add the rest of
-  its span as places. A Final was asked for ("summarize and store the last N turns") and a
-  Superseded one is returned only to a caller asking for the history: both stay.
-- It earns a place after the best turns, not before them: ranked first, it stands for
-  its whole span while its session held the answer less often than the best turn's did
-  (``summaries_after``; figures in docs/history.md).
-
-An ownership context (one sentence the maintenance worker writes per session and per
-workspace: who owns the scope, its git branch) answers a question about who owns what or
-which branch, not one about what was said: it is left out of every other answer
-(``asks_about_ownership``, ``Memory.is_ownership_context``: the scoring skips it, so it
-takes no place in the packing pool either). One per session, they are near-duplicates:
-packed, they merged into one result carrying the opening turn of every session that
-matched.
+A summary outranks the turns it came from only where it answers better: a Draft that one
+of its own turns outranks is left out (``summaries_below_their_turns``; a Final or a
+Superseded one stays), and none stands before the best turns (``summaries_after``). An
+ownership context answers only a question about who owns what or which branch
+(``asks_about_ownership``): the scoring skips it for every other query. docs/recall.md
+("Scoring", Digests).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The recall worker's own in-memory index: BM25 postings and entity postings per scope.
 
-Memories are partitioned by where they are visible: one partition per workspace (its
-sessions' episodes, its facts and decision records) and one per user (memories promoted
-to user level). A query only ever touches the partitions of the scopes it asked for, so
-a workspace cannot see another workspace's memories, and no query scans everything.
-
-Postings are compact ``array`` columns (doc id, term frequency, precomputed BM25 term
-weight) appended in insertion order, so ids ascend (``bisect`` works) and the newest
-postings sit at the end. A query walks the rarest terms' postings first, newest first,
-within a fixed budget; common terms only rescore the best candidates found so far.
-
-Concurrency: one writer (the change-stream consumer) and any number of reader threads.
-Writers serialise on a lock; readers take none: they only do single dict lookups and
-copy array slices, which the GIL makes atomic, and skip ids that vanished meanwhile.
+Memories are partitioned by where they are visible (one partition per workspace, one per
+user), so a query touches only the partitions of its scopes. Postings are ``array``
+columns appended in insertion order (ids ascend; the newest sit at the end). One writer
+(the change-stream consumer) serialises on a lock; readers take none (single dict
+lookups and slice copies) and skip ids that vanished meanwhile. docs/recall.md
+("The index").
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Per-partition vector search for the semantic signal: exact below a size, HNSW above.
 
-Each vector is held once (issue 24: the HNSW graph and an exact matrix both held float32
-copies, ~16 KB per memory with the pair's 640 dimensions):
-
-- a partition below :data:`~workers.recall.ann.ANN_MIN_ROWS` rows keeps its unit vectors
-  as **int8 rows with one float32 scale each** (``row ≈ codes * scale``, a quarter of the
-  float32 bytes; the cosine moves by ~3e-4, docs/history.md); a query's similarities are
-  ``(codes @ query) * scales`` and the best rows come from ``argpartition`` (exact);
-- from that size on the rows move into an HNSW graph (``ann``, float32 inside
-  ``hnswlib``), which answers the nearest-rows query and gives back any candidate's
-  vector for its exact cosine; the int8 rows are dropped.
-
-One writer (the index, under its lock); readers take the block's storage reference once
-(``rows`` or ``ann``), so growing (copy into larger arrays, then swap) or moving into a
-graph never shows them a half-written row. Removed rows get scale 0 until compaction.
+Each vector is held once: below :data:`~workers.recall.ann.ANN_MIN_ROWS` rows a
+partition keeps int8 rows with one float32 scale each (exact search: ``(codes @ query)
+* scales``, then ``argpartition``); from that size on the rows move into an HNSW graph
+(``ann``) and the int8 rows are dropped. Readers take the block's storage reference once,
+so growing or moving never shows them a half-written row; removed rows get scale 0 until
+compaction. docs/recall.md ("The index", Vectors).
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """What the assistant already holds in its window is not what memory should answer with.
 
-An editor sends recall the current session's recent turns as ``conversation_context``.
-Those turns, and what was distilled only from the current session (its summaries, its
-recap), are already in the assistant's window: returned again they fill the answer with
-what the model has, and push out the earlier session that holds what it needs (measured
-on the RealMem development personas, docs/history.md). The rule:
-
-- with ``conversation_context`` and a ``session_id``, a turn of that session whose text
-  is one of the context's turns is left out (matched on the start of the text: a rolling
-  context cuts long turns);
-- with ``window_from_turn`` and a ``session_id`` (an editor hook: the transcript since its
-  last compaction is in the window), every turn of that session from that index on is left
-  out, whatever the context holds;
-- in either case so is every summary or recap made from that session alone;
-- the context still resolves references and lifts memories tied to it (``followups.py``);
-- a recap answers the recap op at session start, not every recall: it is searched only
-  when the query asks where the work stood ("recap", "where did we leave off" …).
+With ``conversation_context`` (or ``window_from_turn``) and a ``session_id``, the turns
+of the current session already in the assistant's window are left out, and so is every
+summary or recap made from that session alone; the context still resolves references
+(``followups.py``), and a recap is searched only when the query asks where the work
+stood. docs/recall.md ("Follow-ups, auto scope and the window").
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The always-warm recall loop: block-pop requests, search the in-memory index, reply.
 
-No fork and no RQ job per request: one process holds the index and warm connections.
-A second thread tails the change stream the ingest workers write, so the index stays
-fresh. N replicas may pop from the same request list; each keeps its own index.
-
-Requests come and go through ``producers/request_server.py`` (distillation asks' too).
-Honest degradation: :meth:`RecallWorker.run` serves at once. The graph is read in a
-background thread (``feed.py``, retried with back-off while the graph is down) while the
-tail already applies what the stream brings; until the graph read is applied, answers say
-``graph_unavailable``, and again whenever the graph stops answering the probe (nothing
-new is stored then; answers come from what the replica has). A replica further behind
-the stream than ``lag_degraded_s`` says ``change_stream_lag``. Other threads publish the
-replica's heartbeat (``workers/recall/replica.py``) and probe the graph.
+No fork and no RQ job per request: one process holds the index and warm connections,
+requests come and go through ``producers/request_server.py``, and a second thread tails
+the change stream. :meth:`RecallWorker.run` serves at once while the graph is read in the
+background (``feed.py``); until then, and while the graph stops answering the probe or
+the replica lags the stream, answers say why they are degraded. Other threads publish the
+heartbeat (``replica.py``). docs/recall.md ("The index lives in each replica").
 """
 
 from __future__ import annotations
