@@ -14,6 +14,7 @@ from pathlib import Path
 import neo4j
 import neo4j.exceptions
 
+from turngraph.embedded.class_cache import ClassCache, default_cache_dir
 from turngraph.embedded.process import (
     OneProcessServer,
     ServerProcess,
@@ -92,7 +93,11 @@ class GraphServer(OneProcessServer):
     database = GRAPH_DATABASE
 
     def __init__(
-        self, data_dir: Path, bolt_port: int | None = None, http_port: int | None = None
+        self,
+        data_dir: Path,
+        bolt_port: int | None = None,
+        http_port: int | None = None,
+        class_cache_dir: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.bolt_port = bolt_port or free_port()
@@ -101,12 +106,16 @@ class GraphServer(OneProcessServer):
         self._java = _wheel_root() / "jre" / "bin" / "java"
         if not self._java.exists():
             raise EmbeddedServiceError(f"bundled JRE missing at {self._java}")
+        self.class_cache = ClassCache(
+            class_cache_dir or default_cache_dir(), self._java, _wheel_root() / "jars"
+        )
         self._process = ServerProcess("graph", self._command(), data_dir / "graph.log")
 
-    def _command(self) -> list[str]:
+    def _command(self, jvm_options: list[str] | None = None) -> list[str]:
         absolute = self.data_dir.resolve()
         return [
             str(self._java),
+            *(jvm_options or []),
             f"-Xmx{JVM_HEAP}",
             "-Djava.awt.headless=true",
             "-cp",
@@ -144,13 +153,26 @@ class GraphServer(OneProcessServer):
 
     def start(self) -> None:
         ensure_private_dir(self.data_dir)
-        self._process.set_argv(self._command())  # the ports may have been changed
+        # the ports may have been changed; the class cache's step of this start
+        self._process.set_argv(self._command(self.class_cache.start_options()))
         try:
             self._process.start(self._ready)
         except EmbeddedServiceError:
+            self.class_cache.killed()
             if LOCKED_MARK in self._process.log_since_start():
                 raise EmbeddedServiceError(self._locked_message()) from None
             raise
+        except BaseException:
+            self.class_cache.killed()
+            raise
+
+    def stop(self) -> None:
+        super().stop()
+        self.class_cache.stopped()
+
+    def kill(self) -> None:
+        super().kill()
+        self.class_cache.killed()
 
     def _locked_message(self) -> str:
         database = self.data_dir / "databases" / GRAPH_DATABASE
