@@ -34,8 +34,8 @@ from turngraph.lifecycle import pause, popen_tied_to_process
 from turngraph.producers.private_files import PRIVATE_FILE_MODE, ensure_private_dir
 
 __all__ = [
-    "SUPERVISE_EVERY_S", "Backoff", "Child", "ChildProcess", "LineBudget", "Supervisor",
-    "follow_embedded_services", "stop_all",
+    "MAX_LOG_BYTES", "SUPERVISE_EVERY_S", "Backoff", "Child", "ChildProcess", "LineBudget",
+    "Supervisor", "follow_embedded_services", "stop_all",
 ]  # fmt: skip
 
 log = structlog.get_logger(__name__)
@@ -146,15 +146,26 @@ class Supervisor:
                 self._budget.close_window()
 
 
+MAX_LOG_BYTES = 10_000_000
+"""A child's log file is renamed to ``<name>.log.1`` (replacing the one before) once the
+next line would take it past this size."""
+
+
 class LineBudget:
     """At most ``lines`` child output lines on the terminal in any ``window_s`` (a window
     opens with the first line after a quiet one); the lines past that go to the log files
     only, and one line says how many once the window is over."""
 
     def __init__(
-        self, log_dir: Path, lines: int = 5, window_s: float = 60.0, out: IO[str] | None = None
+        self,
+        log_dir: Path,
+        lines: int = 5,
+        window_s: float = 60.0,
+        out: IO[str] | None = None,
+        max_log_bytes: int = MAX_LOG_BYTES,
     ) -> None:
         self.log_dir = log_dir
+        self.max_log_bytes = max_log_bytes
         self._lines, self._window_s = lines, window_s
         self._out = out or sys.stderr
         self._lock = threading.Lock()
@@ -197,6 +208,13 @@ class LineBudget:
             self._out.flush()
 
 
+def _append_to(path: Path) -> IO[bytes]:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+    log_file = os.fdopen(fd, "ab")
+    log_file.seek(0, os.SEEK_END)
+    return log_file
+
+
 class ChildProcess:
     """``argv`` as a child tied to this process, its output appended to
     ``<log_dir>/<name>.log`` and offered to ``budget`` (or inherited without one)."""
@@ -234,12 +252,20 @@ class ChildProcess:
     def _relay(self, stream: IO[bytes], budget: LineBudget) -> None:
         ensure_private_dir(budget.log_dir)
         path = budget.log_dir / f"{self.name}.log"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
-        with os.fdopen(fd, "ab") as log_file, stream:
-            for raw in stream:
-                log_file.write(raw)
-                log_file.flush()
-                budget.offer(raw.decode(errors="replace"))
+        log_file = _append_to(path)
+        try:
+            with stream:
+                for raw in stream:
+                    if log_file.tell() + len(raw) > budget.max_log_bytes:
+                        # one earlier file kept: a child's log never grows without bound
+                        log_file.close()
+                        os.replace(path, path.with_name(f"{path.name}.1"))
+                        log_file = _append_to(path)
+                    log_file.write(raw)
+                    log_file.flush()
+                    budget.offer(raw.decode(errors="replace"))
+        finally:
+            log_file.close()
 
     def died(self) -> bool:
         return not self._stopped and self.process is not None and self.process.poll() is not None

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
+import sys
 from pathlib import Path
 
-from turngraph.supervisor import Backoff, LineBudget
+from tests.support.processes import wait_until
+from turngraph.supervisor import Backoff, ChildProcess, LineBudget
 
 
 def test_a_child_that_keeps_dying_waits_longer_each_time_up_to_the_cap() -> None:
@@ -44,3 +47,29 @@ def test_a_new_window_opens_with_the_next_line_after_one_is_over(tmp_path: Path)
     budget.offer("second\n")
     budget.flush()
     assert out.getvalue() == "first\nsecond\n"  # nothing was held back
+
+
+def test_a_childs_log_is_rolled_over_past_its_size_and_one_earlier_file_kept(
+    tmp_path: Path,
+) -> None:
+    out = io.StringIO()
+    budget = LineBudget(tmp_path, lines=0, window_s=3600.0, out=out, max_log_bytes=1_000)
+    printer = "import sys\nfor i in range(300): print(f'line {i:04d}')\n"  # 10 bytes a line
+    child = ChildProcess("ingest-1", [sys.executable, "-c", printer], dict(os.environ), budget)
+    child.start()
+    child.wait()
+    wait_until(
+        lambda: (tmp_path / "ingest-1.log").exists() and _last_line(tmp_path) == "line 0299",
+        30,
+        "the relay wrote the last line",
+    )
+    logs = sorted(path.name for path in tmp_path.iterdir())
+    assert logs == ["ingest-1.log", "ingest-1.log.1"]
+    sizes = [(tmp_path / name).stat().st_size for name in logs]
+    assert all(size <= 1_000 for size in sizes) and sizes[1] >= 990
+    assert (tmp_path / "ingest-1.log.1").read_text().splitlines()[-1] < "line 0299"
+
+
+def _last_line(folder: Path) -> str:
+    lines = (folder / "ingest-1.log").read_text().splitlines()
+    return lines[-1] if lines else ""
