@@ -258,10 +258,9 @@ def _serve(args: argparse.Namespace) -> int:
         # Inbox entries become RQ jobs beside the worker: every inbox's turns (ingest), the
         # clients' on-demand asks (maintenance; workers/ingest/admission.py).
         helper = threading.Thread(target=admission.run, name=f"{args.kind}-admission", daemon=True)
-        if not args.burst:
-            helper.start()
+        helper.start()
         try:
-            return supervise(build, clients, burst=args.burst)
+            return supervise(build, clients, burst=False)
         except SystemExit:  # RQ's cold shutdown: the batch or job goes back to RQ
             cold = True
             return 0
