@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 import pydantic
@@ -45,16 +45,7 @@ class IngestResult:
     that did not do it: ours does, ``PublisherStats.ids_hashed``)."""
 
     def as_counts(self) -> dict[str, int]:
-        return {
-            "forgotten": self.forgotten,
-            "turns": self.turns,
-            "entities": self.entities,
-            "facts": self.facts,
-            "dropped": self.dropped,
-            "superseded": self.superseded,
-            "reextract": self.reextract,
-            "ids_hashed": self.ids_hashed,
-        }
+        return asdict(self)
 
 
 def parse_payload(payload: Any) -> TurnEvent:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import redis
 import structlog
@@ -62,14 +62,7 @@ class ReextractResult:
     """What is still pending after the run."""
 
     def as_counts(self) -> dict[str, int]:
-        return {
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "missing": self.missing,
-            "given_up": self.given_up,
-            "entities": self.entities,
-            "pending": self.pending,
-        }
+        return asdict(self)
 
 
 def reextract_pending(distiller: Distiller, reextractor: Reextractor) -> ReextractResult | None:
