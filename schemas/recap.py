@@ -1,10 +1,8 @@
 """Session recap and rolling context: what a next session (or a long one) is handed.
 
-``SessionRecap`` follows ``seeds/session-recap.md`` (tool calls collapsed, chunks merged
-and summarised, scored toward the end of the session, fitted to a token budget, default
-1000). ``RollingContext`` follows ``seeds/conversation-memory-plan.md`` §7: the last four
-turns verbatim plus a rolling summary of the older ones (at most 200 words), about 1,100
-tokens in all, ready to send as a recall request's ``conversation_context``.
+``SessionRecap`` follows ``seeds/session-recap.md``, ``RollingContext``
+``seeds/conversation-memory-plan.md`` §7 (ready to send as a recall request's
+``conversation_context``). docs/distill.md ("Session recap", "Rolling context").
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The one supervisor of ``turngraph up``, ``turngraph services`` and ``turngraph worker``.
 
-:class:`Supervisor` watches children (the embedded servers, worker processes, anything
-with ``start``/``died``/``stop``) every :data:`SUPERVISE_EVERY_S` and starts again one
-that died, after the wait :class:`Backoff` says; ``worker`` waits for a lost Redis or
-graph with the same policy (:meth:`Backoff.delays`). :class:`ChildProcess` runs a
-command tied to this process (a ``kill -9`` of it is a ``kill -9`` of its children) with
-its output appended to a log file and passed to the terminal through a shared
-:class:`LineBudget`: a fault that makes every child print (Redis killed under ``up``)
-costs a few lines on the terminal, the rest is in the files.
+:class:`Supervisor` starts again a child that died, after the wait :class:`Backoff` says
+(``worker`` waits for a lost Redis or graph with the same policy); :class:`ChildProcess`
+runs a command tied to this process, its output to a log file and, through a shared
+:class:`LineBudget`, a few lines to the terminal. docs/operations.md ("Embedded
+services: restarts").
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The MCP server's stdio transport, with every line read defensively.
 
-The SDK's own stdio transport hands a line it cannot validate to the server as an
-exception, which answers nothing: a client then waits for ever (10 MB of garbage, deep
-nesting, an object ``id``, a batch, ``null``, truncated JSON, a message that is not
-JSON-RPC, a ``tools/call`` with a lone surrogate). Here each line is screened first
-(``schemas.json_lines``: size, depth, NaN, lone surrogates; then the JSON-RPC shape and
-the tool's argument names) and a line that fails gets a JSON-RPC error at once, with the
-request's ``id`` when it can be read, through the same writer as every other reply. Lines
-that pass go to the SDK unchanged. Empty lines are ignored (JSON-RPC has no message for
-them).
+The SDK's own transport hands a line it cannot validate to the server as an exception,
+which answers nothing (the client waits for ever). Here each line is screened first
+(``schemas.json_lines``, then the JSON-RPC shape and the tool's argument names) and one
+that fails gets a JSON-RPC error at once; lines that pass go to the SDK unchanged.
+docs/editors.md ("MCP server").
 """
 
 from __future__ import annotations

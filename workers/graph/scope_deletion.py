@@ -1,10 +1,7 @@
 """Deleting a scope from the graph over Bolt (the graph half of ``turngraph forget``).
 
-The scope's own nodes (see :mod:`workers.graph.subgraph`) go with their relationships;
-elsewhere, the provenance its turns gave goes: an entity or fact that only these turns
-stated is deleted; one stated elsewhere too keeps only the other turns, and loses the
-summary or statement a forgotten turn wrote; a decision that only a forgotten decision
-had superseded is Active again. Idempotent: rerun after a failure and it finishes.
+The scope's own nodes (:mod:`workers.graph.subgraph`) and the provenance its turns gave
+elsewhere; idempotent. What goes: docs/architecture.md ("Delivery", Forget).
 """
 
 from __future__ import annotations
