@@ -1,16 +1,11 @@
 """Secret redaction: applied in the producer before publishing, and again in the worker.
 
-Hand-written rather than a scanner library: detect-secrets and similar tools report
-findings in files (line numbers, entropy plugins, baselines) and cost milliseconds per
-call; we need an in-place rewrite of chat text in microseconds, on the producer's hot path.
-
-How it stays fast: every rule names literal triggers ("sk-", "ghp_", "password", "://");
-one Aho-Corasick pass (``ahocorasick-rs``) finds them all in the lowercased text, and each
-rule's precompiled pattern then runs only in a small window around its triggers. Text
-without a trigger costs one lowercase copy and one automaton pass.
-
-A secret becomes ``[REDACTED:<kind>]``; in ``key = value`` shapes only the value goes
-(``password=[REDACTED:secret]``), so the turn still reads. ``redact`` is idempotent.
+Hand-written, not a scanner library (those report findings in files and cost
+milliseconds; this rewrites chat text in place in microseconds, on the producer's hot
+path): every rule names literal triggers, one Aho-Corasick pass (``ahocorasick-rs``)
+finds them all, and each rule's pattern runs only around its triggers. A secret becomes
+``[REDACTED:<kind>]`` (in ``key = value`` shapes only the value); ``redact`` is
+idempotent. What is found: docs/producers.md ("Privacy before anything leaves").
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """One JSON request per line, read defensively (the bridge and the MCP server).
 
-Limits, all stated in the error that enforces them:
-
-- a line holds at most :data:`MAX_LINE_BYTES` bytes (memory stays bounded; a turn's
-  ``content`` of 200,000 characters fits even written as ``\\u`` escapes of emoji, 12 bytes
-  per character); fields are limited in characters *after* decoding, by their models;
-- arrays and objects nest at most :data:`MAX_DEPTH` deep, checked *before* parsing (the
-  standard parser recurses: 100,000 levels raised ``RecursionError``);
-- numbers are finite: ``NaN``, ``Infinity`` and overflowing literals such as ``1e999`` are
-  refused naming the field (``JSON.parse`` rejects them in a reply);
-- strings hold no lone surrogate (``"\\ud800"``: not a character, not encodable as UTF-8),
-  refused naming the field.
-
-The request ``id`` is read without parsing the whole line (:func:`request_id`), so a reply
-to a line refused for any of these reasons still carries it when it can be read.
+Limits, each stated in the error that enforces it: a line holds at most
+:data:`MAX_LINE_BYTES` bytes; arrays and objects nest at most :data:`MAX_DEPTH` deep,
+checked before parsing (the parser recurses); numbers are finite (``NaN``, ``1e999``
+refused); strings hold no lone surrogate. Fields are limited in characters after
+decoding, by their models. :func:`request_id` reads the ``id`` without parsing the whole
+line, so a refused line's reply still carries it when it can be read.
 """
 
 from __future__ import annotations

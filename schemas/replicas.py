@@ -1,12 +1,11 @@
 """A recall replica's heartbeat: the JSON each replica writes under its key
-(``RECALL_REPLICA_PREFIX`` + its name, ``workers/recall/replica.py``) and the doctor, the
-metrics, ``turngraph up`` and the benches read.
+(``RECALL_REPLICA_PREFIX`` + its name), which the doctor, the metrics, ``turngraph up`` and
+the benches read.
 
-Readers validate it here, in one place: a value that is not a heartbeat (another
-program's key under the prefix, a hand edit) is skipped, never raised into a caller, and
-a position that is not a stream entry id never reaches an ``XRANGE``. Fields added later
-are ignored by older readers (a rolling upgrade keeps its doctor), so a new field needs
-a default; an incompatible change bumps :data:`HEARTBEAT_SCHEMA_VERSION`.
+Readers validate it here: a value that is not a heartbeat is skipped, never raised, and
+a position that is not a stream entry id never reaches an ``XRANGE``. Older readers ignore
+new fields (so a new field needs a default); an incompatible change bumps
+:data:`HEARTBEAT_SCHEMA_VERSION`.
 """
 
 from __future__ import annotations

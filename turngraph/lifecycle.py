@@ -1,16 +1,11 @@
 """How long-running commands and their children start and stop.
 
-- Children die with their parent: Linux's parent-death signal (``PR_SET_PDEATHSIG``) is
-  set in the child before it runs its program, so a ``kill -9`` of ``turngraph up`` or
-  ``turngraph services`` leaves no server or worker behind. The kernel ties that signal
-  to the *thread* that forked the child, not the process: a child started from a thread
-  that ends would be signalled then. :func:`popen_tied_to_process` therefore forks from
-  the main thread or from one spawner thread that lives as long as the process. A
-  child that *forks* (RQ's scheduler of a worker) does not inherit the signal:
-  :func:`forks_die_with_this_process` sets it in every fork.
-- SIGTERM and SIGINT stop every long-running command the same way, however it was
-  started: a background job of a script inherits SIGINT *ignored*, so the handlers are
-  installed explicitly rather than relying on Python's default Ctrl-C.
+Children die with their parent: the parent-death signal is set in each child, and since
+the kernel ties it to the *thread* that forked, :func:`popen_tied_to_process` forks from
+the main thread or from one spawner thread that lives as long as the process; a child
+that forks (RQ's scheduler) does not inherit it, so :func:`forks_die_with_this_process`
+sets it in every fork. SIGTERM and SIGINT stop every long-running command the same way,
+handlers installed explicitly (a background job inherits SIGINT ignored).
 """
 
 from __future__ import annotations

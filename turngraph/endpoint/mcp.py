@@ -1,13 +1,11 @@
 """MCP over the endpoint's streamable HTTP transport (``/mcp``): the stdio server's tools
-(``turngraph.mcp_server``) answered by the endpoint's warm operations, so an editor points
-at a URL instead of spawning ``turngraph mcp``.
+answered by the endpoint's warm operations, so an editor points at a URL instead of
+spawning ``turngraph mcp``.
 
-The SDK's own transport (:class:`~mcp.server.streamable_http_manager.
-StreamableHTTPSessionManager`, made by ``MCPServer.streamable_http_app``, with its DNS
-rebinding protection on loopback) behind the endpoint's bearer token. One server answers
-every editor: each request names its project folder in ``X-Turngraph-Project-Dir``
-(:meth:`~turngraph.mcp_server.tools.MemoryTools.at`); each MCP session is a session of
-its own for ``remember``.
+The SDK's own transport (``MCPServer.streamable_http_app``, DNS rebinding protection on
+loopback) behind the endpoint's bearer token. Each request names its project folder in
+``X-Turngraph-Project-Dir`` (:meth:`~turngraph.mcp_server.tools.MemoryTools.at`); each
+MCP session is a session of its own for ``remember``.
 """
 
 from __future__ import annotations

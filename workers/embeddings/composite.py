@@ -1,12 +1,10 @@
 """Two in-process models as one vector space: the contextual model on the memory alone,
 the static model on the memory after its previous turn, concatenated with weights.
 
-For unit rows ``a`` and ``b`` and weights ``wa``, ``wb``, the row
-``[sqrt(wa)·a, sqrt(wb)·b] / sqrt(wa + wb)`` is a unit row whose dot product with
-another such row is ``(wa·cos_a + wb·cos_b) / (wa + wb)``: a weighted fusion of the two
-models' cosines that every consumer of vectors (storage, change stream, exact search,
-HNSW) handles as one ordinary vector. Measured against fusing the two separately
-(docs/history.md): the same ranking, one vector per memory.
+The row ``[sqrt(wa)·a, sqrt(wb)·b] / sqrt(wa + wb)`` of unit rows ``a``, ``b`` is a unit
+row whose dot product with another is ``(wa·cos_a + wb·cos_b) / (wa + wb)``: the fusion
+of the two models' cosines, which storage, the change stream and search handle as one
+ordinary vector. docs/recall.md ("The semantic signal").
 """
 
 from __future__ import annotations

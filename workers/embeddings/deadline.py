@@ -1,15 +1,10 @@
 """A query's embedding within the request's deadline, or none and the reason why.
 
-Recall never waits on the semantic signal past its budget: a slow or unreachable
-endpoint degrades the answer to lexical (``degraded`` names why) instead of failing it.
-An in-process model is called inline (it cannot hang on a network); an endpoint is
-called on a worker thread and abandoned when the budget runs out (its own timeout
-ends the call later; a budget never blocks the next request).
-
-A query asked again (the same text: a hook's prompt recalled again, a follow-up's
-rewritten query, a dashboard's saved search) takes its vector from a small cache: a
-model gives the same text the same vector, so the answer is the same, without the
-model's pass (about 3 ms of the 5 ms a recall cost, ``bench.recall_cpu``).
+A slow or unreachable embedder degrades the answer to lexical (``degraded`` names why)
+instead of failing it: an in-process model is called inline, an endpoint on a worker
+thread abandoned when the budget runs out. A query asked again takes its vector from a
+small cache (the same text, the same vector). docs/recall.md ("The semantic signal",
+Inside the deadline).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """What a memory's vector is made from: the one definition ingest and recall share.
 
-``speaker: text`` (the speaker when known), after the previous turn of its session when
-there is one: a reply such as "Yes, every winter!" means little alone (measured:
-docs/history.md). The ingest workers embed this text once and store the vector; a recall
-replica that has to embed a memory itself builds the same text, so both vectors agree.
-
-The text is an :class:`EmbeddingText`: the joined string every provider embeds, which
-also keeps its two parts, because a model may do better on the memory alone (the
-contextual model does: docs/history.md) while another wants the previous turn too.
+``speaker: text``, after the previous turn of its session when there is one (a reply such
+as "Yes, every winter!" means little alone). An :class:`EmbeddingText` is the joined
+string every provider embeds and keeps its two parts, for a model that does better on
+the memory alone (the contextual model does: docs/history.md).
 """
 
 from __future__ import annotations

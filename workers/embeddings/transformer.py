@@ -1,15 +1,10 @@
 """The in-process contextual embedder: a sentence-transformer exported to ONNX.
 
-A folder holds ``model.onnx`` (inputs ``input_ids`` and ``attention_mask``, output the
-last hidden state), the model's ``tokenizer.json`` and ``SHA256SUMS``. A text's vector
-is the attention-masked mean of its tokens' hidden states, L2-normalised: the pooling
-sentence-transformers' all-MiniLM-L6-v2 was trained with. The runtime is onnxruntime on
-the CPU, one intra-op thread (replicas and workers scale by process; threads competing
-for 2 cores made every query slower, as they did for BLAS: docs/history.md).
-
-We run the session ourselves rather than through fastembed: fastembed's loader pulls
-huggingface_hub and an image stack in, and the part we need (tokenize, run, pool) is
-the forty lines below.
+A folder holds ``model.onnx``, ``tokenizer.json`` and ``SHA256SUMS``; a text's vector is
+the attention-masked mean of its tokens' hidden states, L2-normalised, run by onnxruntime
+on one CPU thread. We run the session ourselves rather than through fastembed, whose
+loader pulls huggingface_hub and an image stack in for the forty lines below.
+docs/recall.md ("The semantic signal").
 """
 
 from __future__ import annotations

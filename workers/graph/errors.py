@@ -1,16 +1,11 @@
 """The graph boundary's errors: neo4j driver errors converted into ``schemas.errors`` types.
 
 Every Bolt call of the graph package runs inside :func:`graph_errors`, so no raw driver
-error leaves it. The split, decided here once:
-
-- transient (worth a retry, RQ's policy bounds it): the server unreachable or the session
-  lost; a Neo4j ``TransientError`` (deadlock, lock timeout) that outlived the driver's own
-  retry; a unique-constraint race the write layer could not settle by rerunning; and, on
-  purpose, ``Security.*`` and ``Request.*`` client errors, which ArcadeDB answers to valid
-  writes while it restarts (seen in ``bench.chaos``);
-- permanent (a retry repeats the failure): a statement the server cannot run
-  (``Statement.*``: syntax, type, missing parameter, argument), a schema or database
-  client error, or any error the driver raises for a value it cannot send.
+error leaves it. Transient: the server unreachable, the session lost, a Neo4j
+``TransientError`` the driver's retry outlived, a unique-key race the write layer could
+not settle, and ``Security.*`` / ``Request.*`` client errors, which ArcadeDB answers to
+valid writes while it restarts. Permanent: a statement the server cannot run
+(``Statement.*``), a schema or database client error, a value the driver cannot send.
 """
 
 from __future__ import annotations

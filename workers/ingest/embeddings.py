@@ -1,12 +1,10 @@
 """The ingest workers embed what a batch made, once, for every recall replica.
 
-After the graph write, each recallable memory the batch made or touched is embedded
-(one batched call; a turn's text carries the previous turn of its session, from the
-batch or from the graph: ``workers/embeddings/texts.py``), turn vectors are stored on
-their ``Episode`` nodes with the model's name and dimension, and every vector travels on
-the change stream's ``embedding`` field. An embedder failure never fails the batch: the
-memories go out without a vector (the replicas embed them) and the failure is counted;
-for a cool-down after it, batches do not wait for the embedder at all.
+After the graph write, each recallable memory the batch made or touched is embedded in
+one call (texts: ``workers/embeddings/texts.py``); turn vectors are stored on their
+``Episode`` nodes, and every vector travels on the change stream. An embedder failure
+never fails the batch: the memories go out without a vector (the replicas embed them),
+counted, and batches skip the embedder for a cool-down.
 """
 
 from __future__ import annotations

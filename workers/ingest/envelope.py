@@ -1,13 +1,10 @@
 """Reading a queued job defensively: a job RQ can run, or a typed refusal naming the field.
 
-Anyone who can write Redis can push any id onto the ingest queue and write any job hash.
-RQ restores a job hash field by field (``Job.fetch``) and a bad field raises out of its
-dequeue, outside any job's error handling: the worker would quit, be restarted and take
-the same job again (a crash loop). The ingest worker (``workers/rq_adapter.py``) refuses
-such a job as ``job``/``unreadable``; a job RQ did restore is checked here, through the
-:class:`~rq.job.Job` it gave, for what RQ would fail on later. A refusal is an
-:class:`EnvelopeError` that names the field (never its value: it may be chat text); the
-job is dead-lettered while the other jobs proceed.
+Anyone who can write Redis can write any job hash. A field RQ cannot restore raises out
+of its dequeue (a crash loop): the ingest worker (``workers/rq_adapter.py``) refuses such
+a job as ``job``/``unreadable``; a job RQ did restore is checked here for what RQ would
+fail on later. A refusal is an :class:`EnvelopeError` naming the field, never its value;
+the job is dead-lettered while the others proceed.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """An approximate nearest-neighbour graph (HNSW, ``hnswlib``) over one partition's vectors.
 
-Exact search (``vectors``) reads every row of the partition per query; above
-:data:`ANN_MIN_ROWS` rows an HNSW graph answers the same question in a fraction of the
-time (figures: docs/history.md). Labels are the index's internal ids; a removed memory is
-marked deleted (the graph skips it).
-
-The graph's rows are also kept in a matrix of our own (``vectors`` reads it): a recall
-asks the exact cosine of the candidates the graph did not return, which one numpy gather
-answers and ``hnswlib``'s ``get_items`` (a Python list of floats per row) does not. The
-copy holds each row as **int16 codes with one float32 scale** (``row ≈ codes * scale``,
-:func:`quantise16`): half a float32 copy's bytes, a cosine moved by ~5e-6. The graph
-itself keeps float32, and a compaction rebuilds it from the graph's own float32 rows.
-
-hnswlib lets ``knn_query`` run beside ``add_items`` but not beside ``resize_index`` or
-``mark_deleted``; one lock per graph serialises them (queries are ~0.2 ms, the writer is
-the one change-stream consumer, so it is rarely contended).
+Above :data:`ANN_MIN_ROWS` rows it answers what exact search (``vectors``) would, in a
+fraction of the time; labels are the index's internal ids, a removed memory is marked
+deleted. Its rows are also kept as int16 codes with one float32 scale
+(:func:`quantise16`), so the exact cosine of any candidate is one numpy gather. One lock
+per graph serialises ``knn_query`` with ``resize_index`` and ``mark_deleted``, which
+hnswlib does not run side by side. docs/recall.md ("The index", Vectors).
 """
 
 from __future__ import annotations
