@@ -80,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     server = GraphServer(warm, class_cache_dir=default_cache_dir())
     server.start()  # records what the JVM loads
     server.stop()
+    assert server.class_cache is not None
     server.class_cache.start_options()  # makes the cache of it
     shutil.rmtree(warm, ignore_errors=True)
 

@@ -52,6 +52,7 @@ def test_a_broken_configuration_or_cache_costs_a_start_nothing(tmp_path: Path) -
     cache_dir, data_dir = tmp_path / "cache", tmp_path / "graph"
     cache_dir.mkdir(mode=0o700)
     probe = GraphServer(data_dir, class_cache_dir=cache_dir).class_cache
+    assert probe is not None
     probe.configuration.write_bytes(b"cut short by a kill")
     # the configuration cannot be made into a cache: dropped, and this run records anew
     assert _run_once(data_dir, cache_dir)[0] == "-XX:AOTMode=record"

@@ -7,7 +7,7 @@ project's machine (2 cores, load ~5): ready in 5-11 s on 5-6 s of CPU without th
 step per start, so neither a start nor a stop waits for more than one step:
 
 - no configuration yet: the server runs recording what it loads, and its JVM writes the
-  configuration at exit (that one stop takes ~3 s longer);
+  configuration at exit (that one stop takes 3-12 s longer);
 - a configuration and no cache: before the next start one JVM turns it into the cache
   (~4 s), then the server starts with it;
 - a cache: every start maps it. The JVM checks it against its own JRE and class path and
@@ -34,13 +34,18 @@ import structlog
 from turngraph.lifecycle import popen_tied_to_process
 from turngraph.producers.private_files import PRIVATE_UMASK, ensure_private_dir
 
-__all__ = ["CREATE_TIMEOUT_S", "ClassCache", "default_cache_dir"]
+__all__ = ["CREATE_TIMEOUT_S", "RECORDING_STOP_TIMEOUT_S", "ClassCache", "default_cache_dir"]
 
 log = structlog.get_logger(__name__)
 
 CREATE_TIMEOUT_S = 120.0
 """How long turning a configuration into the cache may take before the start goes on
 without it (about 4 s of CPU when measured)."""
+
+
+RECORDING_STOP_TIMEOUT_S = 60.0
+"""How long a recording server's stop may take (it writes the configuration at exit)
+before it is killed: ~3 s on an idle machine, 12 s measured at load 14."""
 
 
 def _owner_mark() -> str:
@@ -68,10 +73,13 @@ class ClassCache:
         self.cache = folder / f"arcadedb-{key}.aot"
         self.configuration = folder / f"arcadedb-{key}.aotconf"
         self._recording = folder / f"{self.configuration.name}.{_owner_mark()}.tmp"
+        self.recording = False
+        """Whether the last start records: its stop writes ~50 MB (5-12 s under load)."""
 
     def start_options(self) -> list[str]:
         """JVM options for the next start: use the cache, or make it first from a recorded
         configuration, or record one."""
+        self.recording = False
         try:
             ensure_private_dir(self._folder)
         except OSError:  # a read-only home: start as before
@@ -79,7 +87,8 @@ class ClassCache:
         self._remove_dead_recordings()
         if not self.cache.exists() and self.configuration.exists():
             self._create()
-        if self.cache.exists():
+        self.recording = not self.cache.exists()
+        if not self.recording:
             return [f"-XX:AOTCache={self.cache}"]
         return ["-XX:AOTMode=record", f"-XX:AOTConfiguration={self._recording}"]
 

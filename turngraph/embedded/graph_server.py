@@ -14,7 +14,11 @@ from pathlib import Path
 import neo4j
 import neo4j.exceptions
 
-from turngraph.embedded.class_cache import ClassCache, default_cache_dir
+from turngraph.embedded.class_cache import (
+    RECORDING_STOP_TIMEOUT_S,
+    ClassCache,
+    default_cache_dir,
+)
 from turngraph.embedded.process import (
     OneProcessServer,
     ServerProcess,
@@ -98,6 +102,7 @@ class GraphServer(OneProcessServer):
         bolt_port: int | None = None,
         http_port: int | None = None,
         class_cache_dir: Path | None = None,
+        class_cache: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.bolt_port = bolt_port or free_port()
@@ -106,8 +111,11 @@ class GraphServer(OneProcessServer):
         self._java = _wheel_root() / "jre" / "bin" / "java"
         if not self._java.exists():
             raise EmbeddedServiceError(f"bundled JRE missing at {self._java}")
-        self.class_cache = ClassCache(
-            class_cache_dir or default_cache_dir(), self._java, _wheel_root() / "jars"
+        # off only for the bench's reference (bench/graph_start.py)
+        self.class_cache: ClassCache | None = (
+            ClassCache(class_cache_dir or default_cache_dir(), self._java, _wheel_root() / "jars")
+            if class_cache
+            else None
         )
         self._process = ServerProcess("graph", self._command(), data_dir / "graph.log")
 
@@ -154,25 +162,33 @@ class GraphServer(OneProcessServer):
     def start(self) -> None:
         ensure_private_dir(self.data_dir)
         # the ports may have been changed; the class cache's step of this start
-        self._process.set_argv(self._command(self.class_cache.start_options()))
+        options = self.class_cache.start_options() if self.class_cache else []
+        self._process.set_argv(self._command(options))
         try:
             self._process.start(self._ready)
         except EmbeddedServiceError:
-            self.class_cache.killed()
+            self._cache_cut_short()
             if LOCKED_MARK in self._process.log_since_start():
                 raise EmbeddedServiceError(self._locked_message()) from None
             raise
         except BaseException:
-            self.class_cache.killed()
+            self._cache_cut_short()
             raise
 
     def stop(self) -> None:
+        if self.class_cache and self.class_cache.recording:
+            self._process.stop(timeout_s=RECORDING_STOP_TIMEOUT_S)
+            self.class_cache.stopped()
+            return
         super().stop()
-        self.class_cache.stopped()
 
     def kill(self) -> None:
         super().kill()
-        self.class_cache.killed()
+        self._cache_cut_short()
+
+    def _cache_cut_short(self) -> None:
+        if self.class_cache:
+            self.class_cache.killed()
 
     def _locked_message(self) -> str:
         database = self.data_dir / "databases" / GRAPH_DATABASE
