@@ -40,17 +40,23 @@ _LABEL = re.compile(
     r"summary|decision record)\b[^:\n]{0,60}:\s*)+",
     re.IGNORECASE,
 )
-_NON_WORD = re.compile(r"[^0-9a-z]+")
+_WORD = re.compile(r"[0-9a-z]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+|…")
 
 
 def normalised(text: str) -> str:
     """``text`` lower-cased, its leading labels dropped, words joined by single spaces."""
-    return _NON_WORD.sub(" ", _LABEL.sub("", text).lower()).strip()
+    label = _LABEL.match(text)
+    return " ".join(_WORD.findall((text[label.end() :] if label else text).lower()))
 
 
-def _sentences(text: str) -> list[str]:
-    return [n for part in _SENTENCE_END.split(text) if (n := normalised(part))]
+def _sentences(text: str, whole: str) -> list[str]:
+    """The normalised sentences of ``text`` (``whole``: ``text`` normalised, the one
+    sentence of a text that does not split)."""
+    parts = _SENTENCE_END.split(text)
+    if len(parts) == 1:
+        return [whole] if whole else []
+    return [n for part in parts if (n := normalised(part))]
 
 
 @dataclass
@@ -65,25 +71,34 @@ class Said:
 
     def add(self, text: str, event_ids: Iterable[str] = (), kind: str = "episode") -> None:
         """Hold ``text`` (an item of ``kind`` from ``event_ids``) as said."""
-        sentences = _sentences(text)
-        self.texts.append(normalised(text))
-        self.texts.extend(sentences)
-        self.sentences.update(s for s in sentences if len(s) >= MIN_SENTENCE_CHARS)
-        (self.turn_ids if kind == "episode" else self.digest_ids).update(event_ids)
+        self._hold(text, normalised(text), event_ids, kind)
 
     def repeats(self, text: str, event_ids: Sequence[str] = (), kind: str = "episode") -> bool:
         """True when an item of ``text`` (``kind``, from ``event_ids``) says nothing new."""
+        return self._news(text, event_ids, kind) is None
+
+    def _news(self, text: str, event_ids: Sequence[str], kind: str) -> str | None:
+        """``text`` normalised when the item says something new, else ``None``."""
         ids = set(event_ids)
         if ids and ids <= self.turn_ids:
-            return True  # every turn it comes from is held word for word
+            return None  # every turn it comes from is held word for word
         if kind in SPAN_DIGESTS and ids & (self.turn_ids | self.digest_ids):
-            return True
+            return None
         new = normalised(text)
         if not new:
-            return True
+            return None
         if len(new) >= MIN_FRAGMENT_CHARS and any(new in held for held in self.texts):
-            return True
-        return any(sentence in new for sentence in self.sentences)
+            return None
+        if any(sentence in new for sentence in self.sentences):
+            return None
+        return new
+
+    def _hold(self, text: str, whole: str, event_ids: Iterable[str], kind: str) -> None:
+        sentences = _sentences(text, whole)
+        self.texts.append(whole)
+        self.texts.extend(sentences)
+        self.sentences.update(s for s in sentences if len(s) >= MIN_SENTENCE_CHARS)
+        (self.turn_ids if kind == "episode" else self.digest_ids).update(event_ids)
 
 
 def render_memory_block(results: Sequence[RecallResult], said: Said | None = None) -> str:
@@ -93,9 +108,10 @@ def render_memory_block(results: Sequence[RecallResult], said: Said | None = Non
     said = Said() if said is None else said
     kept: list[RecallResult] = []
     for result in results:
-        if said.repeats(result.text, result.source_event_ids, result.kind):
-            continue
-        said.add(result.text, result.source_event_ids, result.kind)
+        whole = said._news(result.text, result.source_event_ids, result.kind)
+        if whole is None:
+            continue  # it repeats what is held
+        said._hold(result.text, whole, result.source_event_ids, result.kind)
         kept.append(result)
     if not kept:
         return ""

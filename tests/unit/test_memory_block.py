@@ -3,10 +3,14 @@ a decision's text appeared 7 times in one request's two memory blocks)."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests.unit.test_distill_summaries import T0, _summary
-from turngraph.schemas.memory_block import Said, normalised, render_memory_block
+from turngraph.schemas.memory_block import _LABEL, Said, normalised, render_memory_block
 from turngraph.schemas.recall import RecallResult, ScoreBreakdown
 from turngraph.schemas.summaries import SummaryContent
 from turngraph.workers.extraction.prose import find_prose_statements
@@ -81,3 +85,19 @@ def test_a_summarys_why_that_repeats_its_decision_is_left_out() -> None:
     )
     digest = summary_digest(_summary(1, content, 0))
     assert digest.count("integer cents") == 1 and "Why:" not in digest
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["Decided:", "agreed", " ", "\n", ".", "…", "Why", ": ", "- ", "[2] ", "É", "a1"]
+        ),
+        max_size=12,
+    ).map("".join)
+    | st.text(max_size=40)
+)
+def test_normalised_is_the_words_after_the_leading_labels(text: str) -> None:
+    """The words of the text with its leading labels dropped, lower case, one space apart
+    (the regular-expression substitutions it replaced, for speed, say the same)."""
+    expected = re.sub(r"[^0-9a-z]+", " ", _LABEL.sub("", text).lower()).strip()
+    assert normalised(text) == expected

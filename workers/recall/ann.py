@@ -209,7 +209,5 @@ class AnnGraph:
                 labels, distances = self._graph.knn_query(query, k=k)
             except RuntimeError:
                 return None
-        return [
-            (int(label), 1.0 - float(distance))
-            for label, distance in zip(labels[0], distances[0], strict=True)
-        ]
+        cosines = 1.0 - distances[0].astype(np.float64)  # as float(distance) would
+        return list(zip(labels[0].tolist(), cosines.tolist(), strict=True))

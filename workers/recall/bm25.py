@@ -10,12 +10,18 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Container, Iterable, Mapping
+from itertools import compress
 from operator import itemgetter
+
+import numpy as np
 
 from turngraph.workers.recall.postings import Hit, Partition, Postings, among_said, idf
 from turngraph.workers.recall.ranking import Ranking
 
-__all__ = ["score_members", "walk"]
+__all__ = ["largest", "score_members", "walk"]
+
+BULK_FROM = 256
+"""From this many scores, :func:`largest` selects in numpy (below, ``heapq`` is quicker)."""
 
 
 def walk(
@@ -73,7 +79,7 @@ def _accumulate(
         for internal, w in zip(postings.ids[start:df], postings.weights[start:df], strict=True):
             acc[internal] = get(internal, 0.0) + weight * w
     if late:
-        acc = dict(heapq.nlargest(ranking.rescore_candidates, acc.items(), key=itemgetter(1)))
+        acc = dict(largest(acc, ranking.rescore_candidates))
         for weight, postings in late:
             ids, weights_of, n = postings.ids, postings.weights, postings.ready()
             for internal in acc:
@@ -85,7 +91,7 @@ def _accumulate(
 
 def _best(acc: Mapping[int, float], alive: Container[int], limit: int) -> list[Hit]:
     """The ``limit`` best live ones (removed ids linger: a few more are read)."""
-    best = heapq.nlargest(2 * limit + 8, acc.items(), key=itemgetter(1))
+    best = largest(acc, 2 * limit + 8)
     return [hit for hit in best if hit[0] in alive][:limit]
 
 
@@ -120,4 +126,22 @@ def score_members(
             acc[internal] = score
     if limit is None:
         return list(acc.items())
-    return heapq.nlargest(limit, acc.items(), key=itemgetter(1))
+    return largest(acc, limit)
+
+
+def largest(scores: Mapping[int, float], n: int) -> list[Hit]:
+    """``heapq.nlargest(n, scores.items(), key=itemgetter(1))``, the same list (equal
+    scores in insertion order), selected in numpy when there are many: the heap's Python
+    loop over a few thousand postings' sums took ~0.1-0.2 ms a call."""
+    size = len(scores)
+    if size < BULK_FROM or n <= 0 or size <= n:
+        return heapq.nlargest(n, scores.items(), key=itemgetter(1))
+    values = np.fromiter(scores.values(), dtype=np.float64, count=size)
+    nth = np.partition(values, size - n)[size - n]  # the n-th largest score
+    chosen = values > nth
+    ties = np.flatnonzero(values == nth)[: n - int(np.count_nonzero(chosen))]
+    chosen[ties] = True  # the first of the scores equal to the n-th, as the heap keeps them
+    keys = list(compress(scores, chosen.tolist()))
+    picked = values[chosen]
+    order = np.argsort(-picked, kind="stable")
+    return list(zip([keys[i] for i in order.tolist()], picked[order].tolist(), strict=True))

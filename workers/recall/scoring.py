@@ -41,11 +41,13 @@ DEDUP_JACCARD = 0.85
 
 K = TypeVar("K", bound=Hashable)
 
+_LN2 = math.log(2)
+
 
 def recency_multiplier(reference: datetime, now: datetime, half_life_days: float) -> float:
     """``exp(-ln 2 x age_days / half_life_days)``; a future timestamp counts as age 0."""
     age_days = max(0.0, (now - reference).total_seconds() / 86_400.0)
-    return math.exp(-math.log(2) * age_days / half_life_days)
+    return math.exp(-_LN2 * age_days / half_life_days)
 
 
 def time_multiplier(

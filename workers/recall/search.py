@@ -197,7 +197,9 @@ def _score(
     if asked and asks_what_was_settled(request.query):
         settles = ranking.settled_asked_multiplier
     ownership_asked = asks_about_ownership(request.query)
-    order = [scope.value for scope in scopes]
+    priors: dict[str, float] = {}  # each scope's prior, by its place in the asked order
+    for place, scope in enumerate(scopes):
+        priors.setdefault(scope.value, ranking.scope_decay**place)
     pool_size = request.max_results * ranking.pack_pool
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
     if not plan.context_terms:
@@ -231,7 +233,7 @@ def _score(
         speaker = speaker_multiplier(
             memory.extra.get("speaker"), speakers_named, ranking.speaker_multiplier
         )
-        prior = ranking.scope_decay ** order.index(label)
+        prior = priors[label]
         role = 1.0
         if about_user and _retold(memory):
             role = ranking.assistant_turn_multiplier

@@ -21,15 +21,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from functools import lru_cache
 
 __all__ = ["name_words", "query_names", "speaker_multiplier", "without_names"]
 
 _WORDS = re.compile(r"\w+")
 
 
-def name_words(speaker: str | None) -> list[str]:
+SPEAKER_CACHE = 4096
+"""Speakers whose name words are kept (a search asks for each candidate's speaker)."""
+
+
+@lru_cache(maxsize=SPEAKER_CACHE)
+def name_words(speaker: str | None) -> tuple[str, ...]:
     """The words of a speaker's name that can name them in a query (two letters or more)."""
-    return [word for word in _WORDS.findall(speaker or "") if len(word) > 1]
+    return tuple(word for word in _WORDS.findall(speaker or "") if len(word) > 1)
 
 
 def query_names(query: str) -> frozenset[str]:
@@ -40,6 +46,8 @@ def query_names(query: str) -> frozenset[str]:
 def speaker_multiplier(speaker: str | None, named: frozenset[str], multiplier: float) -> float:
     """``multiplier`` (``Ranking.speaker_multiplier``) when a word of the speaker's name
     is in ``named``, else 1.0."""
+    if not named:
+        return 1.0
     return multiplier if any(w in named for w in name_words(speaker)) else 1.0
 
 
