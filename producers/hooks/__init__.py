@@ -1,8 +1,6 @@
 """Editor lifecycle hooks: what ``turngraph hook EVENT`` reads and writes.
 
-``payload`` parses what an editor sends on stdin, ``transcripts`` reads the turns a
-transcript gained since the last call (``offsets`` keeps where each one stopped),
-``editors`` knows each editor's configuration and context-injection format, ``config``
-installs and removes our entries in the editors' files, ``runner`` carries out one call.
-Nothing here imports worker code: the hook process stays small.
+``payload`` parses what an editor sends, ``transcripts`` reads what a transcript gained,
+``editors`` and ``config`` know and install each editor's configuration, ``runner``
+carries out one call. Nothing here imports worker code: the hook process stays small.
 """

@@ -36,9 +36,6 @@ __all__ = ["HEARTBEAT_TTL_S", "IngestWorker", "run_batch"]
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_MAX_BATCH = 100
-"""Turns per RQ job, so per graph transaction (admission forms the batches)."""
-
 HEARTBEAT_TTL_S = 10
 """A running job's started-registry entry lives this long unless renewed."""
 

@@ -1,20 +1,12 @@
 """People named in a query: lift what they said, and keep their names out of the
 query's vector.
 
-A question about someone ("when did Dana move?") is most often answered by what that
-person said. In a two-person chat Dana's name is in half the turns (the index analyses
-``speaker: text``), so it barely counts lexically, and the other person's "Dana, when
-are you moving?" matches more of the question's words. So:
-
-- a memory spoken by a person the query names gets ``Ranking.speaker_multiplier``;
-- the semantic signal embeds the query without the names of the searched partitions'
-  speakers: a name in the query vector pulls toward every turn that person said or was
-  addressed in, whatever it is about, and the multiplier already carries who.
-
-A speaker is named when one word of their name (two letters or more) appears in the
-query exactly as written: "Will" names Will, "will" does not (fewer false lifts on
-common words; a lowercase name in a query is therefore not matched). Both choices were
-measured on the development sets (docs/history.md).
+A question about someone is most often answered by what that person said, yet their name
+barely counts lexically (the index analyses ``speaker: text``). So a memory spoken by a
+person the query names gets ``Ranking.speaker_multiplier``, and the query is embedded
+without the searched partitions' speakers' names. A speaker is named when one word of
+their name (two letters or more) appears in the query exactly as written ("Will", not
+"will"). docs/recall.md ("Scoring", Speakers).
 """
 
 from __future__ import annotations
