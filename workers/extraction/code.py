@@ -1,13 +1,8 @@
 """Symbols in stack traces and fenced code, and what a code span or a call in prose names.
 
-- Python tracebacks (``File "x.py", line 3, in handle``), JavaScript (``at render
-  (App.tsx:10:5)``), Java (``at com.shop.Cart.total(Cart.java:42)``), Go panics
-  (``(*Handler).ServeHTTP``): the function of each frame;
-- exception names, dotted (``sqlalchemy.exc.ArgumentError``) or not;
-- definitions in fenced code: ``def``/``class`` (Python), ``function``/``const x =``/
-  ``class``/``interface``/``type`` (JS/TS), ``fn``/``struct``/``enum`` (Rust),
-  ``func`` (Go), and names imported with ``from x import a, b``;
-- calls in prose: ``r.json()``, ``Date.now()`` (a call is code, never a file).
+The function of each frame of Python, JavaScript, Java and Go traces; exception names;
+definitions and imported names in fenced code; calls in prose (``r.json()``: a call is
+code, never a file). docs/graph-model.md ("Where entities come from").
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The offline extractor: rules for what a developer chat turn reveals reliably.
 
-Used when no LLM is configured, and for a batch the LLM failed on: references and paths
-(:mod:`~workers.extraction.references`, :mod:`~workers.extraction.paths`), tools and
-services (:mod:`~workers.extraction.vocabulary`, :mod:`~workers.extraction.usage`),
-symbols (:mod:`~workers.extraction.code`), directives and decisions
-(:mod:`~workers.extraction.directives`), statements in prose
-(:mod:`~workers.extraction.prose`), ``@`` mentions. Plain regexes compiled once at import.
+Every turn is extracted by it (the LLM, when configured, enriches afterwards); the
+finders live in the modules beside it. What they find: docs/graph-model.md ("Where
+entities come from").
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """People, places, organisations and events of ordinary conversation, by rules.
 
-A candidate is a run of capitalised words in prose ("Quito", "Ada Lovelace", "Day of
-the Dead", "Macy's"); what it is comes from the words around it and its own last word,
-never from a list of names:
-
-- **Person**: after a greeting ("hi Rosa"), a relation ("my uncle Pavel", "Grandma
-  Ines"), a title ("Dr. Mensah", dropped from the name), a verb that takes a person
-  ("ask Tariq", "met Lena"), "with X" or "X and I"; before a verb of speech ("Rosa
-  said", "Tariq recommended"), or, mid-sentence, a verb of doing ("when Lena got
-  back"); a possessive of personal things ("Pavel's birthday"); a vocative (", Rosa!").
-- **Place**: last word a place noun ("Mount Kenya", "Lake Bled", "Science Museum") or
-  after motion and location words ("moved to Quito", "in Hanoi", "back from Oslo").
-- **Organization**: last word an organisation noun ("Acme Corp", "Hill Valley High
-  School"), or after work and study words ("an offer from X", "interning at X").
-- **Event**: last word an occasion noun ("Davis Cup", "Harvest Festival") or a holiday
-  of the calendar (Christmas, Diwali, Ramadan: general knowledge, not a data set).
-- A list shares its first member's type ("Lena and Tariq", "Oslo and Bergen").
-
-Months, weekdays, languages and nationalities, acronyms (never a person), and the first
-word of a sentence that is an ordinary word are not candidates. What no cue classifies
-is left out (precision first: a wrong type misleads the graph more than a missing node).
-Measured on ``tests/data/everyday_turns.jsonl`` (``python -m bench.extraction``); why
-rules and not spaCy's small English model: ``tests/data/extraction_turns.md``.
+A candidate is a run of capitalised words in prose; what it is comes from the words
+around it and its own last word (the cues below), never from a list of names, and what
+no cue classifies is left out. The rules: docs/graph-model.md ("Where entities come
+from").
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Statements written in prose: decisions, preferences, terms, lessons, procedures, tasks
 and incidents recognised by how the sentence is built, not by a ``keyword:`` prefix.
 
-Each rule is a sentence opener (after an optional "ok," / "so" / "also"): a phrase that
-commits to something ("going forward we'll …", "I'd rather …", "by 'x' we mean …",
-"lesson learned from friday: …", "todo: …", "we had an outage …"). The statement is the
-rest of the clause. Rules run on the ASCII-lowered text as one alternation (one ``match``
-per sentence start); where a match may start (a line or a sentence) is found first.
-Why regexes and not spaCy's rule ``Matcher``: docs/history.md.
+Each rule is a sentence opener that commits to something; the statement is the rest of
+the clause. The rules run on the ASCII-lowered text as one alternation, one ``match``
+per sentence start. Why regexes and not spaCy's ``Matcher``: docs/history.md.
 """
 
 from __future__ import annotations

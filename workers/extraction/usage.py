@@ -1,18 +1,9 @@
 """Tools and services recognised from how a turn uses them, not from a list of names.
 
-- install commands: ``pip install fastapi uvicorn[standard]``, ``npm i -D vitest``,
-  ``cargo add serde_json``, ``go get …``, ``brew install k6`` …: the installer is a Tool,
-  and so is each package it installs (version pins and extras stripped);
-- imports in code: ``import httpx``, ``from sqlalchemy import …`` (not the standard
-  library, not relative imports), ``from 'zustand'``, ``require('express')``,
-  ``use serde_json::Value``;
-- config files: ``vite.config.ts`` names Vite, ``.eslintrc.cjs`` ESLint;
-- usage in prose: "we use X for Y", "we switched to X", "X over Y" after a decision verb,
-  where X looks like a product name (capitalised or spelled like a package, not an
-  English word).
-
-Each finder returns ``Hit``s; the extractor gives a name found in the vocabulary its
+Install commands, imports in code, config files and usage in prose ("we use X for Y");
+each finder returns ``Hit``s, and the extractor gives a name found in the vocabulary its
 canonical spelling and type there (``postgres`` is the Service PostgreSQL).
+docs/graph-model.md ("Where entities come from").
 """
 
 from __future__ import annotations
