@@ -1,18 +1,9 @@
 """What an editor (or any Python caller) imports to give a chat assistant its memory.
 
-    from turngraph.producers import ConsentStore, ScopeHasher, connect, consent_endpoint
-
-    consent = ConsentStore(settings.data_dir)
-    endpoint = consent_endpoint(settings.redis_url, settings.data_dir)
-    consent.enable(hashed_workspace, endpoint)  # once (``turngraph consent enable``)
-    memory = connect(settings, consent=consent.checker(endpoint))
-    memory.publisher.publish(event)          # never blocks, never raises
-    memory.recaller.recall("what did we decide about retries?", workspace=hashed_workspace)
-    memory.close()
-
-``settings`` is ``turngraph.settings.Settings`` (or anything with the fields of
-:class:`ProducerSettings`); docs/producers.md has the rest. The names below are imported
-on first use (PEP 562): an editor hook importing one small module stays cheap.
+``connect(settings)`` builds the publisher, recall and distill clients; ``ScopeHasher``
+and ``ConsentStore`` keep raw keys and publication local. The example and the rest:
+docs/producers.md ("From Python"). The names below are imported on first use (PEP 562):
+an editor hook importing one small module stays cheap.
 """
 
 from __future__ import annotations
