@@ -147,15 +147,7 @@ RULES: tuple[Rule, ...] = (
         "gitlab_token",
         _B + r"gl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,}",
         (
-            "glpat-",
-            "gldt-",
-            "glrt-",
-            "glptt-",
-            "glcbt-",
-            "gloas-",
-            "glft-",
-            "glimt-",
-            "glagent-",
+            "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glft-", "glimt-", "glagent-",
             "glsoat-",
         ),
     ),
@@ -204,7 +196,7 @@ RULES: tuple[Rule, ...] = (
         ("pass", "pwd", "secret", "token", "auth", "credential", "dsn", "conn", *_KEY_NAMES),
         group=("quoted", "bare"),
     ),
-)
+)  # fmt: skip
 """Every rule; where two matches overlap, they are redacted as one span."""
 
 _TRIGGERS: tuple[str, ...] = tuple(sorted({t for rule in RULES for t in rule.triggers}))

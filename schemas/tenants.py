@@ -38,21 +38,9 @@ QUALIFIED_PREFIX = re.compile(r"t-" + TENANT_PATTERN + "-")
 name such keys themselves."""
 
 PRODUCER_COMMANDS: tuple[str, ...] = (
-    "fcall",
-    "rpush",
-    "lpop",
-    "llen",
-    "lpush",
-    "ltrim",
-    "hincrby",
-    "hgetall",
-    "expire",
-    "blpop",
-    "zcount",
-    "ping",
-    "client|setinfo",
-    "client|setname",
-)
+    "fcall", "rpush", "lpop", "llen", "lpush", "ltrim", "hincrby", "hgetall", "expire", "blpop",
+    "zcount", "ping", "client|setinfo", "client|setname",
+)  # fmt: skip
 """Everything a tenant's producer runs: the inbox function (``FCALL``; inside it ``LLEN``,
 ``RPUSH``, ``LPOP``, ``HINCRBY``, ``LPUSH``, ``LTRIM``), the stats read (``HGETALL``,
 ``LLEN``), a recall (``RPUSH``, ``EXPIRE``, ``BLPOP``; when recall is sharded ``FCALL``

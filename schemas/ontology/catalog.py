@@ -246,14 +246,7 @@ RELATION_TYPES: tuple[RelationType, ...] = (
         "A procedure, task, solution, person or codebase uses a tool or service.",
         frozenset(
             {
-                "Procedure",
-                "Task",
-                "Solution",
-                "Person",
-                "Repository",
-                "Service",
-                "Tool",
-                "Plan",
+                "Procedure", "Task", "Solution", "Person", "Repository", "Service", "Tool", "Plan",
                 "Decision",
             }
         ),
@@ -341,7 +334,7 @@ RELATION_TYPES: tuple[RelationType, ...] = (
         ("RELATES_TO", "ASSOCIATED_WITH", "LINKED_TO"),
         symmetric=True,
     ),
-)
+)  # fmt: skip
 
 ONTOLOGY = Ontology(
     version=ONTOLOGY_VERSION, entity_types=ENTITY_TYPES, relation_types=RELATION_TYPES

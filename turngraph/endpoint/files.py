@@ -14,18 +14,9 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "ENDPOINT_FILE",
-    "PORT_FILE",
-    "SCHEMA_VERSION",
-    "TOKEN_FILE",
-    "LiveEndpoint",
-    "data_dir",
-    "ensure_token",
-    "read_live",
-    "remembered_port",
-    "remove_endpoint",
-    "write_endpoint",
-]
+    "ENDPOINT_FILE", "PORT_FILE", "SCHEMA_VERSION", "TOKEN_FILE", "LiveEndpoint", "data_dir",
+    "ensure_token", "read_live", "remembered_port", "remove_endpoint", "write_endpoint",
+]  # fmt: skip
 
 ENDPOINT_FILE = "endpoint.json"
 TOKEN_FILE = "endpoint.token"

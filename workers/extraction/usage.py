@@ -27,24 +27,10 @@ _PACKAGE = re.compile(r"^(@[a-z0-9][\w.-]*/[a-z0-9][\w.-]*|[A-Za-z0-9][\w.-]*)")
 _INSTALLER_NAMES = {"uv pip": "uv", "pip3": "pip", "apt-get": "apt-get"}
 _NOT_PACKAGES = frozenset(
     {
-        "install",
-        "add",
-        "the",
-        "a",
-        "it",
-        "them",
-        "this",
-        "that",
-        "and",
-        "or",
-        "with",
-        "then",
-        "first",
-        "again",
-        "locally",
-        "globally",
+        "install", "add", "the", "a", "it", "them", "this", "that", "and", "or", "with", "then",
+        "first", "again", "locally", "globally",
     }
-)
+)  # fmt: skip
 
 _PY_IMPORT = re.compile(
     r"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)(?:\.[\w.]+)?[ \t]+import[ \t]|import[ \t]+([A-Za-z_]\w*))",
@@ -59,77 +45,28 @@ _RUST_USE = re.compile(r"^[ \t]*use[ \t]+([a-z_][a-z0-9_]*)::", re.M)
 _RUST_STD = frozenset({"std", "core", "alloc", "crate", "self", "super"})
 _NODE_BUILTINS = frozenset(
     [
-        "assert",
-        "buffer",
-        "child_process",
-        "cluster",
-        "crypto",
-        "dgram",
-        "dns",
-        "events",
-        "fs",
-        "http",
-        "http2",
-        "https",
-        "net",
-        "os",
-        "path",
-        "perf_hooks",
-        "process",
-        "querystring",
-        "readline",
-        "stream",
-        "string_decoder",
-        "timers",
-        "tls",
-        "tty",
-        "url",
-        "util",
-        "v8",
-        "vm",
-        "worker_threads",
-        "zlib",
+        "assert", "buffer", "child_process", "cluster", "crypto", "dgram", "dns", "events", "fs",
+        "http", "http2", "https", "net", "os", "path", "perf_hooks", "process", "querystring",
+        "readline", "stream", "string_decoder", "timers", "tls", "tty", "url", "util", "v8", "vm",
+        "worker_threads", "zlib",
     ]
-)
+)  # fmt: skip
 _CONFIG_FILE = re.compile(
     r"(?<![\w/.-])(?:[\w-]+/)*([a-z][a-z0-9-]{1,30})\.config\.(?:[cm]?[jt]s|json|ya?ml|toml)\b"
 )
 _RC_FILE = re.compile(r"(?<![\w.-])\.([a-z][a-z0-9-]{1,20})rc(?:\.[a-z]{2,5})?\b")
 _RC_TOOLS = frozenset(
     {
-        "eslint",
-        "prettier",
-        "babel",
-        "stylelint",
-        "npm",
-        "nvm",
-        "yarn",
-        "swc",
-        "mocha",
-        "jshint",
-        "markdownlint",
-        "commitlint",
-        "lintstaged",
-        "pylint",
+        "eslint", "prettier", "babel", "stylelint", "npm", "nvm", "yarn", "swc", "mocha", "jshint",
+        "markdownlint", "commitlint", "lintstaged", "pylint",
     }
-)
+)  # fmt: skip
 _CONFIG_NOT_TOOLS = frozenset(
     {
-        "app",
-        "site",
-        "next-env",
-        "env",
-        "local",
-        "base",
-        "default",
-        "test",
-        "prod",
-        "dev",
-        "project",
-        "server",
-        "client",
+        "app", "site", "next-env", "env", "local", "base", "default", "test", "prod", "dev",
+        "project", "server", "client",
     }
-)
+)  # fmt: skip
 
 # "we use X for Y", "we moved to X", "went with X over Y"
 _USE_VERB = re.compile(

@@ -17,20 +17,9 @@ _SPACES = re.compile(r"\s+")
 _BULLET = re.compile(r"^\s*(?:[-*>•]|\d+[.)])\s+")
 
 RATIONALE_CUES = (
-    "because",
-    "since ",
-    "so that",
-    "due to",
-    "the reason",
-    "reason is",
-    "trade-off",
-    "tradeoff",
-    "to avoid",
-    "otherwise",
-    "which means",
-    "as it ",
-    "given that",
-)
+    "because", "since ", "so that", "due to", "the reason", "reason is", "trade-off", "tradeoff",
+    "to avoid", "otherwise", "which means", "as it ", "given that",
+)  # fmt: skip
 """Phrases that introduce a why."""
 
 _STEP_MARKER = re.compile(
@@ -62,19 +51,9 @@ def is_next_step(sentence: str) -> bool:
 
 
 OPEN_CUES = (
-    "open question",
-    "not sure",
-    "unclear",
-    "undecided",
-    "tbd",
-    "still need to decide",
-    "haven't decided",
-    "have not decided",
-    "unresolved",
-    "risk",
-    "don't know",
-    "do not know",
-)
+    "open question", "not sure", "unclear", "undecided", "tbd", "still need to decide",
+    "haven't decided", "have not decided", "unresolved", "risk", "don't know", "do not know",
+)  # fmt: skip
 """Phrases that mark something unresolved (besides a question mark)."""
 
 
