@@ -8,7 +8,7 @@ from tests.support.recall import NOW, memory, request
 from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.search import search
-from turngraph.workers.recall.sessions import session_signal
+from turngraph.workers.recall.sessions import by_own_cosine, later_user_turns, session_signal
 
 OPENER = "I deliver parcels on a scooter all day and my spine hurts by evening."
 LATER = [
@@ -127,3 +127,23 @@ def test_a_question_asked_inside_a_session_does_not_lift_its_own_opener() -> Non
     assert "opener" in asked_elsewhere, asked_elsewhere
     inside = search(_index(DEFAULT), request(QUERY, session_id="s_back"), now=NOW).results
     assert "opener" not in [r.memory_id for r in inside], inside
+
+
+def test_the_users_later_turns_of_a_lifted_session_get_a_share_of_its_strength() -> None:
+    """After the opening turn the user goes on stating the situation; those turns (not
+    the assistant's) get ``session_user_share`` of the session's strength."""
+    ranking = DEFAULT.with_values(session_user_share=0.5)
+    index = _index(ranking)
+    openers = {0: 0.8, 4: 0.6}  # s_back's and s_trip's opening turns
+    # s_back: later_2 (internal 2) is the user's, later_1 and later_3 the assistant's;
+    # s_trip's only later turn is the assistant's reply
+    assert later_user_turns(index, openers, ranking) == {2: 0.4}
+    assert later_user_turns(index, openers, ranking.with_values(session_reach=1)) == {}
+    assert later_user_turns(index, openers, ranking.with_values(session_user_share=0)) == {}
+
+
+def test_a_later_turns_share_is_weighed_by_its_own_cosine() -> None:
+    """Only the later turns about the question keep their share; without a cosine (no
+    embedder, or the query embedding missed its budget) none does."""
+    assert by_own_cosine({2: 0.4, 5: 0.3}, {2: 0.5, 9: 1.0}) == {2: 0.2}
+    assert by_own_cosine({2: 0.4}, {}) == {}

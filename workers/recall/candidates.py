@@ -15,7 +15,7 @@ from turngraph.workers.recall.postings import restated_key
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.scoring import normalise
 from turngraph.workers.recall.semantic import SemanticSignal
-from turngraph.workers.recall.sessions import session_signal
+from turngraph.workers.recall.sessions import later_user_turns, session_signal
 from turngraph.workers.recall.vectors import Vector
 
 __all__ = [
@@ -76,9 +76,12 @@ def candidates(
     plan: QueryPlan,
     ranking: Ranking,
     current_session: str | None = None,
+    about_user: bool = False,
 ) -> dict[str, dict[int, float]]:
     """Candidate scores per signal, each normalised so its best candidate has 1.0
-    (``current_session``: the one the question is asked in, for the session signal)."""
+    (``current_session``: the one the question is asked in, for the session signal;
+    ``about_user``: a question about the user, whose later turns of the strong sessions
+    join as ``session_user``, to be weighed by their cosine: ``sessions.by_own_cosine``)."""
     lexical_hits: list[Hit] = []
     graph_hits: list[Hit] = []
     for target in targets:
@@ -121,6 +124,10 @@ def candidates(
     session = session_signal(index, lexical_hits, ranking, current_session)
     if session:
         signals["session"] = session
+        if about_user:
+            users = later_user_turns(index, session, ranking)
+            if users:
+                signals["session_user"] = users
     return signals
 
 

@@ -64,6 +64,12 @@ class Ranking:
     from a capture: R@10 0.274 -> 0.371, session hit@10 0.713 -> 0.719 (docs/history.md).
     2.5 buys RealMem session hit@10 (+1.4 dev) for our own dev set's first places (R@5
     0.769 -> 0.712: unrelated openers above the answer). 0 turns it off."""
+    session_user_share: float = 0.15
+    """For a question about the user, the share of a strong session's strength its user's
+    later turns up to ``session_reach`` get, times their own semantic score
+    (``sessions.later_user_turns``; fusion weight ``session_weight``). RealMem R@10 / session
+    hit@10, re-run from captures: dev 0.396 / 0.761 -> 0.413 / 0.758, test 0.467 / 0.775 ->
+    0.483 / 0.772; own dev and REALTALK unchanged (docs/history.md). 0 turns it off."""
     session_count: int = 10
     """Strongest sessions whose opening turns get the session signal."""
     session_hits: int = 3
@@ -165,6 +171,7 @@ class Ranking:
             "chain": self.chain_weight,
             "semantic": self.semantic_weight,
             "session": self.session_weight,
+            "session_user": self.session_weight,
         }.get(signal, 1.0)
 
     def with_values(self, **values: float) -> Ranking:

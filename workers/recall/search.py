@@ -51,6 +51,7 @@ from turngraph.workers.recall.scoring import (
     time_multiplier,
 )
 from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE
+from turngraph.workers.recall.sessions import by_own_cosine
 from turngraph.workers.recall.speakers import (
     query_names,
     speaker_multiplier,
@@ -92,7 +93,8 @@ def search(
         known_entities=lambda grams: known_entities(index, targets, grams),
         ranking=ranking,
     )
-    signals = candidates(index, targets, plan, ranking, request.session_id)
+    about_user = is_about_the_user(request.query)
+    signals = candidates(index, targets, plan, ranking, request.session_id, about_user)
     named = query_names(intent.query)
     names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     degraded: list[str] = []
@@ -106,6 +108,10 @@ def search(
             signals["semantic"] = semantic_scores(index, semantic, targets, vector, signals)
         elif reason is not None:
             degraded.append(reason)
+    if "session_user" in signals:
+        signals["session_user"] = by_own_cosine(
+            signals["session_user"], signals.get("semantic", {})
+        )
     said = what_was_said(index)
     fused = fuse(signals, ranking, said)
     context_match = context_scores(index, targets, plan, fused, ranking.context_scored, said)

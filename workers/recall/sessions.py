@@ -10,6 +10,12 @@ each session's first turns and gives that strength to the session's opening turn
 then joins the candidates (and gets its semantic cosine like any other), in a chat the
 user opened with an assistant (figures: docs/history.md).
 
+For a question about the user, the user's later turns of those sessions (up to the same
+reach) get a share of the strength times their own semantic score
+(:func:`later_user_turns`, :func:`by_own_cosine`): there the user goes on stating the
+situation (a detail, a constraint, an answer to the assistant's question), and the cosine
+keeps the share for the turns that are about the question.
+
 The session the question is asked in takes no part: the signal looks for an *earlier*
 session, and the current one's turns that match best are the conversation the assistant
 is having (the window leaves them out of the answer). Counted, it took one of the
@@ -19,13 +25,13 @@ weak beside it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.ranking import Ranking
 
-__all__ = ["session_signal"]
+__all__ = ["by_own_cosine", "later_user_turns", "session_signal"]
 
 
 class _Sessions(Protocol):
@@ -90,3 +96,32 @@ def _opens_with_a_request(index: _Sessions, session: str, opener: int) -> bool:
         and first.extra.get("role") == "user"
         and second.extra.get("role") == "assistant"
     )
+
+
+def later_user_turns(
+    index: _Sessions, openers: Mapping[int, float], ranking: Ranking
+) -> dict[int, float]:
+    """``internal id -> ranking.session_user_share x its session's strength`` for the
+    user's turns after the opening one, up to turn ``ranking.session_reach``, of each
+    session whose opener ``openers`` (the :func:`session_signal`) lifts."""
+    if ranking.session_user_share <= 0:
+        return {}
+    found: dict[int, float] = {}
+    for opener, strength in openers.items():
+        memory = index.memory(opener)
+        if memory is None or memory.session_id is None:
+            continue
+        for turn in range(1, ranking.session_reach + 1):
+            key = index.session_turn(memory.session_id, turn)
+            if key is None:
+                continue
+            said = index.memory(key)
+            if said is not None and said.extra.get("role") == "user":
+                found[key] = ranking.session_user_share * strength
+    return found
+
+
+def by_own_cosine(shares: Mapping[int, float], semantic: Mapping[int, float]) -> dict[int, float]:
+    """Each share times the turn's own semantic score; a turn without one gets nothing
+    (no embedder, or the query embedding missed its budget: the shares need it)."""
+    return {key: share * semantic[key] for key, share in shares.items() if semantic.get(key, 0) > 0}
