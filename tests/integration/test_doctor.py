@@ -29,6 +29,8 @@ from turngraph.embedded.services import STATE_FILE
 from turngraph.producers.consent import ConsentStore
 from turngraph.producers.scope_hints import ScopeHints
 from turngraph.producers.scopes import ScopeHasher
+from turngraph.schemas.ontology import ONTOLOGY
+from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.recall.replica import read_heartbeats
 from turngraph.workers.recall.worker import RecallWorker
 
@@ -181,6 +183,8 @@ def test_graph_down(clients: Clients, replica: RecallWorker) -> None:
 
 
 def test_no_recall_replica(clients: Clients) -> None:
+    # the schema an ingest worker would have made: this test's one failure is the replica
+    ensure_schema(clients.graph, clients.graph_database, ONTOLOGY.labels())
     _one_failure(worker_env(clients), "recall.replicas", "turngraph worker recall")
 
 
