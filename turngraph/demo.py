@@ -6,10 +6,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import redis
 
-from turngraph.lifecycle import raise_if_stopping
+from turngraph.lifecycle import raise_if_stopping, stops_held
 from turngraph.producers.bounded_queue import is_ingested
 from turngraph.producers.recall_client import RecallClient
 from turngraph.producers.scopes import ScopeHasher
@@ -80,6 +81,15 @@ def demo_events(scopes: DemoScopes, now: datetime | None = None) -> list[TurnEve
     ]
 
 
+T = TypeVar("T")
+
+
+def _held(call: Callable[[], T]) -> T:
+    """``call()`` (Redis, the graph's driver) with a stop signal held until it returns."""
+    with stops_held():
+        return call()
+
+
 def wait_until_ingested(
     conn: redis.Redis,
     events: list[TurnEvent],
@@ -93,7 +103,7 @@ def wait_until_ingested(
     are stored."""
     deadline = time.monotonic() + timeout_s
     ids = [event.event_id for event in events]
-    while not (all(is_ingested(conn, event_id) for event_id in ids) and stored(ids) == set(ids)):
+    while not _held(lambda: all(is_ingested(conn, i) for i in ids) and stored(ids) == set(ids)):
         if time.monotonic() > deadline:
             return False
         raise_if_stopping()
@@ -107,7 +117,7 @@ def wait_for(
     """Poll until ``ready()`` (a worker's readiness), the deadline passes, or
     ``still_starting`` says the process that would become ready is gone."""
     deadline = time.monotonic() + timeout_s
-    while not ready():
+    while not _held(ready):
         if time.monotonic() > deadline or not still_starting():
             return False
         raise_if_stopping()
@@ -126,7 +136,7 @@ def ask_until_found(client: RecallClient, scopes: DemoScopes, timeout_s: float) 
     read apart: ask again (each ask waits for its own reply) until memories come back."""
     deadline = time.monotonic() + timeout_s
     while True:
-        response = ask(client, scopes)
+        response = _held(lambda: ask(client, scopes))
         if (response.success and response.results) or time.monotonic() > deadline:
             return response
         raise_if_stopping()

@@ -10,13 +10,14 @@ handlers installed explicitly (a background job inherits SIGINT ignored).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import queue
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # imported where used: every command imports this module at i
 __all__ = [
     "STOP_SIGNALS", "StopSignal", "defer_stops", "exit_on_signals", "forks_die_with_this_process",
     "parent_death_preexec", "pause", "popen_tied_to_process", "raise_if_stopping",
-    "stop_on_signals", "stop_was_requested", "wait_for_stop",
+    "stop_on_signals", "stop_was_requested", "stops_held", "wait_for_stop",
 ]  # fmt: skip
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -196,6 +197,35 @@ def _holding_stops(start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.P
     return proc
 
 
+@contextlib.contextmanager
+def stops_held() -> Iterator[None]:
+    """Stop signals only recorded while the body runs, then handed to the handler that was
+    there before (which raises :class:`StopSignal` as usual). For a library call that a
+    :class:`StopSignal` raised in its middle leaves half-done: the neo4j driver mid-message
+    was seen to log a dropped connection and to turn the stop into a ``BufferError``. Only
+    in the main thread (where signals are delivered) and with Python-level handlers."""
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    if threading.current_thread() is not threading.main_thread() or any(
+        handler is None for handler in previous.values()
+    ):
+        yield
+        return
+    held: list[int] = []
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in held:
+            handler = previous[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
+
+
 class StopSignal(KeyboardInterrupt):
     """Raised in the main thread by SIGTERM or SIGINT: unwinds ``with`` blocks and
     ``finally`` clauses, so whatever was started is stopped."""
@@ -203,6 +233,9 @@ class StopSignal(KeyboardInterrupt):
 
 _STOP = threading.Event()
 """Set by the first stop signal; stays set."""
+
+_STOP_NAME: list[str] = []
+"""The stop signals' names, first first (what :func:`raise_if_stopping` says)."""
 
 
 def stop_on_signals() -> None:
@@ -223,6 +256,7 @@ def stop_on_signals() -> None:
         if _STOP.is_set():
             _already_stopping(signum)
             return
+        _STOP_NAME.append(signal.Signals(signum).name)
         _STOP.set()
         raise StopSignal(signal.Signals(signum).name)
 
@@ -242,6 +276,7 @@ def defer_stops() -> None:
 
     def record(signum: int, _frame: FrameType | None) -> None:
         if not _in_forked_child(installer, signum):
+            _STOP_NAME.append(signal.Signals(signum).name)
             _STOP.set()  # nothing else here: a log line could re-enter a stderr write
 
     for stop_signal in STOP_SIGNALS:
@@ -285,7 +320,7 @@ def stop_was_requested() -> bool:
 def raise_if_stopping() -> None:
     """For start-up loops: raise :class:`StopSignal` if a stop was asked for."""
     if _STOP.is_set():
-        raise StopSignal("stop requested")
+        raise StopSignal(_STOP_NAME[0] if _STOP_NAME else "stop requested")
 
 
 def pause(seconds: float) -> None:

@@ -268,3 +268,32 @@ def test_a_stop_during_a_spawn_kills_the_child_instead_of_losing_it() -> None:
         signal.signal(signal.SIGINT, previous)
     assert started[0].returncode == -signal.SIGKILL  # killed and reaped, not left running
     assert signal.getsignal(signal.SIGINT) is previous
+
+
+HELD = textwrap.dedent(
+    """
+    import os, signal
+    from turngraph.lifecycle import StopSignal, raise_if_stopping, stop_on_signals, stops_held
+    stop_on_signals()
+    try:
+        with stops_held():
+            os.kill(os.getpid(), signal.SIGINT)  # delivered here, in the middle of the call
+            print("the call ran to its end", flush=True)
+    except StopSignal as stopped:
+        print(f"then stopped: {stopped}", flush=True)
+    try:
+        raise_if_stopping()
+    except StopSignal as again:
+        print(f"polled: {again}", flush=True)
+    """
+)
+
+
+def test_a_stop_held_around_a_call_is_raised_after_it_with_its_signals_name() -> None:
+    done = _run(HELD)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "the call ran to its end",
+        "then stopped: SIGINT",
+        "polled: SIGINT",
+    ]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from turngraph.lifecycle import popen_tied_to_process, raise_if_stopping
+from turngraph.lifecycle import popen_tied_to_process, raise_if_stopping, stops_held
 from turngraph.producers.private_files import PRIVATE_FILE_MODE, PRIVATE_UMASK, ensure_private_dir
 from turngraph.schemas.errors import EmbeddedServiceError
 
@@ -192,8 +192,9 @@ class ServerProcess:
                     f"{self.name} exited with code {self._proc.returncode} during start-up; "
                     f"see {self._log_path}"
                 )
-            if ready():
-                return
+            with stops_held():  # a readiness probe is a driver's call: not cut in its middle
+                if ready():
+                    return
             raise_if_stopping()
             time.sleep(delay)  # polling a child's readiness, not synchronising tests
             delay = min(delay * 1.5, 0.25)
