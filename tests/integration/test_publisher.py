@@ -21,7 +21,7 @@ from turngraph.workers.ingest.admission import Admission
 
 pytestmark = pytest.mark.integration
 
-MIN_BACKOFF_MS = 10
+MIN_BACKOFF_MS = 50
 """The sender's shortest back-off between reconnects in the outage test."""
 
 
@@ -66,15 +66,16 @@ def test_redis_stopped_mid_run_publish_never_waits_and_events_flow_after(
 ) -> None:
     """Redis killed mid-run: publish() keeps returning at once and raises nothing, and
     every event reaches the queue once Redis is back. "At once" is checked against what a
-    caller-side wait would cost (the sender's shortest back-off, 10 ms), not against the
-    SPEC's 1 ms p99: that is a speed target, measured by ``python -m bench.publish``
-    (``down_p99_ms``); a CI run at load 16 saw 1.5 ms here."""
+    caller-side wait would cost (the sender's shortest back-off, set to 50 ms here), not
+    against the SPEC's 1 ms p99: that is a speed target, measured by ``python -m
+    bench.publish`` (``down_p99_ms``); a CI run at load 16 saw 1.5 ms here, one at load 8
+    11.5 ms (a 10 ms back-off was too close to a loaded machine's scheduling)."""
     pub = Publisher(
         redis_url=own_redis.url,
         max_queue_length=10_000,
         buffer_size=5_000,
         min_backoff_ms=MIN_BACKOFF_MS,
-        max_backoff_ms=100,
+        max_backoff_ms=200,
     )
     timings: list[float] = []
 
