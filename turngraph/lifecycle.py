@@ -184,12 +184,7 @@ def _holding_stops(start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.P
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     try:
-        for signum in held:
-            handler = previous[signal.Signals(signum)]
-            if callable(handler):
-                handler(signum, None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(signum)
+        _deliver(held, previous)
     except BaseException:
         proc.kill()
         proc.wait()
@@ -218,12 +213,17 @@ def stops_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for signum in held:
-            handler = previous[signal.Signals(signum)]
-            if callable(handler):
-                handler(signum, None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(signum)
+        _deliver(held, previous)
+
+
+def _deliver(held: list[int], previous: dict[signal.Signals, Any]) -> None:
+    """Held stop signals, in order, to the handlers that were there before."""
+    for signum in held:
+        handler = previous[signal.Signals(signum)]
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(signum)
 
 
 class StopSignal(KeyboardInterrupt):
