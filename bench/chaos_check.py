@@ -23,6 +23,7 @@ from rq.serializers import JSONSerializer
 
 from turngraph.producers.bounded_queue import ingested_key
 from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, DEAD_LETTERS_TEMPLATE, INBOX_TEMPLATE
+from turngraph.workers.batch_store import job_turns
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,9 @@ def job_hashes_left(conn: redis.Redis, event_ids: Iterable[str], queue: str) -> 
         *rq_queue.started_job_registry.get_job_ids(),
     ]
     for job in Job.fetch_many(job_ids, connection=conn, serializer=JSONSerializer):
-        if job is not None and job.args and isinstance(job.args[0], list):
-            found.update(str(turn.get("event_id")) for turn in job.args[0])
+        if job is not None:
+            turns = job_turns(conn, job)
+            found.update(str(turn.get("event_id")) for turn in turns if isinstance(turn, dict))
     return wanted & found
 
 

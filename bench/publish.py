@@ -11,8 +11,10 @@ In one run, on an embedded Valkey it starts itself:
 - tenant: the same turns published with a tenant credential into the tenant's bounded
   inbox (``producers/tenant_inbox.py``; admission into RQ jobs is the ingest worker's);
 - admission: the operator's inbox of N turns moved into RQ batch jobs
-  (``Admission.burst``), turns/s (and its ratio to the raw ``RPUSH`` of the same trial)
-  and CPU per turn (this process plus every Redis command);
+  (``Admission.burst``: each job references its turns, stored once in Redis), turns/s
+  (and its ratio to the raw ``RPUSH`` of the same trial) and CPU per turn (this process
+  plus every Redis command); Redis CPU per published turn, publish + admission, against
+  the target of 5 µs;
 - CPU per event of both (this process plus the Redis server's time in the command): on a
   shared machine the throughput ratio depends on whether Redis finds a free core, the CPU
   cost does not;
@@ -59,6 +61,12 @@ PACED_EVENTS = 4_000
 
 RPUSH_BATCH = 256
 """Commands per pipeline round trip of the reference."""
+
+ADMISSION_TARGET_PER_S = 30_000
+"""SPEC §11: admission, one process."""
+
+REDIS_US_PER_TURN_TARGET = 5
+"""SPEC §11: Redis CPU per turn, publish + admission."""
 
 _VOCABULARY = (
     "queue worker redis graph episode decision retry backoff session workspace bound "
@@ -370,6 +378,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.median(admit_scripts):.1f} us; main thread (commands, socket I/O, "
         f"event loop) {statistics.median(admit_main):.1f} us"
     )
+    redis_per_turn = _cpu(pub_cpu)[1] + _cpu(admit_cpu)[1]
+    print(
+        f"Redis CPU per published turn, publish + admission (commands): {redis_per_turn:.1f} us"
+        f" (target <= {REDIS_US_PER_TURN_TARGET}); admission {round(admit_rate)} turns/s"
+        f" (target >= {ADMISSION_TARGET_PER_S}), {admit_ratio:.3f} of raw RPUSH in the same run"
+    )
     print(
         f"\nRedis killed: {down_stats.dropped_local} events dropped from the full local buffer "
         f"(counted), {down_stats.abandoned} abandoned at close, {down_exceptions} exceptions."
@@ -393,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             admission_redis_cpu_us=_cpu(admit_cpu)[1],
             admission_redis_scripts_twice_us=round(statistics.median(admit_scripts), 1),
             admission_redis_main_thread_us=round(statistics.median(admit_main), 1),
+            redis_cpu_us_per_turn=round(redis_per_turn, 1),
             tenant_events_per_s=round(tenant_rate),
             tenant_ratio=round(tenant_ratio, 3),
             tenant_client_cpu_us=_cpu(tenant_cpu)[0],

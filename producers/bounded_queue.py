@@ -69,9 +69,11 @@ class QueueStats:
 
     ``published == enqueued + dropped_newest + duplicates + rejected`` always holds: the
     script counts ``published`` and ``enqueued`` as an event enters the inbox; admission
-    moves a duplicate (already ingested, or twice in one batch) or an entry that is not a
-    valid turn out of ``enqueued`` in the step that counts it. ``dropped_oldest`` counts
-    earlier entries evicted to make room, so ``accepted = enqueued - dropped_oldest``.
+    moves a duplicate (already ingested, or twice in one batch) or an entry without a
+    readable event id out of ``enqueued`` in the step that counts it (an entry with one
+    that is not a valid turn is admitted, and dead-lettered by the ingest worker).
+    ``dropped_oldest`` counts earlier entries evicted to make room, so ``accepted =
+    enqueued - dropped_oldest``.
     ``dropped_local`` counts events producers dropped from their own full buffers (never
     reached Redis). Of the admitted, ``dead_lettered`` and ``forgotten`` were not stored
     either: :attr:`not_stored` names every reason.
@@ -86,7 +88,7 @@ class QueueStats:
     dead_lettered: int = 0
     """Turns an ingest worker refused as unreadable or isolated as poison (``turngraph jobs``)."""
     rejected: int = 0
-    """Entries admission refused (not a valid turn)."""
+    """Entries admission refused (no readable event id)."""
     admitted: int = 0
     """Entries admission wrote into RQ batch jobs."""
     forgotten: int = 0

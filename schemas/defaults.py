@@ -10,11 +10,11 @@ from enum import StrEnum
 from typing import Literal
 
 __all__ = [
-    "CHANGES_MAXLEN", "COMPACT_AFTER_DAYS", "COMPACT_MIN_SUMMARIES", "COMPACT_SWEEP_EVERY_S",
-    "DISTILL_REPLY_TTL_S", "FAILURE_TTL_S", "INGESTED_TTL_S", "INGEST_FUNCTION", "INGEST_QUEUE",
-    "JOB_TIMEOUT_S", "MAINTENANCE_QUEUE", "MAX_QUEUE_LENGTH", "PUBLISH_BUFFER_SIZE",
-    "RECALL_LAG_DEGRADED_S", "RECALL_REPLY_TTL_S", "RECAP_BUDGET_TOKENS", "REEXTRACT_EVERY_S",
-    "REEXTRACT_PENDING_MAX", "RESULT_TTL_S", "RETRIES", "RETRY_INTERVALS_S",
+    "BATCH_TTL_S", "CHANGES_MAXLEN", "COMPACT_AFTER_DAYS", "COMPACT_MIN_SUMMARIES",
+    "COMPACT_SWEEP_EVERY_S", "DISTILL_REPLY_TTL_S", "FAILURE_TTL_S", "INGESTED_TTL_S",
+    "INGEST_FUNCTION", "INGEST_QUEUE", "JOB_TIMEOUT_S", "MAINTENANCE_QUEUE", "MAX_QUEUE_LENGTH",
+    "PUBLISH_BUFFER_SIZE", "RECALL_LAG_DEGRADED_S", "RECALL_REPLY_TTL_S", "RECAP_BUDGET_TOKENS",
+    "REEXTRACT_EVERY_S", "REEXTRACT_PENDING_MAX", "RESULT_TTL_S", "RETRIES", "RETRY_INTERVALS_S",
     "ROLLING_SUMMARY_WORDS", "ROLLING_VERBATIM_TURNS", "SUMMARY_EVERY_N_TURNS", "DropPolicy",
     "EmbeddingProviderName", "GraphEngine",
 ]  # fmt: skip
@@ -24,7 +24,8 @@ INGEST_QUEUE = "turngraph-ingest"
 
 INGEST_FUNCTION = "turngraph.workers.ingest.job.ingest_batch"
 """Dotted path of the ingest job function (admission enqueues it, the worker allows it):
-one argument, a list of TurnEvent JSON dicts."""
+one argument, a reference to the batch's stored turns (``{"turns": n, "tenant": t}``) or
+a list of TurnEvent JSON dicts."""
 
 MAINTENANCE_QUEUE = "turngraph-maintenance"
 """RQ queue for summaries, compaction, recap, forget and scheduled work."""
@@ -56,6 +57,11 @@ RESULT_TTL_S = 600
 
 FAILURE_TTL_S = 7 * 24 * 3600
 """How long RQ keeps a failed ingest job in its failed registry."""
+
+BATCH_TTL_S = FAILURE_TTL_S + 24 * 3600
+"""How long a batch job's stored turns live unless the job ran: as long as the job can
+fail for good and wait in the failed registry (``turngraph jobs requeue``). A job that
+finds its turns gone dead-letters each of them (counted)."""
 
 RETRIES = 8
 """How often RQ retries a job that failed for a transient reason (graph or Redis

@@ -6,9 +6,9 @@ RQ's own key names are not here: RQ's objects know them (``Queue.key``, ``Job.ke
 from __future__ import annotations
 
 __all__ = [
-    "ADMISSION_LIST_TEMPLATE", "ADMITTED_TEMPLATE", "CHANGES_STREAM", "DEAD_LETTERS_TEMPLATE",
-    "DISTILL_REPLY_PREFIX", "DISTILL_REQUESTS", "ENRICH_REQUESTED", "FORGET_EPOCH",
-    "GRAPH_IDENTITY", "INBOX_TEMPLATE", "INBOX_WAKE_TEMPLATE", "INGESTED_PREFIX",
+    "ADMISSION_LIST_TEMPLATE", "ADMITTED_TEMPLATE", "BATCH_TEMPLATE", "CHANGES_STREAM",
+    "DEAD_LETTERS_TEMPLATE", "DISTILL_REPLY_PREFIX", "DISTILL_REQUESTS", "ENRICH_REQUESTED",
+    "FORGET_EPOCH", "GRAPH_IDENTITY", "INBOX_TEMPLATE", "INBOX_WAKE_TEMPLATE", "INGESTED_PREFIX",
     "LLM_MODE_PREFIX", "LLM_STATS", "LOCK_PREFIX", "QUEUE_STATS_TEMPLATE", "RECALL_REPLICA_PREFIX",
     "RECALL_REPLY_PREFIX", "RECALL_REQUESTS", "REEXTRACT_ATTEMPTS", "REEXTRACT_PENDING",
     "REEXTRACT_STATS", "ROLLING_CONTEXT_PREFIX", "TOMBSTONE_PREFIX",
@@ -42,6 +42,11 @@ INBOX_WAKE_TEMPLATE = "turngraph:inbox:{queue}:wake"
 ADMISSION_LIST_TEMPLATE = "turngraph:admission:{source}"
 """Entries of one inbox being admitted (``operator:<queue>`` or a tenant's name; outside
 every tenant's keys: only workers touch it)."""
+
+BATCH_TEMPLATE = "turngraph:batch:{job_id}"
+"""The turns of one ingest batch job, stored once: the inbox entries admission took (raw
+TurnEvent JSON, a tenant's unqualified), under the job's id; the job carries only their
+count and tenant (``workers/batch_store.py``)."""
 
 TOMBSTONE_PREFIX = "turngraph:forgotten:"
 """A forgotten scope key -> the forget's epoch (:data:`FORGET_EPOCH`); ingest skips the

@@ -25,6 +25,7 @@ from turngraph.app import build_pipeline, ingest_queue
 from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.producers.distill_client import DistillClient
+from turngraph.workers.batch_store import job_turns
 from turngraph.workers.extraction.offline import OfflineExtractor
 
 pytestmark = pytest.mark.integration
@@ -90,7 +91,7 @@ def test_sigterm_lets_the_ingest_batch_finish(clients: Clients, fake: FakeOpenAI
     ingested = [i for i in ids if is_ingested(conn, i)]
     assert ingested, "the batch in flight was not finished"
     waiting = int(conn.llen(f"turngraph:inbox:{queue.name}")) + sum(
-        len(job.args[0]) for job in queue.get_jobs()
+        len(job_turns(conn, job)) for job in queue.get_jobs()
     )
     assert len(ingested) + waiting == TURNS  # the rest still waits, nothing lost
 
@@ -123,7 +124,7 @@ def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenA
         t["event_id"]
         for job in (j if not isinstance(j, str) else queue.fetch_job(j) for j in jobs)
         if job is not None
-        for t in job.args[0]
+        for t in job_turns(conn, job)
     ]
     inbox = [json.loads(e)["event_id"] for e in conn.lrange(f"turngraph:inbox:{queue.name}", 0, -1)]
     assert sorted(held + inbox) == sorted(ids), output[-3000:]

@@ -31,6 +31,7 @@ from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.defaults import INGEST_FUNCTION
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.settings import Settings
+from turngraph.workers.batch_store import job_turns
 from turngraph.workers.graph.store import Batch, WriteReport
 from turngraph.workers.ingest import dead_letters
 
@@ -201,7 +202,8 @@ def test_a_transient_failure_dead_letters_nothing_and_gives_the_batch_back(
     assert dead_letters.failed_jobs(redis_conn, settings.ingest_queue) == []
     (job_id,) = worker.queues[0].scheduled_job_registry.get_job_ids()  # RQ's back-off
     job = Job.fetch(job_id, connection=redis_conn, serializer=JSONSerializer)
-    assert [t["event_id"] for t in job.args[0]] == [e.event_id for e in GOOD]  # whole batch
+    turns = job_turns(redis_conn, job)
+    assert [t["event_id"] for t in turns] == [e.event_id for e in GOOD]  # whole batch
 
 
 def test_on_the_real_graph_a_poison_payload_among_good_ones(clients: Clients) -> None:

@@ -39,6 +39,7 @@ from tests.support.turn_factory import make_turn
 from turngraph.embedded import RedisServer
 from turngraph.producers.bounded_queue import BoundedQueue
 from turngraph.schemas.defaults import INGEST_FUNCTION, RETRIES
+from turngraph.workers.batch_store import job_turns
 from turngraph.workers.extraction.offline import OfflineExtractor
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.batching import HEARTBEAT_TTL_S, IngestWorker
@@ -145,7 +146,8 @@ def _admission(conn: redis.Redis, batch: int = 10) -> Admission:
 
 def test_admission_enqueues_batch_jobs_this_rq_reads_and_runs(conn: redis.Redis) -> None:
     """``prepare_data`` + ``enqueue_many`` on our MULTI write jobs RQ's ``Job.fetch`` reads
-    (function, one list argument, description, retry policy), and the worker runs them."""
+    (function, one argument: the stored batch's reference, description, retry policy), and
+    the worker runs them."""
     turns = [make_turn(i) for i in range(25)]
     BoundedQueue(conn, name=QUEUE, max_length=100).enqueue_many(turns)
     admission = _admission(conn)
@@ -154,7 +156,8 @@ def test_admission_enqueues_batch_jobs_this_rq_reads_and_runs(conn: redis.Redis)
     (job_id,) = rq_queue.job_ids
     job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
     assert job.func_name == INGEST_FUNCTION and job.get_status() == JobStatus.QUEUED
-    assert [p["event_id"] for p in job.args[0]] == [t.event_id for t in turns[:10]]
+    assert list(job.args) == [{"turns": 10, "tenant": ""}]
+    assert [p["event_id"] for p in job_turns(conn, job)] == [t.event_id for t in turns[:10]]
     assert job.description == "ingest_batch(10 turns)" and job.retries_left == RETRIES
     store = _memory_store()
     admission.burst(lambda: _ingest_worker(conn, store).work(burst=True, with_scheduler=False))

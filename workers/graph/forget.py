@@ -46,6 +46,7 @@ from turngraph.schemas.defaults import (
 from turngraph.schemas.errors import BackendUnavailableError
 from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE
 from turngraph.schemas.tenants import TENANTS_KEY, inbox_key, qualify
+from turngraph.workers.batch_store import batch_key, job_turns
 from turngraph.workers.graph.store import GraphStore
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY, Scope
 from turngraph.workers.tombstones import (
@@ -114,11 +115,11 @@ def mentions_scope(value: Any, field: str, key: str, depth: int = 0) -> bool:
 
 
 def _arguments(conn: redis.Redis, job_id: str) -> tuple[Job | None, list[Any]]:
-    """The job (``Job.fetch``) and its arguments as RQ decodes them; nothing when RQ
-    cannot read it (its data names nothing RQ could run)."""
+    """The job (``Job.fetch``) and its arguments as RQ decodes them, with a batch job's
+    stored turns; nothing when RQ cannot read it (its data names nothing RQ could run)."""
     try:
         job = Job.fetch(job_id, connection=conn, serializer=JSONSerializer)
-        return job, [list(job.args), dict(job.kwargs)]
+        return job, [list(job.args), dict(job.kwargs), job_turns(conn, job)]
     except Exception:  # RQ's restore and deserializer raise whatever bad data does
         return None, []
 
@@ -134,10 +135,7 @@ def _scope_jobs(conn: redis.Redis, ids: Iterable[str], field: str, key: str) -> 
 def _other_turns(conn: redis.Redis, job: Job, field: str, key: str) -> list[Any]:
     """An ingest batch job's turns of other scopes; the scope's turns lose their admitted
     markers."""
-    args = job.args
-    if job.func_name != INGEST_FUNCTION or not args or not isinstance(args[0], list):
-        return []
-    turns = args[0]
+    turns = job_turns(conn, job)
     gone = [turn for turn in turns if mentions_scope(turn, field, key)]
     delete_admitted(conn, [str(t.get("event_id")) for t in gone if isinstance(t, dict)])
     return [turn for turn in turns if not mentions_scope(turn, field, key)]
@@ -177,6 +175,7 @@ def purge_jobs(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: str)
                 queue.enqueue_many([_batch_like(job, kept)])
             with conn.pipeline(transaction=True) as pipe:
                 job.delete(pipeline=pipe)
+                pipe.delete(batch_key(job.id))
                 for registry in registries:
                     registry.remove(job.id, pipeline=pipe)
                 pipe.execute()

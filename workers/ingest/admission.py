@@ -1,10 +1,12 @@
 """Admission: every inbox's entries become RQ batch jobs, written by a trusted worker.
 
 Entries move atomically (one Lua call, :data:`_TAKE`) into the source's admission list,
-then one ``MULTI`` writes the batch job (RQ's ``Queue.prepare_data`` and
-``enqueue_many``), its admitted markers, the list's deletion and the counters; a tenant's
-turns are qualified with their tenant. Delivery, duplicates, counters and the forget
-epoch: docs/producers.md ("One path") and docs/architecture.md ("Delivery").
+then one ``MULTI`` renames that list to the batch's stored turns
+(``workers/batch_store.py``) and writes the batch job that references them (RQ's
+``Queue.prepare_data`` and ``enqueue_many``), their admitted markers and the counters.
+Admission reads only each entry's event id (a tenant's qualified with its tenant); the
+worker validates the turns. Delivery, duplicates, counters and the forget epoch:
+docs/producers.md ("One path") and docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from dataclasses import dataclass
 
 import redis
 import structlog
-from pydantic import ValidationError
 from rq import Queue
 from rq.exceptions import InvalidJobOperation
 from rq.job import Job, JobStatus
@@ -38,10 +39,9 @@ from turngraph.schemas.tenants import (
     inbox_key,
     inbox_stats_key,
     inbox_wake_key,
-    qualify,
 )
-from turngraph.schemas.turn_event import TurnEvent
-from turngraph.schemas.validation import invalid_fields
+from turngraph.workers import batch_store
+from turngraph.workers.batch_store import admitted_event, entry_id
 from turngraph.workers.ingest.job import batch_job
 from turngraph.workers.ingest.markers import StoredLookup
 from turngraph.workers.tombstones import admission_lock, current_epoch, release
@@ -65,7 +65,7 @@ WAKE_TIMEOUT_S = 1.0
 FULL_QUEUE_WAIT_S = 0.05
 """With RQ's queue deep enough, admission looks again this often."""
 
-MAX_TAKE = 4096
+MAX_TAKE = batch_store.MAX_TURNS
 """The largest ``batch`` (the move script passes a batch to one ``RPUSH``)."""
 
 _TAKE = """
@@ -142,23 +142,6 @@ def tenant_source(tenant: str) -> Source:
         inbox_wake_key(tenant),
         ADMISSION_LIST_TEMPLATE.format(source=tenant),
     )
-
-
-def admitted_event(tenant: str, raw: bytes) -> TurnEvent:
-    """The inbox entry as a turn (a tenant's with scope keys and event id qualified,
-    validated again: a qualified key must still fit); an :class:`InvalidPayloadError`
-    naming the fields otherwise."""
-    try:
-        event = TurnEvent.model_validate_json(raw)
-        if not tenant:
-            return event
-        data = event.model_dump(mode="json")
-        for name in ("event_id", "session_id", "workspace", "user"):
-            data[name] = qualify(tenant, data[name])
-        return TurnEvent.model_validate(data)
-    except ValidationError as exc:
-        fields = invalid_fields(exc, "payload")
-        raise InvalidPayloadError(f"invalid TurnEvent: {', '.join(fields)}") from None
 
 
 class Admission:
@@ -241,33 +224,35 @@ class Admission:
         return len(entries)
 
     def admit_entries(self, source: Source, entries: Sequence[bytes], epoch: int = 0) -> None:
-        """``source``'s admission list into jobs, deleted in the same MULTI (a subclass
-        admits other requests: ``workers/maintenance/asks.py``); ``epoch``: the forget
-        epoch read with the entries."""
-        events: dict[str, TurnEvent] = {}
+        """``source``'s admission list into a batch job, in one MULTI (a subclass admits
+        other requests: ``workers/maintenance/asks.py``); ``epoch``: the forget epoch read
+        with the entries. Of each entry only its event id is read here: an entry without
+        one is refused (``rejected``), the ingest worker validates the rest."""
+        places: dict[str, int] = {}  # event id -> its entry (the last copy, the first's place)
         rejected = repeated = 0
-        for raw in entries:
+        for index, raw in enumerate(entries):
             try:
-                event = admitted_event(source.tenant, raw)
+                event_id = entry_id(source.tenant, raw)
             except InvalidPayloadError as exc:
                 rejected += 1
                 log.warning("admission_entry_rejected", tenant=source.tenant, reason=str(exc))
                 continue
-            if event.event_id in events:
+            if event_id in places:
                 repeated += 1
-            events[event.event_id] = event
-        fresh, stale = self._fresh(list(events.values()))
-        duplicates = repeated + len(events) - len(fresh)
-        self._commit(source, fresh, duplicates, rejected, epoch, stale)
+            places[event_id] = index
+        fresh, stale = self._fresh(list(places))
+        duplicates = repeated + len(places) - len(fresh)
+        whole = len(fresh) == len(entries)  # every entry, in order: the list is the batch
+        kept = None if whole else [entries[places[event_id]] for event_id in fresh]
+        self._commit(source, fresh, kept, duplicates, rejected, epoch, stale)
 
-    def _fresh(self, events: Sequence[TurnEvent]) -> tuple[list[TurnEvent], list[str]]:
-        """The events neither in the graph nor waiting in a live batch job, and the event
-        ids among them whose ingested marker is stale: one ``MGET`` of the ingested markers
+    def _fresh(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The event ids neither in the graph nor waiting in a live batch job, and those
+        among them whose ingested marker is stale: one ``MGET`` of the ingested markers
         and one ``HMGET`` per hash of admitted markers, in one round trip; a graph lookup
         and a batch job's status only for the (rare) re-published."""
-        if not events:
+        if not ids:
             return [], []
-        ids = [event.event_id for event in events]
         with self._redis.pipeline(transaction=False) as pipe:
             pipe.mget([ingested_key(event_id) for event_id in ids])
             for key in admitted_hashes():
@@ -276,25 +261,22 @@ class Admission:
         # the newest hash's marker first (one turn admitted again has one per hash)
         job_ids = [next(filter(None, found), None) for found in zip(*hashes, strict=True)]
         live: dict[bytes, bool] = {}
-        claimed = [
-            e.event_id for e, marker in zip(events, markers, strict=True) if marker is not None
-        ]
-        in_graph = self._in_graph(claimed)
+        claimed = [i for i, marker in zip(ids, markers, strict=True) if marker is not None]
+        in_graph = self._in_graph(claimed) if claimed else set()
         stale = [event_id for event_id in claimed if event_id not in in_graph]
         fresh = []
-        for event, marker, job_id in zip(events, markers, job_ids, strict=True):
-            ingested = marker is not None
-            if ingested and event.event_id in in_graph:
+        for event_id, marker, job_id in zip(ids, markers, job_ids, strict=True):
+            if marker is not None and event_id in in_graph:
                 continue
             if job_id is not None:
                 if job_id not in live:
                     live[job_id] = self._live(job_id.decode("utf-8", "replace"))
                 if live[job_id]:
                     continue
-            fresh.append(event)
+            fresh.append(event_id)
         if stale:
             log.warning("admission_markers_stale", turns=len(stale))
-        admitted = {event.event_id for event in fresh}
+        admitted = set(fresh)
         return fresh, [event_id for event_id in stale if event_id in admitted]
 
     def _in_graph(self, event_ids: list[str]) -> set[str]:
@@ -321,41 +303,49 @@ class Admission:
     def _commit(
         self,
         source: Source,
-        events: Sequence[TurnEvent],
+        event_ids: Sequence[str],
+        kept: Sequence[bytes] | None,
         duplicates: int,
         rejected: int,
         epoch: int = 0,
         stale: Sequence[str] = (),
     ) -> None:
-        """The batch job, the admission list's deletion, stale markers' deletion and the
-        counters, in one MULTI."""
+        """In one MULTI: the admission list renamed to the batch's stored turns (``kept``
+        None: every entry is fresh) or else deleted with ``kept`` stored instead, the batch
+        job referencing them, its admitted markers, stale markers' deletion, the counters."""
         with self._redis.pipeline(transaction=True) as pipe:
-            if events:
-                payloads = [event.model_dump(mode="json") for event in events]
+            if event_ids:
                 job_id = str(uuid.uuid4())
-                job = batch_job(payloads, self._job_timeout_s, job_id, admitted_epoch=epoch)
+                if kept is None:
+                    batch_store.store_list(pipe, source.pending, job_id)
+                else:
+                    pipe.delete(source.pending)
+                    batch_store.store_entries(pipe, job_id, kept)
+                ref = batch_store.reference(len(event_ids), source.tenant)
+                job = batch_job(ref, self._job_timeout_s, job_id, admitted_epoch=epoch)
                 self._queue.enqueue_many([job], pipeline=pipe)
                 markers, expires_at = admitted_hash()
-                pipe.hset(markers, mapping=dict.fromkeys((e.event_id for e in events), job_id))
+                pipe.hset(markers, mapping=dict.fromkeys(event_ids, job_id))
                 pipe.expireat(markers, expires_at)
+            else:
+                pipe.delete(source.pending)
             if stale:  # the write counts from 1 again (a marker of 2 means written twice)
                 pipe.delete(*(ingested_key(event_id) for event_id in stale))
-            pipe.delete(source.pending)
             if duplicates + rejected:
                 pipe.hincrby(source.stats, "enqueued", -(duplicates + rejected))
             for name, value in (
                 ("duplicates", duplicates),
                 ("rejected", rejected),
-                ("admitted", len(events)),
+                ("admitted", len(event_ids)),
             ):
                 if value:
                     pipe.hincrby(source.stats, name, value)
             pipe.execute()
         counters = self.counters
-        counters.admitted += len(events)
+        counters.admitted += len(event_ids)
         counters.duplicates += duplicates
         counters.rejected += rejected
-        counters.batches += bool(events)
+        counters.batches += bool(event_ids)
         counters.restored += len(stale)
 
     def burst(self, work: Callable[[], object]) -> None:

@@ -22,8 +22,9 @@ import structlog
 from rq.job import Job
 from rq.queue import Queue
 
-from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.schemas.errors import BackendUnavailableError, InvalidPayloadError
 from turngraph.schemas.keys import QUEUE_STATS_TEMPLATE
+from turngraph.workers import batch_store
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.dead_letters import DeadLetter
 from turngraph.workers.ingest.envelope import JOB_ID, EnvelopeError, check_job, check_job_id
@@ -68,17 +69,27 @@ def run_batch(
     job_id: str = "batch",
     admitted_epoch: int | None = None,
 ) -> dict[str, int]:
-    """Ingest ``payloads``; unreadable ones and poison turns are dead-lettered, turns of
-    scopes forgotten since ``admitted_epoch`` skipped (both counted in the queue's
-    stats), the rest written. A transient failure propagates (RQ retries the job)."""
-    items, letters = [], []
+    """Ingest ``payloads`` (the turns, or a reference to the batch's stored turns, read
+    here); unreadable ones and poison turns are dead-lettered, turns of scopes forgotten
+    since ``admitted_epoch`` skipped (both counted in the queue's stats), the rest
+    written. A transient failure propagates (RQ retries the job); after a run, stored
+    turns expire with the job's hash."""
+    items: list[tuple[str, Any]] = []
+    letters: list[DeadLetter] = []
+    stored = batch_store.is_reference(payloads)
+    if stored:
+        try:
+            items, refused = batch_store.load(conn, job_id, payloads)  # type: ignore[arg-type]
+        except redis.RedisError as exc:
+            raise BackendUnavailableError("redis unavailable reading the batch") from exc
+        letters = [DeadLetter(*refusal, time.time()) for refusal in refused]
     for index, payload in enumerate(payloads if isinstance(payloads, list) else []):
         try:
             event = parse_payload(payload)
             items.append((event.event_id, event))
         except InvalidPayloadError as exc:
             letters.append(_payload_letter(_event_id(payload, job_id, index), exc))
-    if not isinstance(payloads, list):
+    if not stored and not isinstance(payloads, list):
         letters.append(DeadLetter(job_id, "EnvelopeError", "data.args", "not a list", time.time()))
     isolated = run_isolating(
         lambda part: pipeline.ingest([event for _, event in part], admitted_epoch), items
@@ -103,6 +114,8 @@ def run_batch(
     if counts["forgotten"]:
         stats = QUEUE_STATS_TEMPLATE.format(queue=queue_name)
         conn.hincrby(stats, "forgotten", counts["forgotten"])
+    if stored:
+        batch_store.release(conn, job_id)
     return counts
 
 
@@ -161,6 +174,8 @@ class IngestWorker(ScreeningWorker):
         finally:
             if self.batch_observer is not None:
                 turns = len(payloads) if isinstance(payloads, list) else 0
+                if batch_store.is_reference(payloads):
+                    turns = payloads["turns"]  # type: ignore[call-overload]
                 self.batch_observer(turns, time.perf_counter() - started, waited_s)
 
     @contextmanager

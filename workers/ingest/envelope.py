@@ -15,6 +15,7 @@ from typing import Any
 from rq.job import Job
 
 from turngraph.schemas.errors import InvalidPayloadError
+from turngraph.workers.batch_store import is_reference
 from turngraph.workers.rq_adapter import AllowListedJob
 from turngraph.workers.trusted_jobs import ALLOWED_FUNCTIONS
 
@@ -46,7 +47,7 @@ def check_job(job: Job, queue_name: str) -> None:
     """The job RQ restored: its fields are usable the way RQ later uses them (RQ's
     ``restore`` accepts some values its ``save`` then fails on), it names no callback, it
     was on the queue it names as its ``origin``, and its data calls an allow-listed
-    function with one list (the batch's turns)."""
+    function with one argument: the batch's turns, or the reference to its stored turns."""
     if job.timeout is not None and not job.timeout > 0:
         raise EnvelopeError("timeout", "not a positive timeout")
     for field in ("retry_intervals", "repeat_intervals"):
@@ -62,5 +63,7 @@ def check_job(job: Job, queue_name: str) -> None:
         raise EnvelopeError("data", "not JSON job data") from None
     if function not in ALLOWED_FUNCTIONS:
         raise EnvelopeError("data.function", "not on the allow-list")
-    if instance is not None or kwargs or len(args) != 1 or not isinstance(args[0], list):
-        raise EnvelopeError("data.args", "expected exactly one list of TurnEvent objects")
+    if instance is not None or kwargs or len(args) != 1:
+        raise EnvelopeError("data.args", "expected exactly one batch argument")
+    if not isinstance(args[0], list) and not is_reference(args[0]):
+        raise EnvelopeError("data.args", "expected a list of TurnEvent objects or a batch")
