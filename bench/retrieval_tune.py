@@ -5,15 +5,16 @@ store and its recallable-memory mapper, the same code the ingest worker runs), s
 change to ranking can be checked in seconds. Only the development questions are scored
 here; ``bench.retrieval`` (the real pipeline) reports dev and test.
 
-Options: ``--lexical`` (no embedder), ``--model DIR`` (one model folder instead of the
-shipped pair), ``--pair C,S`` (the pair's weights), ``--preset NAME`` (a named ranking of
-``workers/recall/ranking.py``, default ``default``), ``--set name=value,…`` (that preset
-with settings changed, e.g. ``--set bm25_b=0.75,chain_weight=0``), ``--quick`` (real
-dates only), ``--ann-min-rows N`` (HNSW from N rows per partition instead of exact
-search, to measure its effect on ranking), ``--realmem`` (the RealMem development
-personas instead, replayed online: each query is asked over the turns published before
-it, from inside its session with its context; turns only, no distilled memories: those
-need the real pipeline), ``--no-context`` (ask without the conversation context).
+Options (``--help`` lists them): ``--lexical`` (no embedder), ``--model DIR`` (one model
+folder instead of the shipped pair), ``--pair C,S`` (the pair's weights), ``--preset
+NAME`` (a named ranking of ``workers/recall/ranking.py``, default ``default``), ``--set
+name=value,…`` (that preset with settings changed, e.g. ``--set
+bm25_b=0.75,chain_weight=0``), ``--quick`` (real dates only), ``--ann-min-rows N`` (HNSW
+from N rows per partition instead of exact search, to measure its effect on ranking),
+``--realmem`` (the RealMem development personas instead, replayed online: each query is
+asked over the turns published before it, from inside its session with its context;
+turns only, no distilled memories: those need the real pipeline), ``--no-context`` (ask
+without the conversation context).
 
 The ranking is one frozen :class:`~workers.recall.ranking.Ranking` passed to the index;
 nothing here assigns module constants.
@@ -21,6 +22,7 @@ nothing here assigns module constants.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Sequence
@@ -81,10 +83,12 @@ def index_ranker(
     index: MemoryIndex,
     now: datetime,
     injected: dict[str, tuple[tuple[str, ...], int]] | None = None,
+    with_context: bool = True,
     **request: Any,
 ) -> Ranker:
     """Ranks a question's turns; with ``injected``, also asks as the prompt hook does and
-    keeps what its block would hold (``retrieval_eval.injection``)."""
+    keeps what its block would hold (``retrieval_eval.injection``); ``with_context``
+    False asks without the conversation's context."""
 
     def ask(question: dict[str, Any], **limits: Any) -> list[RecallResult]:
         return search(
@@ -97,7 +101,7 @@ def index_ranker(
                 conversation_context=tuple(
                     ConversationTurn(**turn) for turn in question["conversation_context"]
                 )
-                if "--no-context" not in sys.argv
+                if with_context
                 else (),
                 **limits,
                 **request,
@@ -122,7 +126,11 @@ def _answer(ranked: dict[str, list[str]], question: dict[str, Any]) -> list[str]
 
 
 def realmem_rows(
-    embedder: Embedder | None, now: datetime, ranking: Ranking, ann_min_rows: int | None
+    embedder: Embedder | None,
+    now: datetime,
+    ranking: Ranking,
+    ann_min_rows: int | None,
+    with_context: bool = True,
 ) -> list[list[Any]]:
     """The RealMem development personas, replayed online in process (turns only)."""
     rm = load_realmem(now=now, split="dev")
@@ -147,7 +155,7 @@ def realmem_rows(
     for memories in by_workspace.values():
         memories.sort(key=lambda item: item[0])
     injected: dict[str, tuple[tuple[str, ...], int]] = {}
-    rankers = {"recall": index_ranker(index, now, injected)}
+    rankers = {"recall": index_ranker(index, now, injected, with_context)}
 
     def online(question: dict[str, Any]) -> list[str]:
         workspace = question["workspace"]
@@ -183,36 +191,46 @@ def realmem_rows(
     return rows
 
 
-def _option(name: str) -> str | None:
-    """The value after ``name`` on the command line, if it is there."""
-    if name not in sys.argv[:-1]:
-        return None
-    return sys.argv[sys.argv.index(name) + 1]
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.retrieval_tune",
+        description="Ranking on the development questions, indexed in process.",
+    )
+    parser.add_argument("--preset", default="default", help="a named ranking (ranking.py)")
+    parser.add_argument("--set", dest="overrides", metavar="NAME=V,...",
+                        help="the preset with these settings changed")  # fmt: skip
+    parser.add_argument("--lexical", action="store_true", help="no embedder")
+    parser.add_argument("--model", type=Path, metavar="DIR", help="one model2vec folder")
+    parser.add_argument("--pair", metavar="C,S", help="the shipped pair's two weights")
+    parser.add_argument("--ann-min-rows", type=int, metavar="N",
+                        help="HNSW from N rows per partition instead of exact search")  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help="REALTALK at real dates only")
+    parser.add_argument("--realmem", action="store_true", help="the RealMem dev personas")
+    parser.add_argument("--no-context", action="store_true",
+                        help="ask without the conversation's context")  # fmt: skip
+    return parser.parse_args(argv)
 
 
-def ranking_from_argv() -> Ranking:
-    """``--preset NAME`` (default ``default``) with ``--set name=value,…`` applied."""
-    ranking = preset(_option("--preset") or "default")
-    overrides = _option("--set")
-    return Ranking.parse(overrides, ranking) if overrides else ranking
+def ranking_from(args: argparse.Namespace) -> Ranking:
+    """``--preset NAME`` with ``--set name=value,…`` applied."""
+    ranking = preset(args.preset)
+    return Ranking.parse(args.overrides, ranking) if args.overrides else ranking
 
 
-def main() -> int:
-    ranking = ranking_from_argv()
-    ann_rows = _option("--ann-min-rows")
-    ann_min_rows = int(ann_rows) if ann_rows is not None else None
-    embedder: Embedder | None = None if "--lexical" in sys.argv else default_local_embedder()
-    pair = _option("--pair")
-    if pair is not None:  # --pair 1.0,0.5: contextual and static weights of the pair
-        contextual, static = (float(w) for w in pair.split(","))
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    ranking = ranking_from(args)
+    ann_min_rows = args.ann_min_rows
+    embedder: Embedder | None = None if args.lexical else default_local_embedder()
+    if args.pair is not None:  # --pair 1.0,0.5: contextual and static weights of the pair
+        contextual, static = (float(w) for w in args.pair.split(","))
         embedder = default_local_embedder(contextual_weight=contextual, static_weight=static)
-    model = _option("--model")
-    if model is not None:  # another model2vec folder
-        embedder = local_embedder(Path(model))
+    if args.model is not None:  # another model2vec folder
+        embedder = local_embedder(args.model)
     print(f"ranking: {ranking}", file=sys.stderr)
     now = datetime.now(UTC)
-    if "--realmem" in sys.argv:
-        rows = realmem_rows(embedder, now, ranking, ann_min_rows)
+    if args.realmem:
+        rows = realmem_rows(embedder, now, ranking, ann_min_rows, not args.no_context)
         print(table(["set", "system", *(f"R@{k}" for k in CUTOFFS), "session hit@10",
                      "answer@1", "tokens injected", "n"], rows))  # fmt: skip
         return 0
@@ -222,7 +240,7 @@ def main() -> int:
     sets: dict[str, tuple[list[TurnEvent], list[dict[str, Any]]]] = {
         "own dev": (own_turns, [q for q in own_questions if own_split(q) == "dev"]),
     }
-    for one_ts in (False,) if "--quick" in sys.argv else (False, True):
+    for one_ts in (False,) if args.quick else (False, True):
         rt = load_realtalk(one_timestamp=one_ts, now=now)
         name = "realtalk dev " + ("1-ts" if one_ts else "dates")
         sets[name] = (rt.turns, [q for q in rt.questions if q["split"] == "dev"])
@@ -233,7 +251,7 @@ def main() -> int:
         bm25 = SameTokenizerBM25(turns)
         injected: dict[str, tuple[tuple[str, ...], int]] = {}
         systems = {
-            "recall": index_ranker(index, now, injected),
+            "recall": index_ranker(index, now, injected, not args.no_context),
             "bm25": bm25.ranker(),
             "bm25+ctx": bm25.ranker(with_context=True),
         }
