@@ -13,14 +13,23 @@ memory ids in order) whether they rank alike when a score moves in its last digi
 (vectors held at another precision). Memory vectors are
 made once and kept in ``--vectors`` (a replica reads them from the graph too), or
 approximated (``--approximate-vectors``: the contextual model takes ~10 ms a memory,
-minutes at 50k on this machine).
+minutes at 50k on this machine; kept in their own file too).
+
+``bytes_per_memory`` is the RSS growth from before the memories exist (the models
+loaded) to after the index is built from the vectors' file and the corpus's temporaries
+are dropped, per memory: what a replica's bootstrap leaves resident.
 
 Reference in the same run: a request parsed and a fixed reply serialised, the least a
 request can cost in this process. ``--profile FILE`` writes a cProfile of the requests
 (sorted by own time) to FILE; a flame graph comes from running the command under
 ``py-spy record``.
 
+``--rankings FILE`` writes each answer's memory ids (one request a line) for comparing two
+versions answer by answer; ``--exact-vectors`` searches every HNSW partition exactly (the
+graphs' own reference).
+
     python -m bench.recall_cpu [--memories 50000] [--requests 1000] [--profile FILE]
+        [--rankings FILE] [--exact-vectors]
 """
 
 from __future__ import annotations
@@ -106,7 +115,9 @@ def memories_and_vectors(
         projection = rng.normal(size=(half.shape[1], embedder.contextual.dimension))
         other = normalise_rows((half @ projection).astype(np.float32))
         rows = normalise_rows(np.hstack([other, half]).astype(np.float32))
-        return memories, dict(zip([m.id for m in memories], rows, strict=True))
+        ids = [m.id for m in memories]
+        np.savez(cache, ids=np.array(ids), vectors=rows)
+        return memories, dict(zip(ids, rows, strict=True))
     lexical = MemoryIndex()
     lexical.add_many(memories)
     ids = [m.id for m in memories]
@@ -200,33 +211,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors", type=Path, default=None)
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument(
+        "--rankings",
+        type=Path,
+        default=None,
+        help="write each answer's memory ids, one request a line (to compare two versions)",
+    )
+    parser.add_argument(
+        "--exact-vectors",
+        action="store_true",
+        help="search every HNSW partition exactly (the graphs' reference)",
+    )
+    parser.add_argument(
         "--approximate-vectors",
         action="store_true",
         help="memory vectors of the pair's shape without the contextual model (see above)",
     )
     args = parser.parse_args(argv)
-    default_cache = Path(tempfile.gettempdir()) / f"turngraph-recall-cpu-{args.memories}.npz"
+    kind = "-approximate" if args.approximate_vectors else ""
+    default_cache = Path(tempfile.gettempdir()) / f"turngraph-recall-cpu-{args.memories}{kind}.npz"
     cache = args.vectors or default_cache
-    memories, vectors = memories_and_vectors(
-        args.memories, cache, approximate=args.approximate_vectors
-    )
+    if not cache.is_file():  # made (and saved) apart, so their making is not measured
+        memories_and_vectors(args.memories, cache, approximate=args.approximate_vectors)
     _, queries = corpus(0)
+    embedder = default_local_embedder()
+    embedder.embed(["the models loaded before the baseline"])
     gc.collect()
-    rss_before = _rss_kib()
+    rss_before = _rss_kib()  # before the memories exist: a replica holds them too
     started = time.perf_counter()
-    index = MemoryIndex(default_local_embedder())
+    memories, vectors = memories_and_vectors(args.memories, cache)
+    index = MemoryIndex(embedder)
     index.add_many(memories, vectors)
     del memories, vectors
     build_s = time.perf_counter() - started
     gc.collect()
     gc.freeze()  # as a bootstrapped replica does
     rss_mb = (_rss_kib() - rss_before) / 1024
+    if args.exact_vectors:
+        assert index.semantic is not None and index.semantic.vectors is not None
+        for block in index.semantic.vectors._blocks.values():
+            if block.ann is not None:
+                block.ann.exact_only = True
     worker = offline_worker(index)
     search_module.datetime = _FixedClock  # type: ignore[misc]
     raws = requests_for(queries, args.requests)
 
     answers = hashlib.sha256()
     ranking = hashlib.sha256()
+    ranked: list[str] = []
 
     def handle(raw: bytes) -> None:
         response = worker.handle(raw)
@@ -234,7 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         response.model_dump_json()
         for result in response.results:
             answers.update(f"{result.memory_id} {result.score.final_score:.5f}\n".encode())
-        ranking.update(" ".join(r.memory_id or "" for r in response.results).encode() + b"\n")
+        line = " ".join(r.memory_id or "" for r in response.results)
+        ranking.update(line.encode() + b"\n")
+        if len(ranked) < len(raws):
+            ranked.append(line)
 
     fixed = RecallResponse(request_id="r", success=True, results=[], result_count=0)
 
@@ -245,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     for raw in raws:  # warm-up, and the answers' digest (same code, same digest)
         handle(raw)
     digest = answers.hexdigest()[:12]
+    if args.rankings is not None:
+        args.rankings.write_text("\n".join(ranked) + "\n")
     ranking_digest = ranking.hexdigest()[:12]
     cpu = time.process_time()
     for raw in raws:
@@ -284,10 +320,13 @@ def main(argv: list[str] | None = None) -> int:
                  100 * (timed_ms - staged) / timed_ms, new_query_ms - new_staged])  # fmt: skip
     rows.append(["one request in all", timed_ms, 100.0, new_query_ms])
     load = os.getloadavg()
+    held = index.semantic.vectors.nbytes() if index.semantic and index.semantic.vectors else {}
     print(
         f"{len(index)} memories indexed in {build_s:.1f} s, RSS growth {rss_mb:.0f} MB "
-        f"({rss_mb * 1024 * 1024 / len(index):.0f} bytes per memory); {len(raws)} requests; "
-        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        f"({rss_mb * 1024 * 1024 / len(index):.0f} bytes per memory; of which by the "
+        f"vector index's own count: "
+        + ", ".join(f"{k} {v / len(index):.0f}" for k, v in held.items())
+        + f"); {len(raws)} requests; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     print(f"reference: parse a request and serialise an empty reply, {reference_ms:.3f} ms CPU")
     print(
@@ -300,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             "recall_cpu",
             memories=len(index),
             vectors="approximate" if args.approximate_vectors else "model",
+            search="exact" if args.exact_vectors else "hnsw",
             cpu_ms_per_request=round(cpu_ms, 3),
             new_query_cpu_ms_per_request=round(new_query_ms, 3),
             wall_p50_ms=round(percentile(wall, 50), 3),
