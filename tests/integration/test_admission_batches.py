@@ -71,7 +71,8 @@ def test_the_batch_job_references_its_turns_stored_once(
     assert redis_conn.lrange(batch_key(job_id), 0, -1) == published
     assert 0 < redis_conn.ttl(batch_key(job_id)) <= BATCH_TTL_S
     calls = _commandstats(redis_conn)
-    assert calls.get("rename") == 1 and calls.get("rpush") == 1 + 1  # the move, RQ's queue
+    # inbox -> admission list -> batch: two RENAMEs; the one RPUSH is RQ's queue's
+    assert (calls.get("rename"), calls.get("rpush"), calls.get("sort")) == (2, 1, None)
     assert not redis_conn.exists(ADMISSION_LIST_TEMPLATE.format(source=f"operator:{job.origin}"))
 
 
