@@ -15,9 +15,9 @@ $(STAMP): pyproject.toml
 	@echo "==> [1/2] Python virtual environment in $(VENV)"
 	python3 -m venv $(VENV)
 	$(PROGRESS) "pip" $(PY) -m pip install --quiet --upgrade pip
-	@echo "==> [2/2] turngraph and its runtime packages (~450 MB in all: the graph server with its"
-	@echo "    Java runtime in arcadedb-embedded, ONNX Runtime, numpy, the OpenAI and MCP clients;"
-	@echo "    hnswlib may compile with your C++ compiler). A first install takes a few minutes."
+	@echo "==> [2/2] turngraph and its runtime packages (~500 MB in all: the graph server with its"
+	@echo "    Java runtime in arcadedb-embedded, ONNX Runtime, numpy, usearch, the OpenAI and MCP"
+	@echo "    clients). A first install takes a few minutes."
 	$(PROGRESS) "pip install ." $(PY) -m pip install --progress-bar on -e .
 	touch $(STAMP)
 	@echo "==> installed: $(VENV)/bin/turngraph (add $(CURDIR)/$(VENV)/bin to PATH for editors;"

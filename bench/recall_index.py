@@ -20,8 +20,8 @@ through the real model. ``--embedding none``: lexical only.
 **Bytes per memory** (issue 24): the RSS growth divided by the memories held
 (``bytes_per_memory``), and by component: ``postings`` (term and entity columns, their
 dicts and term strings), ``texts`` (the memories' text strings), ``vectors`` (int8 rows
-of small partitions), ``hnsw`` (graphs with their float32 vectors, ``hnswlib``'s own
-layout), and ``metadata``: the rest of the growth (the memories' other fields, the id
+of small partitions), ``hnsw`` (graphs with their int8 codes, and ``usearch``'s own
+count of its links), and ``metadata``: the rest of the growth (the memories' other fields, the id
 maps, the interpreter's overhead).
 """
 

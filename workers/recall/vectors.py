@@ -1,9 +1,10 @@
 """Per-partition vector search for the semantic signal: exact below a size, HNSW above.
 
-Each vector is held once: below :data:`~workers.recall.ann.ANN_MIN_ROWS` rows a
-partition keeps int8 rows with one float32 scale each (exact search: ``(codes @ query)
-* scales``, then ``argpartition``); from that size on the rows move into an HNSW graph
-(``ann``) and the int8 rows are dropped. Readers take the block's storage reference once,
+Each vector is held once, as int8 codes with one float32 scale: below
+:data:`~workers.recall.ann.ANN_MIN_ROWS` rows a partition keeps them as rows here (exact
+search: ``(codes @ query) * scales``, then ``argpartition``); from that size on the codes
+move into an HNSW graph (``ann``, which searches them where they are) and the rows here
+are dropped. Readers take the block's storage reference once,
 so growing or moving never shows them a half-written row; removed rows get scale 0 until
 compaction. docs/recall.md ("The index", Vectors).
 """
@@ -151,13 +152,14 @@ class _Block:
         return bigger
 
     def _move_into_graph(self) -> None:
-        """Build the graph from the live rows, then drop the rows (readers holding the
-        old reference finish on it)."""
+        """Build the graph from the live rows' codes (the graph keeps its own copy, in
+        chunks it never moves), then drop the rows (readers holding the old reference
+        finish on it)."""
         rows = self.rows
         assert rows is not None
         live = np.flatnonzero(rows.scales[: rows.size] > 0)
         graph = AnnGraph(self.dimension, capacity=len(live))
-        graph.add(rows.ids[live], rows.vectors(live))
+        graph.add_codes(rows.ids[live], rows.codes[live], rows.scales[live])
         self.ann = graph
         self.rows, self.row_of, self.dead = None, {}, 0
 
@@ -244,7 +246,7 @@ class _Block:
         return dict(zip(keys, sims.tolist(), strict=True))
 
     def nbytes(self) -> tuple[int, int]:
-        """``(int8 rows, HNSW graph)`` bytes held."""
+        """``(int8 rows, HNSW graph with its codes)`` bytes held."""
         rows = self.rows
         return (rows.nbytes() if rows is not None else 0), (
             self.ann.nbytes() if self.ann is not None else 0
@@ -321,7 +323,7 @@ class VectorIndex:
 
     def nbytes(self) -> dict[str, int]:
         """Bytes held by component: ``vectors`` (int8 rows), ``hnsw`` (graphs with
-        their float32 vectors), ``vector_ids`` (the id → partition map, estimated)."""
+        their int8 codes), ``vector_ids`` (the id → partition map, estimated)."""
         rows = hnsw = 0
         for block in self._blocks.values():
             r, h = block.nbytes()
