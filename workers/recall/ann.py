@@ -305,7 +305,10 @@ class AnnGraph:
             matches = self._graph.search(codes[0], k, threads=1)
             if len(matches) < k:
                 return None
-            wanted, slots = self._live(matches.keys.astype(np.int64))
+            labels = matches.keys.astype(np.int64)
+            slots, _ = self._find(labels)  # the graph returns live labels only
             sims = (self._codes(slots) @ query) * self._scales[slots]
         order = np.argsort(-sims, kind="stable")
-        return [(wanted[i], float(sims[i])) for i in order.tolist()]
+        return list(
+            zip(labels[order].tolist(), sims[order].astype(np.float64).tolist(), strict=True)
+        )
