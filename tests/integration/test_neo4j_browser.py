@@ -88,6 +88,11 @@ def test_browser_connects_styles_and_runs_saved_queries(
 ) -> None:
     ingest(clients, CONVERSATION)  # the worker's start creates the full-text indexes
     clients.graph.execute_query("CALL db.awaitIndexes(120)", database_=clients.graph_database)
+    # the full-text indexes are eventually consistent (neo4j_only.py): wait for the refresh
+    clients.graph.execute_query(
+        "CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()",
+        database_=clients.graph_database,
+    )
     # the address `turngraph up --graph neo4j` prints: URL, user and database filled in
     login = browser_login_url(
         neo4j_endpoint.browser_url, neo4j_endpoint.uri, neo4j_endpoint.user, "neo4j"

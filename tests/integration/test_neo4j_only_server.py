@@ -70,6 +70,11 @@ def test_the_entity_index_answers_on_neo4j(clients: Clients, graph_engine: str) 
         return
     ingest(clients, CONVERSATION)
     clients.graph.execute_query("CALL db.awaitIndexes(120)", database_=clients.graph_database)
+    # the full-text indexes are eventually consistent (neo4j_only.py): wait for the refresh
+    clients.graph.execute_query(
+        "CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()",
+        database_=clients.graph_database,
+    )
 
     entities, _, _ = clients.graph.execute_query(
         "CALL db.index.fulltext.queryNodes('entity_names', 'upload.py') YIELD node "
