@@ -91,6 +91,10 @@ def test_large_partitions_search_an_hnsw_graph_that_skips_removed_rows() -> None
         assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
         hits += len(set(exact).intersection(n for n, _ in found))
     assert hits >= 0.9 * 4 * 20  # approximate, but close to exact at this size
+    even = vectors.search(partition, rows[451], 40, keep=lambda n: n % 2 == 0)
+    kept = [hit for hit in vectors.search(partition, rows[451], 40) if hit[0] % 2 == 0]
+    assert even and [n for n, _ in even] == [n for n, _ in kept]  # the graph filters them
+    assert [s for _, s in even] == pytest.approx([s for _, s in kept], abs=1e-6)
     for n in list(live)[:400]:  # compaction rebuilds the graph without the dead rows
         vectors.remove(n)
     found = vectors.search(partition, rows[899], 5)

@@ -18,6 +18,7 @@ docs/recall.md ("The index", Vectors).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -290,11 +291,17 @@ class AnnGraph:
         own += self._scales.nbytes + (self._order.nbytes if self._order is not None else 0)
         return own + int(self._graph.memory_usage)
 
-    def search(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]] | None:
-        """The ``limit`` nearest live rows, ``(label, cosine)``, best first; ``None`` when
-        the graph cannot answer (fewer reachable rows than asked): search exactly then.
-        The graph compares the query's own int8 codes; the hits' cosines are then taken
-        with the float32 query, as ``similarity`` does."""
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        keep: Callable[[int], bool] | None = None,
+    ) -> list[tuple[int, float]] | None:
+        """The ``limit`` nearest live rows, ``(label, cosine)``, best first (with
+        ``keep``, those of them it keeps); ``None`` when the graph cannot answer (fewer
+        reachable rows than asked): search exactly then. The graph compares the query's
+        own int8 codes; the kept hits' cosines are then taken with the float32 query, as
+        ``similarity`` does."""
         k = min(limit, len(self))
         if k <= 0:
             return []
@@ -306,6 +313,8 @@ class AnnGraph:
             if len(matches) < k:
                 return None
             labels = matches.keys.astype(np.int64)
+            if keep is not None:
+                labels = np.array([n for n in labels.tolist() if keep(n)], dtype=np.int64)
             slots, _ = self._find(labels)  # the graph returns live labels only
             sims = (self._codes(slots) @ query) * self._scales[slots]
         order = np.argsort(-sims, kind="stable")

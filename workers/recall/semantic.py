@@ -175,8 +175,6 @@ class SemanticSignal:
         sims: dict[int, float] = {}
         for partition, keep in partitions:
             limit = SEMANTIC_CANDIDATES * (SESSION_OVERFETCH if keep else 1)
-            hits = vectors.search(partition, query, limit)
-            if keep is not None:
-                hits = [hit for hit in hits if keep(hit[0])]
+            hits = vectors.search(partition, query, limit, keep)
             sims.update(hits[:SEMANTIC_CANDIDATES])
         return sims

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,13 +204,20 @@ class _Block:
         self.row_of = {int(internal): row for row, internal in enumerate(fresh.ids[: len(live)])}
         self.rows, self.dead = fresh, 0
 
-    def search(self, query: Vector, limit: int) -> list[tuple[int, float]]:
+    def search(
+        self, query: Vector, limit: int, keep: Callable[[int], bool] | None = None
+    ) -> list[tuple[int, float]]:
         ann = self.ann
         if ann is not None:
-            found = ann.search(query, limit)
+            found = ann.search(query, limit, keep)
             if found is not None:
                 return found
-            return ann.exact_search(query, limit)
+            found = ann.exact_search(query, limit)
+            return found if keep is None else [hit for hit in found if keep(hit[0])]
+        found = self._search_rows(query, limit)
+        return found if keep is None else [hit for hit in found if keep(hit[0])]
+
+    def _search_rows(self, query: Vector, limit: int) -> list[tuple[int, float]]:
         rows = self.rows
         if rows is None:  # moved into a graph meanwhile: ask again
             return self.search(query, limit)
@@ -300,11 +308,16 @@ class VectorIndex:
         return block.remove(internal) if block is not None else False
 
     def search(
-        self, partition: tuple[str, str], query: Vector, limit: int
+        self,
+        partition: tuple[str, str],
+        query: Vector,
+        limit: int,
+        keep: Callable[[int], bool] | None = None,
     ) -> list[tuple[int, float]]:
-        """The ``limit`` most similar memories of a partition: ``(internal id, cosine)``."""
+        """The ``limit`` most similar memories of a partition: ``(internal id, cosine)``,
+        best first; with ``keep``, only those of them it keeps."""
         block = self._blocks.get(partition)
-        return block.search(query, limit) if block is not None else []
+        return block.search(query, limit, keep) if block is not None else []
 
     def similarity(self, internals: list[int], query: Vector) -> dict[int, float]:
         """Cosine of the query with each given memory that has a vector (one gather and
