@@ -16,6 +16,7 @@ from turngraph.workers.graph.neo4j_only import (
     neo4j_only_statements,
     server_is_neo4j,
 )
+from turngraph.workers.graph.vectors import unpack
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
@@ -82,6 +83,25 @@ def test_the_entity_index_answers_on_neo4j(clients: Clients, graph_engine: str) 
         database_=clients.graph_database,
     )
     assert "src/upload.py" in {r["name"] for r in entities}
+
+
+def test_turn_vectors_are_stored_as_a_list_too_on_neo4j(
+    clients: Clients, graph_engine: str
+) -> None:
+    ingest(clients, CONVERSATION)
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN e.embedding AS listed, e.embedding_f32 AS packed, "
+        "e.embedding_dim AS dim, e.embedding_model AS model",
+        database_=clients.graph_database,
+    )
+    assert len(records) == len(CONVERSATION)
+    for record in records:
+        vector = unpack(record["packed"])
+        assert vector is not None and record["model"] and record["dim"] == len(vector)
+        if graph_engine == "neo4j":  # the list the vector index reads, the same numbers
+            assert record["listed"] == pytest.approx(vector.tolist(), abs=1e-6)
+        else:
+            assert record["listed"] is None
 
 
 @pytest.mark.parametrize("statement", STATEMENTS, ids=lambda s: s.name)

@@ -47,9 +47,11 @@ SET e.embedding_f32 = r.packed, e.embedding_model = $model, e.embedding_dim = r.
 SAVE_VECTOR_LISTS = """
 UNWIND $rows AS r
 MATCH (e:Episode {event_id: r.id})
-SET e.embedding = r.vector
+SET e.embedding_f32 = r.packed, e.embedding_model = $model, e.embedding_dim = r.dim,
+  e.embedding = r.vector
 """
-"""Neo4j only (where the vector index reads the list); the packed form is what recall reads."""
+"""Neo4j only (where the vector index reads the list): :data:`SAVE_VECTORS` and the list
+in one statement; the packed form is what recall reads."""
 
 PREVIOUS_TURNS = """
 UNWIND $rows AS r
@@ -104,14 +106,14 @@ class GraphVectors:
         if not vectors:
             return
         rows = [
-            {"id": key, "packed": pack(value), "dim": len(value)} for key, value in vectors.items()
+            {"id": key, "packed": pack(value), "dim": len(value)}
+            | ({"vector": [float(x) for x in value]} if self.lists else {})
+            for key, value in vectors.items()
         ]
-        lists = [{"id": key, "vector": [float(x) for x in value]} for key, value in vectors.items()]
+        statement = SAVE_VECTOR_LISTS if self.lists else SAVE_VECTORS
 
         def work(tx: neo4j.ManagedTransaction) -> None:
-            tx.run(SAVE_VECTORS, rows=rows, model=model).consume()
-            if self.lists:
-                tx.run(SAVE_VECTOR_LISTS, rows=lists).consume()
+            tx.run(statement, rows=rows, model=model).consume()
 
         run_write(self.driver, self.database, work, action="store turn vectors")
 
