@@ -29,7 +29,6 @@ from turngraph.inspection.browser_style import STRUCTURAL_NODES, STRUCTURAL_RELA
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.workers.graph.neo4j_only import neo4j_only_statements
 from turngraph.workers.graph.schema import schema_statements
-from turngraph.workers.graph.statements import upsert_facts, upsert_mentioned_entities
 
 SAVED_QUERIES = REPO_ROOT / "ops" / "neo4j" / "saved-queries.cypher"
 
@@ -86,9 +85,6 @@ def portable_statements() -> list[CypherText]:
                 if any(f"{{{field}}}" in value for field in TEMPLATE_SAMPLE):
                     value = value.format(**TEMPLATE_SAMPLE)
                 found[f"{name}.{attr}"] = value
-    # built from the allow-list: one statement for a batch's entities, one for its facts
-    found["statements.upsert_mentioned_entities"] = upsert_mentioned_entities(ONTOLOGY.labels())
-    found["statements.upsert_facts"] = upsert_facts(ONTOLOGY.relationship_types())
     return [
         CypherText(f"portable:{name}", text, dict.fromkeys(_PARAMETER.findall(text), "x"))
         for name, text in found.items()

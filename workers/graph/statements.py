@@ -1,18 +1,13 @@
 """Every Cypher statement the hot paths send; each runs on Neo4j 5 and on ArcadeDB.
 
 Labels and relationship types come from the ontology allow-list and are formatted in
-(``{label}``); everything else is a parameter. A batch's entities and facts go in one
-statement each, whatever labels and types the batch has: a ``FOREACH`` branch per label
-(per type) of the whole allow-list, chosen by a row's ``type`` (``rel``), so the text is
-the same for every batch (one plan) and a statement costs once, not once per label.
+(``{label}``); everything else is a parameter.
 """
-
-from collections.abc import Iterable
 
 __all__ = [
     "LINK_EPISODE_CHAIN", "RETRACT_MENTIONS", "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
     "UPSERT_EPISODES", "UPSERT_FACTS", "UPSERT_MENTIONED_ENTITIES", "UPSERT_SESSIONS",
-    "UPSERT_WORKSPACES", "upsert_facts", "upsert_mentioned_entities",
+    "UPSERT_WORKSPACES",
 ]  # fmt: skip
 
 UPSERT_WORKSPACES = """
@@ -72,23 +67,7 @@ ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.eve
 """
 """Entities and the episode's MENTIONS in one pass: a mention is counted (and its episode
 added to the provenance) only when the MENTIONS relationship is created, so re-delivery
-changes nothing. One label's; :func:`upsert_mentioned_entities` sends them all at once."""
-
-
-def _branch(key: str, value: str, body: str) -> str:
-    return f"FOREACH (_ IN CASE WHEN r.{key} = '{value}' THEN [1] ELSE [] END |\n{body.strip()}\n)"
-
-
-def upsert_mentioned_entities(labels: Iterable[str]) -> str:
-    """:data:`UPSERT_MENTIONED_ENTITIES` for every label of ``labels`` in one statement:
-    each row (``type`` is its label) runs its label's branch. Rows in label order apply as
-    the per-label statements did (a row touches only its own entity and mention)."""
-    head, body = UPSERT_MENTIONED_ENTITIES.split("MERGE", 1)
-    branches = [
-        _branch("type", label, "MERGE" + body.format(label=label)) for label in sorted(labels)
-    ]
-    return head.format().strip() + "\n" + "\n".join(branches) + "\n"
-
+changes nothing."""
 
 RETRACT_MENTIONS = """
 UNWIND $rows AS r
@@ -110,22 +89,6 @@ ON CREATE SET f.valid_at = r.occurred_at, f.status = 'Active', f.episode_ids = [
 ON MATCH SET f.episode_ids = CASE WHEN r.event_id IN f.episode_ids THEN f.episode_ids
   ELSE f.episode_ids + r.event_id END
 """
-
-
-def upsert_facts(relation_types: Iterable[str]) -> str:
-    """Every fact of a batch in one statement: its two ends are entities the fact's own
-    turn mentions (``plan_batch`` keeps no other), found over that turn's few MENTIONS,
-    whatever their labels; each row (``rel`` is its type) runs its type's branch. The same
-    relationships and properties as :data:`UPSERT_FACTS` per type."""
-    head = """
-UNWIND $rows AS r
-MATCH (e:Episode {event_id: r.event_id})-[:MENTIONS]->(a) WHERE a.uid = r.source_uid
-MATCH (e)-[:MENTIONS]->(b) WHERE b.uid = r.target_uid
-"""
-    body = "MERGE" + UPSERT_FACTS.split("MERGE", 1)[1]
-    branches = [_branch("rel", rel, body.format(rel_type=rel)) for rel in sorted(relation_types)]
-    return head.lstrip() + "\n".join(branches) + "\n"
-
 
 SUPERSEDE_DECISIONS = """
 UNWIND $rows AS r

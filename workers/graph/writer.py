@@ -42,8 +42,6 @@ class GraphWriter:
         self._database = database
         self._labels = frozenset(checked_label(label) for label in entity_labels)
         self._relations = frozenset(checked_rel_type(rel) for rel in relation_types)
-        self._upsert_entities = cypher.upsert_mentioned_entities(self._labels)
-        self._upsert_facts = cypher.upsert_facts(self._relations)
 
     def write(self, batch: Batch) -> WriteReport:
         plan = plan_batch(batch, self._labels, self._relations)
@@ -62,16 +60,14 @@ class GraphWriter:
             tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
             for label, rows in sorted(plan.retractions.items()):
                 tx.run(cypher.RETRACT_MENTIONS.format(label=label), rows=rows).consume()
-            if entities:  # every label's rows, in label order, in one statement
-                rows = [row for label in sorted(entities) for row in plan.entity_rows(label)]
-                tx.run(self._upsert_entities, rows=rows).consume()
-            if facts:
-                rows = [
-                    {**row, "rel": rel_type}
-                    for (_, rel_type, _), type_rows in sorted(facts.items())
-                    for row in type_rows
-                ]
-                tx.run(self._upsert_facts, rows=rows).consume()
+            for label in sorted(entities):
+                statement = cypher.UPSERT_MENTIONED_ENTITIES.format(label=label)
+                tx.run(statement, rows=plan.entity_rows(label)).consume()
+            for (source_label, rel_type, target_label), rows in sorted(facts.items()):
+                statement = cypher.UPSERT_FACTS.format(
+                    source_label=source_label, rel_type=rel_type, target_label=target_label
+                )
+                tx.run(statement, rows=rows).consume()
             superseded: list[tuple[str, str]] = []
             if plan.decisions:
                 for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
