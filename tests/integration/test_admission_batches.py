@@ -176,3 +176,48 @@ def test_an_admitter_killed_between_its_steps_loses_and_duplicates_nothing(
     assert (stats.admitted, stats.duplicates, stats.length) == (25, 0, 0)
     assert _balanced(redis_conn, settings.ingest_queue)
     assert not redis_conn.exists(pending)
+
+
+_DYING_DRAINER = """
+import os, signal, redis
+from rq import Queue
+from rq.serializers import JSONSerializer
+from turngraph.workers.ingest.admission import Admission
+
+class Dying(Admission):
+    looked = 0
+    def _fresh(self, ids):  # the second batch was taken in the MULTI that wrote the first
+        Dying.looked += 1
+        if Dying.looked == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._fresh(ids)
+
+conn = redis.Redis.from_url(os.environ["TEST_REDIS_URL"])
+queue = Queue(os.environ["TEST_QUEUE"], connection=conn, serializer=JSONSerializer)
+Dying(conn, queue, batch=10).burst(lambda: None)
+"""
+
+
+def test_a_draining_admitter_killed_after_a_chained_take_loses_and_duplicates_nothing(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    assert settings.redis_url
+    turns = _turns(25)
+    BoundedQueue(redis_conn, name=settings.ingest_queue, max_length=1000).enqueue_many(turns)
+    env = {**os.environ, "TEST_REDIS_URL": settings.redis_url, "TEST_QUEUE": settings.ingest_queue}
+    proc = subprocess.run([sys.executable, "-c", _DYING_DRAINER], env=env, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    pending = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{settings.ingest_queue}")
+    assert redis_conn.llen(pending) == 10  # the second batch, taken under the lock
+    assert len(Queue(settings.ingest_queue, connection=redis_conn).job_ids) == 1
+    assert redis_conn.exists(pending + ":lock")
+    redis_conn.delete(pending + ":lock")  # the dead admitter's lock, as its TTL would
+
+    store = memory_store()
+    worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
+    admit_and_work(admission(redis_conn, settings, batch=10), worker)
+    assert episodes(store) == {t.event_id for t in turns}
+    stats = read_stats(redis_conn, settings.ingest_queue)
+    assert (stats.admitted, stats.duplicates, stats.length) == (25, 0, 0)
+    assert _balanced(redis_conn, settings.ingest_queue)
+    assert not redis_conn.exists(pending)

@@ -10,6 +10,7 @@ from rq.serializers import JSONSerializer
 from tests.support.turn_factory import make_turn
 from turngraph.producers.bounded_queue import BoundedQueue, read_stats
 from turngraph.workers.ingest.admission import Admission, operator_source
+from turngraph.workers.tombstones import hold_admission
 
 pytestmark = pytest.mark.integration
 
@@ -48,3 +49,62 @@ def test_admission_sends_the_same_commands_for_1_10_and_100_turns(
     assert read_stats(redis_conn, QUEUE).admitted == 112
     assert sorted(sent[1]) == sorted(sent[10]) == sorted(sent[100]), sent
     assert len(sent[100]) < 30
+
+
+class _CountingConnection(redis.Connection):
+    """A real connection that counts its round trips (one send per command or pipeline)."""
+
+    sent = 0
+
+    def send_packed_command(self, command: object, check_health: bool = True) -> None:
+        type(self).sent += 1
+        super().send_packed_command(command, check_health)  # type: ignore[arg-type]
+
+
+def _counting(conn: redis.Redis) -> redis.Redis:
+    kwargs = conn.connection_pool.connection_kwargs
+    pool = redis.ConnectionPool(connection_class=_CountingConnection, **kwargs)
+    return redis.Redis(connection_pool=pool)
+
+
+def test_a_batch_costs_three_round_trips_and_two_when_draining(
+    redis_conn: redis.Redis,
+) -> None:
+    conn = _counting(redis_conn)
+    queue = Queue(QUEUE, connection=conn, serializer=JSONSerializer)
+    inbox = BoundedQueue(redis_conn, name=QUEUE, max_length=1000)
+    admission = Admission(conn, queue, batch=10)
+    inbox.enqueue_many([make_turn(i) for i in range(10)])
+    admission.admit_all()  # loads the scripts and the inbox function
+    inbox.enqueue_many([make_turn(i) for i in range(10, 20)])
+    queue.empty()
+
+    _CountingConnection.sent = 0
+    assert admission.admit(operator_source(QUEUE)) == 10
+    # the take (lock, RQ's room, move, read), the markers, the MULTI (job, unlock)
+    assert _CountingConnection.sent == 3
+
+    inbox.enqueue_many([make_turn(i) for i in range(20, 180)])
+    _CountingConnection.sent = 0
+    admission.burst(queue.empty)  # 16 batches
+    assert read_stats(redis_conn, QUEUE).admitted == 180
+    # each MULTI also takes the next batch, 8 in a row: 2 round trips a batch, plus a
+    # take, the tenants' list and RQ's queue length every 8 (6 a batch before)
+    assert _CountingConnection.sent <= 16 * 2 + 2 * 4 + 3, _CountingConnection.sent
+
+
+def test_admission_leaves_a_source_alone_while_a_forget_holds_its_lock(
+    redis_conn: redis.Redis,
+) -> None:
+    queue = Queue(QUEUE, connection=redis_conn, serializer=JSONSerializer)
+    inbox = BoundedQueue(redis_conn, name=QUEUE, max_length=1000)
+    admission = Admission(redis_conn, queue, batch=10)
+    inbox.enqueue_many([make_turn(i) for i in range(25)])
+    source = operator_source(QUEUE)
+    with hold_admission(redis_conn, [source.pending]):
+        assert admission.admit(source) == 0
+        admission.burst(queue.empty)
+        assert inbox.length() == 25 and not redis_conn.exists(source.pending)
+    admission.burst(queue.empty)
+    assert (read_stats(redis_conn, QUEUE).admitted, inbox.length()) == (25, 0)
+    assert not redis_conn.exists(source.pending + ":lock")

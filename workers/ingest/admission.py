@@ -1,7 +1,8 @@
 """Admission: every inbox's entries become RQ batch jobs, written by a trusted worker.
 
-Entries move atomically (one Lua call, :data:`_TAKE`) into the source's admission list,
-then one ``MULTI`` renames that list to the batch's stored turns
+Entries move atomically (one Lua call under the source's lock,
+``workers/ingest/admission_take.py``) into the source's admission list, then one ``MULTI``
+(which lets go of the lock) renames that list to the batch's stored turns
 (``workers/batch_store.py``) and writes the batch job that references them (RQ's
 ``Queue.prepare_data`` and ``enqueue_many``), their admitted markers and the counters.
 Admission reads only each entry's event id (a tenant's qualified with its tenant); the
@@ -12,23 +13,22 @@ docs/producers.md ("One path") and docs/architecture.md ("Delivery").
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis
 import structlog
+from redis.client import Pipeline
 from rq import Queue
-from rq.exceptions import InvalidJobOperation
-from rq.job import Job, JobStatus
 
-from turngraph.producers.bounded_queue import admitted_hash, admitted_hashes, ingested_key
+from turngraph.producers.bounded_queue import admitted_hash, ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.defaults import JOB_TIMEOUT_S
-from turngraph.schemas.errors import InvalidPayloadError, TurngraphError
+from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.keys import (
     ADMISSION_LIST_TEMPLATE,
-    FORGET_EPOCH,
     INBOX_TEMPLATE,
     INBOX_WAKE_TEMPLATE,
     QUEUE_STATS_TEMPLATE,
@@ -42,9 +42,21 @@ from turngraph.schemas.tenants import (
 )
 from turngraph.workers import batch_store
 from turngraph.workers.batch_store import admitted_event, entry_id
+from turngraph.workers.ingest.admission_take import (
+    NOTHING,
+    RELEASE,
+    TAKE,
+    Request,
+    Taken,
+    parse,
+    queue_take,
+    request,
+    take,
+)
+from turngraph.workers.ingest.duplicates import fresh_ids
 from turngraph.workers.ingest.job import batch_job
 from turngraph.workers.ingest.markers import StoredLookup
-from turngraph.workers.tombstones import admission_lock, current_epoch, release
+from turngraph.workers.tombstones import ADMISSION_LOCK_TTL_MS, current_epoch
 
 __all__ = [
     "BATCH", "FULL_QUEUE_WAIT_S", "MAX_QUEUED_BATCHES", "OPERATOR", "WAKE_TIMEOUT_S", "Admission",
@@ -68,41 +80,12 @@ FULL_QUEUE_WAIT_S = 0.05
 MAX_TAKE = batch_store.MAX_TURNS
 """The largest ``batch``."""
 
-_TAKE = """
--- KEYS[1] inbox  KEYS[2] admission list  KEYS[3] forget epoch
--- ARGV[1] entries to move
--- Unless the admission list holds entries (a dead admitter's), up to ARGV[1] entries move
--- there from the inbox's head: the whole inbox by RENAME when it holds no more, else by
--- SORT ... BY nosort LIMIT ... STORE (list order kept) and LTRIM; nothing passes through
--- Lua. Returns the forget epoch, read in the same atomic step.
-local n = tonumber(ARGV[1])
-if n > 0 and redis.call('EXISTS', KEYS[2]) == 0 then
-  local length = redis.call('LLEN', KEYS[1])
-  if length > 0 and length <= n then
-    redis.call('RENAME', KEYS[1], KEYS[2])
-  elseif length > n then
-    redis.call('SORT', KEYS[1], 'BY', 'nosort', 'LIMIT', 0, n, 'STORE', KEYS[2])
-    redis.call('LTRIM', KEYS[1], n, -1)
-  end
-end
-return redis.call('GET', KEYS[3])
-"""
-"""Moves one batch from an inbox to its admission list: a constant number of commands
-per batch, and no entry copied into Lua and back (``LRANGE`` + ``RPUSH`` through Lua cost
-Redis about twice as much); admission reads the list with a plain ``LRANGE`` sent in the
-same round trip."""
+CHAIN_BATCHES = 8
+"""Batches of one source a draining admission (``burst``) admits in a row."""
 
-_LIVE = frozenset(
-    {
-        JobStatus.QUEUED,
-        JobStatus.STARTED,
-        JobStatus.DEFERRED,
-        JobStatus.SCHEDULED,
-        JobStatus.FINISHED,
-    }
-)
-"""A turn in a batch job in one of these states is on its way to the graph: published
-again, it is a duplicate. Failed, stopped or canceled batches may be published again."""
+CONTENDED_S = 1.0
+"""After finding a source's lock held, admission reads its admission list in a round trip
+of its own (only once the lock is its own) this long, rather than with the take."""
 
 OPERATOR = ""
 """The source name of the operator's inbox (tenants are named)."""
@@ -175,7 +158,12 @@ class Admission:
         self._function_loaded = False
         self._burst = False
         self.counters = AdmissionCounters()
-        self._take = conn.register_script(_TAKE)  # its SHA; loaded on NOSCRIPT
+        self._take_sha = str(conn.register_script(TAKE).sha)  # both loaded on NOSCRIPT
+        self._release_sha = str(conn.register_script(RELEASE).sha)
+        self._contended: dict[str, float] = {}  # admission list -> read apart until then
+        self._held: tuple[str, str] | None = None  # (lock, token) until the MULTI lets go
+        self._then: Request | None = None  # the next take, chained to the batch's MULTI
+        self._taken = NOTHING  # what it found
 
     def tenants(self) -> list[str]:
         names = sorted(m.decode() for m in self._redis.smembers(TENANTS_KEY))  # type: ignore[union-attr]
@@ -209,41 +197,53 @@ class Admission:
             return 1
         return max(0, MAX_QUEUED_BATCHES - self._queue.count)
 
+    def queue_bound(self) -> int:
+        """Entries move only while RQ's queue holds fewer jobs than this (0: always)."""
+        return 0 if self._burst else MAX_QUEUED_BATCHES
+
+    def chain(self) -> int:
+        """Batches of one source admitted in a row (each taken in the round trip that
+        commits the last): draining (:meth:`burst`) several; else one, so that each
+        source gets a batch per pass (operator's first, then each tenant's)."""
+        return CHAIN_BATCHES if self._burst else 1
+
     def admit(self, source: Source) -> int:
-        """Admit up to one batch of ``source``'s entries (leftovers of a dead admitter
-        first); returns the entries handled."""
-        lock = admission_lock(self._redis, source.pending)
-        if not lock.acquire(blocking=False):
-            return 0
-        try:
-            return self._admit_locked(source)
-        finally:
-            release(lock)
+        """Admit up to :meth:`chain` batches of ``source``'s entries (leftovers of a dead
+        admitter first); returns the entries handled. A batch costs three round trips:
+        the take (``admission_take.py``), its markers read, one ``MULTI`` that writes its
+        job and lets go of the source's lock; chained, that ``MULTI`` takes the next
+        batch too, so each further batch costs two."""
+        req = self._request(source)
+        read = time.monotonic() >= self._contended.get(source.pending, 0.0)
+        found = take(self._redis, self._take_sha, req, read=read)
+        handled = 0
+        for left in range(self.chain() - 1, -1, -1):
+            if found.taken is not Taken.ENTRIES:
+                break
+            handled += len(found.entries)
+            held = self._held = req.held
+            then = self._then = self._request(source) if left else None
+            self._taken = NOTHING
+            try:
+                # the forget epoch is read in the step that takes the entries (see the docstring)
+                self.admit_entries(source, found.entries, current_epoch(found.epoch))
+            finally:
+                self._then = None
+                if self._held == held:  # not let go by the MULTI (failed, or a subclass's)
+                    self._held = None
+                    self._redis.eval(RELEASE, 1, *held)
+            found = self._taken
+            req = then or req
+        if found.taken is Taken.HELD:
+            self._contended[source.pending] = time.monotonic() + CONTENDED_S
+        return handled
 
-    def _admit_locked(self, source: Source) -> int:
-        # the forget epoch is read in the step that takes the entries (see the docstring)
-        room = self._batch if self.room() else 0
-        entries, epoch = self._take_entries(source, room)
-        if entries:
-            self.admit_entries(source, entries, current_epoch(epoch))
-        return len(entries)
-
-    def _take_entries(self, source: Source, room: int) -> tuple[list[bytes], bytes | None]:
-        """The move script and the admission list's ``LRANGE`` in one round trip: the
-        entries to admit and the forget epoch."""
-        keys = [source.inbox, source.pending, FORGET_EPOCH]
-        try:
-            return self._take_round_trip(keys, room)
-        except redis.exceptions.NoScriptError:  # a restarted Redis lost its script cache
-            self._redis.script_load(_TAKE)
-            return self._take_round_trip(keys, room)
-
-    def _take_round_trip(self, keys: list[str], room: int) -> tuple[list[bytes], bytes | None]:
-        with self._redis.pipeline(transaction=False) as pipe:
-            pipe.evalsha(self._take.sha, len(keys), *keys, room)
-            pipe.lrange(keys[1], 0, -1)
-            epoch, entries = pipe.execute()
-        return entries, epoch
+    def _request(self, source: Source) -> Request:
+        bound = self.queue_bound()
+        return request(
+            source.inbox, source.pending, self._queue.key, self._batch, bound,
+            ADMISSION_LOCK_TTL_MS,
+        )  # fmt: skip
 
     def admit_entries(self, source: Source, entries: Sequence[bytes], epoch: int = 0) -> None:
         """``source``'s admission list into a batch job, in one MULTI (a subclass admits
@@ -269,58 +269,9 @@ class Admission:
         self._commit(source, fresh, kept, duplicates, rejected, epoch, stale)
 
     def _fresh(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
-        """The event ids neither in the graph nor waiting in a live batch job, and those
-        among them whose ingested marker is stale: one ``MGET`` of the ingested markers
-        and one ``HMGET`` per hash of admitted markers, in one round trip; a graph lookup
-        and a batch job's status only for the (rare) re-published."""
-        if not ids:
-            return [], []
-        with self._redis.pipeline(transaction=False) as pipe:
-            pipe.mget([ingested_key(event_id) for event_id in ids])
-            for key in admitted_hashes():
-                pipe.hmget(key, ids)
-            markers, *hashes = pipe.execute()
-        # the newest hash's marker first (one turn admitted again has one per hash)
-        job_ids = [next(filter(None, found), None) for found in zip(*hashes, strict=True)]
-        live: dict[bytes, bool] = {}
-        claimed = [i for i, marker in zip(ids, markers, strict=True) if marker is not None]
-        in_graph = self._in_graph(claimed) if claimed else set()
-        stale = [event_id for event_id in claimed if event_id not in in_graph]
-        fresh = []
-        for event_id, marker, job_id in zip(ids, markers, job_ids, strict=True):
-            if marker is not None and event_id in in_graph:
-                continue
-            if job_id is not None:
-                if job_id not in live:
-                    live[job_id] = self._live(job_id.decode("utf-8", "replace"))
-                if live[job_id]:
-                    continue
-            fresh.append(event_id)
-        if stale:
-            log.warning("admission_markers_stale", turns=len(stale))
-        admitted = set(fresh)
-        return fresh, [event_id for event_id in stale if event_id in admitted]
-
-    def _in_graph(self, event_ids: list[str]) -> set[str]:
-        """Which of the turns their markers call ingested the graph holds: all of them
-        without a lookup (admission alone); none when the graph does not answer (written
-        again, idempotently, rather than lost)."""
-        if not event_ids or self._stored is None:
-            return set(event_ids)
-        try:
-            return self._stored(event_ids)
-        except TurngraphError as exc:
-            log.warning("admission_graph_lookup_failed", error=type(exc).__name__)
-            return set()
-
-    def _live(self, job_id: str) -> bool:
-        """True while the batch job is on its way to the graph (or done): not failed,
-        stopped, canceled, or gone."""
-        try:
-            status = Job(job_id, connection=self._redis).get_status()
-        except InvalidJobOperation:  # no job hash (expired, deleted)
-            return False
-        return status in _LIVE
+        """The event ids to admit, and those among them whose ingested marker is stale
+        (``duplicates.py``)."""
+        return fresh_ids(self._redis, ids, self._stored)
 
     def _commit(
         self,
@@ -362,13 +313,35 @@ class Admission:
             ):
                 if value:
                     pipe.hincrby(source.stats, name, value)
-            pipe.execute()
+            self._let_go_and_take(pipe)
         counters = self.counters
         counters.admitted += len(event_ids)
         counters.duplicates += duplicates
         counters.rejected += rejected
         counters.batches += bool(event_ids)
         counters.restored += len(stale)
+
+    def _let_go_and_take(self, pipe: Pipeline) -> None:
+        """Run the batch's ``MULTI`` with the lock's release and (chained) the next take
+        at its end: an error of the take leaves the next batch to a take of its own."""
+        if self._held is not None:
+            pipe.evalsha(self._release_sha, 1, *self._held)
+        then = self._then
+        if then is not None:
+            queue_take(pipe, self._take_sha, then)
+        replies = pipe.execute(raise_on_error=False)
+        taken = NOTHING
+        if then is not None:
+            *replies, reply, entries = replies
+            if not isinstance(reply, Exception) and not isinstance(entries, Exception):
+                taken = parse(reply, entries)
+        errors = [reply for reply in replies if isinstance(reply, Exception)]
+        if errors:
+            if then is not None and taken.taken is Taken.ENTRIES:  # left for the next take
+                self._redis.eval(RELEASE, 1, *then.held)
+            raise errors[0]
+        self._held = then.held if then is not None and taken.taken is Taken.ENTRIES else None
+        self._taken = taken
 
     def burst(self, work: Callable[[], object]) -> None:
         """Admit everything the inboxes hold, then let ``work`` (a burst worker) run it

@@ -41,6 +41,10 @@ class AskAdmission(Admission):
         """Always: an ask's bound is its client's deadline, not the queue's depth."""
         return 1
 
+    def queue_bound(self) -> int:
+        """None, for the same reason."""
+        return 0
+
     def wait_idle(self) -> None:
         """Move the next ask into the admission list as it comes (atomically)."""
         self._redis.blmove(DISTILL_REQUESTS, ASKS_PENDING, int(WAKE_TIMEOUT_S), "LEFT", "RIGHT")
