@@ -2,7 +2,13 @@
 
 Starts the embedded services, enqueues N realistic turns through the bounded queue, runs
 `turngraph worker ingest --burst` processes and times them until every turn is marked
-ingested. Prints a table and ends with ``RESULT ingest …``.
+ingested. The same run's reference is the empty worker (``bench/ingest_empty_worker.py``):
+the same process, admission and RQ batch jobs over the same turns, with a pipeline that
+does nothing; ``one_worker_vs_empty`` is one worker's turns/s over the empty worker's.
+The graph server's CPU is read whole and for its JIT compiler threads (``of_which_jit``,
+``graph_jit_cpu_ms_per_turn``): in runs of a few thousand turns most of it is HotSpot
+still compiling the server's code (docs/operations.md, "Where a turn's time goes").
+Prints a table and ends with ``RESULT ingest …``.
 
     python -m bench.ingest [--turns 3000] [--embedding local|static|none]
                            [--graph arcadedb,neo4j]
@@ -14,6 +20,7 @@ through Maven into the run's folder first: Java 17+ and Maven needed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import subprocess
@@ -27,7 +34,8 @@ import neo4j
 import redis
 
 from bench.embedding_options import EMBEDDINGS
-from bench.proc import cpu_seconds
+from bench.ingest_empty_worker import turns_done
+from bench.proc import ThreadsClock, cpu_seconds
 from bench.report import result_line, table
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
@@ -42,6 +50,15 @@ TEMPLATES = (
     "preference: (user) keep {mod} examples short, with type hints.",
     "Why does the {mod} worker retry forever? Look at PLAN-{n} and the retry policy.",
 )
+WORKER = ("-m", "turngraph.cli", "worker", "ingest", "--burst")
+EMPTY_WORKER = ("-m", "bench.ingest_empty_worker")
+"""The reference: the same process and batch jobs, a pipeline that does nothing."""
+Figures = tuple[float, float, float, float]
+"""One run: seconds, the workers' CPU s, the graph server's CPU s, of which its JIT's."""
+
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+"""HotSpot's JIT compiler threads (``comm`` is cut at 15 characters), in both engines."""
+
 MODULES = ("billing", "auth", "search", "ingest", "cache", "parser", "export", "sync")
 
 
@@ -83,8 +100,11 @@ def run_workers(
     turns: list[TurnEvent],
     graph_pid: int,
     embedding: str = "local",
-) -> tuple[float, float, float]:
-    """(seconds until the last turn is marked ingested, workers' CPU s, graph server CPU s)."""
+    command: tuple[str, ...] = WORKER,
+) -> Figures:
+    """(seconds until the last turn is marked ingested, or for the empty worker ran by a
+    finished job; workers' CPU s; graph server CPU s; the part of it its JIT compiler
+    threads used)."""
     conn = redis.Redis.from_url(endpoints.redis_url)
     reset(endpoints, conn)
     queue = BoundedQueue(conn, max_length=len(turns) + 1)
@@ -95,30 +115,39 @@ def run_workers(
         **EMBEDDINGS[embedding],
         "TURNGRAPH_LOG_LEVEL": "WARNING",
     }
+    jit = ThreadsClock(graph_pid, JIT_THREADS)
+    jit.start()
     graph_cpu = cpu_seconds(graph_pid)
     started = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "turngraph.cli", "worker", "ingest", "--burst"], env=env
-        )
-        for _ in range(workers)
-    ]
-    worker_cpu = 0.0
-    for proc in procs:
-        while proc.poll() is None:
-            worker_cpu_now = cpu_seconds(proc.pid)
-            time.sleep(0.05)  # sampling the child's CPU time until it exits
-        worker_cpu += worker_cpu_now
+    procs = [subprocess.Popen([sys.executable, *command], env=env) for _ in range(workers)]
+    last_cpu = dict.fromkeys((proc.pid for proc in procs), 0.0)
+    while any(proc.poll() is None for proc in procs):
+        for proc in procs:
+            if proc.returncode is None:
+                with contextlib.suppress(OSError):  # it ended meanwhile
+                    last_cpu[proc.pid] = cpu_seconds(proc.pid)
+        jit.sample()
+        time.sleep(0.05)  # sampling the children's CPU time until they exit
     elapsed = time.perf_counter() - started
     graph_cpu = cpu_seconds(graph_pid) - graph_cpu
-    missing = sum(not is_ingested(conn, t.event_id) for t in turns)
+    jit.sample()
+    if command == EMPTY_WORKER:
+        missing = len(turns) - turns_done(conn)
+    else:
+        missing = sum(not is_ingested(conn, t.event_id) for t in turns)
     if missing:
         raise SystemExit(f"{missing} turns were not ingested")
-    return elapsed, worker_cpu, graph_cpu
+    return elapsed, sum(last_cpu.values()), graph_cpu, jit.seconds
 
 
-def measure(engine: str, turns: list[TurnEvent], embedding: str) -> dict[str, float]:
-    """One and two workers on ``engine`` (its own data folder), after a warm-up run."""
+RUNS = (("one", WORKER, 1), ("two", WORKER, 2), ("empty", EMPTY_WORKER, 1))
+"""Each measured run: its name, the worker processes' command and how many run (the
+empty worker last: the one-worker run follows the warm-up, as before it was added)."""
+
+
+def measure(engine: str, turns: list[TurnEvent], embedding: str) -> dict[str, Figures]:
+    """One and two workers and the empty worker on ``engine`` (its own data folder), after
+    a warm-up run; each run's :data:`Figures`."""
     with tempfile.TemporaryDirectory() as tmp:
         services = EmbeddedServices(Path(tmp), engine)
         with services as endpoints:
@@ -126,16 +155,10 @@ def measure(engine: str, turns: list[TurnEvent], embedding: str) -> dict[str, fl
             assert graph_pid is not None
             warm = turns[: min(200, len(turns))]
             run_workers(endpoints, 1, warm, graph_pid, embedding)  # warm the JIT
-            one, one_cpu, one_graph = run_workers(endpoints, 1, turns, graph_pid, embedding)
-            two, two_cpu, two_graph = run_workers(endpoints, 2, turns, graph_pid, embedding)
-    return {
-        "one_s": one,
-        "one_cpu": one_cpu,
-        "one_graph": one_graph,
-        "two_s": two,
-        "two_cpu": two_cpu,
-        "two_graph": two_graph,
-    }
+            return {
+                name: run_workers(endpoints, workers, turns, graph_pid, embedding, command)
+                for name, command, workers in RUNS
+            }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,26 +175,34 @@ def main(argv: list[str] | None = None) -> int:
     turns = make_turns(args.turns)
     figures = {engine: measure(engine, turns, args.embedding) for engine in engines}
     n = len(turns)
+    ms = 1000 / n
     print(f"cores: {os.cpu_count()}; embedding: {args.embedding}")
     rows = []
-    for engine, f in figures.items():
-        for workers, key in ((1, "one"), (2, "two")):
-            seconds, cpu, graph = f[f"{key}_s"], f[f"{key}_cpu"], f[f"{key}_graph"]
+    for engine, runs in figures.items():
+        for name, _, workers in RUNS:
+            seconds, cpu, graph, jit = runs[name]
+            label = "empty" if name == "empty" else workers
             rows.append(
-                [engine, workers, n, seconds, n / seconds, cpu * 1000 / n, graph * 1000 / n,
+                [engine, label, n, seconds, n / seconds, cpu * ms, graph * ms, jit * ms,
                  (cpu + graph) / seconds]
             )  # fmt: skip
     headers = ["graph", "workers", "turns", "seconds", "turns_per_s", "worker_cpu_ms_per_turn"]
-    print(table([*headers, "graph_cpu_ms_per_turn", "cores_busy"], rows))
+    headers += ["graph_cpu_ms_per_turn", "of_which_jit", "cores_busy"]
+    print(table(headers, rows))
     result: dict[str, float | int | str] = {"turns": n, "embedding": args.embedding}
-    for engine, f in figures.items():
-        result[f"{engine}_one_worker_turns_per_s"] = round(n / f["one_s"], 1)
-        result[f"{engine}_two_workers_turns_per_s"] = round(n / f["two_s"], 1)
-        result[f"{engine}_worker_cpu_ms_per_turn"] = round(f["one_cpu"] / n * 1000, 3)
-        result[f"{engine}_graph_cpu_ms_per_turn"] = round(f["one_graph"] / n * 1000, 3)
+    for engine, runs in figures.items():
+        one, two, empty = runs["one"], runs["two"], runs["empty"]
+        result[f"{engine}_one_worker_turns_per_s"] = round(n / one[0], 1)
+        result[f"{engine}_two_workers_turns_per_s"] = round(n / two[0], 1)
+        result[f"{engine}_worker_cpu_ms_per_turn"] = round(one[1] * ms, 3)
+        result[f"{engine}_graph_cpu_ms_per_turn"] = round(one[2] * ms, 3)
+        result[f"{engine}_graph_jit_cpu_ms_per_turn"] = round(one[3] * ms, 3)
+        result[f"{engine}_empty_worker_turns_per_s"] = round(n / empty[0], 1)
+        result[f"{engine}_empty_worker_cpu_ms_per_turn"] = round(empty[1] * ms, 3)
+        result[f"{engine}_one_worker_vs_empty"] = round(empty[0] / one[0], 3)
     if {"arcadedb", "neo4j"} <= figures.keys():
         result["neo4j_vs_arcadedb_turns_per_s"] = round(
-            figures["arcadedb"]["one_s"] / figures["neo4j"]["one_s"], 2
+            figures["arcadedb"]["one"][0] / figures["neo4j"]["one"][0], 2
         )
     print(result_line("ingest", **result))
     return 0

@@ -46,3 +46,41 @@ def scheduling(pid: int) -> tuple[float, int]:
 def thread_waited_seconds() -> float:
     """Time the calling thread has spent runnable but waiting for a core so far."""
     return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+
+
+def threads_cpu_seconds(pid: int, name_prefixes: tuple[str, ...]) -> dict[int, float]:
+    """User + system CPU time so far of each thread of ``pid`` whose name (``comm``) starts
+    with one of ``name_prefixes``, by thread id; threads that ended are not in it."""
+    found: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if not (task / "comm").read_text().startswith(name_prefixes):
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        found[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+class ThreadsClock:
+    """CPU time a group of a process's threads used between :meth:`start` and the last
+    :meth:`sample`; sample often: HotSpot ends idle compiler threads and starts new ones
+    (``UseDynamicNumberOfCompilerThreads``), and an ended thread's time is lost."""
+
+    def __init__(self, pid: int, name_prefixes: tuple[str, ...]) -> None:
+        self.pid = pid
+        self.name_prefixes = name_prefixes
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+
+    def start(self) -> None:
+        self._first = threads_cpu_seconds(self.pid, self.name_prefixes)
+        self._last = dict(self._first)
+
+    def sample(self) -> None:
+        self._last.update(threads_cpu_seconds(self.pid, self.name_prefixes))
+
+    @property
+    def seconds(self) -> float:
+        return sum(last - self._first.get(tid, 0.0) for tid, last in self._last.items())
