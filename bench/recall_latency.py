@@ -18,8 +18,12 @@ bench time) and of the project's own retrieval dataset; 500 of them are held bac
 loaded, and their first words are the queries. Beyond the first pass over the texts, a
 memory joins two random turns, so no two memories are the same text.
 
+``--profile DIR`` samples the replicas with ``py-spy`` during the closed loop and writes
+their collapsed stacks (``recall_replicas_<N>.stacks``) and a summary of them
+(``recall_replicas_<N>.txt``: each function's inclusive and own share) into DIR.
+
     python -m bench.recall_latency [--memories 50000] [--clients 8] [--seconds 10]
-        [--embedding local|static|none]
+        [--embedding local|static|none] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import structlog
 
 from bench.embedding_options import EMBEDDINGS, settings_fields
 from bench.proc import cpu_seconds, machine_busy_seconds, rss_mb
+from bench.profile_stacks import record, shortened, summarise
 from bench.report import percentile, result_line, table
 from bench.retrieval_data import DEFAULT_OUT
 from bench.retrieval_data import load as load_own
@@ -250,6 +255,38 @@ def time_to_recall(settings: Settings, samples: int) -> list[float]:
     return results
 
 
+def profile_start(
+    out: Path | None, replicas: list[subprocess.Popen[bytes]], seconds: float
+) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """``py-spy`` on each replica for the closed loop's ``seconds`` (``--profile``)."""
+    if out is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    spies = []
+    for replica in replicas:
+        stacks = out / f"recall_replica_{replica.pid}.stacks"
+        spies.append((record(replica.pid, seconds, stacks), stacks))
+    return spies
+
+
+def profile_end(
+    out: Path | None, spies: list[tuple[subprocess.Popen[bytes], Path]], memories: int
+) -> None:
+    """The replicas' stacks in one file, and their summary beside it."""
+    if out is None:
+        return
+    stacks = out / f"recall_replicas_{memories}.stacks"
+    with stacks.open("w") as merged:
+        for spy, part in spies:
+            spy.wait(timeout=60)
+            if part.is_file():
+                merged.write(shortened(part.read_text()))
+                part.unlink()
+    summary = out / f"recall_replicas_{memories}.txt"
+    summary.write_text(summarise(stacks))
+    print(f"replica profile: {summary} ({stacks.name} beside it)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memories", type=int, default=50_000)
@@ -258,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--ttr-samples", type=int, default=20)
     parser.add_argument("--embedding", choices=tuple(EMBEDDINGS), default="local")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -283,9 +321,11 @@ def main(argv: list[str] | None = None) -> int:
             memory = [rss_mb(proc.pid) for proc in replicas]
             ping = drive(url, args.clients, args.seconds / 2, "ping", queries).latencies
             replicas_cpu = [cpu_seconds(proc.pid) for proc in replicas]
+            spies = profile_start(args.profile, replicas, args.seconds)
             busy = machine_busy_seconds()
             closed_run = drive(url, args.clients, args.seconds, "recall", queries)
             busy = machine_busy_seconds() - busy
+            profile_end(args.profile, spies, args.memories)
             replicas_cpu = [
                 cpu_seconds(p.pid) - c for p, c in zip(replicas, replicas_cpu, strict=True)
             ]
