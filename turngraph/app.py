@@ -114,15 +114,19 @@ def llm_request_options(settings: Settings, endpoint: LLMEndpoint | None = None)
     }
 
 
-def build_graph_store(clients: Clients, ontology: Ontology | None = None) -> BoltGraphStore:
+def build_graph_store(
+    clients: Clients, ontology: Ontology | None = None, *, previous_turns: bool = False
+) -> BoltGraphStore:
     """The graph store on the process's driver, restricted to the ontology's labels and
-    relationship types (the configured ontology unless one is given)."""
+    relationship types (the configured ontology unless one is given); ``previous_turns``:
+    its writes also return each turn's previous turn (the ingest embedding's context)."""
     ontology = ontology or load_ontology(clients.settings)
     return BoltGraphStore(
         clients.graph,
         clients.graph_database,
         entity_labels=ontology.labels(),
         relation_types=ontology.relationship_types(),
+        previous_turns=previous_turns,
     )
 
 
@@ -157,7 +161,7 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     )
     return IngestPipeline(
         redis_client=clients.redis,
-        store=build_graph_store(clients, ontology),
+        store=build_graph_store(clients, ontology, previous_turns=embedder is not None),
         extractor=extractor or build_extractor(settings, clients.llm, ontology=ontology),
         changes_stream=settings.changes_stream,
         followups=(

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import neo4j
 import numpy as np
 import pytest
 
 from tests.support.conversation import CONVERSATION, ingest
 from tests.support.fake_openai import FakeOpenAI
-from turngraph.app import build_embedder, build_recall_worker
+from turngraph.app import build_embedder, build_pipeline, build_recall_worker
 from turngraph.clients import Clients
 from turngraph.schemas.changes import MemoryUpsert, decode_change
 from turngraph.workers.embeddings.endpoint import EndpointEmbedder
@@ -144,3 +145,36 @@ def test_rebuild_after_a_model_change_while_replicas_answer(clients: Clients) ->
 def _request(query: str) -> bytes:
     body = {"query": query, "workspace": "w1", "user": "u1", "scopes": ["workspace"]}
     return json.dumps(body).encode()
+
+
+def test_a_batch_with_a_model_reads_its_previous_turns_in_its_write(
+    clients: Clients, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = build_pipeline(clients)  # the default local model pair
+    pipeline.ingest(CONVERSATION[:2])  # s1's turns 0 and 1
+    transactions: list[str] = []
+
+    def counted(name: str, original: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            transactions.append(name)
+            return original(*args, **kwargs)
+
+        return call
+
+    for owner, name in (
+        (neo4j.Session, "execute_write"),
+        (neo4j.Session, "execute_read"),
+        (neo4j.Session, "begin_transaction"),
+        (neo4j.Driver, "execute_query"),
+    ):
+        monkeypatch.setattr(owner, name, counted(name, getattr(owner, name)))  # fmt: skip
+
+    pipeline.ingest([CONVERSATION[2]])  # s1's turn 2: its previous turn is in the graph
+
+    # the write (its previous turn read with the chain), then its vector: no read between
+    assert transactions == ["execute_write", "execute_write"]
+    upsert = next(u for u in _upserts(clients) if u.memory.id == CONVERSATION[2].event_id)
+    assert upsert.embedding is not None
+    text = embedding_text(CONVERSATION[2].content, CONVERSATION[1].content)
+    expected = default_local_embedder().embed([text])[0]
+    assert np.allclose(upsert.embedding.vector, expected, atol=1e-5)

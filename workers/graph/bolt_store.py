@@ -47,12 +47,19 @@ class BoltGraphStore:
         *,
         entity_labels: Collection[str],
         relation_types: Collection[str],
+        previous_turns: bool = False,
     ) -> None:
+        """``previous_turns``: writes return each turn's previous turn (for the ingest
+        embedding; ``GraphWriter``)."""
         self.driver = driver
         self.database = database
         self.entity_labels = frozenset(entity_labels)
         self._writer = GraphWriter(
-            driver, database, entity_labels=entity_labels, relation_types=relation_types
+            driver,
+            database,
+            entity_labels=entity_labels,
+            relation_types=relation_types,
+            previous_turns=previous_turns,
         )
 
     def write(self, batch: Batch) -> WriteReport:

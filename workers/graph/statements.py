@@ -5,7 +5,8 @@ Labels and relationship types come from the ontology allow-list and are formatte
 """
 
 __all__ = [
-    "LINK_EPISODE_CHAIN", "RETRACT_MENTIONS", "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
+    "LINK_EPISODE_CHAIN", "LINK_EPISODE_CHAIN_READING_PREVIOUS", "RETRACT_MENTIONS",
+    "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
     "UPSERT_EPISODES", "UPSERT_FACTS", "UPSERT_MENTIONED_ENTITIES", "UPSERT_SESSIONS",
     "UPSERT_WORKSPACES",
 ]  # fmt: skip
@@ -50,6 +51,14 @@ OPTIONAL MATCH (n:Episode {turn_key: r.next_key})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (p)-[:NEXT]->(e))
 FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END | MERGE (e)-[:NEXT]->(n))
 """
+
+LINK_EPISODE_CHAIN_READING_PREVIOUS = (
+    LINK_EPISODE_CHAIN
+    + """RETURN r.event_id AS event_id, p.content AS content, p.speaker AS speaker
+"""
+)
+"""The chain, and each turn's previous turn as the graph holds it (the ingest embedding's
+context) from the match the chain makes anyway: no read of its own."""
 
 UPSERT_MENTIONED_ENTITIES = """
 UNWIND $rows AS r

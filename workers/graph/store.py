@@ -41,6 +41,10 @@ class WriteReport:
     """Event ids whose Episode this write created (not found already written): the
     ingest pipeline counts them per event, so a turn written twice shows."""
     memories: list[MemoryRecord] = field(default_factory=list)
+    previous_texts: dict[str, str] | None = None
+    """Each written turn's previous turn (``speaker_text``), by event id, for the turns
+    whose previous turn the graph holds, read in the write's transaction; None when the
+    store was not asked to (no embedding model) or does not read them."""
 
 
 @dataclass

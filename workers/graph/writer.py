@@ -8,6 +8,7 @@ from typing import Any
 import neo4j
 
 from turngraph.schemas.changes import MemoryRecord
+from turngraph.workers.embeddings.texts import speaker_text
 from turngraph.workers.graph import statements as cypher
 from turngraph.workers.graph.batch_plan import first_per, plan_batch
 from turngraph.workers.graph.keys import checked_label, checked_rel_type
@@ -37,11 +38,15 @@ class GraphWriter:
         *,
         entity_labels: Collection[str],
         relation_types: Collection[str],
+        previous_turns: bool = False,
     ) -> None:
+        """``previous_turns``: return each turn's previous turn with the write
+        (:attr:`WriteReport.previous_texts`, the ingest embedding's context)."""
         self._driver = driver
         self._database = database
         self._labels = frozenset(checked_label(label) for label in entity_labels)
         self._relations = frozenset(checked_rel_type(rel) for rel in relation_types)
+        self._previous_turns = previous_turns
 
     def write(self, batch: Batch) -> WriteReport:
         plan = plan_batch(batch, self._labels, self._relations)
@@ -49,7 +54,9 @@ class GraphWriter:
 
         written_at = {row["ingested_at"] for row in episodes}
 
-        def work(tx: neo4j.ManagedTransaction) -> tuple[WriteOutcome, list[MemoryRecord]]:
+        def work(
+            tx: neo4j.ManagedTransaction,
+        ) -> tuple[WriteOutcome, list[MemoryRecord], dict[str, str] | None]:
             tx.run(cypher.UPSERT_WORKSPACES, rows=first_per(episodes, "workspace")).consume()
             tx.run(cypher.UPSERT_SESSIONS, rows=first_per(episodes, "session_id")).consume()
             created = {
@@ -57,7 +64,16 @@ class GraphWriter:
                 for rec in tx.run(cypher.UPSERT_EPISODES, rows=episodes)
                 if rec["ingested_at"] in written_at
             }
-            tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
+            previous = None
+            if self._previous_turns:
+                chain = tx.run(cypher.LINK_EPISODE_CHAIN_READING_PREVIOUS, rows=episodes)
+                previous = {
+                    rec["event_id"]: speaker_text(rec["content"], rec["speaker"])
+                    for rec in chain
+                    if rec["content"] is not None
+                }
+            else:
+                tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
             for label, rows in sorted(plan.retractions.items()):
                 tx.run(cypher.RETRACT_MENTIONS.format(label=label), rows=rows).consume()
             for label in sorted(entities):
@@ -73,10 +89,10 @@ class GraphWriter:
                 for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
                     result = tx.run(statement, rows=plan.decisions)
                     superseded += [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
-            return (superseded, sorted(created)), _read_back(tx, episodes, entities)
+            return (superseded, sorted(created)), _read_back(tx, episodes, entities), previous
 
         report = WriteReport(dropped=plan.dropped)
-        (report.superseded, report.created), report.memories = run_write(
+        (report.superseded, report.created), report.memories, report.previous_texts = run_write(
             self._driver, self._database, work, action="write a batch"
         )
         report.episodes = len(episodes)

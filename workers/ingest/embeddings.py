@@ -76,15 +76,17 @@ class MemoryEmbedder:
         self._clock = clock
         self._resume_at = 0.0
 
-    def embed(self, memories: Sequence[MemoryRecord]) -> dict[str, Embedding]:
+    def embed(
+        self, memories: Sequence[MemoryRecord], previous: Mapping[str, str] | None = None
+    ) -> dict[str, Embedding]:
         """``memory id -> Embedding`` for each memory (empty when the embedder failed
-        or is cooling down after a failure)."""
+        or is cooling down after a failure); ``previous`` as in :meth:`texts`."""
         if not memories:
             return {}
         if self._clock() < self._resume_at:
             self.counters.skipped += len(memories)
             return {}
-        texts = self.texts(memories)
+        texts = self.texts(memories, previous)
         try:
             rows = self.embedder.embed(texts)
         except TurngraphError as exc:
@@ -108,23 +110,31 @@ class MemoryEmbedder:
         log.warning("ingest_embedding_failed", memories=count, error=error)
         return {}
 
-    def texts(self, memories: Sequence[MemoryRecord]) -> list[str]:
-        """Each memory's embedding text; previous turns from the batch, else the graph."""
+    def texts(
+        self, memories: Sequence[MemoryRecord], previous: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Each memory's embedding text; previous turns from the batch, else from
+        ``previous`` (``speaker_text`` by event id, read with the write), else read from
+        the graph when ``previous`` is None."""
         own = {m.id: speaker_text(m.text, m.extra.get("speaker")) for m in memories}
         by_turn = {
             (m.session_id, m.turn_index): own[m.id]
             for m in memories
             if m.kind is MemoryKind.EPISODE and m.turn_index is not None
         }
-        previous: dict[str, str] = {}
+        before_each: dict[str, str] = {}
         missing: list[tuple[str, str, int]] = []
         for m in memories:
             if m.kind is not MemoryKind.EPISODE or not m.turn_index or not m.session_id:
                 continue
             before = by_turn.get((m.session_id, m.turn_index - 1))
             if before is not None:
-                previous[m.id] = before
+                before_each[m.id] = before
+            elif previous is not None:
+                if m.id in previous:
+                    before_each[m.id] = previous[m.id]
             else:
                 missing.append((m.id, m.session_id, m.turn_index))
-        previous.update(self.store.previous_texts(missing))
-        return [embedding_text(own[m.id], previous.get(m.id)) for m in memories]
+        if missing:
+            before_each.update(self.store.previous_texts(missing))
+        return [embedding_text(own[m.id], before_each.get(m.id)) for m in memories]

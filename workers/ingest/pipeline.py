@@ -120,7 +120,9 @@ class IngestPipeline:
         extractions = self._extractor.extract(clean)
         batch = list(zip(clean, extractions, strict=True))
         report = self._store.write(batch)
-        vectors = self.embeddings.embed(report.memories) if self.embeddings else {}
+        vectors = (
+            self.embeddings.embed(report.memories, report.previous_texts) if self.embeddings else {}
+        )
         dropped = report.dropped + sum(extraction.dropped for extraction in extractions)
         now = time.time()
         try:
