@@ -5,8 +5,10 @@
 In one run, on an embedded Valkey it starts itself:
 
 - sustained: one producer publishes N turns in a tight loop and flushes; events/s from the
-  first call until Redis has answered for every event (redaction, serialization and the
-  inbox script's bound check and append included; no RQ job is written by a producer);
+  first call until Redis has answered for every event (redaction, serialization, the
+  append and the count script's bound check included; no RQ job is written by a
+  producer); Redis's time is that of the commands the producer sends (``MULTI``,
+  ``RPUSH``, the count script's ``EVAL``; a tenant's ``FCALL``);
 - reference: the same event payloads through raw pipelined ``RPUSH`` (256 per round trip);
 - tenant: the same turns published with a tenant credential into the tenant's bounded
   inbox (``producers/tenant_inbox.py``; admission into RQ jobs is the ingest worker's);
@@ -106,10 +108,15 @@ def make_events(count: int, session: str, seed: int = 7) -> list[TurnEvent]:
     return events
 
 
-def server_us(conn: redis.Redis, command: str) -> float:
-    """Microseconds Redis spent in ``command`` since the last CONFIG RESETSTAT."""
-    stats = conn.info("commandstats").get(f"cmdstat_{command}", {})
-    return float(stats.get("usec", 0))
+def server_us(conn: redis.Redis, *commands: str) -> float:
+    """Microseconds Redis spent in ``commands`` since the last CONFIG RESETSTAT (a script's
+    time includes the commands it ran)."""
+    stats = conn.info("commandstats")
+    return float(sum(stats.get(f"cmdstat_{command}", {}).get("usec", 0) for command in commands))
+
+
+PUBLISH_COMMANDS = ("multi", "rpush", "eval")
+"""What the operator's publisher sends per batch (``EXEC``'s time is theirs again)."""
 
 
 def raw_rpush(url: str, payloads: list[bytes]) -> tuple[float, tuple[float, float]]:
@@ -136,10 +143,11 @@ def raw_rpush(url: str, payloads: list[bytes]) -> tuple[float, tuple[float, floa
 
 def sustained(
     url: str, events: list[TurnEvent], *, admin_url: str | None = None, tenant: str | None = None
-) -> tuple[float, tuple[float, float], list[float], int]:
+) -> tuple[float, tuple[float, float], list[float], int, float]:
     """Events/s of publish + flush, CPU µs per event (this process plus the Redis
-    server), the per-call times, and the events enqueued. With ``tenant`` (and its
-    credential in ``url``) into the tenant's inbox instead of the RQ queue."""
+    server), the per-call times, the events enqueued, and Redis's main-thread CPU µs per
+    event (protocol parsing and socket I/O too). With ``tenant`` (and its credential in
+    ``url``) into the tenant's inbox instead of the RQ queue."""
     publisher = Publisher(
         redis_url=url,
         max_queue_length=10 * len(events),
@@ -148,6 +156,7 @@ def sustained(
     )
     admin = redis.Redis.from_url(admin_url or url)
     admin.config_resetstat()
+    main_thread = main_thread_s(admin)
     timings = []
     cpu = time.process_time()
     began = time.perf_counter()
@@ -160,10 +169,11 @@ def sustained(
     rate = len(events) / (time.perf_counter() - began)
     cpu_us = (
         (time.process_time() - cpu) * 1e6 / len(events),
-        server_us(admin, "fcall" if tenant else "evalsha") / len(events),
+        server_us(admin, *(("fcall",) if tenant else PUBLISH_COMMANDS)) / len(events),
     )
+    main_us = (main_thread_s(admin) - main_thread) * 1e6 / len(events)
     admin.close()
-    return rate, cpu_us, timings, publisher.close().enqueued
+    return rate, cpu_us, timings, publisher.close().enqueued, main_us
 
 
 def redis_us(conn: redis.Redis) -> tuple[float, float]:
@@ -270,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             admit_rates: list[float] = []
             admit_cpu: list[tuple[float, float]] = []
             admit_main: list[float] = []
+            pub_main: list[float] = []
             admit_scripts: list[float] = []
             for trial in range(args.trials):
                 events = make_events(args.events, f"s_trial{trial}")
@@ -278,10 +289,11 @@ def main(argv: list[str] | None = None) -> int:
                 raw_rates.append(rate)
                 raw_cpu.append(cpu_us)
                 admin.flushdb()
-                rate, cpu_us, timings, enqueued = sustained(url, events)
+                rate, cpu_us, timings, enqueued, main_us = sustained(url, events)
                 assert enqueued == len(events), "every event must be enqueued"
                 pub_rates.append(rate)
                 pub_cpu.append(cpu_us)
+                pub_main.append(main_us)
                 tight.extend(timings)
                 rate, cpu_us, scripts_us, main_us = admission(url, len(events))
                 admit_rates.append(rate)
@@ -289,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 admit_scripts.append(scripts_us)
                 admit_main.append(main_us)
                 admin.flushdb()
-                rate, cpu_us, _, enqueued = sustained(
+                rate, cpu_us, _, enqueued, _ = sustained(
                     tenant_url, events, admin_url=url, tenant=BENCH_TENANT
                 )
                 assert enqueued == len(events), "every event must reach the tenant's inbox"
@@ -378,6 +390,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.median(admit_scripts):.1f} us; main thread (commands, socket I/O, "
         f"event loop) {statistics.median(admit_main):.1f} us"
     )
+    print(
+        f"publish, Redis CPU per event: commands {_cpu(pub_cpu)[1]:.1f} us; main thread "
+        f"{statistics.median(pub_main):.1f} us (the turns' JSON parsed off the socket too)"
+    )
     redis_per_turn = _cpu(pub_cpu)[1] + _cpu(admit_cpu)[1]
     print(
         f"Redis CPU per published turn, publish + admission (commands): {redis_per_turn:.1f} us"
@@ -407,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             admission_redis_cpu_us=_cpu(admit_cpu)[1],
             admission_redis_scripts_twice_us=round(statistics.median(admit_scripts), 1),
             admission_redis_main_thread_us=round(statistics.median(admit_main), 1),
+            publish_redis_main_thread_us=round(statistics.median(pub_main), 1),
             redis_cpu_us_per_turn=round(redis_per_turn, 1),
             tenant_events_per_s=round(tenant_rate),
             tenant_ratio=round(tenant_ratio, 3),

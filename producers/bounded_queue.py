@@ -1,10 +1,12 @@
-"""The bounded inbox every producer publishes into: one atomic Lua step per batch (check,
-drop, append, count).
+"""The bounded inbox every producer publishes into: one atomic step per batch (append,
+bound, drop, count).
 
-Producers never write RQ jobs: they append the redacted TurnEvent JSON to the inbox
-through ``inbox.lua`` (a tenant's through the same script as a Redis Function,
-``producers/tenant_inbox.py``), and admission moves entries into RQ batch jobs, so the
-bound, the drop policy and the counters live here. docs/producers.md ("One path").
+Producers never write RQ jobs: they append the redacted TurnEvent JSON to the inbox, the
+operator's in one ``MULTI`` (``RPUSH`` of the batch, then ``inbox_count.lua`` applies the
+bound, the drop policy and the counters to what it appended), a tenant's through
+``inbox.lua`` as a Redis Function (``producers/tenant_inbox.py``; the same outcome, one
+event at a time in Lua); admission moves entries into RQ batch jobs.
+docs/producers.md ("One path").
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from turngraph.schemas.turn_event import TurnEvent
 __all__ = [
     "BatchResult", "BoundedQueue", "Outcome", "PreparedJob", "QueueStats", "admitted_hash",
     "admitted_hashes", "delete_admitted", "inbox_script_source", "ingested_key",
-    "is_ingested", "parse_stats", "read_stats",
+    "is_ingested", "pack_resp", "parse_stats", "read_stats",
 ]  # fmt: skip
 
 
@@ -165,9 +167,28 @@ def is_ingested(conn: redis.Redis, event_id: str) -> bool:
     return bool(conn.exists(ingested_key(event_id)))
 
 
-def inbox_script_source() -> str:
-    """The bounded-append script (``inbox.lua``), shared by operator and tenant inboxes."""
-    return files("turngraph.producers").joinpath("inbox.lua").read_text(encoding="utf-8")
+def inbox_script_source(name: str = "inbox.lua") -> str:
+    """The bounded-append script (``inbox.lua``: tenants' Redis Function, and any caller
+    that appends raw entries through :meth:`BoundedQueue.call_command`), or the
+    operator's count script (``inbox_count.lua``)."""
+    return files("turngraph.producers").joinpath(name).read_text(encoding="utf-8")
+
+
+def pack_resp(args: Sequence[Any]) -> bytes:
+    """One RESP command; a plain join, 2.5x cheaper than redis-py's general ``pack_command``
+    for the few large arguments of a script call (str, bytes and int only)."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        if isinstance(arg, str):
+            value = arg.encode()
+        elif isinstance(arg, bytes):
+            value = arg
+        elif isinstance(arg, int):
+            value = b"%d" % arg
+        else:
+            raise TypeError(f"cannot pack {type(arg).__name__}")
+        parts += (b"$%d\r\n" % len(value), value, b"\r\n")
+    return b"".join(parts)
 
 
 class BoundedQueue:
@@ -196,15 +217,17 @@ class BoundedQueue:
         self.stats_key = QUEUE_STATS_TEMPLATE.format(queue=name)
         self._keys = [self.inbox_key, self.stats_key, INBOX_WAKE_TEMPLATE.format(queue=name)]
         self._head = [str(max_length), self.policy.value]
-        self._script = conn.register_script(inbox_script_source())
+        self._script = inbox_script_source()
+        self._count = inbox_script_source("inbox_count.lua")
 
     def call_command(self, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
-        """``EVALSHA`` of the inbox script (the operator's credential)."""
-        return ("EVALSHA", str(self._script.sha), len(keys), *keys, *args)
+        """``EVAL`` of ``inbox.lua`` on ``keys`` and ``args`` (:meth:`script_call`'s):
+        for callers that append raw entries through the checked script."""
+        return ("EVAL", self._script, len(keys), *keys, *args)
 
     def load_command(self) -> tuple[str, ...] | None:
-        """``SCRIPT LOAD`` (idempotent): a restarted Redis lost its script cache."""
-        return ("SCRIPT", "LOAD", str(self._script.script))
+        """Nothing: the operator's calls send their scripts (``EVAL``: no cache to miss)."""
+        return None
 
     def prepare(self, event: TurnEvent) -> PreparedJob:
         """Serialize one (already redacted) event: its id and its JSON."""
@@ -213,28 +236,54 @@ class BoundedQueue:
     def script_call(
         self, jobs: Sequence[PreparedJob], dropped_local: int = 0
     ) -> tuple[list[str], list[Any]]:
-        """KEYS and ARGV of one script call for ``jobs`` (for callers that pipeline)."""
+        """KEYS and ARGV of one ``inbox.lua`` call for ``jobs`` (for callers that pipeline)."""
         return self._keys, [*self._head, dropped_local, *(job.data for job in jobs)]
+
+    def commands(
+        self, jobs: Sequence[PreparedJob], dropped_local: int = 0
+    ) -> list[tuple[Any, ...]]:
+        """The commands that publish ``jobs`` (and count ``dropped_local``) in one atomic
+        step: ``MULTI``, ``RPUSH`` of their JSON, ``inbox_count.lua``, ``EXEC``."""
+        count = ("EVAL", self._count, len(self._keys), *self._keys, *self._head, dropped_local)
+        if not jobs:
+            return [(*count, 0)]
+        push = ("RPUSH", self.inbox_key, *(job.data for job in jobs))
+        return [("MULTI",), push, (*count, len(jobs)), ("EXEC",)]
+
+    def parse_replies(self, replies: Sequence[Any]) -> BatchResult:
+        """The replies of :meth:`commands`, in order, as outcomes per event."""
+        reply = replies[-1]
+        if len(replies) > 1:  # EXEC's: the RPUSH's length, the count script's
+            if not isinstance(reply, list):  # nil: aborted (never, without WATCH)
+                raise redis.ResponseError("inbox MULTI was not executed")
+            for answer in reply:
+                if isinstance(answer, Exception):
+                    raise answer
+            reply = reply[-1]
+        enqueued, dropped_newest, dropped_oldest = (int(value) for value in reply)
+        outcomes = (Outcome.ENQUEUED,) * enqueued + (Outcome.DROPPED_NEWEST,) * dropped_newest
+        return BatchResult(outcomes=outcomes, evicted=dropped_oldest)
 
     @staticmethod
     def parse_reply(reply: Iterable[Any]) -> BatchResult:
-        """Turn the script's reply into outcomes per event plus the eviction count."""
+        """Turn ``inbox.lua``'s reply into outcomes per event plus the eviction count."""
         codes = [int(code) for code in reply]
         return BatchResult(outcomes=tuple(_OUTCOMES[c] for c in codes[:-1]), evicted=codes[-1])
 
     def enqueue_many(self, events: Sequence[TurnEvent]) -> BatchResult:
         """Append already-redacted events in one atomic step; raises redis errors."""
-        keys, args = self.script_call([self.prepare(event) for event in events])
-        command = self.call_command(keys, args)
+        commands = self.commands([self.prepare(event) for event in events])
+        pool = self.conn.connection_pool
+        connection = pool.get_connection()
         try:
-            reply = self.conn.execute_command(*command)
-        except redis.exceptions.NoScriptError:
-            load = self.load_command()
-            if load is None:
-                raise
-            self.conn.execute_command(*load)
-            reply = self.conn.execute_command(*command)
-        return self.parse_reply(reply)
+            connection.send_packed_command([pack_resp(c) for c in commands])
+            replies = [connection.read_response() for _ in commands]
+        except BaseException:
+            connection.disconnect()  # replies half read must not be reused
+            raise
+        finally:
+            pool.release(connection)
+        return self.parse_replies(replies)
 
     def enqueue(self, event: TurnEvent) -> Outcome:
         """Append one already-redacted event; raises redis errors."""

@@ -2,7 +2,7 @@
 
 ``Publisher.publish(event)`` only appends to a bounded in-process buffer (microseconds,
 never blocks, never raises). A background thread redacts secrets, serializes the events
-as JSON and appends them in batches to the bounded inbox (``inbox.lua``). When Redis
+as JSON and appends them in batches to the bounded inbox (``bounded_queue.py``). When Redis
 is down or slow, sends time out quickly and are retried with exponential backoff and
 jitter while the buffer keeps accepting events; when it is full, new events are dropped
 and counted (fail-open: the chat never waits for its memory).

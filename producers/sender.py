@@ -1,4 +1,4 @@
-"""Lua calls kept in flight, so Redis runs batches while the next one is serialized.
+"""Inbox calls kept in flight, so Redis runs batches while the next one is serialized.
 
 redis-py's ``Pipeline.execute`` writes and then waits; the publisher instead writes a
 batch, prepares the next one (redaction, JSON) while Redis executes the script, and reads
@@ -7,13 +7,14 @@ replies only when it must. This module owns that one connection and its error ha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import redis
 from redis.connection import AbstractConnection
 
-from turngraph.producers.bounded_queue import BatchResult, PreparedJob
+from turngraph.producers.bounded_queue import BatchResult, PreparedJob, pack_resp
 
 __all__ = ["SEND_ERRORS", "ScriptSender", "ScriptTarget", "pack_resp"]
 
@@ -26,76 +27,58 @@ class ScriptTarget(Protocol):
 
     conn: redis.Redis
 
-    def call_command(self, keys: Sequence[str], args: Sequence[Any]) -> tuple[Any, ...]:
-        """The command that runs the script on ``keys`` and ``args``."""
-        ...
-
     def load_command(self) -> tuple[str, ...] | None:
         """The command run once per connection before the first call, if any."""
         ...
 
-    def script_call(
+    def commands(
         self, jobs: Sequence[PreparedJob], dropped_local: int = 0
-    ) -> tuple[list[str], list[Any]]: ...
+    ) -> list[tuple[Any, ...]]:
+        """The commands that publish ``jobs`` in one atomic step."""
+        ...
 
-    def parse_reply(self, reply: Iterable[Any]) -> BatchResult: ...
+    def parse_replies(self, replies: Sequence[Any]) -> BatchResult:
+        """Their replies, in order, as outcomes per event."""
+        ...
 
     def prepare(self, event: Any) -> PreparedJob: ...
 
 
-def pack_resp(args: Sequence[Any]) -> bytes:
-    """One RESP command; a plain join, 2.5x cheaper than redis-py's general ``pack_command``
-    for the few large arguments of a script call (str, bytes and int only)."""
-    parts = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        if isinstance(arg, str):
-            value = arg.encode()
-        elif isinstance(arg, bytes):
-            value = arg
-        elif isinstance(arg, int):
-            value = b"%d" % arg
-        else:
-            raise TypeError(f"cannot pack {type(arg).__name__}")
-        parts += (b"$%d\r\n" % len(value), value, b"\r\n")
-    return b"".join(parts)
-
-
 class ScriptSender:
-    """Writes script calls and reads their replies, in order, on one pooled connection.
+    """Writes inbox calls and reads their replies, in order, on one pooled connection.
 
-    Several calls may be in flight (written, reply not yet read). The script is loaded
-    once per connection (SCRIPT LOAD is idempotent), so a restarted Redis that lost its
-    script cache answers the next call normally.
+    Several calls may be in flight (written, replies not yet read); a call is its target's
+    :meth:`~ScriptTarget.commands` (the operator's ``MULTI`` … ``EXEC``, a tenant's
+    ``FCALL``). A target's ``load_command``, if any, runs once per connection.
     """
 
     def __init__(self, queue: ScriptTarget) -> None:
         self._queue = queue
         self._conn: AbstractConnection | None = None
-        self._in_flight = 0
+        self._replies: deque[int] = deque()  # replies each call in flight awaits
 
     @property
     def in_flight(self) -> int:
-        """Calls written whose reply has not been read."""
-        return self._in_flight
+        """Calls written whose replies have not been read."""
+        return len(self._replies)
 
     def send(self, jobs: Sequence[PreparedJob], dropped_local: int = 0) -> None:
-        """Write one script call for ``jobs``; does not wait for its reply."""
-        keys, args = self._queue.script_call(jobs, dropped_local)
-        command = self._queue.call_command(keys, args)
+        """Write one call (its commands) for ``jobs``; does not wait for its replies."""
+        commands = self._queue.commands(jobs, dropped_local)
         conn = self._connection()
-        conn.send_packed_command([pack_resp(command)], check_health=False)
-        self._in_flight += 1
+        conn.send_packed_command([pack_resp(c) for c in commands], check_health=False)
+        self._replies.append(len(commands))
 
     def receive(self) -> BatchResult:
-        """Read the reply of the oldest call in flight."""
-        assert self._conn is not None and self._in_flight > 0
-        reply = self._conn.read_response()
-        self._in_flight -= 1
-        return self._queue.parse_reply(reply)
+        """Read the replies of the oldest call in flight."""
+        assert self._conn is not None and self._replies
+        replies = [self._conn.read_response() for _ in range(self._replies[0])]
+        self._replies.popleft()
+        return self._queue.parse_replies(replies)
 
     def reset(self) -> None:
         """Drop the connection after an error (half-read replies must not be reused)."""
-        self._in_flight = 0
+        self._replies.clear()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.disconnect()
@@ -103,7 +86,7 @@ class ScriptSender:
 
     def close(self) -> None:
         """Give the connection back to the pool."""
-        if self._in_flight:
+        if self._replies:
             self.reset()
             return
         conn, self._conn = self._conn, None

@@ -1,6 +1,6 @@
 """A tenant's bounded inbox: what a producer holding a tenant credential publishes into.
 
-The operator's ``inbox.lua`` (same bound, drop policy and counters), run as a Redis
+``inbox.lua`` (the operator's bound, drop policy and counters, event by event), run as a Redis
 Function (``FCALL turngraph_inbox_push``) because a tenant credential may call our
 functions but not load or evaluate scripts; the operator loads the library
 (:func:`load_inbox_function`). docs/producers.md ("With a tenant credential").
@@ -14,7 +14,9 @@ from typing import Any
 import redis
 
 from turngraph.producers.bounded_queue import (
+    BatchResult,
     BoundedQueue,
+    PreparedJob,
     QueueStats,
     inbox_script_source,
     parse_stats,
@@ -76,6 +78,16 @@ class TenantInbox(BoundedQueue):
     def load_command(self) -> None:
         """Nothing: the operator loads the function library, a tenant cannot."""
         return None
+
+    def commands(
+        self, jobs: Sequence[PreparedJob], dropped_local: int = 0
+    ) -> list[tuple[Any, ...]]:
+        """One ``FCALL``: a tenant may not append to its inbox but through the function."""
+        return [self.call_command(*self.script_call(jobs, dropped_local))]
+
+    def parse_replies(self, replies: Sequence[Any]) -> BatchResult:
+        """The ``FCALL``'s reply as outcomes per event."""
+        return self.parse_reply(replies[-1])
 
     def stats(self) -> QueueStats:
         """The tenant's counters and its inbox length."""

@@ -1,8 +1,10 @@
-"""The operator's bounded inbox (``inbox.lua`` by EVALSHA) against a real Valkey: bound,
-drop policies and exact counters; duplicates are found at admission."""
+"""The operator's bounded inbox (``RPUSH`` + ``inbox_count.lua`` in one MULTI) against a
+real Valkey: bound, drop policies and exact counters, the same as ``inbox.lua`` (tenants'
+and raw callers'); duplicates are found at admission."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -20,6 +22,7 @@ from turngraph.producers.bounded_queue import (
     read_stats,
 )
 from turngraph.schemas.defaults import DropPolicy
+from turngraph.schemas.keys import INBOX_WAKE_TEMPLATE
 from turngraph.workers.ingest import dead_letters
 from turngraph.workers.ingest.admission import Admission
 from turngraph.workers.ingest.dead_letters import DeadLetter
@@ -109,3 +112,46 @@ def test_a_turn_published_again_while_its_batch_job_waits_is_a_duplicate(
     stats = read_stats(redis_conn, QUEUE)
     assert (stats.published, stats.admitted, stats.duplicates) == (6, 4, 2)
     assert stats.published == stats.enqueued + stats.dropped_newest + stats.duplicates
+
+
+def test_the_operators_entries_never_pass_through_lua(redis_conn: redis.Redis) -> None:
+    inbox = _inbox(redis_conn)
+    inbox.enqueue_many([make_turn(0)])
+    with redis_conn.monitor() as monitor:
+        inbox.enqueue_many([make_turn(i) for i in range(1, 4)])
+        redis_conn.echo("tg-test-end")
+        sent = []
+        while (command := monitor.next_command())["command"] != "ECHO tg-test-end":
+            name = command["command"].split(" ", 1)[0].upper()
+            if command["client_type"] != "lua" and name not in ("HELLO", "CLIENT"):
+                sent.append(name)  # (a new connection's handshake left out)
+    # the turns' JSON travels in a plain RPUSH; the script gets their count only
+    assert sent == ["MULTI", "RPUSH", "EVAL", "EXEC"], sent
+    assert len(_inbox_ids(redis_conn, inbox)) == 4
+
+
+@pytest.mark.parametrize("policy", [DropPolicy.DROP_NEWEST, DropPolicy.DROP_OLDEST])
+def test_the_operators_inbox_bounds_and_counts_as_inbox_lua_does(
+    redis_conn: redis.Redis, policy: DropPolicy
+) -> None:
+    """Every (length before, bound, batch) of a small grid: the same entries kept, the
+    same outcomes and the same counters through both scripts."""
+    turns = itertools.count()
+    for before, bound, batch in itertools.product((0, 2, 5, 7), (1, 5), (0, 1, 3, 6)):
+        fast = BoundedQueue(redis_conn, name="tg-a", max_length=bound, policy=policy)
+        lua = BoundedQueue(redis_conn, name="tg-b", max_length=bound, policy=policy)
+        redis_conn.flushdb()
+        old = [make_turn(next(turns)) for _ in range(before)]
+        for key in (fast.inbox_key, lua.inbox_key):  # an inbox a larger bound filled
+            if old:
+                redis_conn.rpush(key, *(fast.prepare(t).data for t in old))
+        new = [make_turn(next(turns)) for _ in range(batch)]
+        got = fast.enqueue_many(new)
+        keys, args = lua.script_call([lua.prepare(t) for t in new])
+        want = lua.parse_reply(redis_conn.execute_command(*lua.call_command(keys, args)))
+        case = (before, bound, batch)
+        assert got == want, case
+        assert redis_conn.lrange(fast.inbox_key, 0, -1) == redis_conn.lrange(lua.inbox_key, 0, -1)
+        assert read_stats(redis_conn, "tg-a") == read_stats(redis_conn, "tg-b"), case
+        wakes = [INBOX_WAKE_TEMPLATE.format(queue=q) for q in ("tg-a", "tg-b")]
+        assert redis_conn.lrange(wakes[0], 0, -1) == redis_conn.lrange(wakes[1], 0, -1), case
