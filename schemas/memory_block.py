@@ -14,15 +14,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from turngraph.schemas.recall import RecallResult
 
-__all__ = ["MIN_SENTENCE_CHARS", "Said", "normalised", "render_memory_block"]
+__all__ = ["MIN_SENTENCE_CHARS", "TEXT_CACHE", "Said", "normalised", "render_memory_block"]
 
 MIN_SENTENCE_CHARS = 40
 """A held sentence at least this long (normalised) found inside a new item repeats it."""
+
+TEXT_CACHE = 4_096
+"""Texts whose normalised form and sentences are kept (least recently used dropped): a
+recall replica renders the same memories' texts again and again, and normalising them
+was ~4 % of an answer's CPU (docs/operations.md, "Where a recall's time goes")."""
 
 MIN_FRAGMENT_CHARS = 12
 """A new item shorter than this (normalised) is never judged a fragment of another."""
@@ -44,19 +50,21 @@ _WORD = re.compile(r"[0-9a-z]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+|…")
 
 
+@lru_cache(maxsize=TEXT_CACHE)
 def normalised(text: str) -> str:
     """``text`` lower-cased, its leading labels dropped, words joined by single spaces."""
     label = _LABEL.match(text)
     return " ".join(_WORD.findall((text[label.end() :] if label else text).lower()))
 
 
-def _sentences(text: str, whole: str) -> list[str]:
+@lru_cache(maxsize=TEXT_CACHE)
+def _sentences(text: str, whole: str) -> tuple[str, ...]:
     """The normalised sentences of ``text`` (``whole``: ``text`` normalised, the one
     sentence of a text that does not split)."""
     parts = _SENTENCE_END.split(text)
     if len(parts) == 1:
-        return [whole] if whole else []
-    return [n for part in parts if (n := normalised(part))]
+        return (whole,) if whole else ()
+    return tuple(n for part in parts if (n := normalised(part)))
 
 
 @dataclass

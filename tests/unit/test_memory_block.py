@@ -101,3 +101,16 @@ def test_normalised_is_the_words_after_the_leading_labels(text: str) -> None:
     (the regular-expression substitutions it replaced, for speed, say the same)."""
     expected = re.sub(r"[^0-9a-z]+", " ", _LABEL.sub("", text).lower()).strip()
     assert normalised(text) == expected
+
+
+def test_a_text_rendered_again_is_not_normalised_again() -> None:
+    """A replica renders the same memories again and again: their normalised text and
+    sentences are kept (``TEXT_CACHE``), the block is the same."""
+    results = [
+        _result(f"{DECISION} Asked again in round {n}. Still the same decision.", (f"e{n}",))
+        for n in range(3)
+    ]
+    first = render_memory_block(results)
+    misses = normalised.cache_info().misses
+    assert render_memory_block(results) == first
+    assert normalised.cache_info().misses == misses

@@ -9,6 +9,7 @@ from turngraph.workers.recall.ranking import DEFAULT
 from turngraph.workers.recall.scoring import (
     Deduplicator,
     Scored,
+    _signature,
     fuse,
     is_visible,
     merge_provenance,
@@ -134,3 +135,29 @@ def test_pack_drops_near_duplicates() -> None:
 def test_ties_go_to_decision_records() -> None:
     plain, decision = _item(1, "x", final=0.5), _item(2, "y", final=0.5, decision=True)
     assert sorted([plain, decision], key=rank_key, reverse=True)[0] is decision
+
+
+def test_a_packed_text_is_not_split_into_words_again() -> None:
+    """The de-duplication's word set of a text a replica packs again is kept."""
+    text = "The ledger keeps integer cents, never floats, for exact sums."
+    first = _signature(text)
+    misses = _signature.cache_info().misses
+    assert (
+        _signature(text)
+        == first
+        == frozenset(
+            [
+                "the",
+                "ledger",
+                "keeps",
+                "integer",
+                "cents",
+                "never",
+                "floats",
+                "for",
+                "exact",
+                "sums",
+            ]
+        )
+    )
+    assert _signature.cache_info().misses == misses

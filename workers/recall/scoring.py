@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TypeVar
 
 from turngraph.workers.recall.ranking import Ranking
@@ -140,6 +141,12 @@ def normalise(scores: Mapping[K, float], over: Callable[[K], bool] | None = None
 _WORDS = re.compile(r"[a-z0-9]+")
 
 
+SIGNATURE_CACHE = 4_096
+"""Texts whose word set :class:`Deduplicator` keeps (a replica packs the same memories
+again and again)."""
+
+
+@lru_cache(maxsize=SIGNATURE_CACHE)
 def _signature(text: str) -> frozenset[str]:
     return frozenset(_WORDS.findall(text.lower()))
 

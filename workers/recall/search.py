@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
+from functools import lru_cache, partial
 
 from turngraph.schemas.recall import (
     RecallRequest,
@@ -62,6 +62,9 @@ from turngraph.workers.recall.timeq import TimeIntent, parse_time
 from turngraph.workers.recall.window import Window
 
 __all__ = ["search"]
+
+_tokens_of = lru_cache(maxsize=4_096)(estimate_tokens)
+"""``estimate_tokens`` of the texts a replica packs again and again (memories' texts)."""
 
 
 def search(
@@ -135,7 +138,7 @@ def search(
             text=f.memory.text,
             final=f.final,
             is_decision_record=f.decision_record,
-            tokens=estimate_tokens(f.memory.text),
+            tokens=_tokens_of(f.memory.text),
             source_event_ids=f.memory.source_event_ids,
         )
         for f in factors[: request.max_results * ranking.pack_pool]
@@ -145,7 +148,7 @@ def search(
         max_results=request.max_results,
         max_tokens=request.max_tokens,
         truncate=truncate_to_tokens,
-        estimate=estimate_tokens,
+        estimate=_tokens_of,
     )
     by_key = {f.key: f for f in factors}
     results = [
