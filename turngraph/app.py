@@ -115,11 +115,16 @@ def llm_request_options(settings: Settings, endpoint: LLMEndpoint | None = None)
 
 
 def build_graph_store(
-    clients: Clients, ontology: Ontology | None = None, *, previous_turns: bool = False
+    clients: Clients,
+    ontology: Ontology | None = None,
+    *,
+    previous_turns: bool = False,
+    on_neo4j: bool = False,
 ) -> BoltGraphStore:
     """The graph store on the process's driver, restricted to the ontology's labels and
     relationship types (the configured ontology unless one is given); ``previous_turns``:
-    its writes also return each turn's previous turn (the ingest embedding's context)."""
+    its writes also return each turn's previous turn (the ingest embedding's context);
+    ``on_neo4j``: the graph is Neo4j, whose cached plans the writes keep."""
     ontology = ontology or load_ontology(clients.settings)
     return BoltGraphStore(
         clients.graph,
@@ -127,6 +132,7 @@ def build_graph_store(
         entity_labels=ontology.labels(),
         relation_types=ontology.relationship_types(),
         previous_turns=previous_turns,
+        keep_plans=on_neo4j,
     )
 
 
@@ -161,7 +167,9 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     )
     return IngestPipeline(
         redis_client=clients.redis,
-        store=build_graph_store(clients, ontology, previous_turns=embedder is not None),
+        store=build_graph_store(
+            clients, ontology, previous_turns=embedder is not None, on_neo4j=bool(on_neo4j)
+        ),
         extractor=extractor or build_extractor(settings, clients.llm, ontology=ontology),
         changes_stream=settings.changes_stream,
         followups=(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import neo4j
 import pytest
 
 from tests.support.turns import turn
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients
+from turngraph.workers.graph import statements as cypher
 
 pytestmark = pytest.mark.both_engines
 
@@ -165,3 +167,27 @@ def test_turns_of_a_forgotten_scope_never_land(clients: Clients) -> None:
     assert result.turns == 1 and result.forgotten == 1
     rows = _rows(clients, "MATCH (e:Episode) RETURN e.session_id AS s")
     assert rows == [{"s": "s1"}]
+
+
+def test_on_neo4j_the_unique_key_writes_keep_their_plans(
+    clients: Clients, graph_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    run = neo4j.ManagedTransaction.run
+
+    def recorded(tx: neo4j.ManagedTransaction, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return run(tx, query, *args, **kwargs)
+
+    monkeypatch.setattr(neo4j.ManagedTransaction, "run", recorded)
+    _ingest(clients)  # two decisions on one subject: the second supersedes the first
+
+    kept = [text for text in sent if text.startswith(cypher.KEEP_PLAN)]
+    if graph_engine == "arcadedb":
+        assert not kept  # ArcadeDB is sent no Neo4j query option
+        return
+    assert cypher.KEEP_PLAN + cypher.UPSERT_EPISODES in kept
+    assert any("MERGE (n:Decision {uid: r.uid})" in text for text in kept)
+    # the statements that choose between the scope key's and the subject's index are planned
+    # again as the graph grows
+    assert cypher.SUPERSEDE_DECISIONS in sent and cypher.SUPERSEDE_LATE_ARRIVALS in sent

@@ -48,9 +48,11 @@ class BoltGraphStore:
         entity_labels: Collection[str],
         relation_types: Collection[str],
         previous_turns: bool = False,
+        keep_plans: bool = False,
     ) -> None:
         """``previous_turns``: writes return each turn's previous turn (for the ingest
-        embedding; ``GraphWriter``)."""
+        embedding); ``keep_plans``: on Neo4j, its unique-key statements keep their plans
+        (both: ``GraphWriter``)."""
         self.driver = driver
         self.database = database
         self.entity_labels = frozenset(entity_labels)
@@ -60,6 +62,7 @@ class BoltGraphStore:
             entity_labels=entity_labels,
             relation_types=relation_types,
             previous_turns=previous_turns,
+            keep_plans=keep_plans,
         )
 
     def write(self, batch: Batch) -> WriteReport:

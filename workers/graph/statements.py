@@ -5,11 +5,18 @@ Labels and relationship types come from the ontology allow-list and are formatte
 """
 
 __all__ = [
-    "LINK_EPISODE_CHAIN", "LINK_EPISODE_CHAIN_READING_PREVIOUS", "RETRACT_MENTIONS",
+    "KEEP_PLAN", "LINK_EPISODE_CHAIN", "LINK_EPISODE_CHAIN_READING_PREVIOUS", "RETRACT_MENTIONS",
     "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
     "UPSERT_EPISODES", "UPSERT_FACTS", "UPSERT_MENTIONED_ENTITIES", "UPSERT_SESSIONS",
     "UPSERT_WORKSPACES",
 ]  # fmt: skip
+
+KEEP_PLAN = "CYPHER replan=skip\n"
+"""Neo4j only, before a statement whose every node is found by a unique key (one plan
+whatever the statistics: unique index seeks): Neo4j keeps its cached plan instead of
+planning it again each time the statistics of a growing graph have moved
+(``dbms.cypher.min_replan_interval``, 10 s). Statements that pick between indexes
+(``SUPERSEDE_*``: scope key and subject) are planned as Neo4j sees fit."""
 
 UPSERT_WORKSPACES = """
 UNWIND $rows AS r

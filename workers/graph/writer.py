@@ -39,14 +39,18 @@ class GraphWriter:
         entity_labels: Collection[str],
         relation_types: Collection[str],
         previous_turns: bool = False,
+        keep_plans: bool = False,
     ) -> None:
         """``previous_turns``: return each turn's previous turn with the write
-        (:attr:`WriteReport.previous_texts`, the ingest embedding's context)."""
+        (:attr:`WriteReport.previous_texts`, the ingest embedding's context);
+        ``keep_plans`` (Neo4j only): the unique-key statements keep their cached plans
+        (:data:`~workers.graph.statements.KEEP_PLAN`)."""
         self._driver = driver
         self._database = database
         self._labels = frozenset(checked_label(label) for label in entity_labels)
         self._relations = frozenset(checked_rel_type(rel) for rel in relation_types)
         self._previous_turns = previous_turns
+        self._kept = cypher.KEEP_PLAN if keep_plans else ""
 
     def write(self, batch: Batch) -> WriteReport:
         plan = plan_batch(batch, self._labels, self._relations)
@@ -57,11 +61,12 @@ class GraphWriter:
         def work(
             tx: neo4j.ManagedTransaction,
         ) -> tuple[WriteOutcome, list[MemoryRecord], dict[str, str] | None]:
-            tx.run(cypher.UPSERT_WORKSPACES, rows=first_per(episodes, "workspace")).consume()
-            tx.run(cypher.UPSERT_SESSIONS, rows=first_per(episodes, "session_id")).consume()
+            kept = self._kept
+            tx.run(kept + cypher.UPSERT_WORKSPACES, rows=first_per(episodes, "workspace")).consume()
+            tx.run(kept + cypher.UPSERT_SESSIONS, rows=first_per(episodes, "session_id")).consume()
             created = {
                 rec["event_id"]
-                for rec in tx.run(cypher.UPSERT_EPISODES, rows=episodes)
+                for rec in tx.run(kept + cypher.UPSERT_EPISODES, rows=episodes)
                 if rec["ingested_at"] in written_at
             }
             previous = None
@@ -75,12 +80,12 @@ class GraphWriter:
             else:
                 tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
             for label, rows in sorted(plan.retractions.items()):
-                tx.run(cypher.RETRACT_MENTIONS.format(label=label), rows=rows).consume()
+                tx.run(kept + cypher.RETRACT_MENTIONS.format(label=label), rows=rows).consume()
             for label in sorted(entities):
-                statement = cypher.UPSERT_MENTIONED_ENTITIES.format(label=label)
+                statement = kept + cypher.UPSERT_MENTIONED_ENTITIES.format(label=label)
                 tx.run(statement, rows=plan.entity_rows(label)).consume()
             for (source_label, rel_type, target_label), rows in sorted(facts.items()):
-                statement = cypher.UPSERT_FACTS.format(
+                statement = kept + cypher.UPSERT_FACTS.format(
                     source_label=source_label, rel_type=rel_type, target_label=target_label
                 )
                 tx.run(statement, rows=rows).consume()
@@ -89,7 +94,7 @@ class GraphWriter:
                 for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
                     result = tx.run(statement, rows=plan.decisions)
                     superseded += [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
-            return (superseded, sorted(created)), _read_back(tx, episodes, entities), previous
+            return (superseded, sorted(created)), _read_back(tx, episodes, entities, kept), previous
 
         report = WriteReport(dropped=plan.dropped)
         (report.superseded, report.created), report.memories, report.previous_texts = run_write(
@@ -105,13 +110,15 @@ def _read_back(
     tx: neo4j.ManagedTransaction,
     episodes: list[dict[str, Any]],
     entities: dict[str, dict[str, dict[str, Any]]],
+    kept: str = "",
 ) -> list[MemoryRecord]:
     """The recallable memories the batch made or touched, as the graph now holds them
-    (the same rows and mapper the recall bootstrap uses)."""
+    (the same rows and mapper the recall bootstrap uses); ``kept``: the statements'
+    prefix (:data:`~workers.graph.statements.KEEP_PLAN` on Neo4j)."""
     ids = [row["event_id"] for row in episodes]
-    memories = [episode_memory(rec) for rec in tx.run(EPISODES_BY_ID, ids=ids)]
+    memories = [episode_memory(rec) for rec in tx.run(kept + EPISODES_BY_ID, ids=ids)]
     for label in sorted(RECALLABLE_ENTITY_TYPES & entities.keys()):
-        statement = DIRECTIVES_BY_UID.format(label=label)
+        statement = kept + DIRECTIVES_BY_UID.format(label=label)
         for rec in tx.run(statement, uids=sorted(entities[label])):
             memory = directive_memory(label, rec)
             if memory is not None:
