@@ -4,12 +4,14 @@ Starts the embedded services on each engine, builds the ingest pipeline as a wor
 (schema, extractor, embedding model) and ingests ``--turns`` bench turns in batches of
 ``--batch``, reading the graph server's CPU (``/proc``) around every statement, commit
 and read the driver sends. The driver is synchronous and alone on the server, so each
-delta is that statement's (plus the server's background threads meanwhile: GC, JIT).
-Prints the graph CPU per batch, then per statement (the warm batches: after
-``--warm``), and ``RESULT ingest_statements …``.
+delta is that statement's (plus the server's background threads meanwhile: GC, and the
+JIT compiler, which in runs this short is most of it: its threads' CPU is printed per
+batch). Prints the graph CPU per batch and its JIT's, then per statement (the warm
+batches: after ``--warm``), and ``RESULT ingest_statements …``.
 
     python -m bench.ingest_statements [--turns 3000] [--batch 100] [--warm 10]
                                       [--embedding local] [--graph arcadedb,neo4j]
+                                      [--drop-index NAME ...]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,8 +32,8 @@ from neo4j._sync.work.session import Session
 from neo4j._sync.work.transaction import TransactionBase
 
 from bench.embedding_options import settings_fields
-from bench.ingest import make_turns
-from bench.proc import cpu_seconds
+from bench.ingest import JIT_THREADS, make_turns
+from bench.proc import ThreadsClock, cpu_seconds
 from bench.report import result_line, table
 from turngraph.app import build_pipeline
 from turngraph.clients import build_clients, with_endpoints
@@ -147,7 +149,14 @@ class _Buffered:
         return [r.data() for r in self._records]
 
 
-def measure(engine: str, count: int, batch: int, warm: int, embedding: str) -> dict[str, Any]:
+def measure(
+    engine: str,
+    count: int,
+    batch: int,
+    warm: int,
+    embedding: str,
+    drop_indexes: Sequence[str] = (),
+) -> dict[str, Any]:
     turns = make_turns(count)
     with tempfile.TemporaryDirectory() as tmp:
         services = EmbeddedServices(Path(tmp), engine)
@@ -164,24 +173,32 @@ def measure(engine: str, count: int, batch: int, warm: int, embedding: str) -> d
             configure_logging(settings)
             clients = build_clients(with_endpoints(settings, endpoints))
             clock = StatementClock(graph_pid)
+            jit = ThreadsClock(graph_pid, JIT_THREADS)
             per_batch: list[float] = []
+            jit_per_batch: list[float] = []
             try:
                 pipeline = build_pipeline(clients)
-                import os
-
-                for name in filter(None, os.environ.get("DROP_INDEXES", "").split(",")):
+                for name in drop_indexes:  # what an index costs: measured without it
                     clients.graph.execute_query(f"DROP INDEX {name} IF EXISTS")
                 with clock.installed():
                     for number, start in enumerate(range(0, len(turns), batch)):
                         clock.recording = number >= warm
                         chunk = turns[start : start + batch]
+                        jit.start()
                         cpu = cpu_seconds(graph_pid)
                         pipeline.ingest(chunk)
                         per_batch.append((cpu_seconds(graph_pid) - cpu) * 1000 / len(chunk))
+                        jit.sample()
+                        jit_per_batch.append(jit.seconds * 1000 / len(chunk))
             finally:
                 clients.close()
     warm_turns = max(1, len(turns) - warm * batch)
-    return {"per_batch": per_batch, "clock": clock, "warm_turns": warm_turns}
+    return {
+        "per_batch": per_batch,
+        "jit_per_batch": jit_per_batch,
+        "clock": clock,
+        "warm_turns": warm_turns,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,13 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", type=int, default=10, help="batches left out of the table")
     parser.add_argument("--embedding", default="local", choices=("local", "static", "none"))
     parser.add_argument("--graph", default="arcadedb,neo4j")
+    parser.add_argument(
+        "--drop-index",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an index dropped after the pipeline's start-up, to measure what it costs "
+        "(e.g. episode_text on Neo4j); repeatable",
+    )
     args = parser.parse_args(argv)
     result: dict[str, float | int | str] = {"turns": args.turns, "embedding": args.embedding}
     for engine in [e.strip() for e in args.graph.split(",") if e.strip()]:
-        got = measure(engine, args.turns, args.batch, args.warm, args.embedding)
+        got = measure(engine, args.turns, args.batch, args.warm, args.embedding, args.drop_index)
         per_batch, clock, n = got["per_batch"], got["clock"], got["warm_turns"]
+        jit_per_batch = got["jit_per_batch"]
         print(f"# {engine}: graph CPU ms per turn, batch by batch")
         print(" ".join(f"{v:.1f}" for v in per_batch))
+        print(f"# {engine}: of which its JIT compiler threads, batch by batch")
+        print(" ".join(f"{v:.1f}" for v in jit_per_batch))
         rows = [
             [clock.cpu[k] * 1000 / n, clock.wall[k] * 1000 / n, clock.calls[k], k]
             for k in sorted(clock.cpu, key=lambda k: -clock.cpu[k])
@@ -209,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         result[f"{engine}_graph_cpu_ms_per_turn_warm"] = round(
             sum(warm_batches) / len(warm_batches), 3
         )
+        warm_jit = jit_per_batch[args.warm :] or jit_per_batch
+        result[f"{engine}_graph_jit_cpu_ms_per_turn_warm"] = round(sum(warm_jit) / len(warm_jit), 3)
         result[f"{engine}_graph_cpu_ms_per_turn_all"] = round(sum(per_batch) / len(per_batch), 3)
     print(result_line("ingest_statements", **result))
     return 0
