@@ -10,17 +10,21 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import neo4j
 import pytest
 import redis
 from pydantic import SecretStr
+from xdist.scheduler import LoadFileScheduling
 
 from tests.support.leftovers import MARKER, kill_all, tag_this_run, tagged_processes
 from tests.support.neo4j_tier import (
+    NEO4J_TIER_SCOPE,
     BackgroundNeo4j,
     Neo4jEndpoint,
     neo4j_param,
+    on_the_neo4j_tier,
     unavailable_reason,
 )
 from turngraph.clients import Clients, build_clients, with_endpoints
@@ -132,16 +136,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
+class _FilesAndTheNeo4jTier(LoadFileScheduling):
+    """``--dist loadfile``, except that the tests on the Neo4j tier's server are one work
+    unit: one process boots that server instead of each of the four (a Neo4j start is
+    ~20-40 s of CPU, and its JVM ~0.5-1 GB; Community has one user database, so the
+    processes cannot share one)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return NEO4J_TIER_SCOPE if on_the_neo4j_tier(nodeid) else super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadFileScheduling | None:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return _FilesAndTheNeo4jTier(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files marked ``heavy(seconds)`` (minutes of ``up`` cycles and JVM starts) spread
-    out: longest first, each followed by one file of the others, in the order collected;
-    then the rest. ``--dist loadfile`` hands out whole files in this order, so about half
-    of the four processes run a heavy file at a time (one per core) while the others run
-    lighter ones, and no heavy file is handed out last to run alone at the end. (All of
-    them first, four heavy files at once fighting for two cores, made the run longer.)"""
+    """The tests on the Neo4j tier's server first (one work unit under xdist, the longest),
+    then the files marked ``heavy(seconds)`` (minutes of ``up`` cycles and JVM starts)
+    spread out: longest first, each followed by one file of the others, in the order
+    collected; then the rest. ``--dist loadfile`` hands out whole files in this order, so
+    about half of the four processes run a heavy file at a time (one per core) while the
+    others run lighter ones, and no heavy file is handed out last to run alone at the end.
+    (All of them first, four heavy files at once fighting for two cores, made the run
+    longer.)"""
+    tier = _neo4j_tier_first(items)
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
-        files.setdefault(item.path, []).append(item)
+        if not on_the_neo4j_tier(item.nodeid):
+            files.setdefault(item.path, []).append(item)
 
     def expected_s(group: list[pytest.Item]) -> float:
         heavy = group[0].get_closest_marker("heavy")
@@ -149,7 +173,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     heavy = sorted((g for g in files.values() if expected_s(g)), key=expected_s, reverse=True)
     light = [g for g in files.values() if not expected_s(g)]
-    ordered: list[pytest.Item] = []
+    ordered: list[pytest.Item] = list(tier)
     for index, group in enumerate(heavy):
         ordered += group + (light[index] if index < len(light) else [])
     for group in light[len(heavy) :]:
@@ -157,14 +181,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = ordered
 
 
+def _neo4j_tier_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The tests on the tier's server, in the order collected; a test whose id and marker
+    disagree (the scheduler would send it to the wrong process) stops the collection."""
+    tier = []
+    for item in items:
+        marked = item.get_closest_marker("neo4j") is not None
+        if marked != on_the_neo4j_tier(item.nodeid):
+            raise pytest.UsageError(
+                f"{item.nodeid}: a test on the Neo4j tier takes its server through "
+                "neo4j_param() (parameter id 'neo4j'), and only those do"
+            )
+        if marked:
+            tier.append(item)
+    return tier
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Boot Neo4j beside the first tests when any collected test will use it."""
+    """Note the Neo4j tier's tests; outside xdist, boot the server beside the first tests
+    (under xdist, the one process that is handed the tier's tests boots it at the first)."""
     neo4j_items = [item for item in session.items if item.get_closest_marker("neo4j")]
     session.config.stash[_NEO4J_COLLECTED] = bool(neo4j_items)
-    if any(item.get_closest_marker("skip") is None for item in neo4j_items):
+    runnable = any(item.get_closest_marker("skip") is None for item in neo4j_items)
+    if runnable and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _boot_neo4j_tier(session.config)
+
+
+def _boot_neo4j_tier(config: pytest.Config) -> BackgroundNeo4j:
+    tier = config.stash.get(_NEO4J_TIER, None)
+    if tier is None:
         tier = BackgroundNeo4j(_SANDBOX / "neo4j", cache_root=NEO4J_CACHE)
         tier.start()
-        session.config.stash[_NEO4J_TIER] = tier
+        config.stash[_NEO4J_TIER] = tier
+    return tier
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -244,11 +293,12 @@ def graph_engine(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def neo4j_endpoint(request: pytest.FixtureRequest) -> Neo4jEndpoint:
-    """The run's real Neo4j server (booted at collection; waits until it answers)."""
-    tier = request.config.stash.get(_NEO4J_TIER, None)
-    if tier is None:
-        pytest.skip(f"Neo4j tier skipped: {unavailable_reason() or 'no Neo4j test collected'}")
-    return tier.endpoint()
+    """The run's real Neo4j server (booted at collection, or under xdist by the first test
+    that asks; waits until it answers)."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"Neo4j tier skipped: {reason}")
+    return _boot_neo4j_tier(request.config).endpoint()
 
 
 @pytest.fixture

@@ -53,6 +53,20 @@ def neo4j_param(value: Any = "neo4j") -> Any:
     return pytest.param(value, marks=marks, id="neo4j")
 
 
+NEO4J_TIER_SCOPE = "neo4j-tier"
+"""The one xdist work unit holding every test on the Neo4j tier's server."""
+
+
+def on_the_neo4j_tier(nodeid: str) -> bool:
+    """Whether a collected test runs on the tier's Neo4j: its parameter id names ``neo4j``
+    (``neo4j_param``), alone or joined to others' (``[neo4j]``, ``[neo4j-mixed]``). The
+    xdist controller schedules by test ids only, without markers; the collection checks
+    that this agrees with the ``neo4j`` marker of every test (``tests/conftest.py``)."""
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return False
+    return "neo4j" in nodeid[nodeid.rindex("[") + 1 : -1].split("-")
+
+
 def fetch_once(cache_root: Path) -> None:
     """Fetch the jars into ``cache_root`` unless there already: the xdist workers of a run
     share the folder, the first one fetches while the others wait on the lock."""
