@@ -50,6 +50,12 @@ def _served(clients: Clients, ask: Callable[[], T]) -> T:
     return result[0]
 
 
+ASK_WAITS_MS = 240_000
+"""How long the burst test's ask waits: a worker process's start-up and burst, which took
+over 60 s at load 16-20 (a clean-clone run on a busy machine); the test is about the ask
+being answered, not how fast."""
+
+
 def _client(clients: Clients, deadline_ms: int = 20_000) -> DistillClient:
     """A client on its own connection, whose socket waits longer than the deadline (as
     ``producers.connection`` builds it): a shared 5 s socket would end a slow answer's
@@ -83,7 +89,7 @@ def test_a_burst_maintenance_worker_answers_the_asks_waiting(clients: Clients) -
     _ingest(clients)
     result: list[DistillResponse] = []
     asking = threading.Thread(
-        target=lambda: result.append(_client(clients, 60_000).summarize("s_od", last_n=4))
+        target=lambda: result.append(_client(clients, ASK_WAITS_MS).summarize("s_od", last_n=4))
     )
     asking.start()
     try:
@@ -97,7 +103,7 @@ def test_a_burst_maintenance_worker_answers_the_asks_waiting(clients: Clients) -
         )
         assert done.returncode == 0, done.stderr[-2000:]
     finally:
-        asking.join(timeout=70)
+        asking.join(timeout=ASK_WAITS_MS / 1000 + 10)
     assert result and result[0].success, result
 
 
