@@ -11,6 +11,7 @@ from tests.support.turns import turn
 from turngraph.app import build_pipeline
 from turngraph.clients import Clients
 from turngraph.workers.graph import statements as cypher
+from turngraph.workers.graph.vectors import SAVE_VECTOR_LISTS
 
 pytestmark = pytest.mark.both_engines
 
@@ -187,6 +188,7 @@ def test_on_neo4j_the_unique_key_writes_keep_their_plans(
         assert not kept  # ArcadeDB is sent no Neo4j query option
         return
     assert cypher.KEEP_PLAN + cypher.UPSERT_EPISODES in kept
+    assert cypher.KEEP_PLAN + SAVE_VECTOR_LISTS in kept  # the turns' vectors, by event id
     assert any("MERGE (n:Decision {uid: r.uid})" in text for text in kept)
     # the statements that choose between the scope key's and the subject's index are planned
     # again as the graph grows

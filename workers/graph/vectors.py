@@ -25,6 +25,7 @@ from turngraph.workers.graph.batch_plan import turn_key
 from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.recallable import EPISODE_WORKSPACES, EPISODES_BY_ID, episode_memory
 from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.statements import KEEP_PLAN
 
 __all__ = [
     "PAGE_END", "PAGE_SIZE", "PREVIOUS_TURNS", "SAVE_VECTORS", "SAVE_VECTOR_LISTS", "STALE_PAGE",
@@ -110,7 +111,8 @@ class GraphVectors:
             | ({"vector": [float(x) for x in value]} if self.lists else {})
             for key, value in vectors.items()
         ]
-        statement = SAVE_VECTOR_LISTS if self.lists else SAVE_VECTORS
+        # the lists are Neo4j's: there the plan (a unique index seek) is kept
+        statement = KEEP_PLAN + SAVE_VECTOR_LISTS if self.lists else SAVE_VECTORS
 
         def work(tx: neo4j.ManagedTransaction) -> None:
             tx.run(statement, rows=rows, model=model).consume()
