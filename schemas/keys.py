@@ -6,12 +6,13 @@ RQ's own key names are not here: RQ's objects know them (``Queue.key``, ``Job.ke
 from __future__ import annotations
 
 __all__ = [
-    "ADMISSION_LIST_TEMPLATE", "ADMITTED_TEMPLATE", "BATCH_TEMPLATE", "CHANGES_STREAM",
-    "DEAD_LETTERS_TEMPLATE", "DISTILL_REPLY_PREFIX", "DISTILL_REQUESTS", "ENRICH_REQUESTED",
-    "FORGET_EPOCH", "GRAPH_IDENTITY", "INBOX_TEMPLATE", "INBOX_WAKE_TEMPLATE", "INGESTED_PREFIX",
-    "LLM_MODE_PREFIX", "LLM_STATS", "LOCK_PREFIX", "QUEUE_STATS_TEMPLATE", "RECALL_REPLICA_PREFIX",
-    "RECALL_REPLY_PREFIX", "RECALL_REQUESTS", "REEXTRACT_ATTEMPTS", "REEXTRACT_PENDING",
-    "REEXTRACT_STATS", "ROLLING_CONTEXT_PREFIX", "TOMBSTONE_PREFIX",
+    "ADMISSION_LISTS", "ADMISSION_LIST_TEMPLATE", "ADMITTED_TEMPLATE", "BATCH_TEMPLATE",
+    "CHANGES_STREAM", "DEAD_LETTERS_TEMPLATE", "DISTILL_REPLY_PREFIX", "DISTILL_REQUESTS",
+    "ENRICH_REQUESTED", "FORGET_EPOCH", "GRAPH_IDENTITY", "INBOX_TEMPLATE", "INBOX_WAKE_TEMPLATE",
+    "INGESTED_PREFIX", "LLM_MODE_PREFIX", "LLM_STATS", "LOCK_PREFIX", "QUEUE_STATS_TEMPLATE",
+    "RECALL_REPLICA_PREFIX", "RECALL_REPLY_PREFIX", "RECALL_REQUESTS", "REEXTRACT_ATTEMPTS",
+    "REEXTRACT_PENDING", "REEXTRACT_STATS", "ROLLING_CONTEXT_PREFIX", "TOMBSTONE_PREFIX",
+    "admission_lists",
 ]  # fmt: skip
 
 QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
@@ -42,6 +43,17 @@ INBOX_WAKE_TEMPLATE = "turngraph:inbox:{queue}:wake"
 ADMISSION_LIST_TEMPLATE = "turngraph:admission:{source}"
 """Entries of one inbox being admitted (``operator:<queue>`` or a tenant's name; outside
 every tenant's keys: only workers touch it)."""
+
+ADMISSION_LISTS = 8
+"""Admission lists per inbox: a draining admission takes up to this many batches at once,
+one per list (:func:`admission_lists`)."""
+
+
+def admission_lists(pending: str) -> list[str]:
+    """Every admission list of the inbox whose first is ``pending``
+    (``ADMISSION_LIST_TEMPLATE``'s): ``pending``, then ``pending:1`` and on."""
+    return [pending, *(f"{pending}:{i}" for i in range(1, ADMISSION_LISTS))]
+
 
 BATCH_TEMPLATE = "turngraph:batch:{job_id}"
 """The turns of one ingest batch job, stored once: the inbox entries admission took (raw

@@ -28,7 +28,12 @@ from tests.support.pipelines import (
 from tests.support.turns import turn
 from turngraph.producers.bounded_queue import BoundedQueue, read_stats
 from turngraph.schemas.defaults import BATCH_TTL_S, RESULT_TTL_S
-from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE
+from turngraph.schemas.keys import (
+    ADMISSION_LIST_TEMPLATE,
+    ADMISSION_LISTS,
+    INBOX_TEMPLATE,
+    admission_lists,
+)
 from turngraph.schemas.turn_event import TurnEvent
 from turngraph.settings import Settings
 from turngraph.workers.batch_store import batch_key
@@ -186,7 +191,7 @@ from turngraph.workers.ingest.admission import Admission
 
 class Dying(Admission):
     looked = 0
-    def _fresh(self, ids):  # the second batch was taken in the MULTI that wrote the first
+    def _fresh(self, ids):  # the next batches were taken in the MULTI that wrote the first
         Dying.looked += 1
         if Dying.looked == 2:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -194,7 +199,7 @@ class Dying(Admission):
 
 conn = redis.Redis.from_url(os.environ["TEST_REDIS_URL"])
 queue = Queue(os.environ["TEST_QUEUE"], connection=conn, serializer=JSONSerializer)
-Dying(conn, queue, batch=10).burst(lambda: None)
+Dying(conn, queue, batch=2).burst(lambda: None)
 """
 
 
@@ -208,11 +213,17 @@ def test_a_draining_admitter_killed_after_a_chained_take_loses_and_duplicates_no
     proc = subprocess.run([sys.executable, "-c", _DYING_DRAINER], env=env, timeout=120)
     assert proc.returncode == -signal.SIGKILL
     pending = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{settings.ingest_queue}")
-    assert redis_conn.llen(pending) == 10  # the second batch, taken under the lock
-    assert len(Queue(settings.ingest_queue, connection=redis_conn).job_ids) == 1
+    # the first take moved 8 batches of 2 (one per admission list), their MULTI took the
+    # remaining 9 turns into 5 lists under the lock
+    lengths = [redis_conn.llen(key) for key in admission_lists(pending)]
+    assert lengths == [2, 2, 2, 2, 1, 0, 0, 0]
+    assert len(Queue(settings.ingest_queue, connection=redis_conn).job_ids) == ADMISSION_LISTS
     assert redis_conn.exists(pending + ":lock")
     redis_conn.delete(pending + ":lock")  # the dead admitter's lock, as its TTL would
 
+    # an admitter that is not draining (one batch a take, RQ's queue full) reads every
+    # list left, in a round trip of its own for those beyond the first
+    assert admission(redis_conn, settings, batch=10).admit_all() == 9
     store = memory_store()
     worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
     admit_and_work(admission(redis_conn, settings, batch=10), worker)
@@ -220,4 +231,23 @@ def test_a_draining_admitter_killed_after_a_chained_take_loses_and_duplicates_no
     stats = read_stats(redis_conn, settings.ingest_queue)
     assert (stats.admitted, stats.duplicates, stats.length) == (25, 0, 0)
     assert _balanced(redis_conn, settings.ingest_queue)
-    assert not redis_conn.exists(pending)
+    assert not any(redis_conn.exists(key) for key in admission_lists(pending))
+
+
+def test_a_turn_in_two_batches_of_one_take_is_admitted_once(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    turns = _turns(5)
+    again = [*turns, turns[1], turns[3]]  # published twice, the copies in later batches
+    BoundedQueue(redis_conn, name=settings.ingest_queue, max_length=1000).enqueue_many(again)
+    queue = Queue(settings.ingest_queue, connection=redis_conn, serializer=JSONSerializer)
+    taken = admission(redis_conn, settings, batch=2)
+    job_ids: list[str] = []
+    taken.burst(lambda: (job_ids.extend(queue.job_ids), queue.empty()))
+    # one take: [0, 1] [2, 3] [4, 1] [3]; the last two lose their copies
+    assert (taken.counters.admitted, taken.counters.duplicates, len(job_ids)) == (5, 2, 3)
+    stored = [redis_conn.lrange(batch_key(job_id), 0, -1) for job_id in job_ids]
+    assert sorted(json.loads(raw)["event_id"] for raws in stored for raw in raws) == sorted(
+        t.event_id for t in turns
+    )
+    assert _balanced(redis_conn, settings.ingest_queue)

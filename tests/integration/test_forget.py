@@ -20,6 +20,7 @@ from turngraph.clients import Clients
 from turngraph.producers.bounded_queue import is_ingested
 from turngraph.schemas.changes import ScopeForgotten, decode_change
 from turngraph.schemas.defaults import INGEST_FUNCTION
+from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, admission_lists
 from turngraph.schemas.scopes import Scope
 from turngraph.workers.graph.forget import forget_scope, mentions_scope
 from turngraph.workers.graph.subgraph import EPISODE_SCOPE_PROPERTY
@@ -194,6 +195,20 @@ def test_a_batch_job_keeps_the_turns_of_other_scopes(clients: Clients) -> None:
     report = forget(clients, Scope.SESSION, "s1")
 
     assert report["jobs_deleted"] == 1
+    assert redis_leftovers(clients, Scope.SESSION, "s1", [LATE_TURN.event_id]) == []
+    ingest_burst(clients)
+    assert is_ingested(clients.redis, other.event_id)
+    assert not is_ingested(clients.redis, LATE_TURN.event_id)
+
+
+def test_a_dead_admitters_later_admission_list_is_purged(clients: Clients) -> None:
+    other = turn("unrelated: src/other.py", 0, session="s9", workspace="w9", user="u9")
+    pending = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{clients.settings.ingest_queue}")
+    later = admission_lists(pending)[3]  # a draining admitter's fourth batch, never written
+    clients.redis.rpush(later, LATE_TURN.model_dump_json(), other.model_dump_json())
+
+    forget(clients, Scope.SESSION, "s1")
+
     assert redis_leftovers(clients, Scope.SESSION, "s1", [LATE_TURN.event_id]) == []
     ingest_burst(clients)
     assert is_ingested(clients.redis, other.event_id)

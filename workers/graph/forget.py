@@ -44,7 +44,7 @@ from turngraph.schemas.defaults import (
     RETRY_INTERVALS_S,
 )
 from turngraph.schemas.errors import BackendUnavailableError
-from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE
+from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE, admission_lists
 from turngraph.schemas.tenants import TENANTS_KEY, inbox_key, qualify
 from turngraph.workers.batch_store import batch_key, job_turns
 from turngraph.workers.graph.store import GraphStore
@@ -189,14 +189,15 @@ def purge_inboxes(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: s
     carry unqualified keys: compared qualified); returns how many."""
     field = EPISODE_SCOPE_PROPERTY[scope]
     lists = [(INBOX_TEMPLATE.format(queue=q), "") for q in queues]
-    lists += [(ADMISSION_LIST_TEMPLATE.format(source=f"operator:{q}"), "") for q in queues]
+    for q in queues:
+        pending = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{q}")
+        lists += [(key, "") for key in admission_lists(pending)]
     tenants: Any = conn.smembers(TENANTS_KEY)
     for raw_name in tenants:
         tenant = raw_name.decode("utf-8", "replace")
-        lists += [
-            (inbox_key(tenant), tenant),
-            (ADMISSION_LIST_TEMPLATE.format(source=tenant), tenant),
-        ]
+        lists.append((inbox_key(tenant), tenant))
+        pending = ADMISSION_LIST_TEMPLATE.format(source=tenant)
+        lists += [(key, tenant) for key in admission_lists(pending)]
     removed = 0
     for list_key, tenant in lists:
         entries: Any = conn.lrange(list_key, 0, -1)

@@ -1,10 +1,11 @@
 """Admission: every inbox's entries become RQ batch jobs, written by a trusted worker.
 
 Entries move atomically (one Lua call under the source's lock,
-``workers/ingest/admission_take.py``) into the source's admission list, then one ``MULTI``
-(which lets go of the lock) renames that list to the batch's stored turns
-(``workers/batch_store.py``) and writes the batch job that references them (RQ's
-``Queue.prepare_data`` and ``enqueue_many``), their admitted markers and the counters.
+``workers/ingest/admission_take.py``) into the source's admission lists (one batch each;
+several at once when draining), then one ``MULTI`` (which lets go of the lock) renames
+each list to its batch's stored turns (``workers/batch_store.py``) and writes the batch
+jobs that reference them (RQ's ``Queue.prepare_data`` and ``enqueue_many``), their
+admitted markers and the counters.
 Admission reads only each entry's event id (a tenant's qualified with its tenant); the
 worker validates the turns. Delivery, duplicates, counters and the forget epoch:
 docs/producers.md ("One path") and docs/architecture.md ("Delivery").
@@ -26,12 +27,13 @@ from rq import Queue
 from turngraph.producers.bounded_queue import admitted_hash, ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.defaults import JOB_TIMEOUT_S
-from turngraph.schemas.errors import InvalidPayloadError
 from turngraph.schemas.keys import (
     ADMISSION_LIST_TEMPLATE,
+    ADMISSION_LISTS,
     INBOX_TEMPLATE,
     INBOX_WAKE_TEMPLATE,
     QUEUE_STATS_TEMPLATE,
+    admission_lists,
 )
 from turngraph.schemas.tenants import (
     TENANTS_KEY,
@@ -41,19 +43,20 @@ from turngraph.schemas.tenants import (
     inbox_wake_key,
 )
 from turngraph.workers import batch_store
-from turngraph.workers.batch_store import admitted_event, entry_id
+from turngraph.workers.batch_store import admitted_event
 from turngraph.workers.ingest.admission_take import (
     NOTHING,
     RELEASE,
     TAKE,
     Request,
     Taken,
+    complete,
     parse,
     queue_take,
     request,
     take,
 )
-from turngraph.workers.ingest.duplicates import fresh_ids
+from turngraph.workers.ingest.duplicates import fresh_ids, places
 from turngraph.workers.ingest.job import batch_job
 from turngraph.workers.ingest.markers import StoredLookup
 from turngraph.workers.tombstones import ADMISSION_LOCK_TTL_MS, current_epoch
@@ -80,8 +83,9 @@ FULL_QUEUE_WAIT_S = 0.05
 MAX_TAKE = batch_store.MAX_TURNS
 """The largest ``batch``."""
 
-CHAIN_BATCHES = 8
-"""Batches of one source a draining admission (``burst``) admits in a row."""
+CHAIN_TAKES = 8
+"""Takes of one source a draining admission (``burst``) admits in a row, each of up to
+``ADMISSION_LISTS`` batches."""
 
 CONTENDED_S = 1.0
 """After finding a source's lock held, admission reads its admission list in a round trip
@@ -202,17 +206,24 @@ class Admission:
         return 0 if self._burst else MAX_QUEUED_BATCHES
 
     def chain(self) -> int:
-        """Batches of one source admitted in a row (each taken in the round trip that
+        """Takes of one source admitted in a row (each taken in the round trip that
         commits the last): draining (:meth:`burst`) several; else one, so that each
         source gets a batch per pass (operator's first, then each tenant's)."""
-        return CHAIN_BATCHES if self._burst else 1
+        return CHAIN_TAKES if self._burst else 1
+
+    def batches_per_take(self) -> int:
+        """Batches one take moves at most (one per admission list): draining, one per
+        admission list, so that a take, its markers and its ``MULTI`` serve them all;
+        else one (RQ's queue is kept a few batches deep)."""
+        return ADMISSION_LISTS if self._burst else 1
 
     def admit(self, source: Source) -> int:
-        """Admit up to :meth:`chain` batches of ``source``'s entries (leftovers of a dead
-        admitter first); returns the entries handled. A batch costs three round trips:
-        the take (``admission_take.py``), its markers read, one ``MULTI`` that writes its
-        job and lets go of the source's lock; chained, that ``MULTI`` takes the next
-        batch too, so each further batch costs two."""
+        """Admit up to :meth:`chain` takes of ``source``'s entries (leftovers of a dead
+        admitter first); returns the entries handled. A take costs three round trips
+        whatever its batches (:meth:`batches_per_take`): the take
+        (``admission_take.py``), its markers read, one ``MULTI`` that writes its jobs and
+        lets go of the source's lock; chained, that ``MULTI`` takes the next batches too,
+        so each further take costs two."""
         req = self._request(source)
         read = time.monotonic() >= self._contended.get(source.pending, 0.0)
         found = take(self._redis, self._take_sha, req, read=read)
@@ -220,13 +231,18 @@ class Admission:
         for left in range(self.chain() - 1, -1, -1):
             if found.taken is not Taken.ENTRIES:
                 break
-            handled += len(found.entries)
+            found = complete(self._redis, req, found)
+            handled += sum(map(len, found.batches))
             held = self._held = req.held
             then = self._then = self._request(source) if left else None
             self._taken = NOTHING
             try:
                 # the forget epoch is read in the step that takes the entries (see the docstring)
-                self.admit_entries(source, found.entries, current_epoch(found.epoch))
+                epoch = current_epoch(found.epoch)
+                if len(found.batches) == 1:
+                    self.admit_entries(source, found.batches[0], epoch)
+                else:
+                    self.admit_batches(source, found.batches, epoch)
             finally:
                 self._then = None
                 if self._held == held:  # not let go by the MULTI (failed, or a subclass's)
@@ -242,7 +258,7 @@ class Admission:
         bound = self.queue_bound()
         return request(
             source.inbox, source.pending, self._queue.key, self._batch, bound,
-            ADMISSION_LOCK_TTL_MS,
+            ADMISSION_LOCK_TTL_MS, self.batches_per_take(),
         )  # fmt: skip
 
     def admit_entries(self, source: Source, entries: Sequence[bytes], epoch: int = 0) -> None:
@@ -250,23 +266,24 @@ class Admission:
         other requests: ``workers/maintenance/asks.py``); ``epoch``: the forget epoch read
         with the entries. Of each entry only its event id is read here: an entry without
         one is refused (``rejected``), the ingest worker validates the rest."""
-        places: dict[str, int] = {}  # event id -> its entry (the last copy, the first's place)
-        rejected = repeated = 0
-        for index, raw in enumerate(entries):
-            try:
-                event_id = entry_id(source.tenant, raw)
-            except InvalidPayloadError as exc:
-                rejected += 1
-                log.warning("admission_entry_rejected", tenant=source.tenant, reason=str(exc))
-                continue
-            if event_id in places:
-                repeated += 1
-            places[event_id] = index
-        fresh, stale = self._fresh(list(places))
-        duplicates = repeated + len(places) - len(fresh)
-        whole = len(fresh) == len(entries)  # every entry, in order: the list is the batch
-        kept = None if whole else [entries[places[event_id]] for event_id in fresh]
-        self._commit(source, fresh, kept, duplicates, rejected, epoch, stale)
+        self.admit_batches(source, [entries], epoch)
+
+    def admit_batches(
+        self, source: Source, batches: Sequence[Sequence[bytes]], epoch: int = 0
+    ) -> None:
+        """``source``'s admission lists (``batches``: each list's entries, in order) into
+        a batch job each, in one MULTI, as :meth:`admit_entries` admits one: one marker
+        lookup for them all, and a turn in two of them is admitted from the first."""
+        plans, rejected, repeated = places(source.tenant, batches)
+        fresh, stale = self._fresh([event_id for places in plans for event_id in places])
+        duplicates = repeated + sum(map(len, plans)) - len(fresh)
+        admitted = set(fresh)
+        parts: list[tuple[list[str], Sequence[bytes] | None]] = []
+        for entries, plan in zip(batches, plans, strict=True):
+            event_ids = [event_id for event_id in plan if event_id in admitted]
+            whole = len(event_ids) == len(entries)  # every entry, in order: the list is the batch
+            parts.append((event_ids, None if whole else [entries[plan[i]] for i in event_ids]))
+        self._commit(source, parts, duplicates, rejected, epoch, stale)
 
     def _fresh(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
         """The event ids to admit, and those among them whose ingested marker is stale
@@ -276,32 +293,40 @@ class Admission:
     def _commit(
         self,
         source: Source,
-        event_ids: Sequence[str],
-        kept: Sequence[bytes] | None,
+        parts: Sequence[tuple[Sequence[str], Sequence[bytes] | None]],
         duplicates: int,
         rejected: int,
         epoch: int = 0,
         stale: Sequence[str] = (),
     ) -> None:
-        """In one MULTI: the admission list renamed to the batch's stored turns (``kept``
-        None: every entry is fresh) or else deleted with ``kept`` stored instead, the batch
-        job referencing them, its admitted markers, stale markers' deletion, the counters."""
+        """In one MULTI, for each admission list (``parts``: its event ids to admit and
+        ``kept``, None when every entry is fresh): the list renamed to the batch's stored
+        turns, or else deleted with ``kept`` stored instead, the batch job referencing
+        them; then the admitted markers, stale markers' deletion, the counters."""
+        admitted = 0
+        jobs = []
+        markers: list[tuple[Sequence[str], str]] = []  # event ids, their batch job
+        lists = admission_lists(source.pending)[: len(parts)]
         with self._redis.pipeline(transaction=True) as pipe:
-            if event_ids:
+            for pending, (event_ids, kept) in zip(lists, parts, strict=True):
+                if not event_ids:
+                    pipe.delete(pending)
+                    continue
                 job_id = str(uuid.uuid4())
                 if kept is None:
-                    batch_store.store_list(pipe, source.pending, job_id)
+                    batch_store.store_list(pipe, pending, job_id)
                 else:
-                    pipe.delete(source.pending)
+                    pipe.delete(pending)
                     batch_store.store_entries(pipe, job_id, kept)
                 ref = batch_store.reference(len(event_ids), source.tenant)
-                job = batch_job(ref, self._job_timeout_s, job_id, admitted_epoch=epoch)
-                self._queue.enqueue_many([job], pipeline=pipe)
-                markers, expires_at = admitted_hash()
-                pipe.hset(markers, mapping=dict.fromkeys(event_ids, job_id))
-                pipe.expireat(markers, expires_at)
-            else:
-                pipe.delete(source.pending)
+                jobs.append(batch_job(ref, self._job_timeout_s, job_id, admitted_epoch=epoch))
+                markers.append((event_ids, job_id))
+                admitted += len(event_ids)
+            if jobs:
+                self._queue.enqueue_many(jobs, pipeline=pipe)
+                key, expires_at = admitted_hash()
+                pipe.hset(key, mapping={i: job_id for ids, job_id in markers for i in ids})
+                pipe.expireat(key, expires_at)
             if stale:  # the write counts from 1 again (a marker of 2 means written twice)
                 pipe.delete(*(ingested_key(event_id) for event_id in stale))
             if duplicates + rejected:
@@ -309,16 +334,16 @@ class Admission:
             for name, value in (
                 ("duplicates", duplicates),
                 ("rejected", rejected),
-                ("admitted", len(event_ids)),
+                ("admitted", admitted),
             ):
                 if value:
                     pipe.hincrby(source.stats, name, value)
             self._let_go_and_take(pipe)
         counters = self.counters
-        counters.admitted += len(event_ids)
+        counters.admitted += admitted
         counters.duplicates += duplicates
         counters.rejected += rejected
-        counters.batches += bool(event_ids)
+        counters.batches += len(jobs)
         counters.restored += len(stale)
 
     def _let_go_and_take(self, pipe: Pipeline) -> None:
@@ -327,13 +352,13 @@ class Admission:
         if self._held is not None:
             pipe.evalsha(self._release_sha, 1, *self._held)
         then = self._then
-        if then is not None:
-            queue_take(pipe, self._take_sha, then)
+        read = queue_take(pipe, self._take_sha, then) if then is not None else 0
         replies = pipe.execute(raise_on_error=False)
         taken = NOTHING
         if then is not None:
-            *replies, reply, entries = replies
-            if not isinstance(reply, Exception) and not isinstance(entries, Exception):
+            reply, *entries = replies[-(read + 1) :]
+            del replies[-(read + 1) :]
+            if not any(isinstance(r, Exception) for r in (reply, *entries)):
                 taken = parse(reply, entries)
         errors = [reply for reply in replies if isinstance(reply, Exception)]
         if errors:

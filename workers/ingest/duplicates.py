@@ -12,10 +12,11 @@ from rq.exceptions import InvalidJobOperation
 from rq.job import Job, JobStatus
 
 from turngraph.producers.bounded_queue import admitted_hashes, ingested_key
-from turngraph.schemas.errors import TurngraphError
+from turngraph.schemas.errors import InvalidPayloadError, TurngraphError
+from turngraph.workers.batch_store import entry_id
 from turngraph.workers.ingest.markers import StoredLookup
 
-__all__ = ["fresh_ids"]
+__all__ = ["fresh_ids", "places"]
 
 log = structlog.get_logger(__name__)
 
@@ -30,6 +31,33 @@ _LIVE = frozenset(
 )
 """A turn in a batch job in one of these states is on its way to the graph: published
 again, it is a duplicate. Failed, stopped or canceled batches may be published again."""
+
+
+def places(
+    tenant: str, batches: Sequence[Sequence[bytes]]
+) -> tuple[list[dict[str, int]], int, int]:
+    """Each batch's event ids (a tenant's qualified), each mapped to its entry: the last
+    copy in the batch, in the first's place; an id an earlier batch holds is left out.
+    Also the entries without a readable id (rejected) and the copies left out."""
+    seen: set[str] = set()
+    plans: list[dict[str, int]] = []
+    rejected = repeated = 0
+    for entries in batches:
+        plan: dict[str, int] = {}
+        for index, raw in enumerate(entries):
+            try:
+                event_id = entry_id(tenant, raw)
+            except InvalidPayloadError as exc:
+                rejected += 1
+                log.warning("admission_entry_rejected", tenant=tenant, reason=str(exc))
+                continue
+            if event_id in seen or event_id in plan:
+                repeated += 1
+            if event_id not in seen:
+                plan[event_id] = index
+        seen.update(plan)
+        plans.append(plan)
+    return plans, rejected, repeated
 
 
 def fresh_ids(

@@ -45,6 +45,10 @@ class AskAdmission(Admission):
         """None, for the same reason."""
         return 0
 
+    def batches_per_take(self) -> int:
+        """One: an ask list is admitted by :meth:`admit_entries`, ask by ask."""
+        return 1
+
     def wait_idle(self) -> None:
         """Move the next ask into the admission list as it comes (atomically)."""
         self._redis.blmove(DISTILL_REQUESTS, ASKS_PENDING, int(WAKE_TIMEOUT_S), "LEFT", "RIGHT")
