@@ -251,3 +251,19 @@ def test_a_turn_in_two_batches_of_one_take_is_admitted_once(
         t.event_id for t in turns
     )
     assert _balanced(redis_conn, settings.ingest_queue)
+
+
+def test_a_later_admission_list_left_alone_is_taken_before_the_inbox(
+    redis_conn: redis.Redis, settings: Settings
+) -> None:
+    # a dead admitter's third list, its first two emptied since (a forget's purge)
+    turns = _turns(8)
+    pending = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{settings.ingest_queue}")
+    redis_conn.rpush(admission_lists(pending)[2], *(t.model_dump_json() for t in turns[:3]))
+    BoundedQueue(redis_conn, name=settings.ingest_queue, max_length=1000).enqueue_many(turns[3:])
+
+    store = memory_store()
+    worker = ingest_worker(redis_conn, settings, fake_graph_pipeline(redis_conn, settings, store))
+    admit_and_work(admission(redis_conn, settings, batch=2), worker)
+    assert episodes(store) == {t.event_id for t in turns}
+    assert not any(redis_conn.exists(key) for key in admission_lists(pending))

@@ -43,8 +43,10 @@ if not redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[3]) then
 end
 local LISTS = 5
 local held = 0
-for i = LISTS, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then held = i - LISTS + 1 end
+if redis.call('EXISTS', unpack(KEYS, LISTS)) > 0 then
+  for i = LISTS, #KEYS do
+    if redis.call('EXISTS', KEYS[i]) == 1 then held = i - LISTS + 1 end
+  end
 end
 if held == 0 then
   local n = tonumber(ARGV[1])
