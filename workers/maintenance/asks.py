@@ -20,7 +20,9 @@ from turngraph.workers.maintenance.jobs import answer_request_job
 
 __all__ = ["ASKS_PENDING", "AskAdmission", "reply_key"]
 
-ASKS_PENDING = ADMISSION_LIST_TEMPLATE.format(source="distill")
+ASKS_PENDING = ADMISSION_LIST_TEMPLATE.format(source="asks:distill")
+"""The asks' admission list: its source holds a ``:``, which no tenant's name (and so no
+tenant's admission list, ``admission.tenant_source``) can, and is not ``operator:``'s."""
 
 
 class AskAdmission(Admission):
