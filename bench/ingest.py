@@ -8,10 +8,17 @@ does nothing; ``one_worker_vs_empty`` is one worker's turns/s over the empty wor
 The graph server's CPU is read whole and for its JIT compiler threads (``of_which_jit``,
 ``graph_jit_cpu_ms_per_turn``): in runs of a few thousand turns most of it is HotSpot
 still compiling the server's code (docs/operations.md, "Where a turn's time goes").
-Prints a table and ends with ``RESULT ingest …``.
+
+Two figures per engine, side by side: **cold**, the first one-worker run of a fresh server
+(after a 200-turn warm-up), what a server just started costs; and **steady**, the same
+one-worker run repeated in the same server (``--steady-rounds`` more times, after the
+two-worker and empty runs; the graph emptied before each run), the last one reported: a
+production server runs for days, so the JIT's one-off compilation of the write path is
+start-up cost, and the per-turn cost it settles at is the steady figure (``*_steady`` in
+the ``RESULT`` line). Prints a table and ends with ``RESULT ingest …``.
 
     python -m bench.ingest [--turns 3000] [--embedding local|static|none]
-                           [--graph arcadedb,neo4j]
+                           [--graph arcadedb,neo4j] [--steady-rounds 2]
 
 Both graph engines by default, one after the other in the same run (Neo4j is fetched
 through Maven into the run's folder first: Java 17+ and Maven needed).
@@ -144,10 +151,16 @@ RUNS = (("one", WORKER, 1), ("two", WORKER, 2), ("empty", EMPTY_WORKER, 1))
 """Each measured run: its name, the worker processes' command and how many run (the
 empty worker last: the one-worker run follows the warm-up, as before it was added)."""
 
+STEADY = "steady"
+"""The last of the one-worker runs repeated after :data:`RUNS` in the same server."""
 
-def measure(engine: str, turns: list[TurnEvent], embedding: str) -> dict[str, Figures]:
+
+def measure(
+    engine: str, turns: list[TurnEvent], embedding: str, steady_rounds: int = 2
+) -> dict[str, Figures]:
     """One and two workers and the empty worker on ``engine`` (its own data folder), after
-    a warm-up run; each run's :data:`Figures`."""
+    a warm-up run, then the one-worker run ``steady_rounds`` more times in the same server
+    (:data:`STEADY`: the last; none when 0); each run's :data:`Figures`."""
     with tempfile.TemporaryDirectory() as tmp:
         services = EmbeddedServices(Path(tmp), engine)
         with services as endpoints:
@@ -155,10 +168,14 @@ def measure(engine: str, turns: list[TurnEvent], embedding: str) -> dict[str, Fi
             assert graph_pid is not None
             warm = turns[: min(200, len(turns))]
             run_workers(endpoints, 1, warm, graph_pid, embedding)  # warm the JIT
-            return {
+            runs = {
                 name: run_workers(endpoints, workers, turns, graph_pid, embedding, command)
                 for name, command, workers in RUNS
             }
+            for k in range(1, steady_rounds + 1):
+                name = STEADY if k == steady_rounds else f"repeat {k}"
+                runs[name] = run_workers(endpoints, 1, turns, graph_pid, embedding)
+            return runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,18 +187,31 @@ def main(argv: list[str] | None = None) -> int:
         default="arcadedb,neo4j",
         help="graph engines to measure, one after the other in this run (comma-separated)",
     )
+    parser.add_argument(
+        "--steady-rounds",
+        type=int,
+        default=2,
+        help="one-worker runs repeated in the same server after the cold runs; the last is "
+        "the steady figure (0: cold only)",
+    )
     args = parser.parse_args(argv)
     engines = [e.strip() for e in args.graph.split(",") if e.strip()]
     turns = make_turns(args.turns)
-    figures = {engine: measure(engine, turns, args.embedding) for engine in engines}
+    figures = {
+        engine: measure(engine, turns, args.embedding, args.steady_rounds) for engine in engines
+    }
     n = len(turns)
     ms = 1000 / n
     print(f"cores: {os.cpu_count()}; embedding: {args.embedding}")
+    print(
+        "cold: a fresh server's first runs; steady: the one-worker run repeated in the same "
+        f"server, the last of {args.steady_rounds} (its JIT has compiled the write path)"
+    )
+    labels = {"one": "1 cold", "two": "2 cold", "empty": "empty", STEADY: "1 steady"}
     rows = []
     for engine, runs in figures.items():
-        for name, _, workers in RUNS:
-            seconds, cpu, graph, jit = runs[name]
-            label = "empty" if name == "empty" else workers
+        for name, (seconds, cpu, graph, jit) in runs.items():
+            label = labels.get(name, f"1 {name}")
             rows.append(
                 [engine, label, n, seconds, n / seconds, cpu * ms, graph * ms, jit * ms,
                  (cpu + graph) / seconds]
@@ -200,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         result[f"{engine}_empty_worker_turns_per_s"] = round(n / empty[0], 1)
         result[f"{engine}_empty_worker_cpu_ms_per_turn"] = round(empty[1] * ms, 3)
         result[f"{engine}_one_worker_vs_empty"] = round(empty[0] / one[0], 3)
+        if STEADY in runs:
+            steady = runs[STEADY]
+            result[f"{engine}_one_worker_turns_per_s_steady"] = round(n / steady[0], 1)
+            result[f"{engine}_worker_cpu_ms_per_turn_steady"] = round(steady[1] * ms, 3)
+            result[f"{engine}_graph_cpu_ms_per_turn_steady"] = round(steady[2] * ms, 3)
+            result[f"{engine}_graph_jit_cpu_ms_per_turn_steady"] = round(steady[3] * ms, 3)
     if {"arcadedb", "neo4j"} <= figures.keys():
         result["neo4j_vs_arcadedb_turns_per_s"] = round(
             figures["arcadedb"]["one"][0] / figures["neo4j"]["one"][0], 2
