@@ -4,19 +4,34 @@ Labels and relationship types come from the ontology allow-list and are formatte
 (``{label}``); everything else is a parameter.
 """
 
+from collections.abc import Mapping
+
 __all__ = [
-    "KEEP_PLAN", "LINK_EPISODE_CHAIN", "LINK_EPISODE_CHAIN_READING_PREVIOUS", "RETRACT_MENTIONS",
-    "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
+    "KEEP_PLAN", "LINK_EPISODE_CHAIN", "LINK_EPISODE_CHAIN_READING_PREVIOUS", "NEO4J_PINNED",
+    "RETRACT_MENTIONS", "SUPERSEDE_DECISIONS", "SUPERSEDE_LATE_ARRIVALS",
     "UPSERT_EPISODES", "UPSERT_FACTS", "UPSERT_MENTIONED_ENTITIES", "UPSERT_SESSIONS",
-    "UPSERT_WORKSPACES",
+    "UPSERT_WORKSPACES", "pinned",
 ]  # fmt: skip
 
 KEEP_PLAN = "CYPHER replan=skip\n"
 """Neo4j only, before a statement whose every node is found by a unique key (one plan
 whatever the statistics: unique index seeks): Neo4j keeps its cached plan instead of
 planning it again each time the statistics of a growing graph have moved
-(``dbms.cypher.min_replan_interval``, 10 s). Statements that pick between indexes
-(``SUPERSEDE_*``: scope key and subject) are planned as Neo4j sees fit."""
+(``dbms.cypher.min_replan_interval``, 10 s). Statements that would pick between indexes
+(the chain's ``turn_key``, ``SUPERSEDE_*``'s scope key and subject) keep theirs once
+:func:`pinned` has named the index of each node (:data:`NEO4J_PINNED`)."""
+
+
+def pinned(statement: str, seeks: Mapping[str, str]) -> str:
+    """``statement`` for Neo4j with a plan that no statistics change: each node pattern of
+    ``seeks`` followed by ``USING INDEX`` on the index named (``var:Label(property)``),
+    and the plan kept (:data:`KEEP_PLAN`). A pattern not found exactly once is an error."""
+    for pattern, index in seeks.items():
+        if statement.count(pattern) != 1:
+            raise ValueError(f"{pattern!r} is not in the statement exactly once")
+        statement = statement.replace(pattern, f"{pattern} USING INDEX {index}")
+    return KEEP_PLAN + statement
+
 
 UPSERT_WORKSPACES = """
 UNWIND $rows AS r
@@ -130,3 +145,39 @@ ON CREATE SET s.valid_at = next.valid_at, s.episode_ids = next.episode_ids
 RETURN late.uid AS superseded_uid, next.uid AS by_uid
 """
 """A decision that arrives after a newer one on the same subject (out-of-order delivery)."""
+
+_CHAIN_SEEKS = {
+    "(e:Episode {event_id: r.event_id})": "e:Episode(event_id)",
+    "(p:Episode {turn_key: r.prev_key})": "p:Episode(turn_key)",
+    "(n:Episode {turn_key: r.next_key})": "n:Episode(turn_key)",
+}
+
+NEO4J_PINNED = {
+    statement: pinned(statement, seeks)
+    for statement, seeks in (
+        (LINK_EPISODE_CHAIN, _CHAIN_SEEKS),
+        (LINK_EPISODE_CHAIN_READING_PREVIOUS, _CHAIN_SEEKS),
+        (
+            SUPERSEDE_DECISIONS,
+            {
+                "(new:Decision {uid: r.uid})": "new:Decision(uid)",
+                "(old:Decision {scope_key: r.scope_key, subject: r.subject})": (
+                    "old:Decision(subject)"
+                ),
+            },
+        ),
+        (
+            SUPERSEDE_LATE_ARRIVALS,
+            {
+                "(late:Decision {uid: r.uid})": "late:Decision(uid)",
+                "(newer:Decision {scope_key: r.scope_key, subject: r.subject})": (
+                    "newer:Decision(subject)"
+                ),
+            },
+        ),
+    )
+}
+"""Neo4j's form of the statements that would otherwise be planned again as the graph grows:
+each node found through the index named (``event_id``'s and ``uid``'s unique ones, the
+chain's ``turn_key``, a decision's ``subject``: a few decisions per subject, where a scope
+key holds all of a workspace's) and the plan kept, by the portable statement."""

@@ -43,14 +43,21 @@ class GraphWriter:
     ) -> None:
         """``previous_turns``: return each turn's previous turn with the write
         (:attr:`WriteReport.previous_texts`, the ingest embedding's context);
-        ``keep_plans`` (Neo4j only): the unique-key statements keep their cached plans
-        (:data:`~workers.graph.statements.KEEP_PLAN`)."""
+        ``keep_plans`` (Neo4j only): every statement keeps its cached plan
+        (:data:`~workers.graph.statements.KEEP_PLAN`), those that would choose between
+        indexes with the index of each node named
+        (:data:`~workers.graph.statements.NEO4J_PINNED`)."""
         self._driver = driver
         self._database = database
         self._labels = frozenset(checked_label(label) for label in entity_labels)
         self._relations = frozenset(checked_rel_type(rel) for rel in relation_types)
         self._previous_turns = previous_turns
         self._kept = cypher.KEEP_PLAN if keep_plans else ""
+        self._pinned = cypher.NEO4J_PINNED if keep_plans else {}
+
+    def _statement(self, portable: str) -> str:
+        """The form of a chain or supersede statement this server is sent."""
+        return self._pinned.get(portable, portable)
 
     def write(self, batch: Batch) -> WriteReport:
         plan = plan_batch(batch, self._labels, self._relations)
@@ -71,14 +78,16 @@ class GraphWriter:
             }
             previous = None
             if self._previous_turns:
-                chain = tx.run(cypher.LINK_EPISODE_CHAIN_READING_PREVIOUS, rows=episodes)
+                chain = tx.run(
+                    self._statement(cypher.LINK_EPISODE_CHAIN_READING_PREVIOUS), rows=episodes
+                )
                 previous = {
                     rec["event_id"]: speaker_text(rec["content"], rec["speaker"])
                     for rec in chain
                     if rec["content"] is not None
                 }
             else:
-                tx.run(cypher.LINK_EPISODE_CHAIN, rows=episodes).consume()
+                tx.run(self._statement(cypher.LINK_EPISODE_CHAIN), rows=episodes).consume()
             for label, rows in sorted(plan.retractions.items()):
                 tx.run(kept + cypher.RETRACT_MENTIONS.format(label=label), rows=rows).consume()
             for label in sorted(entities):
@@ -92,7 +101,7 @@ class GraphWriter:
             superseded: list[tuple[str, str]] = []
             if plan.decisions:
                 for statement in (cypher.SUPERSEDE_DECISIONS, cypher.SUPERSEDE_LATE_ARRIVALS):
-                    result = tx.run(statement, rows=plan.decisions)
+                    result = tx.run(self._statement(statement), rows=plan.decisions)
                     superseded += [(rec["superseded_uid"], rec["by_uid"]) for rec in result]
             return (superseded, sorted(created)), _read_back(tx, episodes, entities, kept), previous
 
