@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import neo4j
+import numpy as np
 import pytest
 
 from tests.support.conversation import CONVERSATION, ingest
@@ -16,7 +17,7 @@ from turngraph.workers.graph.neo4j_only import (
     neo4j_only_statements,
     server_is_neo4j,
 )
-from turngraph.workers.graph.vectors import unpack
+from turngraph.workers.graph.vectors import GraphVectors, unpack
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_engines]
 
@@ -102,6 +103,30 @@ def test_turn_vectors_are_stored_as_a_list_too_on_neo4j(
             assert record["listed"] == pytest.approx(vector.tolist(), abs=1e-6)
         else:
             assert record["listed"] is None
+
+
+def test_on_neo4j_the_listed_vector_holds_32_bit_floats(
+    clients: Clients, graph_engine: str
+) -> None:
+    # The model's own precision: half the bytes of Bolt's 64-bit floats, which every commit
+    # writes, logs and reads back for the vector index.
+    if graph_engine != "neo4j":
+        pytest.skip("the list is Neo4j's (its vector index)")
+    ingest(clients, CONVERSATION[:1])
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN e.event_id AS id", database_=clients.graph_database
+    )
+    event_id = records[0]["id"]
+    vectors = GraphVectors(clients.graph, clients.graph_database, lists=True)
+
+    vectors.save("test-model", {event_id: [0.1] * 640})
+
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode {event_id: $id}) RETURN e.embedding AS listed",
+        id=event_id,
+        database_=clients.graph_database,
+    )
+    assert records[0]["listed"] == [float(np.float32(0.1))] * 640  # not 0.1
 
 
 @pytest.mark.parametrize("statement", STATEMENTS, ids=lambda s: s.name)

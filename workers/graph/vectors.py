@@ -48,11 +48,15 @@ SET e.embedding_f32 = r.packed, e.embedding_model = $model, e.embedding_dim = r.
 SAVE_VECTOR_LISTS = """
 UNWIND $rows AS r
 MATCH (e:Episode {event_id: r.id})
-SET e.embedding_f32 = r.packed, e.embedding_model = $model, e.embedding_dim = r.dim,
-  e.embedding = r.vector
+SET e.embedding_f32 = r.packed, e.embedding_model = $model, e.embedding_dim = r.dim
+WITH e, r
+CALL db.create.setNodeVectorProperty(e, 'embedding', r.vector)
 """
 """Neo4j only (where the vector index reads the list): :data:`SAVE_VECTORS` and the list
-in one statement; the packed form is what recall reads."""
+in one statement; the packed form is what recall reads. The list is stored through
+Neo4j's procedure for vector properties, as 32-bit floats (the model's own precision):
+half the bytes a list of Bolt's 64-bit floats takes, written, logged and read back for the
+vector index in every commit."""
 
 PREVIOUS_TURNS = """
 UNWIND $rows AS r
