@@ -20,7 +20,8 @@ it was:
 onnxruntime's own fusions then run on the same arithmetic, so a text's vector is
 bit-identical to the original's (checked here over every length from 1 to 256 tokens,
 and by tests/unit/test_embeddings_contextual.py against the original's vectors kept in
-tests/data/embeddings/). Writes ``model.onnx``, ``SHA256SUMS`` and that reference file.
+tests/data/embeddings/). Writes ``model.onnx``, ``SHA256SUMS`` and that reference file;
+then ``reference_vectors.py`` writes the folder's own probe vectors (``reference.json``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def contextual() -> TransformerEmbedder:
 
 
 def test_the_shipped_model_matches_its_checksums() -> None:
-    assert verify_checksums(DEFAULT_CONTEXTUAL_DIR) == 2
+    assert verify_checksums(DEFAULT_CONTEXTUAL_DIR) == 3  # model, tokenizer, reference
     assert "Apache License" in (DEFAULT_CONTEXTUAL_DIR / "NOTICE").read_text()
 
 

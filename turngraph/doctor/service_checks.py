@@ -9,9 +9,12 @@ import neo4j
 import neo4j.exceptions
 
 from turngraph.app import build_embedder, load_ontology
-from turngraph.doctor.checks import Check, fail, ok
+from turngraph.doctor.checks import Check, fail, ok, warn
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.settings import Settings
+from turngraph.workers.embeddings.protocol import Embedder
+from turngraph.workers.embeddings.reference import Agreement, ReferenceCheck
+from turngraph.workers.embeddings.transformer import TransformerEmbedder
 from turngraph.workers.graph.inventory import constraint_names
 from turngraph.workers.graph.schema import schema_statements
 
@@ -151,7 +154,34 @@ def check_embeddings(settings: Settings) -> Check:
         vectors = embedder.embed(["turngraph doctor"])
     except Exception as exc:  # any embedder failure is this check's finding
         return fail("embeddings", f"{provider} embedder failed ({_describe(exc)})", fix)
-    return ok("embeddings", f"{embedder.model}, {vectors.shape[1]} dimensions")
+    detail = f"{embedder.model}, {vectors.shape[1]} dimensions"
+    reference = _reference(embedder)
+    if reference is None:
+        return ok("embeddings", detail)
+    detail += f"; {reference.describe()}"
+    if reference.agreement is Agreement.CLOSE:
+        return warn(
+            "embeddings",
+            detail,
+            f"rankings are unaffected; pin the reference runtime ({reference.reference_runtime})"
+            " before a larger drift gives this machine another model id",
+        )
+    if reference.agreement is Agreement.DRIFTED:
+        return warn(
+            "embeddings",
+            detail + ": stored vectors of the plain model id count as another model's here",
+            f"install the reference runtime ({reference.reference_runtime}), or once every "
+            "machine runs this one, `turngraph embeddings rebuild`",
+        )
+    return ok("embeddings", detail)
+
+
+def _reference(embedder: Embedder) -> ReferenceCheck | None:
+    """The contextual model's reference check, alone or in the shipped pair."""
+    for part in (embedder, getattr(embedder, "contextual", None)):
+        if isinstance(part, TransformerEmbedder):
+            return part.reference
+    return None
 
 
 def _describe(exc: BaseException) -> str:

@@ -26,6 +26,7 @@ from turngraph.workers.embeddings.in_process import (
     verify_checksums,
 )
 from turngraph.workers.embeddings.protocol import Vectors, normalise_rows
+from turngraph.workers.embeddings.reference import ReferenceCheck, check_reference
 
 __all__ = [
     "DEFAULT_CONTEXTUAL_DIR", "MAX_TOKENS", "REQUIRED_FILES", "TransformerEmbedder",
@@ -68,12 +69,20 @@ def _load(folder: Path) -> tuple[Any, Any]:
     return tokenizer, session
 
 
+_CHECKED: dict[Path, ReferenceCheck] = {}
+"""The reference check of each folder loaded in this process (it runs once)."""
+
+
 class TransformerEmbedder(InProcessEmbedder):
     """:class:`~workers.embeddings.protocol.Embedder` over an ONNX sentence-transformer.
 
     Each text runs alone: the int8 model quantises activations per run, so in a batch a
     text's vector would depend on its batch-mates, and ingest and a replica must agree on
     a memory's vector (batching bought no speed either: docs/history.md).
+
+    The model id is ``onnx:<folder name>``, suffixed ``~<digest>`` when this runtime's
+    vectors drifted from the folder's reference vectors (``reference``: that check,
+    ``workers/embeddings/reference.py``).
     """
 
     def __init__(self, folder: Path) -> None:
@@ -82,9 +91,17 @@ class TransformerEmbedder(InProcessEmbedder):
         self._tokenizer, self._session = _load(folder.resolve())
         self._takes_mask = "attention_mask" in {i.name for i in self._session.get_inputs()}
         super().__init__(f"onnx:{folder.name}", int(self._session.get_outputs()[0].shape[-1]))
+        key = folder.resolve()
+        if key not in _CHECKED:
+            _CHECKED[key] = check_reference(key, self.model, self._unit_rows)
+        self.reference = _CHECKED[key]
+        self._name += self.reference.model_suffix
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self._count(texts)
+        return self._unit_rows(texts)
+
+    def _unit_rows(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
             out[row] = self._pooled(encoding.ids)
