@@ -89,7 +89,12 @@ def test_a_built_wheel_holds_and_imports_every_module_at_its_mapped_path(
     }
     assert expected - names == set()
     assert "turngraph/schemas/json/bridge_recall_request.schema.json" in names
-    assert any(n.startswith("turngraph/workers/embeddings/models/") for n in names)
+    # Every file a model folder's checksums name ships (its reference vectors too): a
+    # folder missing one is refused at load.
+    for sums in sorted(ROOT.glob("workers/embeddings/models/*/SHA256SUMS")):
+        folder = f"turngraph/workers/embeddings/models/{sums.parent.name}"
+        listed = [line.split()[1] for line in sums.read_text().splitlines() if line.strip()]
+        assert {f"{folder}/{name}" for name in listed} - names == set(), folder
     # Every module imports from the unpacked wheel alone: its folder comes before the
     # editable install's finder, and no other copy of the package is on the path there.
     probe = (
