@@ -81,3 +81,22 @@ def test_a_question_comes_only_below_its_reply() -> None:
     assert texts[0] == "9464, the OpenTelemetry default."
     assert texts[1].startswith("Which port")
     assert results.results[0].score.semantic_score == results.results[1].score.semantic_score
+
+
+def test_a_question_and_its_reply_both_scored_zero_do_not_break_the_search() -> None:
+    """A tuning run may weigh every signal that found them at 0 (``--set
+    lexical_weight=0,chain_weight=0``): the question and its reply then both score 0, and
+    placing the question below its reply divided by its zero score."""
+    ranking = DEFAULT.with_values(lexical_weight=0, chain_weight=0)
+    index = MemoryIndex(ranking=ranking)
+    _session(
+        index,
+        [
+            ("user", "Which port does the metrics endpoint listen on?"),
+            ("assistant", "9464, the OpenTelemetry default."),
+        ],
+    )
+    results = search(index, request("which port does the metrics endpoint listen on?"), NOW)
+    assert results.success
+    assert all(r.score.final_score == 0 for r in results.results)
+    assert results.result_count >= 1

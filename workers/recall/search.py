@@ -298,7 +298,7 @@ def _answers_above_questions(
                 factors.remove(held)
             held = by_key[key] = fresh[0]
             factors.append(held)
-        if question.final >= held.final:
+        if question.final >= held.final and question.final > 0:  # both 0: nothing to place
             lowered = 0.999 * held.final / question.final
             question.answer *= lowered
             question.final *= lowered
