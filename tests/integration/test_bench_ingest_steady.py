@@ -8,7 +8,7 @@ import pytest
 
 from bench.ingest import main
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.heavy(60), pytest.mark.timeout(900)]
 
 
 def test_the_one_worker_run_is_repeated_in_the_same_server_and_reported_as_steady(
