@@ -55,6 +55,7 @@ LAYOUT_SETTLED = """(() => {
 
 FRAMES = "document.querySelectorAll('[data-testid=frame]').length"
 LATEST_FRAME_TEXT = "document.querySelector('[data-testid=frame]').innerText"
+FRAME_TEXTS = "Array.from(document.querySelectorAll('[data-testid=frame]'), f => f.innerText)"
 
 
 def run_saved_query(browser: Browser, query: CypherText, values: dict[str, str]) -> None:
@@ -107,7 +108,11 @@ def test_browser_connects_styles_and_runs_saved_queries(
 
         # The style, as a person would apply it by pasting after :style.
         run_in_editor(browser, f":style {GRASS}")
-        assert "Episode" in browser.evaluate(LATEST_FRAME_TEXT)
+        # Its own frame, not merely the newest: under load Browser may add its `:use` of the
+        # address's database after the line above (once saying there is none yet).
+        browser.wait_for(
+            f"{FRAME_TEXTS}.some(t => t.startsWith(':style') && t.includes('Episode'))", 60
+        )
 
         words = QUERIES["Search turns by words (Neo4j only: full-text index episode_text)"]
         run_saved_query(browser, words, {"words": "retry AND backoff"})
