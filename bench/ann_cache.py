@@ -30,6 +30,7 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,21 +48,16 @@ EVICT_BYTES = 64 * 1024 * 1024
 
 
 def corpus_rows(path: Path | None, count: int) -> npt.NDArray[np.float32]:
-    """``count`` unit rows: from ``bench.recall_cpu``'s vectors file, or approximated."""
+    """``count`` unit rows: from ``bench.recall_cpu``'s vectors file, or approximated by
+    its own ``memories_and_vectors`` (kept in a temporary file)."""
     if path is not None:
         with np.load(path) as held:
             return np.asarray(held["vectors"][:count], dtype=np.float32)
-    from bench.recall_latency import corpus
-    from turngraph.workers.embeddings.local import StaticEmbedder
-    from turngraph.workers.embeddings.protocol import normalise_rows
+    from bench.recall_cpu import memories_and_vectors
 
-    turns, _ = corpus(count)
-    static = StaticEmbedder()
-    texts = [turn.content for turn in turns]
-    half = np.vstack([static.embed(texts[i : i + 4096]) for i in range(0, len(texts), 4096)])
-    projection = np.random.default_rng(7).normal(size=(half.shape[1], 384))
-    other = normalise_rows((half @ projection).astype(np.float32))
-    return normalise_rows(np.hstack([other, half]).astype(np.float32))
+    with tempfile.TemporaryDirectory() as scratch:
+        _, vectors = memories_and_vectors(count, Path(scratch) / "v.npz", approximate=True)
+    return np.vstack(list(vectors.values())).astype(np.float32)
 
 
 def timed(search: Callable[[int, int], object], queries: int, mode: str, graphs: int) -> float:
