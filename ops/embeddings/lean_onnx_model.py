@@ -2,6 +2,8 @@
 
     /tmp/export/bin/python ops/embeddings/lean_onnx_model.py ORIGINAL.onnx \
         workers/embeddings/models/minilm-l6-onnx
+    .venv/bin/python ops/embeddings/lean_onnx_model.py --variant ORIGINAL.onnx \
+        workers/embeddings/models/minilm-l6-onnx   # on another kind of CPU
 
 ``ORIGINAL.onnx`` is the int8 model ``export_onnx_model.py`` quantises (the file shipped
 until 2026-11-29, sha256 c06a9326...). The exporter traced the model for any batch and
@@ -216,6 +218,28 @@ def _reference_means(original_path: Path, tokenizer_path: Path) -> np.ndarray:
     return np.vstack(rows)
 
 
+def add_variant(original_path: Path, shipped: Path) -> None:
+    """On another kind of CPU: check the shipped graph against the original at every length
+    here too, and keep the original's means on this kind beside the reference machine's
+    (the test compares the kind it runs on)."""
+    from turngraph.workers.embeddings.reference import cpu_kernels
+
+    _check_identical(original_path, (shipped / "model.onnx").read_bytes())
+    kept = dict(np.load(REFERENCE))
+    kernels = cpu_kernels()
+    if kernels == str(kept["kernels"]):
+        raise SystemExit(f"this CPU ({kernels}) is the reference's kind")
+    labels = [str(k) for k in kept.get("variant_kernels", np.asarray([], dtype=str))]
+    rows = list(kept.get("variant_means", np.zeros((0, *kept["means"].shape), np.float32)))
+    if kernels in labels:
+        del rows[labels.index(kernels)], labels[labels.index(kernels)]
+    labels.append(kernels)
+    rows.append(_reference_means(original_path, shipped / "tokenizer.json"))
+    kept["variant_kernels"], kept["variant_means"] = np.asarray(labels), np.stack(rows)
+    np.savez_compressed(REFERENCE, **kept)
+    print(f"bit-identical to the original at 1-256 tokens on {kernels}; its means kept")
+
+
 def main(original_path: Path, out: Path) -> None:
     model = lean(original_path)
     data = model.SerializeToString()
@@ -227,7 +251,11 @@ def main(original_path: Path, out: Path) -> None:
     means = _reference_means(original_path, out / "tokenizer.json")
     REFERENCE.parent.mkdir(parents=True, exist_ok=True)
     texts = np.asarray(REFERENCE_TEXTS)
-    np.savez_compressed(REFERENCE, texts=texts, means=means, sha256=original_sha)
+    from turngraph.workers.embeddings.reference import cpu_kernels
+
+    np.savez_compressed(
+        REFERENCE, texts=texts, means=means, sha256=original_sha, kernels=cpu_kernels()
+    )
     (out / "model.onnx").write_bytes(data)
     sums = []
     for name in ("model.onnx", "tokenizer.json"):
@@ -237,4 +265,7 @@ def main(original_path: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    if sys.argv[1] == "--variant":
+        add_variant(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -3,7 +3,6 @@ a runtime that gives other vectors never embeds under the shipped model id."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -21,7 +20,16 @@ from turngraph.workers.embeddings.composite import CompositeEmbedder
 from turngraph.workers.embeddings.errors import EmbeddingModelError
 from turngraph.workers.embeddings.in_process import verify_checksums
 from turngraph.workers.embeddings.local import StaticEmbedder
-from turngraph.workers.embeddings.reference import REFERENCE_FILE, TOLERANCE, Agreement
+from turngraph.workers.embeddings.reference import (
+    REFERENCE_FILE,
+    TOLERANCE,
+    Agreement,
+    Variant,
+    cpu_kernels,
+    encode_reference,
+    read_reference,
+    runtime_versions,
+)
 from turngraph.workers.embeddings.transformer import DEFAULT_CONTEXTUAL_DIR, TransformerEmbedder
 from turngraph.workers.recall.semantic import SemanticSignal
 
@@ -60,17 +68,94 @@ def _scale_weight(folder: Path, tensor: str, index: int, factor: float) -> None:
     _resum(folder, "model.onnx")
 
 
-def test_the_shipped_model_gives_its_reference_vectors_bit_for_bit() -> None:
+def _own_vectors(tmp_path: Path) -> tuple[list[str], np.ndarray]:
+    """The probe texts and what this machine's runtime gives for them (no check)."""
+    folder = _copy(tmp_path / "unchecked")
+    texts, _, _ = read_reference(folder / REFERENCE_FILE)
+    (folder / REFERENCE_FILE).unlink()
+    sums = folder / "SHA256SUMS"
+    kept = [line for line in sums.read_text().splitlines() if not line.endswith(REFERENCE_FILE)]
+    sums.write_text("".join(f"{line}\n" for line in kept))
+    unchecked = TransformerEmbedder(folder)
+    assert unchecked.reference.agreement is Agreement.UNCHECKED
+    return texts, unchecked.embed(texts)
+
+
+def _with_reference(
+    tmp_path: Path, reference: np.ndarray, variants: list[Variant] | None = None
+) -> Path:
+    """A copy of the shipped folder whose reference.json holds ``reference`` (made on
+    "REFERENCE-KERNELS") and ``variants``, as a release would write it."""
+    folder = _copy(tmp_path)
+    texts, _, _ = read_reference(folder / REFERENCE_FILE)
+    runtime = runtime_versions()
+    text = encode_reference(texts, reference, "REFERENCE-KERNELS", runtime, variants or [])
+    (folder / REFERENCE_FILE).write_text(text, encoding="utf-8")
+    _resum(folder, REFERENCE_FILE)
+    return folder
+
+
+def test_the_shipped_model_gives_its_reference_or_a_known_variant_bit_for_bit() -> None:
+    # The reference was made on a machine with AMX; a kind of CPU running other float
+    # kernels (AVX2) gives other bits, kept in the folder as a known variant: both kinds
+    # load the shipped model without a warning, each under the id of its own vectors.
     with capture_logs() as logs:
         embedder = TransformerEmbedder(DEFAULT_CONTEXTUAL_DIR)
     check = embedder.reference
-    assert check.agreement is Agreement.IDENTICAL and check.max_difference == 0.0
-    assert embedder.model == SHIPPED_ID
-    assert not [entry for entry in logs if entry["event"].startswith("embedding_reference")]
+    assert check.agreement in (Agreement.IDENTICAL, Agreement.VARIANT), check.describe()
+    if check.agreement is Agreement.IDENTICAL:
+        assert check.max_difference == 0.0 and embedder.model == SHIPPED_ID
+    else:
+        assert check.reference_kernels == check.kernels  # made on this kind of CPU
+        assert embedder.model == f"{SHIPPED_ID}~{check.digest}"
+    assert not [entry for entry in logs if entry["log_level"] == "warning"]
     # Tiny, and covered by the folder's checksums like the model itself.
     assert (DEFAULT_CONTEXTUAL_DIR / REFERENCE_FILE).stat().st_size < 16_000
     assert REFERENCE_FILE in (DEFAULT_CONTEXTUAL_DIR / "SHA256SUMS").read_text()
     assert verify_checksums(DEFAULT_CONTEXTUAL_DIR) == 3
+    _, reference, variants = read_reference(DEFAULT_CONTEXTUAL_DIR / REFERENCE_FILE)
+    assert reference.kernels == "AMX" and [v.kernels for v in variants] == ["AVX2"]
+
+
+def test_the_reference_machines_own_bits_keep_the_plain_id(tmp_path: Path) -> None:
+    _, own = _own_vectors(tmp_path)
+    with capture_logs() as logs:
+        embedder = TransformerEmbedder(_with_reference(tmp_path, own))
+    assert embedder.reference.agreement is Agreement.IDENTICAL and embedder.model == SHIPPED_ID
+    assert not [e for e in logs if e["event"].startswith("embedding_reference")]
+
+
+def test_a_known_variant_embeds_under_its_own_id_without_a_warning(tmp_path: Path) -> None:
+    _, own = _own_vectors(tmp_path)
+    other = own.copy()
+    other[0, 3] += 0.01  # the reference machine's bits: another kind of CPU's
+    variant = Variant("VARIANT-KERNELS", runtime_versions(), own)
+    with capture_logs() as logs:
+        embedder = TransformerEmbedder(_with_reference(tmp_path, other, [variant]))
+    check = embedder.reference
+    assert check.agreement is Agreement.VARIANT and check.reference_kernels == "VARIANT-KERNELS"
+    digest = hashlib.sha256(np.ascontiguousarray(own, "<f4").tobytes()).hexdigest()[:8]
+    assert embedder.model == f"{SHIPPED_ID}~{digest}"  # the id a drift to these bits gets
+    (entry,) = [e for e in logs if e["event"].startswith("embedding_reference")]
+    assert entry["event"] == "embedding_reference_variant" and entry["log_level"] == "info"
+    assert "VARIANT-KERNELS" in check.describe() and check.model_suffix in check.describe()
+    # Without the variant the same machine has drifted: same id, and a warning saying why.
+    with capture_logs() as logs:
+        drifted = TransformerEmbedder(_with_reference(tmp_path / "plain", other))
+    assert drifted.reference.agreement is Agreement.DRIFTED and drifted.model == embedder.model
+    (entry,) = [e for e in logs if e["event"].startswith("embedding_reference")]
+    assert entry["log_level"] == "warning" and "--variant" in entry["fix"]
+
+
+def test_the_cpus_kernels_are_read_from_its_flags(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n")
+    assert cpu_kernels(info) == "AVX2"
+    info.write_text("flags\t\t: avx2 avx512f avx512_vnni amx_tile amx_int8\n")
+    assert cpu_kernels(info) == "AMX"
+    info.write_text("Features\t: fp asimd evtstrm\n")
+    assert cpu_kernels(info) == "NEON"
+    assert cpu_kernels(tmp_path / "missing") == "unknown"
 
 
 def test_a_model_giving_other_vectors_embeds_under_another_id(tmp_path: Path) -> None:
@@ -106,15 +191,11 @@ def test_a_model_giving_other_vectors_embeds_under_another_id(tmp_path: Path) ->
 
 def test_a_difference_within_the_tolerance_keeps_the_id_and_warns(tmp_path: Path) -> None:
     # The reference one float-step off in one component: float noise, no rounding flipped.
-    folder = _copy(tmp_path)
-    document = json.loads((folder / REFERENCE_FILE).read_text())
-    row = np.frombuffer(base64.b64decode(document["vectors"][1]), "<f4").copy()
-    row[5] = np.nextafter(row[5], np.float32(1.0))
-    document["vectors"][1] = base64.b64encode(row.tobytes()).decode()
-    (folder / REFERENCE_FILE).write_text(json.dumps(document))
-    _resum(folder, REFERENCE_FILE)
+    _, own = _own_vectors(tmp_path)
+    near = own.copy()
+    near[1, 5] = np.nextafter(near[1, 5], np.float32(1.0))
     with capture_logs() as logs:
-        embedder = TransformerEmbedder(folder)
+        embedder = TransformerEmbedder(_with_reference(tmp_path, near))
     assert embedder.reference.agreement is Agreement.CLOSE
     assert 0 < embedder.reference.max_difference <= TOLERANCE
     assert embedder.model == SHIPPED_ID
@@ -132,11 +213,11 @@ def test_an_altered_reference_file_is_refused_by_the_checksums(tmp_path: Path) -
 def test_doctor_reports_the_check(tmp_path: Path) -> None:
     shipped = check_embeddings(Settings(_env_file=None, embedding_provider="local"))
     assert shipped.status is Status.OK
-    assert "reference vectors bit-identical" in shipped.detail
+    assert "bit-identical" in shipped.detail
     folder = _copy(tmp_path)
     _scale_weight(folder, "model.encoder.layer.5.output.LayerNorm.weight", 7, 1.5)
     drifted = check_embeddings(
         Settings(_env_file=None, embedding_provider="local", embedding_model_path=folder)
     )
     assert drifted.status is Status.WARN and "drifted" in drifted.detail
-    assert "turngraph embeddings rebuild" in drifted.fix and "onnxruntime" in drifted.fix
+    assert "turngraph embeddings rebuild" in drifted.fix

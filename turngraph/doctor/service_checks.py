@@ -170,8 +170,7 @@ def check_embeddings(settings: Settings) -> Check:
         return warn(
             "embeddings",
             detail + ": stored vectors of the plain model id count as another model's here",
-            f"install the reference runtime ({reference.reference_runtime}), or once every "
-            "machine runs this one, `turngraph embeddings rebuild`",
+            reference.fix,
         )
     return ok("embeddings", detail)
 
