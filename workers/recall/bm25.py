@@ -12,8 +12,10 @@ from bisect import bisect_left
 from collections.abc import Container, Iterable, Mapping
 from itertools import compress
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from turngraph.workers.recall.postings import Hit, Partition, Postings, among_said, idf
 from turngraph.workers.recall.ranking import Ranking
@@ -58,40 +60,91 @@ def _accumulate(
     weights: Mapping[str, float],
     part: Partition,
     ranking: Ranking,
-) -> dict[int, float]:
+) -> _Sums:
     """BM25 scores over one set of postings (``weights``: the statistics' idf x query
-    weight per term; a term only restatements hold gets the idf of a term nobody said)."""
+    weight per term; a term only restatements hold gets the idf of a term nobody said),
+    each memory once, in the order the walk first met it.
+
+    The walked postings are summed in numpy, in the walk's order (``bincount`` adds each
+    memory's contributions one after the other, as a dict of running sums did: the same
+    sums to the last bit), instead of a Python loop over up to ``postings_budget``
+    postings (docs/history.md)."""
     found = [(p.ready(), term, p) for term in query if (p := columns.get(term)) is not None]
     found.sort(key=itemgetter(0))
-    acc: dict[int, float] = {}
+    ids: list[npt.NDArray[np.intc]] = []
+    contributions: list[npt.NDArray[np.float64]] = []
     budget = ranking.postings_budget
     late: list[tuple[float, Postings]] = []
     for df, term, postings in found:
         weight = weights.get(term)
         if weight is None:
             weight = idf(part.n_docs, 0) * query[term]
-        if df > budget and acc:
+        if df > budget and ids:
             late.append((weight, postings))
             continue
         start = max(0, df - budget)
         budget -= df - start
-        get = acc.get
-        for internal, w in zip(postings.ids[start:df], postings.weights[start:df], strict=True):
-            acc[internal] = get(internal, 0.0) + weight * w
+        if df > start:  # slices are copies: the writer may append to the columns meanwhile
+            ids.append(np.frombuffer(postings.ids[start:df], dtype=np.intc))
+            walked = np.frombuffer(postings.weights[start:df], dtype=np.float32)
+            contributions.append(weight * walked.astype(np.float64))
+    sums = _summed(ids, contributions)
     if late:
-        acc = dict(largest(acc, ranking.rescore_candidates))
+        acc = dict(sums.largest(ranking.rescore_candidates))
         for weight, postings in late:
-            ids, weights_of, n = postings.ids, postings.weights, postings.ready()
+            ids_of, weights_of, n = postings.ids, postings.weights, postings.ready()
             for internal in acc:
-                i = bisect_left(ids, internal, 0, n)
-                if i < n and ids[i] == internal:
+                i = bisect_left(ids_of, internal, 0, n)
+                if i < n and ids_of[i] == internal:
                     acc[internal] += weight * weights_of[i]
-    return acc
+        sums = _Sums(
+            np.fromiter(acc, dtype=np.int64, count=len(acc)),
+            np.fromiter(acc.values(), dtype=np.float64, count=len(acc)),
+        )
+    return sums
 
 
-def _best(acc: Mapping[int, float], alive: Container[int], limit: int) -> list[Hit]:
+class _Sums(NamedTuple):
+    """Memories and their scores, in the order they were first met."""
+
+    keys: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float64]
+
+    def largest(self, n: int) -> list[Hit]:
+        """The ``n`` best, best first, equal scores in their order here (what
+        :func:`largest` returns for the same scores as a dict)."""
+        size = len(self.scores)
+        if n <= 0 or size == 0:
+            return []
+        scores = self.scores
+        if size <= n:
+            order = np.argsort(-scores, kind="stable")
+        else:
+            nth = np.partition(scores, size - n)[size - n]  # the n-th largest score
+            chosen = scores > nth
+            ties = np.flatnonzero(scores == nth)[: n - int(np.count_nonzero(chosen))]
+            chosen[ties] = True  # the first of the scores equal to the n-th
+            picked = np.flatnonzero(chosen)
+            order = picked[np.argsort(-scores[picked], kind="stable")]
+        return list(zip(self.keys[order].tolist(), scores[order].tolist(), strict=True))
+
+
+def _summed(
+    ids: list[npt.NDArray[np.intc]], contributions: list[npt.NDArray[np.float64]]
+) -> _Sums:
+    """Each id's contributions added in their order, ids in the order first seen."""
+    if not ids:
+        return _Sums(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+    every = np.concatenate(ids)
+    keys, first, inverse = np.unique(every, return_index=True, return_inverse=True)
+    sums = np.bincount(inverse, weights=np.concatenate(contributions), minlength=len(keys))
+    order = np.argsort(first)
+    return _Sums(keys[order].astype(np.int64), sums[order])
+
+
+def _best(acc: _Sums, alive: Container[int], limit: int) -> list[Hit]:
     """The ``limit`` best live ones (removed ids linger: a few more are read)."""
-    best = largest(acc, 2 * limit + 8)
+    best = acc.largest(2 * limit + 8)
     return [hit for hit in best if hit[0] in alive][:limit]
 
 
