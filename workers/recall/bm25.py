@@ -129,9 +129,7 @@ class _Sums(NamedTuple):
         return list(zip(self.keys[order].tolist(), scores[order].tolist(), strict=True))
 
 
-def _summed(
-    ids: list[npt.NDArray[np.intc]], contributions: list[npt.NDArray[np.float64]]
-) -> _Sums:
+def _summed(ids: list[npt.NDArray[np.intc]], contributions: list[npt.NDArray[np.float64]]) -> _Sums:
     """Each id's contributions added in their order, ids in the order first seen."""
     if not ids:
         return _Sums(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
@@ -139,7 +137,7 @@ def _summed(
     keys, first, inverse = np.unique(every, return_index=True, return_inverse=True)
     sums = np.bincount(inverse, weights=np.concatenate(contributions), minlength=len(keys))
     order = np.argsort(first)
-    return _Sums(keys[order].astype(np.int64), sums[order])
+    return _Sums(keys[order].astype(np.int64), sums[order].astype(np.float64, copy=False))
 
 
 def _best(acc: _Sums, alive: Container[int], limit: int) -> list[Hit]:
