@@ -15,16 +15,12 @@ from turngraph.workers.recall.postings import restated_key
 from turngraph.workers.recall.ranking import Ranking
 from turngraph.workers.recall.scoring import normalise
 from turngraph.workers.recall.semantic import SemanticSignal
-from turngraph.workers.recall.sessions import (
-    later_user_turns,
-    session_signal,
-    session_vector_signal,
-)
+from turngraph.workers.recall.sessions import later_user_turns, session_signal
 from turngraph.workers.recall.vectors import Vector
 
 __all__ = [
     "Target", "best_idf", "candidates", "context_scores", "known_entities", "search_targets",
-    "semantic_scores", "session_vector_scores", "what_was_said",
+    "semantic_scores", "what_was_said",
 ]  # fmt: skip
 
 
@@ -190,30 +186,6 @@ def semantic_scores(
     restated = [(restated_key(partition), keep) for partition, keep in partitions]
     pool = {key for scores in signals.values() for key in scores}
     return semantic.candidates(partitions, vector, pool, restated)
-
-
-def session_vector_scores(
-    index: MemoryIndex,
-    targets: Sequence[Target],
-    vector: Vector,
-    current_session: str | None,
-) -> dict[int, float]:
-    """The openers of the sessions nearest the query by their vector
-    (``sessions.session_vector_signal``), over the searched workspaces (not restricted to
-    one session: a session-scoped search has no earlier session to choose)."""
-    semantic = index.semantic
-    ranking = index.ranking
-    if semantic is None or semantic.sessions is None or ranking.session_vector_weight <= 0:
-        return {}
-    found: dict[int, float] = {}
-    for target in targets:
-        if target.session_id is not None or target.partition[0] != "workspace":
-            continue
-        nearest = semantic.sessions.nearest(
-            target.partition, vector, 2 * ranking.session_vector_count + 2
-        )
-        found.update(session_vector_signal(index, nearest, ranking, current_session))
-    return found
 
 
 def _session_filter(index: MemoryIndex, session_id: str) -> Callable[[int], bool]:

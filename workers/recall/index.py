@@ -29,7 +29,7 @@ from turngraph.workers.embeddings.protocol import Embedder
 from turngraph.workers.embeddings.texts import embedding_text
 from turngraph.workers.recall import bm25, entity_signal
 from turngraph.workers.recall.answers import Act, act_of, answer_of
-from turngraph.workers.recall.memory import Memory, MemoryKind
+from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.postings import (
     Hit,
     Partition,
@@ -42,7 +42,6 @@ from turngraph.workers.recall.postings import (
 )
 from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.semantic import EMBED_BATCH, SemanticSignal
-from turngraph.workers.recall.session_vectors import mean_vector
 from turngraph.workers.recall.speakers import name_words
 from turngraph.workers.recall.text import tokenize
 from turngraph.workers.recall.vectors import Vector
@@ -98,9 +97,6 @@ class MemoryIndex:
         self._parts: dict[PartitionKey, Partition] = {}
         self._members: dict[tuple[str, str], array] = {}
         self._turns: dict[tuple[str, int], int] = {}
-        self._sessions_stale: set[tuple[PartitionKey, str]] = set()
-        """Sessions whose vector (``session_vectors``) waits for the end of a bootstrap."""
-        self._bulk_sessions = False
 
     # -- writing ---------------------------------------------------------------------
 
@@ -132,7 +128,6 @@ class MemoryIndex:
                 if key is not None and doc is not None:
                     self.semantic.store(doc.vector_partition, key, vector)
                     self.semantic.counters.received += 1
-                    self._session_turn_changed(doc)
         elif internal is not None:
             self._embed([internal])
 
@@ -151,14 +146,11 @@ class MemoryIndex:
             count += 1
         if self.semantic is not None:
             self.semantic.begin_bulk()
-            self._bulk_sessions = True
             try:
                 self._take_or_embed(fresh, vectors or {})
             finally:
                 with self._lock:
                     self.semantic.end_bulk()
-                    self._bulk_sessions = False
-                    self._refresh_stale_sessions()
         return count
 
     def _take_or_embed(self, fresh: list[int], stored: Mapping[str, Vector]) -> None:
@@ -174,7 +166,6 @@ class MemoryIndex:
                 else:
                     self.semantic.store(doc.vector_partition, internal, vector)
                     self.semantic.counters.received += 1
-                    self._session_turn_changed(doc)
         for start in range(0, len(missing), EMBED_BATCH):
             self._embed(missing[start : start + EMBED_BATCH])
 
@@ -204,47 +195,6 @@ class MemoryIndex:
                 doc = self._docs.get(internal)
                 if doc is not None:
                     self.semantic.store(doc.vector_partition, internal, vector)
-                    self._session_turn_changed(doc)
-
-    def _session_turn_changed(self, doc: _Doc) -> None:
-        """A turn's vector was stored or removed: its session's vector is made again when
-        the turn is one it is made of (under the lock; at the end of a bootstrap)."""
-        memory = doc.memory
-        if (
-            self.ranking.session_vector_weight <= 0
-            or memory.session_id is None
-            or memory.turn_index is None
-            or memory.turn_index > self.ranking.session_reach
-            or not _opening_user_turn(memory)
-        ):
-            return
-        stale = (doc.partition, memory.session_id)
-        if self._bulk_sessions:
-            self._sessions_stale.add(stale)
-        else:
-            self._refresh_session(*stale)
-
-    def _refresh_stale_sessions(self) -> None:
-        for partition, session in self._sessions_stale:
-            self._refresh_session(partition, session)
-        self._sessions_stale.clear()
-
-    def _refresh_session(self, partition: PartitionKey, session: str) -> None:
-        """The session's vector: the mean of its user's turns' up to ``session_reach``
-        (``session_vectors``); none when none of them has a vector."""
-        semantic = self.semantic
-        if semantic is None or semantic.vectors is None:
-            return
-        keys: list[int] = []
-        for turn in range(self.ranking.session_reach + 1):
-            key = self._turns.get((session, turn))
-            doc = self._docs.get(key) if key is not None else None
-            if key is not None and doc is not None and _opening_user_turn(doc.memory):
-                keys.append(key)
-        found = semantic.vectors.vectors(keys)
-        semantic.session_vectors().set(
-            partition, session, mean_vector([found[k] for k in keys if k in found])
-        )
 
     def embedding_text(self, internal: int) -> str:
         """What a memory's vector is made from: ``speaker: text``, after the previous
@@ -291,8 +241,6 @@ class MemoryIndex:
                     removed += 1
             if scope == "workspace":
                 self._parts.pop(("workspace", key), None)
-                if self.semantic is not None and self.semantic.sessions is not None:
-                    self.semantic.sessions.forget(("workspace", key))
             if scope == "user":
                 self._parts.pop(("user", key), None)
             return removed
@@ -356,8 +304,6 @@ class MemoryIndex:
             key = (memory.session_id, memory.turn_index)
             if self._turns.get(key) == internal:
                 del self._turns[key]
-            if self.semantic is not None:
-                self._session_turn_changed(doc)
         part = self._parts.get(doc.partition)
         if part is None:
             return
@@ -511,11 +457,6 @@ class MemoryIndex:
             if neighbour is not None:
                 found.append(neighbour)
         return found
-
-
-def _opening_user_turn(memory: Memory) -> bool:
-    """A turn the user said, of the kind a session's vector is made of (what was said)."""
-    return memory.kind is MemoryKind.EPISODE and memory.extra.get("role") == "user"
 
 
 def _member_keys(memory: Memory) -> list[tuple[str, str]]:

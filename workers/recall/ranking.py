@@ -70,13 +70,6 @@ class Ranking:
     (``sessions.later_user_turns``; fusion weight ``session_weight``). RealMem R@10 / session
     hit@10, re-run from captures: dev 0.396 / 0.761 -> 0.413 / 0.758, test 0.467 / 0.775 ->
     0.483 / 0.772; own dev and REALTALK unchanged (docs/history.md). 0 turns it off."""
-    session_vector_weight: float = 0.0
-    """Fusion weight of the session-vector signal (``session_vectors``): the opening turns
-    of the ``session_vector_count`` sessions whose vector (the mean of their user's turns
-    up to ``session_reach``) is nearest the query, min-max normalised over them. 0 turns it
-    off (and holds no session vectors)."""
-    session_vector_count: int = 10
-    """Sessions nearest the query by their vector whose opening turns join."""
     session_count: int = 10
     """Strongest sessions whose opening turns get the session signal."""
     session_hits: int = 3
@@ -179,7 +172,6 @@ class Ranking:
             "semantic": self.semantic_weight,
             "session": self.session_weight,
             "session_user": self.session_weight,
-            "session_vector": self.session_vector_weight,
         }.get(signal, 1.0)
 
     def with_values(self, **values: float) -> Ranking:

@@ -30,7 +30,6 @@ from turngraph.workers.recall.candidates import (
     known_entities,
     search_targets,
     semantic_scores,
-    session_vector_scores,
     what_was_said,
 )
 from turngraph.workers.recall.followups import (
@@ -109,9 +108,6 @@ def search(
         text = query_text(without_names(intent.query, names), [t.content for t in turns])
         vector, reason = semantic.queries.embed(text, _query_budget_s(request, started))
         if vector is not None:
-            sessions = session_vector_scores(index, targets, vector, request.session_id)
-            if sessions:  # before the cosines: its openers get theirs as candidates
-                signals["session_vector"] = sessions
             signals["semantic"] = semantic_scores(index, semantic, targets, vector, signals)
         elif reason is not None:
             degraded.append(reason)

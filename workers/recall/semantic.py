@@ -19,7 +19,6 @@ from turngraph.schemas.errors import TurngraphError
 from turngraph.workers.embeddings.deadline import QueryEmbedder
 from turngraph.workers.embeddings.factory import query_embedder
 from turngraph.workers.embeddings.protocol import Embedder, Vectors
-from turngraph.workers.recall.session_vectors import SessionVectors
 from turngraph.workers.recall.vectors import Vector, VectorIndex
 
 __all__ = [
@@ -66,8 +65,6 @@ class SemanticSignal:
         """Rows from which a partition is searched through HNSW (None: ``ann``'s default)."""
         self.queries: QueryEmbedder = query_embedder(embedder)
         self.vectors: VectorIndex | None = None
-        self.sessions: SessionVectors | None = None
-        """Each session's vector (``session_vectors``), once a memory vector is held."""
         self.counters = SemanticCounters()
         self._bulk = False
 
@@ -102,13 +99,6 @@ class SemanticSignal:
                 self.vectors.begin_bulk()
         if vector.shape[0] == self.vectors.dimension:
             self.vectors.add(partition, internal, vector)
-
-    def session_vectors(self) -> SessionVectors:
-        """The sessions' vectors, of the memories' dimension (held once one is stored)."""
-        if self.sessions is None:
-            dimension = self.vectors.dimension if self.vectors is not None else 0
-            self.sessions = SessionVectors(dimension)
-        return self.sessions
 
     def usable(self, model: str, vector: Sequence[float]) -> Vector | None:
         """A sent vector as this signal's own, or ``None`` (another model or dimension,

@@ -31,7 +31,7 @@ from typing import Protocol
 from turngraph.workers.recall.memory import Memory
 from turngraph.workers.recall.ranking import Ranking
 
-__all__ = ["by_own_cosine", "later_user_turns", "session_signal", "session_vector_signal"]
+__all__ = ["by_own_cosine", "later_user_turns", "session_signal"]
 
 
 class _Sessions(Protocol):
@@ -81,38 +81,6 @@ def session_signal(
         if opener is not None and _opens_with_a_request(index, session, opener):
             signal[opener] = strength[session] / full
     return signal
-
-
-def session_vector_signal(
-    index: _Sessions,
-    nearest: Sequence[tuple[str, float]],
-    ranking: Ranking,
-    current_session: str | None = None,
-) -> dict[int, float]:
-    """``internal id -> score`` of the opening turns of the ``ranking.session_vector_count``
-    sessions ``nearest`` the query by their vector (``session_vectors``; ``(session,
-    cosine)`` best first), min-max normalised over them: 1.0 for the nearest, 0 at the one
-    after the last. Only sessions opened with a request lend their opener (as for
-    :func:`session_signal`); the ``current_session`` takes no part."""
-    count = ranking.session_vector_count
-    if ranking.session_vector_weight <= 0 or count <= 0:
-        return {}
-    found: list[tuple[int, float]] = []
-    for session, cosine in nearest:
-        if session == current_session:
-            continue
-        opener = index.session_turn(session, 0)
-        if opener is not None and _opens_with_a_request(index, session, opener):
-            found.append((opener, cosine))
-        if len(found) > count:
-            break
-    if len(found) < 2:
-        return {}
-    high, low = found[0][1], found[-1][1]  # the one after the last, when there is one
-    span = high - low
-    if span <= 1e-9:
-        return {}
-    return {opener: (cosine - low) / span for opener, cosine in found[:count] if cosine > low}
 
 
 def _opens_with_a_request(index: _Sessions, session: str, opener: int) -> bool:

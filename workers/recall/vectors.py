@@ -253,20 +253,6 @@ class _Block:
         sims = (rows.codes[at] @ query) * rows.scales[at]
         return dict(zip(keys, sims.tolist(), strict=True))
 
-    def vectors(self, internals: list[int]) -> dict[int, Vector]:
-        """The stored vectors (from the int8 codes) of those given that are held."""
-        ann = self.ann
-        if ann is not None:
-            labels, found = ann.vectors(internals)
-            return dict(zip(labels, found, strict=True))
-        rows, row_of = self.rows, self.row_of
-        if rows is None:
-            return self.vectors(internals)
-        keys = [k for k in internals if row_of.get(k, rows.size) < rows.size]
-        if not keys:
-            return {}
-        return dict(zip(keys, rows.vectors([row_of[k] for k in keys]), strict=True))
-
     def nbytes(self) -> tuple[int, int]:
         """``(int8 rows, HNSW graph with its codes)`` bytes held."""
         rows = self.rows
@@ -346,20 +332,6 @@ class VectorIndex:
             block = self._blocks.get(partition)
             if block is not None:
                 found.update(block.similarity(keys, query))
-        return found
-
-    def vectors(self, internals: list[int]) -> dict[int, Vector]:
-        """The stored vector of each given memory that has one (``codes * scale``)."""
-        by_block: dict[tuple[str, str], list[int]] = {}
-        for internal in internals:
-            partition = self._partition_of.get(internal)
-            if partition is not None:
-                by_block.setdefault(partition, []).append(internal)
-        found: dict[int, Vector] = {}
-        for partition, keys in by_block.items():
-            block = self._blocks.get(partition)
-            if block is not None:
-                found.update(block.vectors(keys))
         return found
 
     def nbytes(self) -> dict[str, int]:
