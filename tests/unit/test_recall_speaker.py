@@ -13,6 +13,8 @@ from turngraph.workers.recall.index import MemoryIndex
 from turngraph.workers.recall.ranking import DEFAULT, Ranking
 from turngraph.workers.recall.search import search
 from turngraph.workers.recall.speakers import (
+    name_words,
+    persons_of,
     query_names,
     speaker_multiplier,
     without_names,
@@ -45,7 +47,7 @@ def test_the_named_persons_own_turn_outranks_a_stronger_lexical_match_by_someone
     query = "When did Dana get covid?"
     named = search(index, request(query), NOW).results
     assert named[0].source_event_ids == ["e_dana"]
-    assert named[0].score.speaker_multiplier == DEFAULT.speaker_multiplier
+    assert named[0].score.speaker_multiplier == DEFAULT.person_multiplier
     assert named[1].source_event_ids == ["e_sam"]
     assert named[1].score.speaker_multiplier == 1.0
     score = named[0].score  # the breakdown still multiplies out to the final score
@@ -53,7 +55,8 @@ def test_the_named_persons_own_turn_outranks_a_stronger_lexical_match_by_someone
     product *= score.context_boost * score.speaker_multiplier * score.scope_multiplier
     product *= score.role_multiplier
     assert score.final_score == pytest.approx(product, rel=1e-4, abs=1e-5)
-    unlifted = _chat(DEFAULT.with_values(speaker_multiplier=1.0))  # then Sam's turn leads
+    unlifted = _chat(DEFAULT.with_values(speaker_multiplier=1.0, person_multiplier=1.0))
+    # then Sam's turn leads
     assert search(unlifted, request(query), NOW).results[0].source_event_ids == ["e_sam"]
 
 
@@ -65,6 +68,39 @@ def test_a_name_matches_as_written_and_by_any_of_its_words() -> None:
     assert speaker_multiplier(None, query_names("Dana"), 1.6) == 1.0
     assert speaker_multiplier("", query_names("Dana"), 1.6) == 1.0
     assert speaker_multiplier("J", query_names("J said what"), 1.6) == 1.0  # one letter is no name
+
+
+def test_a_handle_in_lower_case_is_named_capitalised_and_a_role_is_no_person() -> None:
+    named = query_names("What did Elise cook?")
+    assert speaker_multiplier("elise", named, 1.6, 3.0) == 3.0
+    assert speaker_multiplier("Elise", named, 1.6, 3.0) == 3.0
+    assert speaker_multiplier("elise", query_names("what did elise cook?"), 1.6, 3.0) == 3.0
+    assert speaker_multiplier("Elise", query_names("what did elise cook?"), 1.6, 3.0) == 1.0
+    # a role keeps the speaker multiplier, as written only: "Assistant" names no turn
+    assert speaker_multiplier("user", query_names("how does the user want it?"), 1.6, 3.0) == 1.6
+    assert speaker_multiplier("assistant", query_names("Hi Assistant, a plan?"), 1.6, 3.0) == 1.0
+    assert "Assistant" not in name_words("assistant") and "Elise" in name_words("elise")
+    assert persons_of({"Elise", "user", "Assistant"}) == {"Elise"}
+
+
+def _two_people() -> MemoryIndex:
+    index = MemoryIndex()
+    index.add(memory("kate", "I cook pasta with ham and peas", extra={"speaker": "kate"}))
+    index.add(memory("elise", "Kate you are the best, Kate!", extra={"speaker": "elise"}))
+    index.add(memory("user", "I want the user guide short", extra={"speaker": "user"}))
+    index.add(memory("helper", "Sure, a short guide it is", extra={"speaker": "assistant"}))
+    return index
+
+
+def test_a_persons_name_leaves_the_lexical_query_a_roles_stays() -> None:
+    index = _two_people()
+    kate = search(index, request("What does Kate cook?"), NOW).results
+    assert [r.source_event_ids for r in kate] == [["e_kate"]]  # "Kate" alone matches no turn
+    assert kate[0].score.speaker_multiplier == DEFAULT.person_multiplier
+    user = search(index, request("what does the user want?"), NOW).results
+    assert user[0].source_event_ids == ["e_user"]
+    assert user[0].score.speaker_multiplier == DEFAULT.speaker_multiplier
+    assert user[0].score.lexical_score > 0
 
 
 class RecordingEmbedder(StaticEmbedder):

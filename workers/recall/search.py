@@ -53,6 +53,7 @@ from turngraph.workers.recall.scoring import (
 from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE
 from turngraph.workers.recall.sessions import by_own_cosine
 from turngraph.workers.recall.speakers import (
+    persons_of,
     query_names,
     speaker_multiplier,
     without_names,
@@ -89,8 +90,10 @@ def search(
         return _response(request, [], started, degraded=["no_scope_key"])
 
     intent = parse_time(request.query, now)
+    named = query_names(intent.query)
+    names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     plan = plan_query(
-        intent.query,
+        without_names(intent.query, persons_of(names)),
         request.conversation_context,
         idf_of=lambda term: best_idf(index, targets, term),
         known_entities=lambda grams: known_entities(index, targets, grams),
@@ -98,8 +101,6 @@ def search(
     )
     about_user = is_about_the_user(request.query)
     signals = candidates(index, targets, plan, ranking, request.session_id, about_user)
-    named = query_names(intent.query)
-    names = frozenset(n for t in targets for n in index.speaker_names(t.partition, named))
     degraded: list[str] = []
     semantic = index.semantic
     if semantic is not None and semantic.ready():
@@ -213,8 +214,8 @@ def _score(
     ceiling = max(STATUS_MULTIPLIERS.values()) * (1.0 + ranking.context_boost_max)
     if not plan.context_terms:
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
-    if speakers_named:
-        ceiling *= max(1.0, ranking.speaker_multiplier)  # no lift when no speaker is named
+    if speakers_named:  # no lift when no speaker is named
+        ceiling *= max(1.0, ranking.speaker_multiplier, ranking.person_multiplier)
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
     for key in sorted(fused, key=fused.__getitem__, reverse=True):
@@ -240,7 +241,10 @@ def _score(
             shared = len(plan.context_entities.intersection(memory.entities))
             boost = context_boost(shared, context_match.get(key, 0.0), ranking.context_boost_max)
         speaker = speaker_multiplier(
-            memory.extra.get("speaker"), speakers_named, ranking.speaker_multiplier
+            memory.extra.get("speaker"),
+            speakers_named,
+            ranking.speaker_multiplier,
+            ranking.person_multiplier,
         )
         prior = priors[label]
         role = 1.0
