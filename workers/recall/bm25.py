@@ -120,11 +120,7 @@ class _Sums(NamedTuple):
         if size <= n:
             order = np.argsort(-scores, kind="stable")
         else:
-            nth = np.partition(scores, size - n)[size - n]  # the n-th largest score
-            chosen = scores > nth
-            ties = np.flatnonzero(scores == nth)[: n - int(np.count_nonzero(chosen))]
-            chosen[ties] = True  # the first of the scores equal to the n-th
-            picked = np.flatnonzero(chosen)
+            picked = np.flatnonzero(_chosen(scores, n))
             order = picked[np.argsort(-scores[picked], kind="stable")]
         return list(zip(self.keys[order].tolist(), scores[order].tolist(), strict=True))
 
@@ -188,11 +184,19 @@ def largest(scores: Mapping[int, float], n: int) -> list[Hit]:
     if size < BULK_FROM or n <= 0 or size <= n:
         return heapq.nlargest(n, scores.items(), key=itemgetter(1))
     values = np.fromiter(scores.values(), dtype=np.float64, count=size)
-    nth = np.partition(values, size - n)[size - n]  # the n-th largest score
-    chosen = values > nth
-    ties = np.flatnonzero(values == nth)[: n - int(np.count_nonzero(chosen))]
-    chosen[ties] = True  # the first of the scores equal to the n-th, as the heap keeps them
+    chosen = _chosen(values, n)
     keys = list(compress(scores, chosen.tolist()))
     picked = values[chosen]
     order = np.argsort(-picked, kind="stable")
     return list(zip([keys[i] for i in order.tolist()], picked[order].tolist(), strict=True))
+
+
+def _chosen(values: npt.NDArray[np.float64], n: int) -> npt.NDArray[np.bool_]:
+    """Which of ``values`` are the ``n`` largest (``n`` < their count): of the scores equal
+    to the n-th, the first ones, as ``heapq.nlargest`` keeps them."""
+    size = len(values)
+    nth = np.partition(values, size - n)[size - n]  # the n-th largest score
+    chosen = values > nth
+    ties = np.flatnonzero(values == nth)[: n - int(np.count_nonzero(chosen))]
+    chosen[ties] = True
+    return chosen
