@@ -7,12 +7,13 @@ import socket
 
 import neo4j
 import pytest
+from structlog.testing import capture_logs
 
 from turngraph.clients import Clients
 from turngraph.schemas.errors import BackendUnavailableError, PermanentError, TransientError
 from turngraph.schemas.scopes import Scope
-from turngraph.workers.graph.errors import GraphQueryError
-from turngraph.workers.graph.retry import run_write
+from turngraph.workers.graph.errors import GraphQueryError, GraphRejectedError
+from turngraph.workers.graph.retry import DATABASE_ERROR_ATTEMPTS, run_write
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.subgraph import read_scope
 
@@ -51,3 +52,49 @@ def test_an_unreachable_server_is_transient_on_every_path() -> None:
             ensure_schema(driver, None, ["File"])
     finally:
         driver.close()
+
+
+def _count_marks(clients: Clients, mark: str) -> int:
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (n:RerunMark {mark: $mark}) RETURN count(n) AS n",
+        mark=mark,
+        database_=clients.graph_database,
+    )
+    return int(records[0]["n"])
+
+
+def test_a_database_error_is_rerun_and_the_write_commits_once(clients: Clients) -> None:
+    """ArcadeDB can fail a read that races another transaction's rewrite of a large record
+    with ``UnknownError`` (a ``DatabaseError``); the transaction is run again, not lost."""
+    calls = []
+
+    def work(tx: neo4j.ManagedTransaction) -> None:
+        calls.append(1)
+        tx.run("CREATE (:RerunMark {mark: 'once'})").consume()
+        if len(calls) == 1:  # the server's failure, as the driver raises it
+            raise neo4j.exceptions.DatabaseError("torn read")
+
+    with capture_logs() as logs:
+        run_write(clients.graph, clients.graph_database, work, action="mark")
+    assert len(calls) == 2
+    assert _count_marks(clients, "once") == 1  # the failed attempt rolled back
+    reruns = [e for e in logs if e["event"] == "graph_write_rerun"]
+    assert reruns == [
+        {"event": "graph_write_rerun", "log_level": "info", "action": "mark",
+         "code": "Neo.DatabaseError.General.UnknownError", "attempt": 1},
+    ]  # fmt: skip
+
+
+def test_a_lasting_database_error_leaves_as_transient_after_its_attempts(clients: Clients) -> None:
+    calls = []
+
+    def work(tx: neo4j.ManagedTransaction) -> None:
+        calls.append(1)
+        tx.run("CREATE (:RerunMark {mark: 'never'})").consume()
+        raise neo4j.exceptions.DatabaseError("still failing")
+
+    with pytest.raises(GraphRejectedError) as caught:
+        run_write(clients.graph, clients.graph_database, work, action="mark")
+    assert isinstance(caught.value, TransientError)
+    assert len(calls) == DATABASE_ERROR_ATTEMPTS
+    assert _count_marks(clients, "never") == 0
