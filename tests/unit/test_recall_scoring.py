@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.recall import NOW
 from turngraph.workers.recall.ranking import DEFAULT
@@ -13,13 +16,16 @@ from turngraph.workers.recall.scoring import (
     fuse,
     is_visible,
     merge_provenance,
+    normalise,
     pack,
     rank_key,
     recency_multiplier,
+    recency_of,
     rrf_fuse,
     status_multiplier,
 )
 from turngraph.workers.recall.text import estimate_tokens
+from turngraph.workers.recall.timeq import TimeIntent, TimeMode
 
 
 def _item(key: int, text: str, final: float = 1.0, tokens: int = 10, **kw: object) -> Scored:
@@ -161,3 +167,63 @@ def test_a_packed_text_is_not_split_into_words_again() -> None:
         )
     )
     assert _signature.cache_info().misses == misses
+
+
+def _normalise_reference(
+    scores: dict[int, float], over: Callable[[int], bool] | None
+) -> dict[int, float]:
+    """``normalise`` as it was: ``over`` asked about every key."""
+    values = scores.values() if over is None else [v for k, v in scores.items() if over(k)]
+    top = max(values, default=0.0)
+    if top <= 0 and over is not None:
+        top = max(scores.values(), default=0.0)
+    return {k: v / top for k, v in scores.items()} if top > 0 else dict(scores)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.integers(0, 40),
+        st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 3.0]) | st.floats(0, 10),
+        max_size=30,
+    ),
+    st.sets(st.integers(0, 40)),
+    st.booleans(),
+)
+def test_normalise_asks_over_about_the_best_key_only_and_gives_the_same_scores(
+    scores: dict[int, float], restated: set[int], filtered: bool
+) -> None:
+    asked: list[int] = []
+
+    def said(key: int) -> bool:
+        asked.append(key)
+        return key not in restated
+
+    over = said if filtered else None
+    expected = _normalise_reference(scores, (lambda k: k not in restated) if filtered else None)
+    assert normalise(scores, over) == expected  # the same floats, to the last bit
+    if filtered and scores and asked[0] not in restated:
+        assert len(asked) == 1  # a turn leads: no call per key
+
+
+def test_recency_of_gives_time_multiplier_for_every_intent() -> None:
+    moments = [NOW - timedelta(days=d) for d in (0, 0.5, 3, 14, 200)] + [NOW + timedelta(days=1)]
+    intents = [
+        TimeIntent(mode, "q", NOW - timedelta(days=5), NOW - timedelta(days=1)) for mode in TimeMode
+    ]
+    for intent in intents:
+        for half_life in (0.5, 14.0, 90.0):
+            at = recency_of(intent, NOW, half_life, DEFAULT)
+            for moment in moments:
+                floor = (
+                    DEFAULT.latest_floor
+                    if intent.mode is TimeMode.LATEST
+                    else DEFAULT.recency_floor
+                )
+                expected = {
+                    TimeMode.NEUTRAL: 1.0,
+                    TimeMode.WINDOW: 1.0 if intent.contains(moment) else DEFAULT.outside_window,
+                }.get(
+                    intent.mode, floor + (1.0 - floor) * recency_multiplier(moment, NOW, half_life)
+                )
+                assert at(moment) == expected

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Container, Iterable, Mapping
-from itertools import compress
+from itertools import compress, islice
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -137,9 +137,10 @@ def _summed(ids: list[npt.NDArray[np.intc]], contributions: list[npt.NDArray[np.
 
 
 def _best(acc: _Sums, alive: Container[int], limit: int) -> list[Hit]:
-    """The ``limit`` best live ones (removed ids linger: a few more are read)."""
+    """The ``limit`` best live ones (removed ids linger: a few more are read; each asked
+    about until ``limit`` are found, not all of them)."""
     best = acc.largest(2 * limit + 8)
-    return [hit for hit in best if hit[0] in alive][:limit]
+    return list(islice((hit for hit in best if hit[0] in alive), max(0, limit)))
 
 
 def score_members(

@@ -4,8 +4,9 @@ normalised over what was said (``what_was_said``, docs/recall.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from turngraph.schemas.recall import RecallRequest
 from turngraph.schemas.scopes import ScopeName
@@ -106,7 +107,7 @@ def candidates(
     graph_hits.sort(key=lambda hit: hit[1], reverse=True)
     chain: dict[int, float] = {}
     lexical_keys = {key for key, _ in lexical_hits}
-    for key, score in _stated(index, lexical_hits)[: ranking.chain_sources]:
+    for key, score in islice(_stated(index, lexical_hits), max(0, ranking.chain_sources)):
         for neighbour in index.turn_neighbours(key):
             if neighbour not in lexical_keys:
                 chain[neighbour] = max(chain.get(neighbour, 0.0), ranking.chain_decay * score)
@@ -115,7 +116,7 @@ def candidates(
         chain = {k: v for k, v in chain.items() if _in_sessions(index, k, session_ids)}
     said = what_was_said(index)
     lexical = normalise(dict(lexical_hits), said)
-    top_lexical = max((score for key, score in lexical_hits if said(key)), default=0.0)
+    top_lexical = next(_stated(index, lexical_hits), (0, 0.0))[1]  # the hits are sorted
     signals = {
         "lexical": lexical,
         "graph": normalise(dict(graph_hits), said),
@@ -139,12 +140,13 @@ def what_was_said(index: MemoryIndex) -> Callable[[int], bool]:
     return index.said
 
 
-def _stated(index: MemoryIndex, hits: Sequence[Hit]) -> list[Hit]:
-    """``hits`` without the restatements (``Memory.in_statistics``): a summary, recap or
-    ownership context has no neighbouring turns, so it takes no chain-source place from a
-    turn. Before, a digest among the best lexical hits pushed the last source out and its
-    neighbour lost the chain score it has with distillation off (docs/history.md)."""
-    return [hit for hit in hits if index.said(hit[0])]
+def _stated(index: MemoryIndex, hits: Iterable[Hit]) -> Iterator[Hit]:
+    """``hits`` without the restatements (``Memory.in_statistics``), in their order, as
+    they are asked for: a summary, recap or ownership context has no neighbouring turns,
+    so it takes no chain-source place from a turn. Before, a digest among the best
+    lexical hits pushed the last source out and its neighbour lost the chain score it has
+    with distillation off (docs/history.md)."""
+    return (hit for hit in hits if index.said(hit[0]))
 
 
 def _shared_idf_terms(

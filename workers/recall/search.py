@@ -47,8 +47,8 @@ from turngraph.workers.recall.scoring import (
     fuse,
     is_visible,
     pack,
+    recency_of,
     status_multiplier,
-    time_multiplier,
 )
 from turngraph.workers.recall.semantic import QUERY_BUDGET_MAX_S, QUERY_BUDGET_SHARE
 from turngraph.workers.recall.sessions import by_own_cosine
@@ -216,14 +216,17 @@ def _score(
         ceiling = max(STATUS_MULTIPLIERS.values())  # no boost without context terms
     if speakers_named:  # no lift when no speaker is named
         ceiling *= max(1.0, ranking.speaker_multiplier, ranking.person_multiplier)
+    recency_at = recency_of(intent, now, request.half_life_days, ranking)
+    memory_of = index.memory
+    include_superseded = request.include_superseded
     pool_finals: list[float] = []  # min-heap of the pool's final scores
     found: list[_Factors] = []
     for key in sorted(fused, key=fused.__getitem__, reverse=True):
         semantic = fused[key]
         if len(pool_finals) >= pool_size and semantic * ceiling < pool_finals[0]:
             break
-        memory = index.memory(key)
-        if memory is None or not is_visible(memory.status, request.include_superseded):
+        memory = memory_of(key)
+        if memory is None or not is_visible(memory.status, include_superseded):
             continue
         if window.holds(memory) or memory.is_tool_call:
             continue  # in the assistant's window; a tool's input is no answer
@@ -232,20 +235,20 @@ def _score(
         label = _scope_label(memory, request, scopes)
         if label is None:
             continue  # defence in depth: never return a memory outside the asked scopes
-        recency = time_multiplier(
-            intent, memory.reference_time, now, request.half_life_days, ranking
-        )
+        recency = recency_at(memory.reference_time)
         status = status_multiplier(memory.status)
         boost = 1.0
         if plan.context_terms:
             shared = len(plan.context_entities.intersection(memory.entities))
             boost = context_boost(shared, context_match.get(key, 0.0), ranking.context_boost_max)
-        speaker = speaker_multiplier(
-            memory.extra.get("speaker"),
-            speakers_named,
-            ranking.speaker_multiplier,
-            ranking.person_multiplier,
-        )
+        speaker = 1.0  # speaker_multiplier's value when no speaker is named
+        if speakers_named:
+            speaker = speaker_multiplier(
+                memory.extra.get("speaker"),
+                speakers_named,
+                ranking.speaker_multiplier,
+                ranking.person_multiplier,
+            )
         prior = priors[label]
         role = 1.0
         if about_user and _retold(memory):
