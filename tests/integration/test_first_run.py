@@ -1,5 +1,6 @@
 """A first run that always works: ``turngraph up`` again and again in one data folder, the
-per-user data folder found from anywhere, and nothing of it readable by others."""
+demo in a workspace of its own that ``forget`` removes, the per-user data folder found from
+anywhere, and nothing of it readable by others."""
 
 from __future__ import annotations
 
@@ -28,22 +29,43 @@ from tests.support.processes import (
 pytestmark = [pytest.mark.heavy(150), pytest.mark.timeout(900)]
 
 
-def test_up_demo_succeeds_three_times_in_a_row_in_one_data_dir(tmp_path: Path) -> None:
+def test_up_demo_succeeds_three_times_in_one_data_dir_and_its_workspace_is_forgettable(
+    tmp_path: Path,
+) -> None:
     """`make demo` again and again in one data folder; afterwards every folder in it
-    (servers' databases and logs, salt, consent) is mode 700 and every file 600."""
+    (servers' databases and logs, salt, consent) is mode 700 and every file 600.
+    Between the second and the third run, the README's sequence: the demo lives in its own
+    workspace (`turngraph scopes` names it), which the line the demo prints removes
+    (`turngraph forget`); the third run stores it again (a forgotten scope's turns are not
+    refused for ever). One test for both, as each needs `up` run again in a used folder:
+    three `up` cycles instead of five."""
     data_dir = tmp_path / "data"
     env = cli_env(data_dir)
     workspace = tmp_path / "project"
     workspace.mkdir()
     try:
         assert run(["consent", "enable"], env, workspace).returncode == 0
-        for attempt in range(3):
-            done = run(["up", "--exit-after-demo"], env, tmp_path)
-            output = done.stdout + done.stderr
-            assert done.returncode == 0, f"run {attempt + 1}:\n{output[-3000:]}"
-            assert demo_recalled(done.stdout), f"run {attempt + 1}:\n{done.stdout[-3000:]}"
-            assert "Traceback" not in output
-            assert processes_of(data_dir) == [], f"run {attempt + 1} left processes behind"
+        outputs = [demo_in(data_dir, env, tmp_path, attempt) for attempt in (1, 2)]
+        removal = next(line for line in outputs[0].splitlines() if "turngraph forget" in line)
+        command = removal.split("`")[1].split()[1:]  # turngraph forget ... --yes
+        assert command[:3] == ["forget", "--scope", "workspace"]
+
+        services = start(["services"], env, tmp_path, tmp_path / "services.log")
+        try:
+            wait_until(
+                lambda: services_owner(data_dir) == services.pid or services.poll() is not None,
+                STARTUP_TIMEOUT_S,
+                "services up",
+            )
+            listed = json.loads(run(["scopes", "--json"], env, tmp_path).stdout)
+            assert [row["folder"] for row in listed] == ["demo-workspace"], listed
+            forgotten = run(command, env, tmp_path)
+            assert forgotten.returncode == 0, forgotten.stderr
+            assert json.loads(run(["scopes", "--json"], env, tmp_path).stdout) == []
+        finally:
+            stop(services)
+        wait_until(lambda: processes_of(data_dir) == [], 30, "nothing of `services` left")
+        demo_in(data_dir, env, tmp_path, 3)  # stores the forgotten demo again
     finally:
         kill_everything_of(data_dir)
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
@@ -55,6 +77,18 @@ def test_up_demo_succeeds_three_times_in_a_row_in_one_data_dir(tmp_path: Path) -
     ]
     assert loose == []
     assert (data_dir / "consent.json").exists() and (data_dir / "graph" / "databases").is_dir()
+
+
+def demo_in(data_dir: Path, env: dict[str, str], cwd: Path, attempt: int) -> str:
+    """`turngraph up --exit-after-demo`: exit 0, the demo recalled, no traceback, nothing
+    left running; its standard output."""
+    done = run(["up", "--exit-after-demo"], env, cwd)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"run {attempt}:\n{output[-3000:]}"
+    assert demo_recalled(done.stdout), f"run {attempt}:\n{done.stdout[-3000:]}"
+    assert "Traceback" not in output
+    assert processes_of(data_dir) == [], f"run {attempt} left processes behind"
+    return done.stdout
 
 
 def test_default_data_folder_is_found_from_any_folder(tmp_path: Path) -> None:
