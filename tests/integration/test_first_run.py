@@ -26,7 +26,7 @@ from tests.support.processes import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.heavy(150), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.heavy(180), pytest.mark.timeout(900)]
 
 
 def test_up_demo_succeeds_three_times_in_one_data_dir_and_its_workspace_is_forgettable(
