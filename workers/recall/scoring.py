@@ -78,9 +78,8 @@ def recency_of(
     floor = ranking.latest_floor if intent.mode is TimeMode.LATEST else ranking.recency_floor
     span = 1.0 - floor
 
-    def decayed(reference: datetime) -> float:  # recency_multiplier, inlined
-        age_days = max(0.0, (now - reference).total_seconds() / 86_400.0)
-        return floor + span * math.exp(-_LN2 * age_days / half_life_days)
+    def decayed(reference: datetime) -> float:
+        return floor + span * recency_multiplier(reference, now, half_life_days)
 
     return decayed
 
