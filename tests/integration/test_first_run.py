@@ -15,13 +15,11 @@ import pytest
 
 from tests.support.demo_output import demo_recalled
 from tests.support.processes import (
-    STARTUP_TIMEOUT_S,
     cli_env,
     kill_everything_of,
     processes_of,
     run,
-    services_owner,
-    start,
+    start_services,
     stop,
     wait_until,
 )
@@ -50,13 +48,8 @@ def test_up_demo_succeeds_three_times_in_one_data_dir_and_its_workspace_is_forge
         command = removal.split("`")[1].split()[1:]  # turngraph forget ... --yes
         assert command[:3] == ["forget", "--scope", "workspace"]
 
-        services = start(["services"], env, tmp_path, tmp_path / "services.log")
+        services = start_services(env, tmp_path, data_dir, tmp_path / "services.log")
         try:
-            wait_until(
-                lambda: services_owner(data_dir) == services.pid or services.poll() is not None,
-                STARTUP_TIMEOUT_S,
-                "services up",
-            )
             listed = json.loads(run(["scopes", "--json"], env, tmp_path).stdout)
             assert [row["folder"] for row in listed] == ["demo-workspace"], listed
             forgotten = run(command, env, tmp_path)
@@ -100,13 +93,8 @@ def test_default_data_folder_is_found_from_any_folder(tmp_path: Path) -> None:
     here, elsewhere = tmp_path / "here", tmp_path / "else" / "where"
     here.mkdir()
     elsewhere.mkdir(parents=True)
-    services = start(["services"], env, here, tmp_path / "services.log")
+    services = start_services(env, here, default_dir, tmp_path / "services.log")
     try:
-        wait_until(
-            lambda: services_owner(default_dir) == services.pid or services.poll() is not None,
-            STARTUP_TIMEOUT_S,
-            "services up",
-        )
         assert services.poll() is None, (tmp_path / "services.log").read_text()[-2000:]
         assert not (here / ".turngraph").exists() and not (elsewhere / ".turngraph").exists()
 

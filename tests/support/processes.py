@@ -96,6 +96,24 @@ def services_owner(data_dir: Path) -> int | None:
         return None
 
 
+def start_services(
+    env: dict[str, str], cwd: Path, data_dir: Path, log: Path
+) -> subprocess.Popen[bytes]:
+    """``turngraph services`` started in ``cwd``, waited for until it owns ``data_dir``'s
+    services or has exited (stopped again if the wait fails)."""
+    services = start(["services"], env, cwd, log)
+    try:
+        wait_until(
+            lambda: services_owner(data_dir) == services.pid or services.poll() is not None,
+            STARTUP_TIMEOUT_S,
+            "services up",
+        )
+    except BaseException:
+        stop(services)
+        raise
+    return services
+
+
 def _mentions(entry: Path, needle: bytes) -> bool:
     for name in ("cmdline", "environ"):
         try:
