@@ -241,14 +241,12 @@ def _score(
         if plan.context_terms:
             shared = len(plan.context_entities.intersection(memory.entities))
             boost = context_boost(shared, context_match.get(key, 0.0), ranking.context_boost_max)
-        speaker = 1.0  # speaker_multiplier's value when no speaker is named
-        if speakers_named:
-            speaker = speaker_multiplier(
-                memory.extra.get("speaker"),
-                speakers_named,
-                ranking.speaker_multiplier,
-                ranking.person_multiplier,
-            )
+        speaker = speaker_multiplier(
+            memory.extra.get("speaker"),
+            speakers_named,
+            ranking.speaker_multiplier,
+            ranking.person_multiplier,
+        )
         prior = priors[label]
         role = 1.0
         if about_user and _retold(memory):
