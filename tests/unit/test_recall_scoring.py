@@ -227,3 +227,19 @@ def test_recency_of_gives_time_multiplier_for_every_intent() -> None:
                     intent.mode, floor + (1.0 - floor) * recency_multiplier(moment, NOW, half_life)
                 )
                 assert at(moment) == expected
+
+
+def test_texts_in_other_scripts_are_not_duplicates_of_each_other() -> None:
+    """Word sets are made in any script: two different Russian (or Chinese) texts were
+    both an empty word set, so the second was dropped as a "duplicate" of the first."""
+    items = [
+        _item(1, "Мы выбрали Postgres для заказов."),
+        _item(2, "Тесты пишем на pytest, без моков."),
+        _item(3, "我们决定用红色的按钮。"),
+        _item(4, "用户喜欢简短的回答。"),
+        _item(5, "👍"),
+        _item(6, "🎉"),
+        _item(7, "👍"),
+    ]
+    assert [i.key for i in deduplicate(items)] == [1, 2, 3, 4, 5, 6]
+    assert [i.key for i in deduplicate([_item(1, "Größe"), _item(2, "grosse")])] == [1]

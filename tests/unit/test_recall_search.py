@@ -225,3 +225,22 @@ def test_any_request_gets_an_answer_inside_its_scope(
     assert response.success
     assert all(r.source_event_ids != ["e_elsewhere"] for r in response.results)
     assert response.total_tokens <= req.max_tokens
+
+
+def test_memories_in_other_languages_are_found_by_their_words() -> None:
+    """A user who writes in German, Russian or Chinese finds what they said: accents
+    fold, other scripts are words, Chinese is matched by its character pairs; the
+    answers in one script are not merged as duplicates of each other."""
+    idx = MemoryIndex()
+    idx.add(memory("de", "Wir haben uns für Postgres entschieden, wegen der Größe der Daten."))
+    idx.add(memory("ru1", "Мы выбрали базу данных Postgres для заказов."))
+    idx.add(memory("ru2", "База данных для отчётов: ClickHouse, решили вчера."))
+    idx.add(memory("zh", "我们决定用红色的按钮，蓝色的太暗了。"))  # noqa: RUF001 (Chinese commas)
+    idx.add(memory("other", "The weather was nice on the trip."))
+    assert _texts(idx, request("grosse daten"))[:1] == [
+        "Wir haben uns für Postgres entschieden, wegen der Größe der Daten."
+    ]
+    found = search(idx, request("база данных"), NOW).results
+    assert sorted(r.source_event_ids[0] for r in found) == ["e_ru1", "e_ru2"]
+    found = search(idx, request("按钮用什么颜色？"), NOW).results  # noqa: RUF001
+    assert [r.source_event_ids[0] for r in found] == ["e_zh"]

@@ -12,7 +12,6 @@ query names said (``speakers.py``).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +19,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from turngraph.workers.recall.ranking import Ranking
+from turngraph.workers.recall.text import words
 from turngraph.workers.recall.timeq import TimeIntent, TimeMode
 
 __all__ = [
@@ -161,9 +161,6 @@ def normalise(scores: Mapping[K, float], over: Callable[[K], bool] | None = None
     return {k: v / top for k, v in scores.items()} if top > 0 else dict(scores)
 
 
-_WORDS = re.compile(r"[a-z0-9]+")
-
-
 SIGNATURE_CACHE = 4_096
 """Texts whose word set :class:`Deduplicator` keeps (a replica packs the same memories
 again and again)."""
@@ -171,7 +168,10 @@ again and again)."""
 
 @lru_cache(maxsize=SIGNATURE_CACHE)
 def _signature(text: str) -> frozenset[str]:
-    return frozenset(_WORDS.findall(text.lower()))
+    """The text's word set (:func:`~turngraph.workers.recall.text.words`, any script); a
+    text with no word at all (emoji, punctuation) is its own signature, so two such texts
+    are duplicates only when they are the same."""
+    return frozenset(words(text)) or frozenset((" ".join(text.split()),))
 
 
 def near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:

@@ -2,22 +2,39 @@
 
 The same functions run at index time and at query time, so a term matches exactly when
 both sides analyse it the same way. Everything here is pure and cheap (no I/O, no state).
+
+Words of any script count: a word with letters outside ASCII is folded (accents
+dropped, case folded: "Größe" and "grosse" meet), and Chinese, Japanese and Korean
+text, written without spaces between words, is indexed as overlapping character pairs
+(the bigrams of Lucene's CJK analyser). ASCII words take the fast path they always took.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from functools import lru_cache
 
 __all__ = [
     "MAX_ENTITY_NGRAM", "STOPWORDS", "WORD_CACHE", "entity_key", "entity_ngrams",
-    "estimate_tokens", "stem", "tokenize", "truncate_to_tokens",
+    "estimate_tokens", "fold", "stem", "tokenize", "truncate_to_tokens", "words",
 ]  # fmt: skip
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/]*[A-Za-z0-9]|[A-Za-z0-9]")
+_WORD = re.compile(r"[^\W_](?:[\w.\-/]*[^\W_])?")
+"""A word of any script: letters and digits, with ``_ . - /`` inside (identifiers). On
+ASCII text the same matches as ``[A-Za-z0-9][A-Za-z0-9_.\\-/]*[A-Za-z0-9]``."""
 _ALNUM = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_SEPARATORS = re.compile(r"[_.\-/]+")
+
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+"""Hiragana, Katakana, CJK ideographs (with extension A and the compatibility block) and
+Hangul syllables: scripts whose words are not (or not reliably) set apart by spaces."""
+_RUNS = re.compile(rf"([{_CJK_CHARS}]+)|((?:(?![{_CJK_CHARS}])[^\W_])+)")
+"""A word's runs: group 1 CJK characters, group 2 letters and digits of other scripts."""
+_UNICODE_WORDS = re.compile(rf"[{_CJK_CHARS}]|(?:(?![{_CJK_CHARS}])[^\W_])+")
+"""Words for entity keys and word sets: each CJK character one word."""
 
 _STOPWORD_TEXT = """
 a about above after again against all also am an and any are aren as at be because been
@@ -86,6 +103,33 @@ def _pieces(raw: str) -> list[str]:
     return parts
 
 
+_KANA_VOICING = frozenset("\u3099\u309a")
+"""Kana's voicing marks: combining marks that make another syllable (ヘ, ベ, ペ), kept."""
+
+
+def _unmarked(text: str) -> str:
+    """``text`` in compatibility form without accents: "Crème" -> "Creme", full-width
+    Latin letters as ASCII ones; kana keep their voicing and Hangul stays in syllables."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    kept = "".join(c for c in decomposed if c in _KANA_VOICING or not unicodedata.combining(c))
+    return kept if kept.isascii() else unicodedata.normalize("NFC", kept)
+
+
+def fold(text: str) -> str:
+    """``text`` without accents and case-folded: "Crème Brûlée" -> "creme brulee"."""
+    if text.isascii():
+        return text.lower()
+    return _unmarked(text).casefold()
+
+
+def words(text: str) -> list[str]:
+    """The folded words of ``text`` (each CJK character one word): what entity keys and
+    word-set comparisons are made of. ASCII text: its lowercase letter-digit runs."""
+    if text.isascii():
+        return _ALNUM.findall(text.lower())
+    return _UNICODE_WORDS.findall(fold(text))
+
+
 def tokenize(text: str) -> list[str]:
     """Index/query terms: stemmed words without stopwords, plus whole identifiers.
 
@@ -102,6 +146,8 @@ def tokenize(text: str) -> list[str]:
 def _word_terms(raw: str) -> tuple[str, ...]:
     """The terms of one word as :func:`tokenize` finds it (cached: chat vocabulary is
     Zipfian, so a replica's bootstrap analyses each frequent word once)."""
+    if not raw.isascii():
+        return _unicode_terms(raw)
     pieces = _pieces(raw)
     terms = [raw.lower()] if len(pieces) > 1 else []
     for piece in pieces:
@@ -110,22 +156,47 @@ def _word_terms(raw: str) -> tuple[str, ...]:
     return tuple(terms)
 
 
+def _unicode_terms(raw: str) -> tuple[str, ...]:
+    """A word with letters outside ASCII: accents dropped first (a word that is then
+    ASCII, "café", takes the ASCII path); CJK runs as overlapping character pairs (one
+    character alone as itself); other scripts' runs case-folded, stemmed, stopwords out."""
+    unmarked = _unmarked(raw)
+    if unmarked.isascii():
+        return _word_terms(unmarked) if _WORD.fullmatch(unmarked) else ()
+    terms: list[str] = []
+    pieces = [p for p in _SEPARATORS.split(unmarked) if p]
+    if len(pieces) > 1:
+        terms.append(unmarked.casefold())  # the whole identifier, as for ASCII ones
+    for piece in pieces:
+        for cjk, other in _RUNS.findall(piece):
+            if cjk:
+                pairs = [cjk[i : i + 2] for i in range(len(cjk) - 1)]
+                terms.extend(pairs or [cjk])
+            elif other.isascii():
+                terms.extend(_word_terms(other))
+            else:
+                word = other.casefold()
+                if word not in STOPWORDS and len(word) > 1:
+                    terms.append(stem(word))
+    return tuple(terms)
+
+
 def entity_key(name: str) -> str:
-    """The normalised form of an entity name: lowercase alphanumeric pieces, one space."""
-    return " ".join(_ALNUM.findall(name.lower()))
+    """The normalised form of an entity name: its folded words (:func:`words`), one space."""
+    return " ".join(words(name))
 
 
 def entity_ngrams(text: str, max_len: int = MAX_ENTITY_NGRAM) -> list[str]:
     """Every 1..max_len word n-gram of ``text`` in :func:`entity_key` form, once each, in
     the order they first occur (an order that does not depend on the process's string
     hashing, so every replica ranks alike)."""
-    words = _ALNUM.findall(text.lower())
+    found = words(text)
     grams: dict[str, None] = {}
-    for start in range(len(words)):
+    for start in range(len(found)):
         for length in range(1, max_len + 1):
-            if start + length > len(words):
+            if start + length > len(found):
                 break
-            grams[" ".join(words[start : start + length])] = None
+            grams[" ".join(found[start : start + length])] = None
     return list(grams)
 
 
