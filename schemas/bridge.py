@@ -34,7 +34,12 @@ from turngraph.schemas.bridge_distill import (
     SummaryRequest,
 )
 from turngraph.schemas.errors import ErrorCode
-from turngraph.schemas.recall import CLAMPED_RECALL_OPTIONS, ConversationTurn, RecallResponse
+from turngraph.schemas.recall import (
+    CLAMPED_RECALL_OPTIONS,
+    MAX_QUERY_CHARS,
+    ConversationTurn,
+    RecallResponse,
+)
 from turngraph.schemas.scopes import ScopeName
 from turngraph.schemas.turn_event import (
     MAX_CONTENT_CHARS,
@@ -101,7 +106,7 @@ class RecallBridgeRequest(OpRequest):
     """Op ``recall``: search the memory; answers within ``deadline_ms`` (fails open)."""
 
     op: Literal["recall"]
-    query: str = Field(min_length=1, max_length=4_000)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     session_id: RawKey | None = Field(default=None, description=SESSION_KEY)
     workspace: RawKey | None = Field(default=None, description=WORKSPACE_KEY)
     user: RawKey | None = Field(default=None, description=USER_KEY)

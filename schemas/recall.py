@@ -12,8 +12,9 @@ from turngraph.schemas.errors import ErrorCode
 from turngraph.schemas.scopes import ScopeName, ScopeValue
 
 __all__ = [
-    "CLAMPED_RECALL_OPTIONS", "DEFAULT_DEADLINE_MS", "RECALL_SCHEMA_VERSION", "ConversationTurn",
-    "RecallRequest", "RecallResponse", "RecallResult", "ScoreBreakdown", "clamp_option",
+    "CLAMPED_RECALL_OPTIONS", "DEFAULT_DEADLINE_MS", "MAX_QUERY_CHARS", "RECALL_SCHEMA_VERSION",
+    "ConversationTurn", "RecallRequest", "RecallResponse", "RecallResult", "ScoreBreakdown",
+    "clamp_option", "query_of_prompt",
 ]  # fmt: skip
 
 RECALL_SCHEMA_VERSION: Literal[1] = 1
@@ -39,6 +40,26 @@ def clamp_option(name: str, value: float) -> float:
     return value if high is None else min(high, value)
 
 
+MAX_QUERY_CHARS = 4_000
+"""The longest query a recall request takes (a longer one is refused, naming ``query``)."""
+
+_QUERY_JOIN = " … "
+
+
+def query_of_prompt(prompt: str) -> str:
+    """A prompt as a recall query: itself, or for a prompt longer than
+    :data:`MAX_QUERY_CHARS` (a pasted log, a file, a diff, with the question before or
+    after it) its beginning and its end, cut between words and joined by " … "."""
+    prompt = prompt.strip()
+    if len(prompt) <= MAX_QUERY_CHARS:
+        return prompt
+    half = (MAX_QUERY_CHARS - len(_QUERY_JOIN)) // 2
+    head, tail = prompt[:half], prompt[-half:]
+    head = head.rsplit(None, 1)[0] if " " in head.strip() else head
+    tail = tail.split(None, 1)[-1] if " " in tail.strip() else tail
+    return f"{head}{_QUERY_JOIN}{tail}"
+
+
 class ConversationTurn(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -56,7 +77,7 @@ class RecallRequest(BaseModel):
         default_factory=lambda: uuid.uuid4().hex, pattern=r"^[A-Za-z0-9_-]{1,128}$"
     )
     reply_to: str = Field(default="", max_length=256)
-    query: str = Field(min_length=1, max_length=4_000)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
     workspace: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")
     user: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,128}$")

@@ -342,6 +342,7 @@ class HookRunner:
 
     def _prompt(self, call: HookCall, scope: ScopeKeys) -> dict[str, Any] | None:
         from turngraph.producers.hooks.context import recent_turns
+        from turngraph.schemas.recall import query_of_prompt
 
         query = (call.prompt or call.transformed_prompt or "").strip()
         if not query:
@@ -353,7 +354,7 @@ class HookRunner:
             return None
         window_from_turn, said = self._held(scope)
         response = recaller.recall(
-            query[:10_000],
+            query_of_prompt(query),  # a prompt with a pasted log is longer than a query
             session_id=scope.session,
             workspace=scope.workspace,
             user=scope.user,

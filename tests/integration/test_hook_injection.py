@@ -203,3 +203,22 @@ def test_a_tool_calls_file_text_is_never_injected(
         prompt="what is the LedgerAmountColumn quarkfile_marker BigInteger in ledger.py?",
     )  # fmt: skip
     assert "quarkfile_marker" not in asked and "BigInteger" not in asked
+
+
+def test_a_prompt_with_a_pasted_log_still_gets_its_memory(
+    live: Live, sessions: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt longer than a recall query (a pasted log with the question after it) is
+    asked by its beginning and its end: before, its recall was refused (`query` too long)
+    and nothing was injected."""
+    log = "".join(
+        f"2026-11-20 10:{n % 60:02d}:00 ERROR worker-{n} job {n} failed: timeout after 30 s\n"
+        for n in range(120)
+    )
+    assert len(log) > 6_000
+    four = Transcript(sessions["project"] / "s4.jsonl", "session-four")
+    asked = _hook(
+        live, monkeypatch, "UserPromptSubmit", "prompt", sessions["project"], four,
+        prompt=log + "\nThe ledger sums are off again: how do we store money?",
+    )  # fmt: skip
+    assert "integer cents" in asked, asked

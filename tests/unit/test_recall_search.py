@@ -244,3 +244,15 @@ def test_memories_in_other_languages_are_found_by_their_words() -> None:
     assert sorted(r.source_event_ids[0] for r in found) == ["e_ru1", "e_ru2"]
     found = search(idx, request("按钮用什么颜色？"), NOW).results  # noqa: RUF001
     assert [r.source_event_ids[0] for r in found] == ["e_zh"]
+
+
+def test_a_long_prompt_becomes_a_query_of_its_beginning_and_end() -> None:
+    from turngraph.schemas.recall import MAX_QUERY_CHARS, query_of_prompt
+
+    assert query_of_prompt("  which database?  ") == "which database?"
+    prompt = "Why does this fail? " + "frame at line 12 in module\n" * 400 + "How do we fix it?"
+    query = query_of_prompt(prompt)
+    assert len(query) <= MAX_QUERY_CHARS < len(prompt)
+    assert query.startswith("Why does this fail?") and query.endswith("How do we fix it?")
+    assert " … " in query and RecallRequest(query=query).query == query
+    assert len(query_of_prompt("x" * 9_000)) <= MAX_QUERY_CHARS  # one long word is cut too
