@@ -136,3 +136,11 @@ def test_names_come_out_of_a_query_with_their_possessive() -> None:
     assert without_names("Danae and Sampson", names) == "Danae and Sampson"  # whole words
     assert without_names("Dana?", names) == "Dana?"  # nothing else left: the query stays
     assert without_names("hello", set()) == "hello"
+
+
+def test_a_name_with_accents_is_named_with_or_without_them() -> None:
+    assert speaker_multiplier("Zoë", query_names("what did Zoe cook?"), 1.6, 3.0) == 3.0
+    assert speaker_multiplier("Zoe", query_names("what did Zoë cook?"), 1.6, 3.0) == 3.0
+    assert speaker_multiplier("José Núñez", query_names("Nunez's plans"), 1.6, 3.0) == 3.0
+    assert speaker_multiplier("Zoë", query_names("what did Zoey cook?"), 1.6, 3.0) == 1.0
+    assert without_names("what did Zoë cook?", {"Zoë", "Zoe"}) == "what did cook?"

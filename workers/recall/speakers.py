@@ -22,6 +22,8 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 
+from turngraph.workers.recall.text import unaccented
+
 __all__ = [
     "ROLE_WORDS", "name_words", "person_words", "persons_of", "query_names", "speaker_multiplier",
     "without_names",
@@ -44,10 +46,17 @@ def name_words(speaker: str | None) -> tuple[str, ...]:
     found: list[str] = []
     for word in _WORDS.findall(speaker or ""):
         if len(word) > 1:
-            found.append(word)
+            found.extend(_spellings(word))
             if word.islower() and word not in ROLE_WORDS:
-                found.append(word.capitalize())
-    return tuple(found)
+                found.extend(_spellings(word.capitalize()))
+    return tuple(dict.fromkeys(found))
+
+
+def _spellings(word: str) -> tuple[str, ...]:
+    """``word`` as written and, when it has accents, without them ("Zoë", "Zoe"): a name
+    typed either way names the same person."""
+    plain = word if word.isascii() else unaccented(word)
+    return (word,) if plain == word else (word, plain)
 
 
 @lru_cache(maxsize=SPEAKER_CACHE)
@@ -62,8 +71,9 @@ def persons_of(names: Collection[str]) -> frozenset[str]:
 
 
 def query_names(query: str) -> frozenset[str]:
-    """The words of a query as written, to match speakers' names against."""
-    return frozenset(_WORDS.findall(query))
+    """The words of a query as written (and without their accents), to match speakers'
+    names against."""
+    return frozenset(s for word in _WORDS.findall(query) for s in _spellings(word))
 
 
 def speaker_multiplier(

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 __all__ = [
     "MAX_ENTITY_NGRAM", "STOPWORDS", "WORD_CACHE", "entity_key", "entity_ngrams",
-    "estimate_tokens", "fold", "stem", "tokenize", "truncate_to_tokens", "words",
+    "estimate_tokens", "fold", "stem", "tokenize", "truncate_to_tokens", "unaccented", "words",
 ]  # fmt: skip
 
 _WORD = re.compile(r"[^\W_](?:[\w.\-/]*[^\W_])?")
@@ -107,7 +107,7 @@ _KANA_VOICING = frozenset("\u3099\u309a")
 """Kana's voicing marks: combining marks that make another syllable (ヘ, ベ, ペ), kept."""
 
 
-def _unmarked(text: str) -> str:
+def unaccented(text: str) -> str:
     """``text`` in compatibility form without accents: "Crème" -> "Creme", full-width
     Latin letters as ASCII ones; kana keep their voicing and Hangul stays in syllables."""
     decomposed = unicodedata.normalize("NFKD", text)
@@ -119,7 +119,7 @@ def fold(text: str) -> str:
     """``text`` without accents and case-folded: "Crème Brûlée" -> "creme brulee"."""
     if text.isascii():
         return text.lower()
-    return _unmarked(text).casefold()
+    return unaccented(text).casefold()
 
 
 def words(text: str) -> list[str]:
@@ -160,7 +160,7 @@ def _unicode_terms(raw: str) -> tuple[str, ...]:
     """A word with letters outside ASCII: accents dropped first (a word that is then
     ASCII, "café", takes the ASCII path); CJK runs as overlapping character pairs (one
     character alone as itself); other scripts' runs case-folded, stemmed, stopwords out."""
-    unmarked = _unmarked(raw)
+    unmarked = unaccented(raw)
     if unmarked.isascii():
         return _word_terms(unmarked) if _WORD.fullmatch(unmarked) else ()
     terms: list[str] = []
