@@ -76,6 +76,14 @@ def test_words_of_other_scripts_are_terms() -> None:
     assert "αθήνα" not in tokenize("Αθήνα") and tokenize("Αθήνα") == tokenize("αθηνα")
 
 
+def test_a_word_keeps_its_vowel_signs() -> None:
+    """Indic vowel signs and viramas are marks, not letters: a word is not cut at them."""
+    assert tokenize("नमस्ते दुनिया। मैंने पोस्टग्रेस चुना") == [
+        "नमसते", "दुनिया", "मैंने", "पोसटगरेस", "चुना",
+    ]  # fmt: skip
+    assert entity_key("पोस्टग्रेस") in entity_ngrams("हमने पोस्टग्रेस चुना")
+
+
 def test_cjk_text_is_indexed_as_character_pairs() -> None:
     assert tokenize("我们决定用PostgreSQL数据库") == [
         "我们", "们决", "决定", "定用", "postgresql", "postgr", "sql", "数据", "据库",

@@ -21,9 +21,17 @@ __all__ = [
     "estimate_tokens", "fold", "stem", "tokenize", "truncate_to_tokens", "unaccented", "words",
 ]  # fmt: skip
 
-_WORD = re.compile(r"[^\W_](?:[\w.\-/]*[^\W_])?")
-"""A word of any script: letters and digits, with ``_ . - /`` inside (identifiers). On
-ASCII text the same matches as ``[A-Za-z0-9][A-Za-z0-9_.\\-/]*[A-Za-z0-9]``."""
+_MARKS = (
+    "\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0e4e\u0e50-\u0e59\u0e80-\u0eff"
+    "\u0f00-\u0f03\u0f15-\u0fd4\u1000-\u1049\u1050-\u109f\u1780-\u17d3\u17e0-\u17e9"
+)
+"""Combining diacritics and the blocks of the Indic, Thai, Lao, Tibetan, Myanmar and Khmer
+scripts less their punctuation: their vowel signs and viramas are marks, which ``\\w``
+leaves out, so "नमस्ते" would fall apart at them."""
+_LETTER = rf"(?:[^\W_]|[{_MARKS}])"
+_WORD = re.compile(rf"{_LETTER}(?:(?:[\w.\-/]|[{_MARKS}])*{_LETTER})?")
+"""A word of any script: letters, digits and marks, with ``_ . - /`` inside (identifiers).
+On ASCII text the same matches as ``[A-Za-z0-9][A-Za-z0-9_.\\-/]*[A-Za-z0-9]``."""
 _ALNUM = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SEPARATORS = re.compile(r"[_.\-/]+")
@@ -31,9 +39,9 @@ _SEPARATORS = re.compile(r"[_.\-/]+")
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 """Hiragana, Katakana, CJK ideographs (with extension A and the compatibility block) and
 Hangul syllables: scripts whose words are not (or not reliably) set apart by spaces."""
-_RUNS = re.compile(rf"([{_CJK_CHARS}]+)|((?:(?![{_CJK_CHARS}])[^\W_])+)")
+_RUNS = re.compile(rf"([{_CJK_CHARS}]+)|((?:(?![{_CJK_CHARS}]){_LETTER})+)")
 """A word's runs: group 1 CJK characters, group 2 letters and digits of other scripts."""
-_UNICODE_WORDS = re.compile(rf"[{_CJK_CHARS}]|(?:(?![{_CJK_CHARS}])[^\W_])+")
+_UNICODE_WORDS = re.compile(rf"[{_CJK_CHARS}]|(?:(?![{_CJK_CHARS}]){_LETTER})+")
 """Words for entity keys and word sets: each CJK character one word."""
 
 _STOPWORD_TEXT = """
