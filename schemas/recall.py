@@ -54,9 +54,8 @@ def query_of_prompt(prompt: str) -> str:
     if len(prompt) <= MAX_QUERY_CHARS:
         return prompt
     half = (MAX_QUERY_CHARS - len(_QUERY_JOIN)) // 2
-    head, tail = prompt[:half], prompt[-half:]
-    head = head.rsplit(None, 1)[0] if " " in head.strip() else head
-    tail = tail.split(None, 1)[-1] if " " in tail.strip() else tail
+    head = prompt[:half].rsplit(None, 1)[0]  # a part without whitespace is kept whole
+    tail = prompt[-half:].split(None, 1)[-1]
     return f"{head}{_QUERY_JOIN}{tail}"
 
 

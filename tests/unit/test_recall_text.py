@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turngraph.workers.recall.text import (
+    _WORD,
     entity_key,
     entity_ngrams,
     estimate_tokens,
@@ -58,8 +59,6 @@ def test_token_estimate_grows_with_text() -> None:
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
 def test_ascii_text_splits_into_the_same_words_as_before(text: str) -> None:
-    from turngraph.workers.recall.text import _WORD
-
     assert _WORD.findall(text) == _ASCII_WORD_BEFORE.findall(text)
 
 

@@ -49,7 +49,7 @@ def name_words(speaker: str | None) -> tuple[str, ...]:
             found.extend(_spellings(word))
             if word.islower() and word not in ROLE_WORDS:
                 found.extend(_spellings(word.capitalize()))
-    return tuple(dict.fromkeys(found))
+    return tuple(found)
 
 
 def _spellings(word: str) -> tuple[str, ...]:

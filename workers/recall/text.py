@@ -105,7 +105,7 @@ def stem(word: str) -> str:
 def _pieces(raw: str) -> list[str]:
     """Split an identifier into lowercase parts: ``RetryPolicy.max_attempts`` -> 4 parts."""
     parts: list[str] = []
-    for chunk in re.split(r"[_.\-/]+", raw):
+    for chunk in _SEPARATORS.split(raw):
         if chunk:
             parts.extend(p.lower() for p in _CAMEL.findall(chunk))
     return parts
