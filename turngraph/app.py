@@ -21,8 +21,14 @@ from turngraph.workers.extraction.models import Extractor
 from turngraph.workers.extraction.offline import OfflineExtractor, StoreFirst
 from turngraph.workers.graph.bolt_store import BoltGraphStore
 from turngraph.workers.graph.distill_store import BoltDistillStore
+from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.identity import ensure_graph_identity, stored_event_ids
-from turngraph.workers.graph.neo4j_only import apply_neo4j_only, neo4j_only_statements
+from turngraph.workers.graph.neo4j_only import (
+    apply_neo4j_only,
+    browser_statements,
+    lists_vectors,
+    server_is_neo4j,
+)
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.vectors import GraphVectors
 from turngraph.workers.ingest.admission import Admission
@@ -154,21 +160,26 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         ensure_graph_identity(clients.graph, clients.graph_database),
         stored_lookup(clients),
     )
-    # Full-text and vector indexes for people searching in Neo4j Browser; skipped on
-    # other engines.
-    on_neo4j = apply_neo4j_only(
-        clients.graph,
-        neo4j_only_statements(
-            ontology.labels(),
-            ontology.relationship_types(),
-            embedding_dimension=embedder.dimension if embedder is not None else None,
-        ),
-        clients.graph_database,
-    )
+    # Full-text and vector indexes for people searching in Neo4j Browser, as the settings
+    # ask; skipped on other engines.
+    choice = settings.neo4j_browser_indexes
+    with graph_errors("tell the graph server's engine"):
+        on_neo4j = server_is_neo4j(clients.graph, clients.graph_database)
+    if on_neo4j:
+        apply_neo4j_only(
+            clients.graph,
+            browser_statements(
+                choice,
+                ontology.labels(),
+                ontology.relationship_types(),
+                embedding_dimension=embedder.dimension if embedder is not None else None,
+            ),
+            clients.graph_database,
+        )
     return IngestPipeline(
         redis_client=clients.redis,
         store=build_graph_store(
-            clients, ontology, previous_turns=embedder is not None, on_neo4j=bool(on_neo4j)
+            clients, ontology, previous_turns=embedder is not None, on_neo4j=on_neo4j
         ),
         extractor=extractor or build_extractor(settings, clients.llm, ontology=ontology),
         changes_stream=settings.changes_stream,
@@ -179,7 +190,12 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         ),
         embeddings=(
             MemoryEmbedder(
-                embedder, GraphVectors(clients.graph, clients.graph_database, lists=bool(on_neo4j))
+                embedder,
+                GraphVectors(
+                    clients.graph,
+                    clients.graph_database,
+                    lists=on_neo4j and lists_vectors(choice),
+                ),
             )
             if embedder is not None
             else None

@@ -145,6 +145,12 @@ class Settings(BaseSettings):
     """The graph server the project starts when no URLs are set: ArcadeDB from its wheel
     (nothing to install) or Neo4j 5.26 Community, fetched once through Maven into the data
     folder's cache (needs Java 17+ and Maven; serves Neo4j Browser). ``--graph`` overrides it."""
+    neo4j_browser_indexes: Literal["all", "text", "none"] = "all"
+    """On Neo4j, the indexes every ingest worker's start creates for people searching in
+    Neo4j Browser: ``all`` the full-text indexes and the vector index over the turns'
+    vectors (each turn then also stores its vector as a list, which the index reads),
+    ``text`` the full-text ones only, ``none`` neither. Recall never reads them; each costs
+    graph CPU per turn (docs/operations.md). Another engine has none."""
 
     ingest_queue: str = defaults.INGEST_QUEUE
     maintenance_queue: str = defaults.MAINTENANCE_QUEUE

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import neo4j
 import numpy as np
 import pytest
 
 from tests.support.conversation import CONVERSATION, ingest
+from tests.support.maintenance import service_env
 from turngraph.app import build_embedder
-from turngraph.clients import Clients
+from turngraph.clients import Clients, build_clients
 from turngraph.schemas.ontology import ONTOLOGY
 from turngraph.workers.graph.neo4j_only import (
     Neo4jOnlyStatement,
@@ -140,3 +144,81 @@ def test_each_statement_runs_on_neo4j_only(
         return
     with pytest.raises(neo4j.exceptions.Neo4jError):
         clients.graph.execute_query(statement.cypher, database_=clients.graph_database)
+
+
+def _vector_indexes(clients: Clients) -> set[str]:
+    return _browser_indexes(clients, ("VECTOR",))
+
+
+def _browser_indexes(clients: Clients, types: tuple[str, ...] = ("VECTOR", "FULLTEXT")) -> set[str]:
+    records, _, _ = clients.graph.execute_query(
+        "SHOW INDEXES YIELD name, type WHERE type IN $types RETURN name",
+        types=list(types),
+        database_=clients.graph_database,
+    )
+    return {r["name"] for r in records}
+
+
+def _listed(clients: Clients) -> dict[str, bool]:
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) WHERE e.embedding_f32 IS NOT NULL "
+        "RETURN e.event_id AS id, e.embedding IS NOT NULL AS listed",
+        database_=clients.graph_database,
+    )
+    return {r["id"]: r["listed"] for r in records}
+
+
+def test_text_only_browser_indexes_keep_no_vector_list_then_rebuild_lists_them(
+    clients: Clients, graph_engine: str
+) -> None:
+    # The vector index and its lists cost Neo4j CPU per turn; an operator who searches
+    # Browser by words only turns them off, and turning them on later lists what was
+    # stored meanwhile (`turngraph embeddings rebuild`), so the index holds every turn.
+    if graph_engine != "neo4j":
+        pytest.skip("the lists and the vector index are Neo4j's")
+    for name in _vector_indexes(clients):  # made by earlier tests' workers on this server
+        clients.graph.execute_query(f"DROP INDEX {name}", database_=clients.graph_database)
+    text_only = build_clients(clients.settings.model_copy(update={"neo4j_browser_indexes": "text"}))
+    try:
+        ingest(text_only, CONVERSATION)
+    finally:
+        text_only.close()
+
+    assert _vector_indexes(clients) == set()
+    assert {"episode_text", "entity_names"} <= index_names(clients)
+    listed = _listed(clients)
+    assert len(listed) == len(CONVERSATION) and not any(listed.values())
+
+    env = service_env(clients.settings, TURNGRAPH_NEO4J_BROWSER_INDEXES="all")
+    done = subprocess.run(
+        [sys.executable, "-m", "turngraph.cli", "embeddings", "rebuild"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{len(CONVERSATION)} stored vector(s) listed" in done.stdout
+    assert all(_listed(clients).values())
+    records, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode) RETURN e.embedding AS listed, e.embedding_f32 AS packed",
+        database_=clients.graph_database,
+    )
+    for record in records:  # the list is the stored vector's own numbers
+        assert record["listed"] == pytest.approx(unpack(record["packed"]).tolist(), abs=1e-6)
+
+
+def test_no_browser_indexes_still_store_every_turn_on_neo4j(
+    clients: Clients, graph_engine: str
+) -> None:
+    # Recall never reads the Browser indexes: without them every turn is stored as before.
+    if graph_engine != "neo4j":
+        pytest.skip("the Browser indexes are Neo4j's")
+    for name in _browser_indexes(clients):  # later tests' workers make them again
+        clients.graph.execute_query(f"DROP INDEX {name}", database_=clients.graph_database)
+    bare = build_clients(clients.settings.model_copy(update={"neo4j_browser_indexes": "none"}))
+    try:
+        ingest(bare, CONVERSATION)
+    finally:
+        bare.close()
+
+    assert _browser_indexes(clients) == set()
+    listed = _listed(clients)
+    assert len(listed) == len(CONVERSATION) and not any(listed.values())

@@ -1,6 +1,8 @@
 """``turngraph embeddings rebuild``: embed the stored turns whose vector is missing or
 was made by another model, with the configured one (after a model change), without
-stopping anything: see ``workers/ingest/rebuild.py``."""
+stopping anything: see ``workers/ingest/rebuild.py``. On Neo4j with its vector index on
+(``TURNGRAPH_NEO4J_BROWSER_INDEXES=all``), it also lists the vectors of turns stored while
+the index was off, so the index holds every turn."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from turngraph.cli.graph_cmd import _clients
 from turngraph.logs import configure_logging
 from turngraph.schemas.errors import ConfigurationError
 from turngraph.settings import Settings
-from turngraph.workers.graph.neo4j_only import server_is_neo4j
+from turngraph.workers.graph.neo4j_only import lists_vectors, server_is_neo4j
 from turngraph.workers.graph.vectors import GraphVectors
 from turngraph.workers.ingest.embeddings import MemoryEmbedder
 from turngraph.workers.ingest.rebuild import rebuild_embeddings
@@ -29,14 +31,22 @@ def run_rebuild(args: argparse.Namespace) -> int:
         )
     with _clients(settings) as clients:
         on_neo4j = server_is_neo4j(clients.graph, clients.graph_database)
-        vectors = GraphVectors(clients.graph, clients.graph_database, lists=on_neo4j)
+        lists = on_neo4j and lists_vectors(settings.neo4j_browser_indexes)
+        vectors = GraphVectors(clients.graph, clients.graph_database, lists=lists)
         report = rebuild_embeddings(
             vectors.stale(embedder.model),
             MemoryEmbedder(embedder, vectors),
             clients.redis,
             settings.changes_stream,
         )
+        listed = 0
+        if lists:  # turns stored while the vector index was off get their list now
+            for page in vectors.unlisted(embedder.model):
+                vectors.save(embedder.model, page)
+                listed += len(page)
     print(f"{report.embedded} turn(s) embedded with {embedder.model}")
+    if listed:
+        print(f"{listed} stored vector(s) listed for Neo4j's vector index")
     return 0
 
 

@@ -19,8 +19,9 @@ from turngraph.workers.graph.schema import send_schema_statement
 
 __all__ = [
     "FULLTEXT_OPTIONS", "NEO4J_KERNEL", "Neo4jOnlyStatement", "apply_neo4j_only",
-    "fulltext_node_index", "fulltext_relationship_index", "neo4j_only_statements",
-    "quote_identifier", "server_is_neo4j", "vector_node_index",
+    "browser_statements", "fulltext_node_index", "fulltext_relationship_index",
+    "lists_vectors", "neo4j_only_statements", "quote_identifier", "server_is_neo4j",
+    "vector_node_index",
 ]  # fmt: skip
 
 NEO4J_KERNEL = "Neo4j Kernel"
@@ -144,6 +145,25 @@ def neo4j_only_statements(
             )
         )
     return tuple(statements)
+
+
+def browser_statements(
+    choice: str,
+    entity_labels: Iterable[str],
+    fact_types: Iterable[str],
+    embedding_dimension: int | None = None,
+) -> tuple[Neo4jOnlyStatement, ...]:
+    """The statements ``Settings.neo4j_browser_indexes`` asks for: ``all`` of
+    :func:`neo4j_only_statements`, ``text`` without the vector index, ``none``."""
+    if choice == "none":
+        return ()
+    vectors = embedding_dimension if choice == "all" else None
+    return neo4j_only_statements(entity_labels, fact_types, vectors)
+
+
+def lists_vectors(choice: str) -> bool:
+    """Whether turns store their vector as a list too (what the vector index reads)."""
+    return choice == "all"
 
 
 def server_is_neo4j(driver: neo4j.Driver, database: str | None = None) -> bool:

@@ -29,8 +29,8 @@ from turngraph.workers.graph.statements import KEEP_PLAN
 
 __all__ = [
     "PAGE_END", "PAGE_SIZE", "PREVIOUS_TURNS", "SAVE_VECTORS", "SAVE_VECTOR_LISTS", "STALE_PAGE",
-    "VECTORS_PAGE", "VECTOR_PROPERTIES", "WORKSPACE_VECTORS_PAGE", "GraphVectors", "pack",
-    "unpack",
+    "UNLISTED_PAGE", "VECTORS_PAGE", "VECTOR_PROPERTIES", "WORKSPACE_VECTORS_PAGE",
+    "GraphVectors", "pack", "unpack",
 ]  # fmt: skip
 
 VECTOR_PROPERTIES = frozenset({"embedding", "embedding_f32"})
@@ -79,6 +79,8 @@ RETURN e.event_id AS event_id, e.embedding_f32 AS packed
 
 
 VECTORS_PAGE = _vectors_page()
+UNLISTED_PAGE = _vectors_page("e.embedding IS NULL")
+"""Turns whose vector has no list yet (stored while Neo4j's vector index was off)."""
 WORKSPACE_VECTORS_PAGE = _vectors_page("e.workspace = $workspace")
 
 STALE_PAGE = """
@@ -165,6 +167,18 @@ class GraphVectors:
             if len(records) < PAGE_SIZE:
                 return
             after = records[-1]["event_id"]
+
+    def unlisted(self, model: str) -> Iterator[dict[str, list[float]]]:
+        """Pages of the vectors made by ``model`` that are stored without their list (the
+        vector index was off when they were written): ``save`` them to list them."""
+        page: dict[str, list[float]] = {}
+        for event_id, vector in self._stored(UNLISTED_PAGE, model):
+            page[event_id] = vector.tolist()
+            if len(page) == PAGE_SIZE:
+                yield page
+                page = {}
+        if page:
+            yield page
 
     def stale(self, model: str) -> Iterator[list[MemoryRecord]]:
         """Pages of turns whose vector is missing or was made by another model."""
