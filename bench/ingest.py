@@ -15,7 +15,9 @@ one-worker run repeated in the same server (``--steady-rounds`` more times, afte
 two-worker and empty runs; the graph emptied before each run), the last one reported: a
 production server runs for days, so the JIT's one-off compilation of the write path is
 start-up cost, and the per-turn cost it settles at is the steady figure (``*_steady`` in
-the ``RESULT`` line). Prints a table and ends with ``RESULT ingest …``.
+the ``RESULT`` line). ``writes_retried``: the write transactions the driver ran again in
+that run (two workers' batches conflicting on the same records), counted from the
+workers' ``graph_write_retried`` log lines. Prints a table and ends with ``RESULT ingest …``.
 
     python -m bench.ingest [--turns 3000] [--embedding local|static|none]
                            [--graph arcadedb,neo4j] [--steady-rounds 2]
@@ -33,6 +35,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,8 +63,12 @@ TEMPLATES = (
 WORKER = ("-m", "turngraph.cli", "worker", "ingest", "--burst")
 EMPTY_WORKER = ("-m", "bench.ingest_empty_worker")
 """The reference: the same process and batch jobs, a pipeline that does nothing."""
-Figures = tuple[float, float, float, float]
-"""One run: seconds, the workers' CPU s, the graph server's CPU s, of which its JIT's."""
+Figures = tuple[float, float, float, float, int]
+"""One run: seconds, the workers' CPU s, the graph server's CPU s, of which its JIT's,
+and the write transactions the driver ran again (``graph_write_retried`` in the workers'
+logs: two workers' batches conflicting)."""
+
+RETRIED = "graph_write_retried"
 
 JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 """HotSpot's JIT compiler threads (``comm`` is cut at 15 characters), in both engines."""
@@ -126,7 +133,14 @@ def run_workers(
     jit.start()
     graph_cpu = cpu_seconds(graph_pid)
     started = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, *command], env=env) for _ in range(workers)]
+    procs = [
+        subprocess.Popen([sys.executable, *command], env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(workers)
+    ]
+    retried = [0]
+    readers = [threading.Thread(target=_relay, args=(proc, retried), daemon=True) for proc in procs]
+    for reader in readers:
+        reader.start()
     last_cpu = dict.fromkeys((proc.pid for proc in procs), 0.0)
     while any(proc.poll() is None for proc in procs):
         for proc in procs:
@@ -137,6 +151,8 @@ def run_workers(
         time.sleep(0.05)  # sampling the children's CPU time until they exit
     elapsed = time.perf_counter() - started
     graph_cpu = cpu_seconds(graph_pid) - graph_cpu
+    for reader in readers:
+        reader.join()
     jit.sample()
     if command == EMPTY_WORKER:
         missing = len(turns) - turns_done(conn)
@@ -144,7 +160,16 @@ def run_workers(
         missing = sum(not is_ingested(conn, t.event_id) for t in turns)
     if missing:
         raise SystemExit(f"{missing} turns were not ingested")
-    return elapsed, sum(last_cpu.values()), graph_cpu, jit.seconds
+    return elapsed, sum(last_cpu.values()), graph_cpu, jit.seconds, retried[0]
+
+
+def _relay(proc: subprocess.Popen[str], retried: list[int]) -> None:
+    """Pass a worker's log lines on to this process's stderr, counting the driver's reruns."""
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if RETRIED in line:
+            retried[0] += 1
+        sys.stderr.write(line)
 
 
 RUNS = (("one", WORKER, 1), ("two", WORKER, 2), ("empty", EMPTY_WORKER, 1))
@@ -210,20 +235,21 @@ def main(argv: list[str] | None = None) -> int:
     labels = {"one": "1 cold", "two": "2 cold", "empty": "empty", STEADY: "1 steady"}
     rows = []
     for engine, runs in figures.items():
-        for name, (seconds, cpu, graph, jit) in runs.items():
+        for name, (seconds, cpu, graph, jit, retries) in runs.items():
             label = labels.get(name, f"1 {name}")
             rows.append(
                 [engine, label, n, seconds, n / seconds, cpu * ms, graph * ms, jit * ms,
-                 (cpu + graph) / seconds]
+                 (cpu + graph) / seconds, retries]
             )  # fmt: skip
     headers = ["graph", "workers", "turns", "seconds", "turns_per_s", "worker_cpu_ms_per_turn"]
-    headers += ["graph_cpu_ms_per_turn", "of_which_jit", "cores_busy"]
+    headers += ["graph_cpu_ms_per_turn", "of_which_jit", "cores_busy", "writes_retried"]
     print(table(headers, rows))
     result: dict[str, float | int | str] = {"turns": n, "embedding": args.embedding}
     for engine, runs in figures.items():
         one, two, empty = runs["one"], runs["two"], runs["empty"]
         result[f"{engine}_one_worker_turns_per_s"] = round(n / one[0], 1)
         result[f"{engine}_two_workers_turns_per_s"] = round(n / two[0], 1)
+        result[f"{engine}_two_workers_writes_retried"] = two[4]
         result[f"{engine}_worker_cpu_ms_per_turn"] = round(one[1] * ms, 3)
         result[f"{engine}_graph_cpu_ms_per_turn"] = round(one[2] * ms, 3)
         result[f"{engine}_graph_jit_cpu_ms_per_turn"] = round(one[3] * ms, 3)

@@ -98,3 +98,25 @@ def test_a_lasting_database_error_leaves_as_transient_after_its_attempts(clients
     assert isinstance(caught.value, TransientError)
     assert len(calls) == DATABASE_ERROR_ATTEMPTS
     assert _count_marks(clients, "never") == 0
+
+
+def test_a_write_the_driver_retries_is_counted_and_commits_once(clients: Clients) -> None:
+    """Two workers' batches conflict (ArcadeDB's concurrent page modifications, Neo4j's
+    deadlocks): the driver reruns the transaction itself; each rerun is logged with the
+    write's action, so the conflicts can be counted (``bench.ingest``), not only absorbed."""
+    calls = []
+
+    def work(tx: neo4j.ManagedTransaction) -> None:
+        calls.append(1)
+        tx.run("CREATE (:RerunMark {mark: 'retried'})").consume()
+        if len(calls) == 1:  # the server's deadlock, as the driver raises it
+            raise neo4j.exceptions.TransientError("deadlock")
+
+    with capture_logs() as logs:
+        run_write(clients.graph, clients.graph_database, work, action="mark")
+    assert len(calls) == 2
+    assert _count_marks(clients, "retried") == 1  # the failed attempt rolled back
+    retried = [e for e in logs if e["event"] == "graph_write_retried"]
+    assert retried == [
+        {"event": "graph_write_retried", "log_level": "warning", "action": "mark", "attempt": 2}
+    ]

@@ -12,9 +12,11 @@ idempotent, so a rerun is safe):
   database checks clean afterwards and the same read succeeds).
 
 Each rerun is logged (``graph_write_rerun``: the action, the server's code, the attempt;
-no data). What is still transient leaves as ``schemas.errors.TransientError`` for RQ's
-``Retry``. Every driver error is converted here (:mod:`workers.graph.errors`). The
-layers: docs/architecture.md ("Delivery").
+no data), and so is each of the driver's own (``graph_write_retried``: the action and the
+attempt; the driver logs the server's message beside it), so write conflicts between
+workers are counted, not only absorbed. What is still transient leaves as
+``schemas.errors.TransientError`` for RQ's ``Retry``. Every driver error is converted here
+(:mod:`workers.graph.errors`). The layers: docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def run_write(
     for attempt in range(1, CONSTRAINT_RACE_ATTEMPTS + 1):
         try:
             with driver.session(database=database) as session:
-                return session.execute_write(work)
+                return session.execute_write(_counted(work, action))
         except neo4j_errors.ConstraintError as exc:
             if attempt == CONSTRAINT_RACE_ATTEMPTS:
                 raise convert(exc, action) from exc
@@ -75,6 +77,23 @@ def run_write(
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise convert(exc, action) from exc
     raise AssertionError("unreachable")
+
+
+def _counted(
+    work: Callable[[neo4j.ManagedTransaction], T], action: str
+) -> Callable[[neo4j.ManagedTransaction], T]:
+    """``work``, logging each call after the first: the driver reran the transaction (a
+    deadlock or another transient failure it retries itself)."""
+    calls = 0
+
+    def run(tx: neo4j.ManagedTransaction) -> T:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            log.warning("graph_write_retried", action=action, attempt=calls)
+        return work(tx)
+
+    return run
 
 
 def _pause_before_rerun(exc: neo4j_errors.Neo4jError, action: str, attempt: int) -> None:
