@@ -22,7 +22,11 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from turngraph.producers.bounded_queue import ingested_key
-from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, DEAD_LETTERS_TEMPLATE, INBOX_TEMPLATE
+from turngraph.schemas.keys import (
+    DEAD_LETTERS_TEMPLATE,
+    INBOX_TEMPLATE,
+    operator_admission_list,
+)
 from turngraph.workers.batch_store import job_turns
 
 
@@ -61,7 +65,7 @@ def backlog(conn: redis.Redis, queue: str) -> Backlog:
     rq_queue = Queue(queue, connection=conn)
     with conn.pipeline(transaction=False) as pipe:
         pipe.llen(INBOX_TEMPLATE.format(queue=queue))
-        pipe.llen(ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue}"))
+        pipe.llen(operator_admission_list(queue))
         pipe.hlen(DEAD_LETTERS_TEMPLATE.format(queue=queue))
         inbox, admission, letters = (int(v) for v in pipe.execute())
     return Backlog(
@@ -92,7 +96,7 @@ def job_hashes_left(conn: redis.Redis, event_ids: Iterable[str], queue: str) -> 
     wanted = set(event_ids)
     rq_queue = Queue(queue, connection=conn, serializer=JSONSerializer)
     found: set[str] = set()
-    admitting = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue}")
+    admitting = operator_admission_list(queue)
     for key in (INBOX_TEMPLATE.format(queue=queue), admitting):
         entries: Any = conn.lrange(key, 0, -1)
         found.update(str(json.loads(raw).get("event_id")) for raw in entries)

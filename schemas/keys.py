@@ -12,7 +12,7 @@ __all__ = [
     "INGESTED_PREFIX", "LLM_MODE_PREFIX", "LLM_STATS", "LOCK_PREFIX", "QUEUE_STATS_TEMPLATE",
     "RECALL_REPLICA_PREFIX", "RECALL_REPLY_PREFIX", "RECALL_REQUESTS", "REEXTRACT_ATTEMPTS",
     "REEXTRACT_PENDING", "REEXTRACT_STATS", "ROLLING_CONTEXT_PREFIX", "TOMBSTONE_PREFIX",
-    "admission_lists",
+    "admission_lists", "operator_admission_list", "tenant_admission_list",
 ]  # fmt: skip
 
 QUEUE_STATS_TEMPLATE = "turngraph:queue:{queue}:stats"
@@ -47,6 +47,16 @@ every tenant's keys: only workers touch it)."""
 ADMISSION_LISTS = 8
 """Admission lists per inbox: a draining admission takes up to this many batches at once,
 one per list (:func:`admission_lists`)."""
+
+
+def operator_admission_list(queue: str) -> str:
+    """The first admission list of the operator's inbox of ``queue``."""
+    return ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue}")
+
+
+def tenant_admission_list(tenant: str) -> str:
+    """The first admission list of a tenant's inbox."""
+    return ADMISSION_LIST_TEMPLATE.format(source=tenant)
 
 
 def admission_lists(pending: str) -> list[str]:

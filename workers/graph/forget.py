@@ -44,7 +44,12 @@ from turngraph.schemas.defaults import (
     RETRY_INTERVALS_S,
 )
 from turngraph.schemas.errors import BackendUnavailableError
-from turngraph.schemas.keys import ADMISSION_LIST_TEMPLATE, INBOX_TEMPLATE, admission_lists
+from turngraph.schemas.keys import (
+    INBOX_TEMPLATE,
+    admission_lists,
+    operator_admission_list,
+    tenant_admission_list,
+)
 from turngraph.schemas.tenants import TENANTS_KEY, inbox_key, qualify
 from turngraph.workers.batch_store import batch_key, job_turns
 from turngraph.workers.graph.store import GraphStore
@@ -190,14 +195,12 @@ def purge_inboxes(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: s
     field = EPISODE_SCOPE_PROPERTY[scope]
     lists = [(INBOX_TEMPLATE.format(queue=q), "") for q in queues]
     for q in queues:
-        pending = ADMISSION_LIST_TEMPLATE.format(source=f"operator:{q}")
-        lists += [(key, "") for key in admission_lists(pending)]
+        lists += [(key, "") for key in admission_lists(operator_admission_list(q))]
     tenants: Any = conn.smembers(TENANTS_KEY)
     for raw_name in tenants:
         tenant = raw_name.decode("utf-8", "replace")
         lists.append((inbox_key(tenant), tenant))
-        pending = ADMISSION_LIST_TEMPLATE.format(source=tenant)
-        lists += [(key, tenant) for key in admission_lists(pending)]
+        lists += [(key, tenant) for key in admission_lists(tenant_admission_list(tenant))]
     removed = 0
     for list_key, tenant in lists:
         entries: Any = conn.lrange(list_key, 0, -1)
@@ -215,8 +218,8 @@ def purge_inboxes(conn: redis.Redis, queues: Iterable[str], scope: Scope, key: s
 def _admission_lists(conn: redis.Redis, queues: Iterable[str]) -> list[str]:
     """Every inbox's admission list: the operator's per queue, each tenant's."""
     tenants: Any = conn.smembers(TENANTS_KEY)
-    return [ADMISSION_LIST_TEMPLATE.format(source=f"operator:{q}") for q in queues] + [
-        ADMISSION_LIST_TEMPLATE.format(source=raw.decode("utf-8", "replace")) for raw in tenants
+    return [operator_admission_list(q) for q in queues] + [
+        tenant_admission_list(raw.decode("utf-8", "replace")) for raw in tenants
     ]
 
 

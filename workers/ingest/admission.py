@@ -28,12 +28,13 @@ from turngraph.producers.bounded_queue import admitted_hash, ingested_key
 from turngraph.producers.tenant_inbox import load_inbox_function
 from turngraph.schemas.defaults import JOB_TIMEOUT_S
 from turngraph.schemas.keys import (
-    ADMISSION_LIST_TEMPLATE,
     ADMISSION_LISTS,
     INBOX_TEMPLATE,
     INBOX_WAKE_TEMPLATE,
     QUEUE_STATS_TEMPLATE,
     admission_lists,
+    operator_admission_list,
+    tenant_admission_list,
 )
 from turngraph.schemas.tenants import (
     TENANTS_KEY,
@@ -122,7 +123,7 @@ def operator_source(queue_name: str) -> Source:
         INBOX_TEMPLATE.format(queue=queue_name),
         QUEUE_STATS_TEMPLATE.format(queue=queue_name),
         INBOX_WAKE_TEMPLATE.format(queue=queue_name),
-        ADMISSION_LIST_TEMPLATE.format(source=f"operator:{queue_name}"),
+        operator_admission_list(queue_name),
     )
 
 
@@ -132,7 +133,7 @@ def tenant_source(tenant: str) -> Source:
         inbox_key(tenant),
         inbox_stats_key(tenant),
         inbox_wake_key(tenant),
-        ADMISSION_LIST_TEMPLATE.format(source=tenant),
+        tenant_admission_list(tenant),
     )
 
 
