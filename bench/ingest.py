@@ -115,12 +115,18 @@ def run_workers(
     graph_pid: int,
     embedding: str = "local",
     command: tuple[str, ...] = WORKER,
+    *,
+    keep_graph: bool = False,
 ) -> Figures:
     """(seconds until the last turn is marked ingested, or for the empty worker ran by a
     finished job; workers' CPU s; graph server CPU s; the part of it its JIT compiler
-    threads used)."""
+    threads used; the writes the driver ran again). Redis is emptied first, and the graph
+    too unless ``keep_graph`` (``bench.ingest_growth``)."""
     conn = redis.Redis.from_url(endpoints.redis_url)
-    reset(endpoints, conn)
+    if keep_graph:
+        conn.flushdb()
+    else:
+        reset(endpoints, conn)
     queue = BoundedQueue(conn, max_length=len(turns) + 1)
     queue.enqueue_many(turns)
     env = {
