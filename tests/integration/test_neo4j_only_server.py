@@ -159,6 +159,18 @@ def _browser_indexes(clients: Clients, types: tuple[str, ...] = ("VECTOR", "FULL
     return {r["name"] for r in records}
 
 
+def _ingest_choosing(clients: Clients, choice: str, dropped: tuple[str, ...]) -> None:
+    """Drop the ``dropped`` kinds of index (earlier tests' workers made them on this server;
+    later ones make them again), then ingest with ``TURNGRAPH_NEO4J_BROWSER_INDEXES=choice``."""
+    for name in _browser_indexes(clients, dropped):
+        clients.graph.execute_query(f"DROP INDEX {name}", database_=clients.graph_database)
+    chosen = build_clients(clients.settings.model_copy(update={"neo4j_browser_indexes": choice}))
+    try:
+        ingest(chosen, CONVERSATION)
+    finally:
+        chosen.close()
+
+
 def _listed(clients: Clients) -> dict[str, bool]:
     records, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) WHERE e.embedding_f32 IS NOT NULL "
@@ -176,13 +188,7 @@ def test_text_only_browser_indexes_keep_no_vector_list_then_rebuild_lists_them(
     # stored meanwhile (`turngraph embeddings rebuild`), so the index holds every turn.
     if graph_engine != "neo4j":
         pytest.skip("the lists and the vector index are Neo4j's")
-    for name in _vector_indexes(clients):  # made by earlier tests' workers on this server
-        clients.graph.execute_query(f"DROP INDEX {name}", database_=clients.graph_database)
-    text_only = build_clients(clients.settings.model_copy(update={"neo4j_browser_indexes": "text"}))
-    try:
-        ingest(text_only, CONVERSATION)
-    finally:
-        text_only.close()
+    _ingest_choosing(clients, "text", dropped=("VECTOR",))
 
     assert _vector_indexes(clients) == set()
     assert {"episode_text", "entity_names"} <= index_names(clients)
@@ -211,13 +217,7 @@ def test_no_browser_indexes_still_store_every_turn_on_neo4j(
     # Recall never reads the Browser indexes: without them every turn is stored as before.
     if graph_engine != "neo4j":
         pytest.skip("the Browser indexes are Neo4j's")
-    for name in _browser_indexes(clients):  # later tests' workers make them again
-        clients.graph.execute_query(f"DROP INDEX {name}", database_=clients.graph_database)
-    bare = build_clients(clients.settings.model_copy(update={"neo4j_browser_indexes": "none"}))
-    try:
-        ingest(bare, CONVERSATION)
-    finally:
-        bare.close()
+    _ingest_choosing(clients, "none", dropped=("VECTOR", "FULLTEXT"))
 
     assert _browser_indexes(clients) == set()
     listed = _listed(clients)
