@@ -50,6 +50,7 @@ from bench.report import result_line, table
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.producers.bounded_queue import BoundedQueue, is_ingested
 from turngraph.schemas.turn_event import ClientInfo, TurnEvent
+from turngraph.workers.graph.retry import RETRIED_EVENT
 
 TEMPLATES = (
     "The test in tests/test_{mod}.py fails on branch feat/{mod}-{n}; see issue #{n}.",
@@ -67,8 +68,6 @@ Figures = tuple[float, float, float, float, int]
 """One run: seconds, the workers' CPU s, the graph server's CPU s, of which its JIT's,
 and the write transactions the driver ran again (``graph_write_retried`` in the workers'
 logs: two workers' batches conflicting)."""
-
-RETRIED = "graph_write_retried"
 
 JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 """HotSpot's JIT compiler threads (``comm`` is cut at 15 characters), in both engines."""
@@ -143,8 +142,11 @@ def run_workers(
         subprocess.Popen([sys.executable, *command], env=env, stderr=subprocess.PIPE, text=True)
         for _ in range(workers)
     ]
-    retried = [0]
-    readers = [threading.Thread(target=_relay, args=(proc, retried), daemon=True) for proc in procs]
+    retried = [0] * len(procs)  # each reader counts its own worker's
+    readers = [
+        threading.Thread(target=_relay, args=(proc, retried, i), daemon=True)
+        for i, proc in enumerate(procs)
+    ]
     for reader in readers:
         reader.start()
     last_cpu = dict.fromkeys((proc.pid for proc in procs), 0.0)
@@ -166,15 +168,16 @@ def run_workers(
         missing = sum(not is_ingested(conn, t.event_id) for t in turns)
     if missing:
         raise SystemExit(f"{missing} turns were not ingested")
-    return elapsed, sum(last_cpu.values()), graph_cpu, jit.seconds, retried[0]
+    return elapsed, sum(last_cpu.values()), graph_cpu, jit.seconds, sum(retried)
 
 
-def _relay(proc: subprocess.Popen[str], retried: list[int]) -> None:
-    """Pass a worker's log lines on to this process's stderr, counting the driver's reruns."""
+def _relay(proc: subprocess.Popen[str], retried: list[int], slot: int) -> None:
+    """Pass a worker's log lines on to this process's stderr, counting the driver's reruns
+    in ``retried[slot]``."""
     assert proc.stderr is not None
     for line in proc.stderr:
-        if RETRIED in line:
-            retried[0] += 1
+        if RETRIED_EVENT in line:
+            retried[slot] += 1
         sys.stderr.write(line)
 
 

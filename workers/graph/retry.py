@@ -34,7 +34,7 @@ from turngraph.workers.graph.errors import convert
 
 __all__ = [
     "CONSTRAINT_RACE_ATTEMPTS", "CONSTRAINT_RACE_BACKOFF_S", "DATABASE_ERROR_ATTEMPTS",
-    "run_write",
+    "RETRIED_EVENT", "run_write",
 ]  # fmt: skip
 
 log = structlog.get_logger(__name__)
@@ -50,6 +50,10 @@ CONSTRAINT_RACE_BACKOFF_S = (0.005, 0.05)
 DATABASE_ERROR_ATTEMPTS = 3
 """How often a transaction is run in all when the server keeps failing it with a
 ``DatabaseError`` (a lasting one then goes to RQ's ``Retry`` as transient)."""
+
+
+RETRIED_EVENT = "graph_write_retried"
+"""The log event of each rerun the driver does itself (``bench.ingest`` counts them)."""
 
 
 def run_write(
@@ -90,7 +94,7 @@ def _counted(
         nonlocal calls
         calls += 1
         if calls > 1:
-            log.warning("graph_write_retried", action=action, attempt=calls)
+            log.warning(RETRIED_EVENT, action=action, attempt=calls)
         return work(tx)
 
     return run
