@@ -9,8 +9,8 @@ workspaces), and a per-turn cost that grows with them shows here and nowhere els
 depend on the graph); per round: turns/s, the worker's and the graph server's CPU per
 turn, the server's JIT compiler threads apart, and the rest (the server's CPU beyond its
 JIT). The reference is the same run's third round (the JIT mostly done): ``rest_vs_round_3``
-is the last round's rest over it. Ends with the longest entity provenance list
-(``episode_ids``) and ``RESULT ingest_growth …``.
+is the last round's rest over it. Ends with the most mentioned entity's mentions (its
+provenance: one ``MENTIONS`` each) and ``RESULT ingest_growth …``.
 
     python -m bench.ingest_growth [--graph arcadedb|neo4j] [--rounds 12] [--turns 3000]
 """
@@ -33,9 +33,9 @@ from turngraph.schemas.turn_event import TurnEvent
 REFERENCE_ROUND = 3
 """The round whose rest the last is compared with (the JIT mostly done by then)."""
 
-LONGEST_LIST = """
-MATCH (n) WHERE n.episode_ids IS NOT NULL
-RETURN max(size(n.episode_ids)) AS longest, count(n) AS entities
+MOST_MENTIONED = """
+MATCH (n) WHERE n.mentions IS NOT NULL
+RETURN max(n.mentions) AS most, count(n) AS entities
 """
 
 
@@ -48,15 +48,15 @@ def round_turns(base: list[TurnEvent], k: int) -> list[TurnEvent]:
 
 
 def graph_counts(endpoints: ServiceEndpoints) -> tuple[int, int, int]:
-    """(turns in the graph, entities with a provenance list, the longest list)."""
+    """(turns in the graph, entities, the most mentions of one)."""
     with neo4j.GraphDatabase.driver(
         endpoints.graph_uri, auth=(endpoints.graph_user, endpoints.graph_password)
     ) as driver:
-        records, _, _ = driver.execute_query(LONGEST_LIST, database_=endpoints.graph_database)
+        records, _, _ = driver.execute_query(MOST_MENTIONED, database_=endpoints.graph_database)
         turns, _, _ = driver.execute_query(
             "MATCH (e:Episode) RETURN count(e) AS n", database_=endpoints.graph_database
         )
-    return int(turns[0]["n"]), int(records[0]["entities"]), int(records[0]["longest"] or 0)
+    return int(turns[0]["n"]), int(records[0]["entities"]), int(records[0]["most"] or 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,13 +85,12 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(
                     [k, k * n, n / seconds, cpu * ms, graph * ms, jit * ms, (graph - jit) * ms]
                 )
-            stored, entities, longest = graph_counts(endpoints)
+            stored, entities, most = graph_counts(endpoints)
     headers = ["round", "turns_in_graph", "turns_per_s", "worker_cpu_ms_per_turn"]
     headers += ["graph_cpu_ms_per_turn", "of_which_jit", "rest_ms_per_turn"]
     print(f"graph: {args.graph}; embedding: none; {n} turns a round, one worker")
     print(table(headers, rows))
-    print(f"turns in the graph: {stored}; entities with a provenance list: {entities}, the")
-    print(f"longest {longest} episode ids")
+    print(f"turns in the graph: {stored}; entities: {entities}, the most mentioned {most} times")
     reference, last = rows[REFERENCE_ROUND - 1], rows[-1]
     print(
         result_line(
@@ -106,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             last_rest_ms_per_turn=round(last[6], 3),
             last_graph_cpu_ms_per_turn=round(last[4], 3),
             rest_vs_round_3=round(last[6] / reference[6], 2) if reference[6] > 0 else 0,
-            longest_provenance_list=longest,
+            most_mentions=most,
         )
     )
     return 0

@@ -21,6 +21,7 @@ from turngraph.workers.extraction.models import Extractor
 from turngraph.workers.extraction.offline import OfflineExtractor, StoreFirst
 from turngraph.workers.graph.bolt_store import BoltGraphStore
 from turngraph.workers.graph.distill_store import BoltDistillStore
+from turngraph.workers.graph.entity_provenance import move_entity_provenance
 from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.identity import ensure_graph_identity, stored_event_ids
 from turngraph.workers.graph.neo4j_only import (
@@ -160,6 +161,7 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
         ensure_graph_identity(clients.graph, clients.graph_database),
         stored_lookup(clients),
     )
+    move_entity_provenance(clients.graph, clients.graph_database, ontology.labels())
     # Full-text and vector indexes for people searching in Neo4j Browser, as the settings
     # ask; skipped on other engines.
     choice = settings.neo4j_browser_indexes

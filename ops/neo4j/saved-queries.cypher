@@ -36,10 +36,12 @@ WHERE toLower(d.name) CONTAINS toLower($about)
         WHERE toLower(t.name) CONTAINS toLower($about)
       }
 OPTIONAL MATCH (newer:Decision)-[:SUPERSEDES]->(d)
+OPTIONAL MATCH (e:Episode)-[:MENTIONS]->(d)
+WITH d, newer, collect(e.event_id) AS source_event_ids
 RETURN d.name AS decision, d.status AS status, d.subject AS subject,
        d.valid_at AS decided_at, d.invalid_at AS superseded_at,
        newer.name AS superseded_by, d.scope_key AS workspace,
-       d.episode_ids AS source_event_ids
+       source_event_ids
 ORDER BY d.valid_at DESC;
 
 // name: Where a turn came from

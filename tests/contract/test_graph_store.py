@@ -109,9 +109,15 @@ def test_mentions_are_counted_once_per_turn(store: GraphStore) -> None:
     upload = [n for n in subgraph.nodes if n.properties.get("name") == "src/upload.py"]
     assert len(upload) == 1
     assert upload[0].properties["mentions"] == 3
-    assert sorted(upload[0].properties["episode_ids"]) == sorted(
-        e.event_id for e in CONVERSATION[:3]
-    )
+    assert upload[0].properties["first_episode_id"] == CONVERSATION[0].event_id
+    assert "episode_ids" not in upload[0].properties  # the MENTIONS are its provenance
+    event_ids = {n.element_id: n.properties.get("event_id") for n in subgraph.nodes}
+    mentioning = [
+        event_ids[r.start]
+        for r in subgraph.relationships
+        if r.type == "MENTIONS" and r.end == upload[0].element_id
+    ]
+    assert sorted(mentioning) == sorted(e.event_id for e in CONVERSATION[:3])
 
 
 def test_a_newer_decision_supersedes_and_a_late_one_arrives_superseded(store: GraphStore) -> None:

@@ -65,7 +65,7 @@ def test_no_duplicates_and_exact_mention_counts(clients: Clients, settings: Sett
 
     records, _, _ = clients.graph.execute_query(
         "MATCH (n) WHERE n:File OR n:Branch RETURN n.uid AS uid, n.mentions AS mentions, "
-        "n.episode_ids AS eps, COUNT { (:Episode)-[:MENTIONS]->(n) } AS links",
+        "n.first_episode_id AS first, COUNT { (:Episode)-[:MENTIONS]->(n) } AS links",
         database_=clients.graph_database,
     )
     uids = [r["uid"] for r in records]
@@ -78,7 +78,14 @@ def test_no_duplicates_and_exact_mention_counts(clients: Clients, settings: Sett
                 uid = f"w1|{label}|{name}"
                 expected[uid] = expected.get(uid, 0) + 1
     assert {r["uid"]: r["mentions"] for r in records} == expected
-    assert all(r["links"] == r["mentions"] == len(set(r["eps"])) == len(r["eps"]) for r in records)
+    stating, _, _ = clients.graph.execute_query(
+        "MATCH (e:Episode)-[:MENTIONS]->(n) WHERE n:File OR n:Branch "
+        "RETURN n.uid AS uid, collect(e.event_id) AS eps",
+        database_=clients.graph_database,
+    )
+    eps = {r["uid"]: r["eps"] for r in stating}
+    assert all(r["links"] == r["mentions"] == len(set(eps[r["uid"]])) for r in records)
+    assert all(r["first"] in eps[r["uid"]] for r in records)  # the turn that made it
     episodes, _, _ = clients.graph.execute_query(
         "MATCH (e:Episode) RETURN count(e) AS n", database_=clients.graph_database
     )

@@ -58,6 +58,7 @@ def graph_leftovers(clients: Clients, scope: Scope, key: str, event_ids: list[st
         f"MATCH (n) WHERE n.{field} = $key OR n.key = $key OR n.scope_key = $key "
         "RETURN count(n) AS c",
         "MATCH (n) WHERE any(x IN n.episode_ids WHERE x IN $ids) RETURN count(n) AS c",
+        "MATCH (n) WHERE n.first_episode_id IN $ids RETURN count(n) AS c",
         "MATCH ()-[r]->() WHERE any(x IN r.episode_ids WHERE x IN $ids) RETURN count(r) AS c",
         "MATCH (n:Episode) WHERE n.event_id IN $ids RETURN count(n) AS c",
     ]

@@ -90,7 +90,8 @@ def test_entities_carry_scope_provenance_and_mention_counts(clients: Clients) ->
     files = _rows(
         clients,
         "MATCH (f:File) RETURN f.uid AS uid, f.name AS name, f.scope AS scope,"
-        " f.scope_key AS key, f.mentions AS mentions, f.episode_ids AS eps",
+        " f.scope_key AS key, f.mentions AS mentions, f.first_episode_id AS first,"
+        " f.episode_ids AS listed, COUNT { (:Episode)-[:MENTIONS]->(f) } AS links",
     )
     assert files == [
         {
@@ -99,9 +100,16 @@ def test_entities_carry_scope_provenance_and_mention_counts(clients: Clients) ->
             "scope": "workspace",
             "key": "w1",
             "mentions": 2,
-            "eps": [event_ids[0], event_ids[3]],
+            "first": event_ids[0],
+            "listed": None,  # no list rewritten at each mention: the MENTIONS are it
+            "links": 2,
         }
     ]
+    stating = _rows(
+        clients,
+        "MATCH (e:Episode)-[:MENTIONS]->(f:File) RETURN e.event_id AS id ORDER BY id",
+    )
+    assert [r["id"] for r in stating] == sorted([event_ids[0], event_ids[3]])
 
 
 def test_new_decision_supersedes_the_old_one(clients: Clients) -> None:

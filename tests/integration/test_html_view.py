@@ -68,7 +68,7 @@ def test_session_view_opens_offline_and_is_complete(clients: Clients, tmp_path: 
     turn = next(p for p in props if str(p.get("content", "")).startswith("decision: retry"))
     assert turn["content"] == "decision: retry with exponential backoff in src/app.py"
     decision = next(p for p in props if p.get("labels", "").startswith("Decision"))
-    assert decision["episode_ids"] == [turn["event_id"]]
+    assert decision["first_episode_id"] == turn["event_id"]
 
 
 def test_large_scopes_are_cut_to_the_newest_turns(clients: Clients, tmp_path: Path) -> None:

@@ -174,8 +174,9 @@ def test_the_maintenance_worker_runs_the_pass_and_schedules_the_next(
 def _turn_mentions(clients: Clients, event_id: str) -> list[tuple[str, str, int, list[str]]]:
     records, _, _ = clients.graph.execute_query(
         "MATCH (:Episode {event_id: $id})-[:MENTIONS]->(n) "
+        "OPTIONAL MATCH (e:Episode)-[:MENTIONS]->(n) "
         "RETURN n.type AS type, n.name AS name, n.mentions AS mentions, "
-        "n.episode_ids AS episodes",
+        "collect(e.event_id) AS episodes",
         id=event_id,
         database_=clients.graph_database,
     )

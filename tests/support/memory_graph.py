@@ -142,13 +142,12 @@ class InMemoryGraphStore:
         occurred = row["occurred_at"]
         props = {name: row[name] for name in ENTITY_PROPERTIES}
         props.update(uid=row["uid"], first_seen=occurred, last_seen=occurred, valid_at=occurred)
-        props.update(mentions=0, episode_ids=[])
+        props.update(mentions=0, first_episode_id=row["event_id"])
         entity = self._merge(("uid", row["uid"]), {label}, props)
         _, created = self._merge_rel(self._keys[("Episode", row["event_id"])], "MENTIONS", entity)
         if created:
             node = self.nodes[entity].props
             node["mentions"] += 1
-            node["episode_ids"] = [*node["episode_ids"], row["event_id"]]
             node["last_seen"] = max(node["last_seen"], occurred)
 
     def _retract(self, row: dict[str, Any]) -> None:
@@ -158,9 +157,7 @@ class InMemoryGraphStore:
         if rel_id is None or entity is None:
             return
         del self.rels[rel_id]
-        node = self.nodes[entity].props
-        node["mentions"] -= 1
-        node["episode_ids"] = [x for x in node["episode_ids"] if x != row["event_id"]]
+        self.nodes[entity].props["mentions"] -= 1
 
     def _fact(self, rel_type: str, row: dict[str, Any]) -> None:
         source = self._keys[("uid", row["source_uid"])]
@@ -206,8 +203,8 @@ class InMemoryGraphStore:
             if newer and late["status"] == "Active":
                 next_id, following = min(newer, key=lambda item: item[1]["valid_at"])
                 late.update(status="Superseded", invalid_at=following["valid_at"])
-                episode_ids = list(following["episode_ids"])
-                self._supersedes(next_id, late_id, following["valid_at"], episode_ids)
+                stated_by = self._stating(next_id)
+                self._supersedes(next_id, late_id, following["valid_at"], stated_by)
                 superseded.append((late["uid"], following["uid"]))
         return superseded
 
@@ -227,9 +224,17 @@ class InMemoryGraphStore:
         ]
         return {**props, "entities": names}
 
+    def _stating(self, node_id: str) -> list[str]:
+        """``event_id`` of the episodes with a ``MENTIONS`` to the node (its provenance)."""
+        return [
+            self.nodes[r.start].props["event_id"]
+            for r in self.rels.values()
+            if r.end == node_id and r.type == "MENTIONS"
+        ]
+
     def _directive_row(self, node_id: str) -> dict[str, Any]:
         props = self.nodes[node_id].props
-        first = props["episode_ids"][0] if props.get("episode_ids") else None
+        first = props.get("first_episode_id")
         episode = self._keys.get(("Episode", first)) if first is not None else None
         names = []
         if episode is not None:
@@ -239,7 +244,8 @@ class InMemoryGraphStore:
                     other.get("type") != UNSIGNALLED_ENTITY_TYPE
                 ):
                     names.append(other.get("name"))
-        return {**props, "entities": names}
+        stating = self._stating(node_id)
+        return {**props, "first_id": first, "episode_ids": stating, "entities": names}
 
     def _out(self, node_id: str, rel_type: str) -> list[_Rel]:
         return [r for r in self.rels.values() if r.start == node_id and r.type == rel_type]
@@ -404,14 +410,19 @@ class InMemoryGraphStore:
         pruned = 0
         for node_id in neighbours:
             props = self.nodes[node_id].props
-            ids = props.get("episode_ids") or []
-            after = [x for x in ids if x not in forgotten]
-            if len(after) == len(ids):
+            stating = sorted(
+                (self.nodes[self._keys[("Episode", x)]].props["occurred_at"], x)
+                for x in self._stating(node_id)
+            )
+            kept = [x for _, x in stating if x not in forgotten]
+            if len(kept) == len(stating):
                 continue
-            if ids[0] in forgotten:
+            if props.get("first_episode_id") in forgotten:
                 props.update(summary="", aliases=[])
-            props.update(episode_ids=after, mentions=len(after))
-            if not after:
+                if kept:
+                    props["first_episode_id"] = kept[0]
+            props["mentions"] = len(kept)
+            if not kept:
                 pruned += self._detach_delete(node_id)
         return pruned
 

@@ -112,11 +112,11 @@ def build(driver: neo4j.Driver, database: str | None) -> None:
                 MERGE (n:{label} {{uid: $uid}})
                 ON CREATE SET n.name = $name, n.name_key = $key, n.type = $label,
                   n.scope = $scope, n.scope_key = $scope_key, n.status = 'Active',
-                  n.valid_at = $at, n.mentions = 0, n.episode_ids = []
+                  n.valid_at = $at, n.mentions = 0, n.first_episode_id = $eid
                 WITH n
                 MATCH (e:Episode {{event_id: $eid}})
                 MERGE (e)-[:MENTIONS]->(n)
-                SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + $eid
+                SET n.mentions = n.mentions + 1
                 """,
                 uid=uid((label, name, scope_key)),
                 name=name,

@@ -38,19 +38,22 @@ def test_missing_events_are_lost_and_those_redis_forgot_are_told_apart() -> None
 
 def test_mention_counts_must_equal_distinct_mentioning_episodes() -> None:
     entities = [
-        {"uid": "ok", "mentions": 2, "episode_ids": ["a", "b"]},
-        {"uid": "bumped_twice", "mentions": 3, "episode_ids": ["a", "b"]},
-        {"uid": "linked_twice", "mentions": 2, "episode_ids": ["a", "b"]},
-        {"uid": "provenance_twice", "mentions": 2, "episode_ids": ["a", "a"]},
+        {"uid": "ok", "mentions": 2, "first_episode_id": "a"},
+        {"uid": "bumped_twice", "mentions": 3, "first_episode_id": "a"},
+        {"uid": "linked_twice", "mentions": 2, "first_episode_id": "a"},
+        {"uid": "made_by_another", "mentions": 2, "first_episode_id": "c"},
+        {"uid": "made_by_none", "mentions": 2, "first_episode_id": None},
     ]
     mentioned = {
         "ok": ["a", "b"],
         "bumped_twice": ["a", "b"],
         "linked_twice": ["a", "b", "b"],
-        "provenance_twice": ["a", "b"],
+        "made_by_another": ["a", "b"],
+        "made_by_none": ["a", "b"],
     }
     assert mention_errors(entities, mentioned) == [
         "bumped_twice",
         "linked_twice",
-        "provenance_twice",
+        "made_by_another",
+        "made_by_none",
     ]

@@ -94,11 +94,16 @@ class BatchPlan:
 
     def entity_rows(self, label: str) -> list[dict[str, Any]]:
         """One row per mention (entity properties with the mention's event and time), in
-        the order both stores apply them: by uid, then event id."""
-        return [
-            {**self.entities[label][link["uid"]], **link}
-            for link in sorted(self.mentions[label], key=lambda m: (m["uid"], m["event_id"]))
-        ]
+        the order both stores apply them: by uid, the turn whose extraction gave the
+        properties first (so a new entity's ``first_episode_id`` names the turn its summary
+        came from), then event id."""
+        found = self.entities[label]
+
+        def order(link: dict[str, Any]) -> tuple[str, bool, str]:
+            made_by = found[link["uid"]]["made_by"]
+            return (link["uid"], link["event_id"] != made_by, link["event_id"])
+
+        return [{**found[link["uid"]], **link} for link in sorted(self.mentions[label], key=order)]
 
 
 def plan_batch(batch: Batch, labels: Collection[str], relations: Collection[str]) -> BatchPlan:
@@ -141,6 +146,7 @@ def plan_batch(batch: Batch, labels: Collection[str], relations: Collection[str]
                     "subject": normalise_name("Topic", subject) if subject else None,
                     "topic": display_topic(subject),
                     "aliases": list(entity.aliases),
+                    "made_by": event.event_id,
                 },
             )
             mentions[entity.type].append(

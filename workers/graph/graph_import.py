@@ -20,7 +20,7 @@ from turngraph.workers.graph.retry import run_write
 
 __all__ = [
     "CREATE_NODES", "IMPORT_BATCH", "MERGE_NODES", "MERGE_RELATIONSHIPS", "NODE_KEYS", "Item",
-    "write_subgraph",
+    "current_properties", "write_subgraph",
 ]  # fmt: skip
 
 IMPORT_BATCH = 500
@@ -57,7 +57,7 @@ def write_subgraph(
     ``type``, ``start``, ``end``, ``properties``: ids local to the file)."""
     groups: dict[tuple[tuple[str, ...], str | None], list[Item]] = defaultdict(list)
     for node in nodes:
-        props = node["properties"]
+        props = current_properties(node["properties"])
         merge_key = next((k for k in NODE_KEYS if k in props), None)
         row = {"id": node["id"], "key": props.get(merge_key) if merge_key else None,
                "props": props}  # fmt: skip
@@ -79,6 +79,20 @@ def write_subgraph(
         statement = MERGE_RELATIONSHIPS.format(rel_type=quote_identifier(rel_type))
         for batch in _batches(rows):
             run_write(driver, database, _returning(statement, batch))
+
+
+def current_properties(props: dict[str, Any]) -> dict[str, Any]:
+    """A node's properties as this version writes them: an entity exported (or copied)
+    from a graph that kept a provenance list on each entity keeps the list's first id as
+    ``first_episode_id`` and drops the list; its ``MENTIONS`` come with the file
+    (:mod:`workers.graph.entity_provenance`)."""
+    listed = props.get("episode_ids")
+    if "uid" not in props or not isinstance(listed, list):
+        return props
+    current = {k: v for k, v in props.items() if k != "episode_ids"}
+    if listed and "first_episode_id" not in current:
+        current["first_episode_id"] = listed[0]
+    return current
 
 
 def _batches(rows: Sequence[Item]) -> Iterator[list[Item]]:

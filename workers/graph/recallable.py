@@ -11,8 +11,9 @@ Rows are plain mappings, whichever store read them:
   speaker, occurred_at`` and ``entities`` (names of the entities it mentions);
 - a directive row (a Decision, Preference … node, see ``schemas.ontology.DIRECTIVES``):
   ``uid, name, summary, status, scope, workspace, user, topic, subject, first_seen,
-  last_seen, episode_ids`` and ``entities`` (names of the other entities the turn that
-  first stated it mentions).
+  last_seen``, ``first_id`` (the turn that made it), ``episode_ids`` (every turn with a
+  ``MENTIONS`` to it, in any order) and ``entities`` (names of the other entities the turn
+  that first stated it mentions).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = [
     "DISTILLED_PAGE", "EPISODES_BY_ID", "EPISODES_PAGE", "EPISODE_COLUMNS", "EPISODE_WORKSPACES",
     "RECALLABLE_ENTITY_TYPES", "TOPIC_TRAILING", "UNSIGNALLED_ENTITY_TYPE",
     "WORKSPACE_EPISODES_PAGE", "directive_memory", "display_topic", "distilled_memory",
-    "episode_memory", "graph_time",
+    "episode_memory", "graph_time", "stating_order",
 ]  # fmt: skip
 
 RECALLABLE_ENTITY_TYPES: frozenset[str] = frozenset(DIRECTIVES)
@@ -97,19 +98,24 @@ OPTIONAL MATCH (e)-[:MENTIONS]->(n) WHERE """
 
 DIRECTIVE_COLUMNS = (
     """
-WITH n, n.episode_ids[0] AS first_id
+WITH n, coalesce(n.first_episode_id, n.episode_ids[0]) AS first_id
 OPTIONAL MATCH (first:Episode {{event_id: first_id}})-[:MENTIONS]->(o)
 WHERE o.uid <> n.uid AND (o.type IS NULL OR o.type <> '"""
     + UNSIGNALLED_ENTITY_TYPE
     + """')
+WITH n, first_id, collect(o.name) AS entities
+OPTIONAL MATCH (stating:Episode)-[:MENTIONS]->(n)
+WITH n, first_id, entities, collect(stating.event_id) AS episode_ids
 RETURN n.uid AS uid, n.name AS name, n.summary AS summary, n.status AS status,
   n.scope AS scope, n.workspace AS workspace, n.user AS user, n.topic AS topic,
   n.subject AS subject, n.first_seen AS first_seen, n.last_seen AS last_seen,
-  n.episode_ids AS episode_ids, collect(o.name) AS entities
+  first_id, episode_ids, entities
 """
 )
 """A directive's entities are the others its first stating turn mentions: fixed when it is
-made (like its summary), one indexed lookup per directive however often it is repeated."""
+made (like its summary), one indexed lookup per directive however often it is repeated.
+Its stating turns (``episode_ids``) are the episodes with a ``MENTIONS`` to it (a graph
+made before provenance moved there may still name the first in ``episode_ids``)."""
 
 DIRECTIVES_PAGE = (
     "MATCH (n:{label}) WHERE n.uid > $after WITH n ORDER BY n.uid LIMIT $limit"
@@ -160,12 +166,23 @@ def episode_memory(row: Mapping[str, Any]) -> MemoryRecord:
     )
 
 
+def stating_order(first: Any, stating: Iterable[Any]) -> tuple[str, ...]:
+    """A directive's stating turns as its record lists them: the turn that made it first
+    (while it still states it), the others in ``event_id`` order (the graph returns them
+    in no order)."""
+    ids = sorted({str(x) for x in stating if x})
+    if first is not None and str(first) in ids:
+        ids.remove(str(first))
+        ids.insert(0, str(first))
+    return tuple(ids)
+
+
 def directive_memory(label: str, row: Mapping[str, Any]) -> MemoryRecord | None:
     """A decision or memory directive: a workspace (or, said ``(user)``, user) memory.
 
     ``None`` when no turn states it any more (its episodes were forgotten).
     """
-    episode_ids = tuple(row.get("episode_ids") or ())
+    episode_ids = stating_order(row.get("first_id"), row.get("episode_ids") or ())
     if not episode_ids:
         return None
     user_level = row.get("scope") == Scope.USER.value

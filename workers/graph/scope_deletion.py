@@ -66,15 +66,25 @@ DELETE r
 PRUNE_ENTITIES = """
 UNWIND $ids AS id
 MATCH (n) WHERE elementId(n) = id
-WITH n, [x IN n.episode_ids WHERE NOT x IN $forgotten] AS after,
-     n.episode_ids[0] IN $forgotten AS created_by_forgotten
-WHERE size(after) < size(n.episode_ids)
-SET n.episode_ids = after, n.mentions = size(after),
+OPTIONAL MATCH (e:Episode)-[:MENTIONS]->(n)
+WITH n, e ORDER BY e.occurred_at, e.event_id
+WITH n, count(e) AS before,
+     collect(CASE WHEN e.event_id IN $forgotten THEN null ELSE e.event_id END) AS kept
+WITH n, before, kept, coalesce(n.first_episode_id, n.episode_ids[0]) AS first_id
+WHERE size(kept) < before
+WITH n, kept, first_id, first_id IN $forgotten AS created_by_forgotten
+SET n.mentions = size(kept), n.episode_ids = null,
+    n.first_episode_id = CASE WHEN created_by_forgotten THEN head(kept) ELSE first_id END,
     n.summary = CASE WHEN created_by_forgotten THEN '' ELSE n.summary END,
     n.aliases = CASE WHEN created_by_forgotten THEN [] ELSE n.aliases END
-WITH n, after WHERE size(after) = 0
+WITH n, kept WHERE size(kept) = 0
 DETACH DELETE n
 """
+"""Each entity the forgotten turns mention, counted again from its ``MENTIONS`` (run
+before those turns go): the count of the turns that stay, the earliest of them as its first
+turn when a forgotten one made it (and its summary and aliases, the forgotten turn's words,
+cleared), deleted when none stays. ``episode_ids`` is the list entities kept before
+their provenance was their relationships (:mod:`workers.graph.entity_provenance`)."""
 
 REACTIVATE_DECISIONS = """
 UNWIND $ids AS id

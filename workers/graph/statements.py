@@ -91,21 +91,22 @@ ON CREATE SET n.name = r.name, n.name_key = r.name_key, n.type = r.type,
   n.user = r.user, n.first_seen = r.occurred_at, n.last_seen = r.occurred_at,
   n.status = r.status, n.valid_at = r.occurred_at, n.summary = r.summary,
   n.subject = r.subject, n.topic = r.topic, n.aliases = r.aliases, n.mentions = 0,
-  n.episode_ids = []
+  n.first_episode_id = r.event_id
 MERGE (e)-[m:MENTIONS]->(n)
-ON CREATE SET n.mentions = n.mentions + 1, n.episode_ids = n.episode_ids + r.event_id,
+ON CREATE SET n.mentions = n.mentions + 1,
   n.last_seen = CASE WHEN r.occurred_at > n.last_seen THEN r.occurred_at ELSE n.last_seen END
 """
-"""Entities and the episode's MENTIONS in one pass: a mention is counted (and its episode
-added to the provenance) only when the MENTIONS relationship is created, so re-delivery
-changes nothing."""
+"""Entities and the episode's MENTIONS in one pass: a mention is counted only when the
+MENTIONS relationship is created, so re-delivery changes nothing. An entity's provenance is
+its MENTIONS relationships; the node keeps their count and the turn that made it
+(``first_episode_id``), never a list that each mention would rewrite whole
+(docs/graph-model.md, "Provenance")."""
 
 RETRACT_MENTIONS = """
 UNWIND $rows AS r
 MATCH (e:Episode {{event_id: r.event_id}})-[m:MENTIONS]->(n:{label} {{uid: r.uid}})
 DELETE m
-SET n.mentions = n.mentions - 1,
-  n.episode_ids = [x IN n.episode_ids WHERE x <> r.event_id]
+SET n.mentions = n.mentions - 1
 """
 """A turn's mentions of entities an enrichment superseded (the LLM named the same thing
 with another type); a mention already gone matches nothing, so a repeat changes nothing."""
@@ -139,12 +140,15 @@ MATCH (newer:Decision {scope_key: r.scope_key, subject: r.subject})
 WHERE newer.uid <> late.uid AND newer.valid_at > late.valid_at AND late.status = 'Active'
 WITH late, newer ORDER BY newer.valid_at
 WITH late, head(collect(newer)) AS next
+OPTIONAL MATCH (stating:Episode)-[:MENTIONS]->(next)
+WITH late, next, collect(stating.event_id) AS stated_by
 SET late.status = 'Superseded', late.invalid_at = next.valid_at
 MERGE (next)-[s:SUPERSEDES]->(late)
-ON CREATE SET s.valid_at = next.valid_at, s.episode_ids = next.episode_ids
+ON CREATE SET s.valid_at = next.valid_at, s.episode_ids = stated_by
 RETURN late.uid AS superseded_uid, next.uid AS by_uid
 """
-"""A decision that arrives after a newer one on the same subject (out-of-order delivery)."""
+"""A decision that arrives after a newer one on the same subject (out-of-order delivery);
+the newer decision's stating turns state the supersession."""
 
 _CHAIN_SEEKS = {
     "(e:Episode {event_id: r.event_id})": "e:Episode(event_id)",
