@@ -114,8 +114,9 @@ RETURN n.uid AS uid, n.name AS name, n.summary AS summary, n.status AS status,
 )
 """A directive's entities are the others its first stating turn mentions: fixed when it is
 made (like its summary), one indexed lookup per directive however often it is repeated.
-Its stating turns (``episode_ids``) are the episodes with a ``MENTIONS`` to it (a graph
-made before provenance moved there may still name the first in ``episode_ids``)."""
+Its stating turns (``episode_ids``) are the episodes with a ``MENTIONS`` to it, one
+relationship read per stating turn (as the list it replaced held one id per turn); a graph
+made before provenance moved there may still name the first in ``episode_ids``."""
 
 DIRECTIVES_PAGE = (
     "MATCH (n:{label}) WHERE n.uid > $after WITH n ORDER BY n.uid LIMIT $limit"
