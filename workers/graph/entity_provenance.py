@@ -5,9 +5,10 @@ An entity's provenance is its ``MENTIONS`` relationships; it keeps their count
 kept an ``episode_ids`` list on each entity as well, rewritten whole at every mention
 (docs/graph-model.md, "Provenance"). :func:`move_entity_provenance` turns such a graph's
 lists into ``first_episode_id`` (the list's first id) and drops them, in batches, then
-marks the graph's identity node so later starts skip it; a new graph is marked when its
-identity is made. Idempotent and safe from workers starting together: each batch sets
-what the list says and removes it, so a batch run twice finds nothing the second time.
+marks the graph's identity node so later starts skip it: every graph is checked once,
+a new one too (whose entity labels it finds empty), so no graph is marked unchecked.
+Idempotent and safe from workers starting together: each batch sets what the list says
+and removes it, so a batch run twice finds nothing the second time.
 """
 
 from __future__ import annotations
@@ -17,17 +18,21 @@ from collections.abc import Iterable
 import neo4j
 
 from turngraph.workers.graph.errors import graph_errors
-from turngraph.workers.graph.identity import IDENTITY_LABEL, PROVENANCE_FORM
+from turngraph.workers.graph.identity import IDENTITY_LABEL
 from turngraph.workers.graph.keys import checked_label
 from turngraph.workers.graph.retry import run_write
 
 __all__ = [
-    "LISTED_ENTITIES", "MARK_MOVED", "MOVE_BATCH", "MOVE_LISTS", "PROVENANCE_MOVED",
-    "move_entity_provenance",
+    "LISTED_ENTITIES", "MARK_MOVED", "MOVE_BATCH", "MOVE_LISTS", "PROVENANCE_FORM",
+    "PROVENANCE_MOVED", "move_entity_provenance",
 ]  # fmt: skip
 
 MOVE_BATCH = 1_000
 """Entities per write transaction."""
+
+PROVENANCE_FORM = "mentions"
+"""The identity node's ``entity_provenance`` once the graph's entities keep no list
+(their ``MENTIONS`` are their provenance)."""
 
 PROVENANCE_MOVED = f"""
 MATCH (g:{IDENTITY_LABEL} {{key: 'identity'}})

@@ -18,23 +18,14 @@ from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.neo4j_only import server_is_neo4j
 from turngraph.workers.graph.retry import run_write
 
-__all__ = [
-    "IDENTITY_LABEL", "PROVENANCE_FORM", "GraphIdentity", "ensure_graph_identity",
-    "read_graph_identity", "stored_event_ids",
-]  # fmt: skip
+__all__ = ["GraphIdentity", "ensure_graph_identity", "read_graph_identity", "stored_event_ids"]
 
 IDENTITY_LABEL = "TurngraphGraph"
 """The label of the one node that names the graph (never a scope's, never recalled)."""
 
-PROVENANCE_FORM = "mentions"
-"""``entity_provenance`` of a graph whose entities keep no provenance list (their
-``MENTIONS`` are it): set when the identity is made, or once a worker has moved an older
-graph's lists (:mod:`workers.graph.entity_provenance`)."""
-
 ENSURE_IDENTITY = f"""
 MERGE (g:{IDENTITY_LABEL} {{key: 'identity'}})
-ON CREATE SET g.graph_id = $graph_id, g.created_at = datetime(),
-  g.entity_provenance = '{PROVENANCE_FORM}'
+ON CREATE SET g.graph_id = $graph_id, g.created_at = datetime()
 RETURN g.graph_id AS graph_id
 """
 
