@@ -22,13 +22,11 @@ from turngraph.workers.extraction.offline import OfflineExtractor, StoreFirst
 from turngraph.workers.graph.bolt_store import BoltGraphStore
 from turngraph.workers.graph.distill_store import BoltDistillStore
 from turngraph.workers.graph.entity_provenance import move_entity_provenance
-from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.identity import ensure_graph_identity, stored_event_ids
 from turngraph.workers.graph.neo4j_only import (
     apply_neo4j_only,
     browser_statements,
     lists_vectors,
-    server_is_neo4j,
 )
 from turngraph.workers.graph.schema import ensure_schema
 from turngraph.workers.graph.vectors import GraphVectors
@@ -155,18 +153,14 @@ def build_pipeline(clients: Clients, extractor: Extractor | None = None) -> Inge
     settings = clients.settings
     embedder = build_embedder(settings)
     ensure_schema(clients.graph, clients.graph_database, ontology.labels())
+    identity = ensure_graph_identity(clients.graph, clients.graph_database)
     # the markers follow the graph: a new, wiped or other graph keeps only its turns'
-    reconcile_markers(
-        clients.redis,
-        ensure_graph_identity(clients.graph, clients.graph_database),
-        stored_lookup(clients),
-    )
+    reconcile_markers(clients.redis, identity, stored_lookup(clients))
     move_entity_provenance(clients.graph, clients.graph_database, ontology.labels())
     # Full-text and vector indexes for people searching in Neo4j Browser, as the settings
-    # ask; skipped on other engines.
+    # ask; skipped on other engines (the identity named the engine).
     choice = settings.neo4j_browser_indexes
-    with graph_errors("tell the graph server's engine"):
-        on_neo4j = server_is_neo4j(clients.graph, clients.graph_database)
+    on_neo4j = identity.engine == "neo4j"
     if on_neo4j:
         apply_neo4j_only(
             clients.graph,
