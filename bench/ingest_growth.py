@@ -5,14 +5,16 @@ emptied.
 turns. A user's graph only grows: the same workspaces and entities gather mentions round
 after round (each round's turns are ``bench.ingest``'s, in new sessions of the same five
 workspaces), and a per-turn cost that grows with them shows here and nowhere else. One
-``turngraph worker ingest --burst`` per round, no embedding model (its cost does not
-depend on the graph); per round: turns/s, the worker's and the graph server's CPU per
+``turngraph worker ingest --burst`` per round, no embedding model by default (its cost
+does not depend on the graph; ``--embedding local`` stores the vectors too, as Neo4j's
+vector index and ``bench.ingest`` do); per round: turns/s, the worker's and the graph server's CPU per
 turn, the server's JIT compiler threads apart, and the rest (the server's CPU beyond its
 JIT). The reference is the same run's third round (the JIT mostly done): ``rest_vs_round_3``
 is the last round's rest over it. Ends with the most mentioned entity's mentions (its
 provenance: one ``MENTIONS`` each) and ``RESULT ingest_growth …``.
 
     python -m bench.ingest_growth [--graph arcadedb|neo4j] [--rounds 12] [--turns 3000]
+                                  [--embedding none|static|local]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import neo4j
 import redis
 
 from bench import ingest
+from bench.embedding_options import EMBEDDINGS
 from bench.report import result_line, table
 from turngraph.embedded import EmbeddedServices, ServiceEndpoints
 from turngraph.schemas.turn_event import TurnEvent
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graph", choices=("arcadedb", "neo4j"), default="arcadedb")
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--embedding", choices=tuple(EMBEDDINGS), default="none")
     args = parser.parse_args(argv)
     if args.rounds < REFERENCE_ROUND:
         parser.error(f"--rounds must be at least {REFERENCE_ROUND}")
@@ -80,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             for k in range(1, args.rounds + 1):
                 turns = round_turns(base, k)  # Redis emptied each round, the graph kept
                 seconds, cpu, graph, jit, _retried = ingest.run_workers(
-                    endpoints, 1, turns, graph_pid, "none", keep_graph=True
+                    endpoints, 1, turns, graph_pid, args.embedding, keep_graph=True
                 )
                 rows.append(
                     [k, k * n, n / seconds, cpu * ms, graph * ms, jit * ms, (graph - jit) * ms]
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             stored, entities, most = graph_counts(endpoints)
     headers = ["round", "turns_in_graph", "turns_per_s", "worker_cpu_ms_per_turn"]
     headers += ["graph_cpu_ms_per_turn", "of_which_jit", "rest_ms_per_turn"]
-    print(f"graph: {args.graph}; embedding: none; {n} turns a round, one worker")
+    print(f"graph: {args.graph}; embedding: {args.embedding}; {n} turns a round, one worker")
     print(table(headers, rows))
     print(f"turns in the graph: {stored}; entities: {entities}, the most mentioned {most} times")
     reference, last = rows[REFERENCE_ROUND - 1], rows[-1]
@@ -96,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         result_line(
             "ingest_growth",
             graph=args.graph,
+            embedding=args.embedding,
             rounds=args.rounds,
             turns_per_round=n,
             turns_in_graph=stored,
