@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "ACL_USER_PREFIX", "PRODUCER_COMMANDS", "QUALIFIED_PREFIX", "TENANTS_KEY", "TENANT_KEY_PREFIX",
-    "TENANT_PATTERN", "InvalidTenantError", "acl_user", "check_tenant", "inbox_key",
+    "ACL_USER_PREFIX", "PRODUCER_COMMANDS", "QUALIFIED_PREFIX", "RESERVED_TENANTS", "TENANTS_KEY",
+    "TENANT_KEY_PREFIX", "TENANT_PATTERN", "InvalidTenantError", "acl_user", "check_new_tenant",
+    "check_tenant", "inbox_key",
     "inbox_stats_key", "inbox_wake_key", "is_qualified", "qualify", "recall_reply_prefix",
     "recall_requests_key", "tenant_of_key", "tenant_prefix", "unqualify",
 ]  # fmt: skip
@@ -23,6 +24,12 @@ TENANT_PATTERN = r"[a-z0-9]{1,32}"
 names and qualified ids without any separator of its own."""
 
 _TENANT = re.compile(TENANT_PATTERN)
+
+RESERVED_TENANTS = frozenset({"operator"})
+"""Names no credential is issued for: the operator's admission lists are
+``turngraph:admission:operator:<queue>`` and a tenant's ``turngraph:admission:<tenant>``
+then ``:1`` to ``:7`` (``schemas/keys.py``), so a tenant named ``operator`` would share
+lists with an operator queue named ``1`` to ``7``."""
 
 TENANTS_KEY = "turngraph:tenants"
 """Set of every tenant a credential was issued for; workers serve these."""
@@ -60,6 +67,14 @@ def check_tenant(name: str) -> str:
     """``name`` if it is a valid tenant name; :class:`InvalidTenantError` otherwise."""
     if not isinstance(name, str) or not _TENANT.fullmatch(name):
         raise InvalidTenantError("tenant: expected 1-32 lower-case letters or digits")
+    return name
+
+
+def check_new_tenant(name: str) -> str:
+    """``name`` if a credential may be issued for it: :func:`check_tenant`, and not one of
+    :data:`RESERVED_TENANTS` (a tenant of that name issued before is still served)."""
+    if check_tenant(name) in RESERVED_TENANTS:
+        raise InvalidTenantError(f"tenant: {name!r} is reserved for the operator's own keys")
     return name
 
 

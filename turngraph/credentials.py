@@ -26,6 +26,7 @@ from turngraph.schemas.tenants import (
     PRODUCER_COMMANDS,
     TENANTS_KEY,
     acl_user,
+    check_new_tenant,
     check_tenant,
     tenant_prefix,
 )
@@ -92,8 +93,9 @@ def persist(conn: redis.Redis) -> str:
 
 
 def issue(conn: redis.Redis, tenant: str) -> Issued:
-    """Create or rotate ``tenant``'s credential on the operator's connection ``conn``."""
-    tenant = check_tenant(tenant)
+    """Create or rotate ``tenant``'s credential on the operator's connection ``conn`` (a
+    reserved name is refused: :func:`check_new_tenant`)."""
+    tenant = check_new_tenant(tenant)
     secret = secrets.token_urlsafe(SECRET_BYTES)
     user = acl_user(tenant)
     load_inbox_function(conn)  # the scripts the credential may run (FCALL)

@@ -215,5 +215,8 @@ def test_credentials_issue_writes_a_private_file_and_the_secret_nowhere_else(
     assert _cli(["revoke", "beta"], settings).returncode == 0
     assert _cli(["revoke", "beta"], settings).returncode == 1
     assert _cli(["issue", "Bad-Name"], settings).returncode == 1
+    reserved = _cli(["issue", "operator"], settings)
+    assert reserved.returncode == 1 and "reserved" in reserved.stdout + reserved.stderr
+    assert b"operator" not in redis_conn.smembers(TENANTS_KEY)
     as_tenant = _cli(["issue", "gamma"], settings, TURNGRAPH_TENANT="acme")
     assert as_tenant.returncode == 1 and "tenant cannot manage" in as_tenant.stderr

@@ -10,8 +10,10 @@ import redis
 from turngraph.cli.scopes_cmd import list_scopes
 from turngraph.credentials import Issued, acl_rules
 from turngraph.producers.scope_hints import ScopeHints
+from turngraph.schemas.keys import admission_lists, operator_admission_list, tenant_admission_list
 from turngraph.schemas.tenants import (
     InvalidTenantError,
+    check_new_tenant,
     check_tenant,
     is_qualified,
     qualify,
@@ -26,6 +28,22 @@ from turngraph.settings import Settings
 def test_tenant_names_that_could_escape_a_key_pattern_are_refused(name: str) -> None:
     with pytest.raises(InvalidTenantError):
         check_tenant(name)
+
+
+@pytest.mark.parametrize("name", ["operator", "acme", "t1", "turns", "1", "7", "admission"])
+def test_a_new_tenant_never_shares_an_admission_list_with_the_operator(name: str) -> None:
+    operators = {
+        key
+        for queue in ("turns", "ingest", *(str(i) for i in range(10)))
+        for key in admission_lists(operator_admission_list(queue))
+    }
+    try:
+        tenant = check_new_tenant(name)
+    except InvalidTenantError as exc:
+        assert "reserved" in str(exc) and check_tenant(name) == name  # valid, but reserved
+        assert operators & set(admission_lists(tenant_admission_list(name)))  # why
+        return
+    assert not operators & set(admission_lists(tenant_admission_list(tenant)))
 
 
 def test_qualified_keys_are_unambiguous() -> None:
