@@ -7,11 +7,11 @@ after round (each round's turns are ``bench.ingest``'s, in new sessions of the s
 workspaces), and a per-turn cost that grows with them shows here and nowhere else. One
 ``turngraph worker ingest --burst`` per round, no embedding model by default (its cost
 does not depend on the graph; ``--embedding local`` stores the vectors too, as Neo4j's
-vector index and ``bench.ingest`` do); per round: turns/s, the worker's and the graph server's CPU per
-turn, the server's JIT compiler threads apart, and the rest (the server's CPU beyond its
-JIT). The reference is the same run's third round (the JIT mostly done): ``rest_vs_round_3``
-is the last round's rest over it. Ends with the most mentioned entity's mentions (its
-provenance: one ``MENTIONS`` each) and ``RESULT ingest_growth …``.
+vector index and ``bench.ingest`` do); per round: turns/s, the worker's and the graph
+server's CPU per turn, the server's JIT compiler threads apart, and the rest (the server's
+CPU beyond its JIT). The reference is the same run's third round (the JIT mostly done):
+``rest_vs_round_3`` is the last round's rest over it. Ends with the most mentioned
+entity's mentions (its provenance: one ``MENTIONS`` each) and ``RESULT ingest_growth …``.
 
     python -m bench.ingest_growth [--graph arcadedb|neo4j] [--rounds 12] [--turns 3000]
                                   [--embedding none|static|local]

@@ -66,6 +66,13 @@ def test_a_worker_start_creates_them_on_neo4j_only(clients: Clients, graph_engin
         assert {r["name"]: r["type"] for r in records} == {
             s.name: "VECTOR" if "VECTOR" in s.cypher else "FULLTEXT" for s in wanted
         }
+        records, _, _ = clients.graph.execute_query(
+            "SHOW VECTOR INDEXES YIELD options RETURN options.indexConfig AS config",
+            database_=clients.graph_database,
+        )
+        [config] = [r["config"] for r in records]  # built as VECTOR_BUILD_OPTIONS says
+        assert config["vector.hnsw.ef_construction"] == 32
+        assert config["vector.quantization.enabled"] is False
     else:
         assert not {s.name for s in wanted} & (after | before)
 

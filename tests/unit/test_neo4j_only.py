@@ -119,5 +119,6 @@ def test_a_vector_index_over_stored_turn_vectors_when_the_dimension_is_known() -
     assert vector.cypher == (
         "CREATE VECTOR INDEX episode_embedding_384 IF NOT EXISTS FOR (n:Episode) ON "
         "(n.embedding) OPTIONS {indexConfig: {`vector.dimensions`: 384, "
-        "`vector.similarity_function`: 'cosine'}}"
+        "`vector.similarity_function`: 'cosine', `vector.hnsw.ef_construction`: 32, "
+        "`vector.quantization.enabled`: false}}"
     )

@@ -18,7 +18,8 @@ from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.schema import send_schema_statement
 
 __all__ = [
-    "FULLTEXT_OPTIONS", "NEO4J_KERNEL", "Neo4jOnlyStatement", "apply_neo4j_only",
+    "FULLTEXT_OPTIONS", "NEO4J_KERNEL", "VECTOR_BUILD_OPTIONS", "Neo4jOnlyStatement",
+    "apply_neo4j_only",
     "browser_statements", "fulltext_node_index", "fulltext_relationship_index",
     "lists_vectors", "neo4j_only_statements", "quote_identifier", "server_is_neo4j",
     "vector_node_index",
@@ -83,15 +84,26 @@ def fulltext_relationship_index(name: str, types: Iterable[str], properties: Seq
     )
 
 
+VECTOR_BUILD_OPTIONS = "`vector.hnsw.ef_construction`: 32, `vector.quantization.enabled`: false"
+"""How the vector index is built (Neo4j 5.26's defaults: 100 and true). In a growing graph
+about half of the server's CPU was Lucene rebuilding the index's HNSW graphs as it merged
+segments, with scalar quantiles recomputed on each merge (``bench.ingest_growth --graph
+neo4j --embedding local``, docs/history.md): a third of the neighbours searched per insert
+and no quantized copy cut the graph's CPU per turn by ~15 %, for an index only people
+in Browser search (a nearest-turns list; recall never reads it). An index made before
+keeps its options until it is dropped (the next worker start makes it again)."""
+
+
 def vector_node_index(name: str, label: str, prop: str, dimension: int) -> str:
-    """``CREATE VECTOR INDEX … IF NOT EXISTS`` (cosine) over one label's vector property."""
+    """``CREATE VECTOR INDEX … IF NOT EXISTS`` (cosine) over one label's vector property,
+    built as :data:`VECTOR_BUILD_OPTIONS` says."""
     if dimension < 1:
         raise ValueError("a vector index needs a positive dimension")
     return (
         f"CREATE VECTOR INDEX {quote_identifier(name)} IF NOT EXISTS "
         f"FOR (n:{quote_identifier(label)}) ON (n.{quote_identifier(prop)}) "
         f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dimension)}, "
-        f"`vector.similarity_function`: 'cosine'}}}}"
+        f"`vector.similarity_function`: 'cosine', {VECTOR_BUILD_OPTIONS}}}}}"
     )
 
 
