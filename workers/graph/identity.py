@@ -18,7 +18,10 @@ from turngraph.workers.graph.errors import graph_errors
 from turngraph.workers.graph.neo4j_only import server_is_neo4j
 from turngraph.workers.graph.retry import run_write
 
-__all__ = ["GraphIdentity", "ensure_graph_identity", "read_graph_identity", "stored_event_ids"]
+__all__ = [
+    "IDENTITY_LABEL", "GraphIdentity", "ensure_graph_identity", "read_graph_identity",
+    "stored_event_ids",
+]  # fmt: skip
 
 IDENTITY_LABEL = "TurngraphGraph"
 """The label of the one node that names the graph (never a scope's, never recalled)."""

@@ -19,10 +19,9 @@ from turngraph.workers.graph.schema import send_schema_statement
 
 __all__ = [
     "FULLTEXT_OPTIONS", "NEO4J_KERNEL", "VECTOR_BUILD_OPTIONS", "Neo4jOnlyStatement",
-    "apply_neo4j_only",
-    "browser_statements", "fulltext_node_index", "fulltext_relationship_index",
-    "lists_vectors", "neo4j_only_statements", "quote_identifier", "server_is_neo4j",
-    "vector_node_index",
+    "apply_neo4j_only", "browser_statements", "fulltext_node_index",
+    "fulltext_relationship_index", "lists_vectors", "neo4j_only_statements",
+    "quote_identifier", "server_is_neo4j", "vector_node_index",
 ]  # fmt: skip
 
 NEO4J_KERNEL = "Neo4j Kernel"
