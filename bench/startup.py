@@ -10,7 +10,10 @@ prints p50 and max wall time and the ratio of the p50 to ``python -c pass``:
 - ``turngraph mcp`` to ``initialize``: process start to the ``initialize`` reply on
   stdout (the MCP SDK loaded, the bridge built; no services needed, a fresh data folder);
 - ``turngraph up`` to its handlers: process start until SIGTERM is caught (``/proc``),
-  the moment from which a Ctrl-C stops it in one line.
+  the moment from which a Ctrl-C stops it in one line;
+- the local model loaded: a process that builds the shipped embedding pair and exits,
+  what every ingest, recall and maintenance worker and ``turngraph doctor`` do before
+  their first turn or check (``workers/embeddings/factory.py``).
 
 Also the modules ``turngraph --help`` imports (``-X importtime``). Ends with
 ``RESULT startup ...``. Run it on an idle machine for figures to compare: under load every
@@ -44,6 +47,13 @@ INITIALIZE = json.dumps(
         },
     }
 )
+
+
+LOAD_MODEL = (
+    "from turngraph.workers.embeddings.factory import default_local_embedder; "
+    "default_local_embedder()"
+)
+"""What a worker does to load the local model (the shipped pair)."""
 
 
 def _env(data_dir: Path) -> dict[str, str]:
@@ -137,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "turngraph mcp to initialize": lambda: _mcp_initialize(env),
             "turngraph up to its handlers": lambda: _up_handlers(env),
+            "the local model loaded": lambda: _timed_run([*python, "-c", LOAD_MODEL], env),
         }
         times = {name: [measure() for _ in range(args.runs)] for name, measure in rows.items()}
         modules = _modules_of_help(env)
@@ -161,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             mcp_help_p50_s=percentile(times["turngraph mcp --help"], 50),
             mcp_initialize_p50_s=percentile(times["turngraph mcp to initialize"], 50),
             up_handlers_p50_s=percentile(times["turngraph up to its handlers"], 50),
+            model_p50_s=percentile(times["the local model loaded"], 50),
             help_modules=modules,
             load_1m=load,
         )
