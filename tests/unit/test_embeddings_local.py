@@ -1,8 +1,12 @@
-"""The shipped static model through the real model2vec loading code (no fake)."""
+"""The shipped static model through the real model2vec code (no fake): our reading of its
+folder gives the model model2vec's own loader gives."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +69,59 @@ def test_the_one_text_path_matches_the_batch_path(embedder: StaticEmbedder) -> N
     batch = embedder.embed([*texts, "pad"])[: len(texts)]
     for n, text in enumerate(texts):
         assert np.allclose(embedder.embed([text])[0], batch[n], atol=1e-5)
+
+
+TEXTS = ["Kate's hobbies?", "we'll use Postgres 16 for orders", "skiing " * 3000, "!!", ""]
+
+
+def _same_model(ours: object, library: object) -> None:
+    for name in ("normalize", "max_length", "config", "unk_token_id", "median_token_length"):
+        assert getattr(ours, name) == getattr(library, name), name
+    for name in ("embedding", "weights", "token_mapping"):
+        a, b = getattr(ours, name), getattr(library, name)
+        assert (a is None and b is None) or np.array_equal(a, b), name
+    assert np.array_equal(ours.encode(TEXTS), library.encode(TEXTS))  # type: ignore[attr-defined]
+
+
+def test_the_model_is_the_one_model2vecs_own_loader_makes() -> None:
+    from model2vec import StaticModel
+
+    library = StaticModel.from_pretrained(str(DEFAULT_MODEL_DIR), force_download=False)
+    _same_model(StaticEmbedder(DEFAULT_MODEL_DIR)._model, library)
+
+
+def test_loading_the_model_imports_no_hub_client() -> None:
+    """model2vec's own loader imports huggingface_hub and its HTTP stack (half a second of
+    CPU at every worker's start) for downloads a local folder never needs."""
+    code = (
+        "import sys; from turngraph.workers.embeddings.local import StaticEmbedder; "
+        "StaticEmbedder().embed(['hello']); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'huggingface_hub'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_a_config_without_its_defaults_goes_through_model2vecs_loader(tmp_path: Path) -> None:
+    from model2vec import StaticModel
+
+    copy = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    (copy / "SHA256SUMS").unlink()  # the config is changed on purpose
+    config = json.loads((copy / "config.json").read_text())
+    del config["max_length"], config["normalize"]
+    (copy / "config.json").write_text(json.dumps(config))
+    ours = StaticEmbedder(copy)._model
+    _same_model(ours, StaticModel.from_pretrained(str(copy), force_download=False))
+    assert ours.max_length is not None  # the library's default, not none at all
+
+
+def test_a_config_that_is_not_json_is_a_clear_error(tmp_path: Path) -> None:
+    copy = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, copy)
+    (copy / "SHA256SUMS").unlink()
+    (copy / "config.json").write_text("{not json")
+    with pytest.raises(EmbeddingModelError, match="cannot load the model"):
+        StaticEmbedder(copy)

@@ -10,12 +10,15 @@ ever fetched from a hub here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError, safe_open
+from tokenizers import Tokenizer
 
 from turngraph.workers.embeddings.errors import EmbeddingModelError
 from turngraph.workers.embeddings.in_process import (
@@ -38,12 +41,42 @@ def _load(folder: Path) -> Any:
     """Load (and check) a model folder once per process; replicas in one process share it
     (the model is read-only)."""
     verify_checksums(folder)
+    try:
+        return _from_folder(folder)
+    except (OSError, ValueError, KeyError, SafetensorError) as exc:
+        raise EmbeddingModelError(f"cannot load the model in {folder}") from exc
+
+
+def _from_folder(folder: Path) -> Any:
+    """The model of a model2vec folder (``REQUIRED_FILES``, model2vec's own layout), read
+    as model2vec's loader reads that layout and made with its public constructor.
+
+    Written here because ``StaticModel.from_pretrained`` imports huggingface_hub (and
+    its HTTP stack) for hub downloads this never makes: half a second of CPU at the start
+    of every worker and ``turngraph doctor`` (``bench.startup``, docs/history.md). A
+    folder whose config leaves out ``normalize`` or ``max_length``, or whose tensors are
+    not named as model2vec names them, goes through that loader and its defaults."""
     from model2vec import StaticModel  # imported here: a lexical-only worker skips it
 
-    try:
-        return StaticModel.from_pretrained(str(folder), force_download=False)
-    except (OSError, ValueError, KeyError) as exc:
-        raise EmbeddingModelError(f"cannot load the model in {folder}") from exc
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    with safe_open(str(folder / "model.safetensors"), framework="numpy") as tensors:
+        names = set(tensors.keys())
+        if not isinstance(config, dict) or not {"normalize", "max_length"} <= config.keys():
+            names = set()
+        if "embeddings" not in names:
+            return StaticModel.from_pretrained(str(folder), force_download=False)
+        vectors = tensors.get_tensor("embeddings")
+        weights = tensors.get_tensor("weights") if "weights" in names else None
+        mapping = tensors.get_tensor("mapping") if "mapping" in names else None
+    return StaticModel(
+        vectors=vectors,
+        tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
+        config=config,
+        normalize=bool(config["normalize"]),
+        weights=weights,
+        token_mapping=mapping,
+        max_length=config["max_length"],
+    )
 
 
 class StaticEmbedder(InProcessEmbedder):
