@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +32,9 @@ from turngraph.workers.extraction.offline import OfflineExtractor
 pytestmark = pytest.mark.integration
 
 TURNS = 30
+
+RQ_REPEAT_WINDOW_S = 1.0
+"""RQ ignores a second stop signal within this long of the first (``request_force_stop``)."""
 
 
 @pytest.fixture
@@ -104,18 +108,16 @@ def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenA
     signalled = False
     try:
         assert wait_for(lambda: fake.embedding_requests, 90), "the batch never embedded"
+        asked = time.monotonic()  # the embedding answers 20 s after this
         proc.send_signal(signal.SIGTERM)  # warm: would wait for the batch
         signalled = True
-        time.sleep(1.5)  # RQ ignores a repeat within a second
-        proc.send_signal(signal.SIGTERM)  # cold: hand it back now
-        started = time.monotonic()
-        code, output = stop(proc, signalled=True)
-        took = time.monotonic() - started
+        code, output = _stop_cold(proc)
+        took = time.monotonic() - asked
     finally:
         fake.stop_hangs()
         if proc.poll() is None:  # a failed check above: never leave the worker running
             stop(proc, signalled=signalled)
-    assert took < 10, output[-3000:]  # did not wait for the 20 s embedding answer
+    assert took < 15, output[-3000:]  # did not wait for the 20 s embedding answer
     assert not any(is_ingested(conn, i) for i in ids)
     # the batch job in flight failed on the cold stop and waits for its retry; the rest
     # waits in the inbox or RQ's queue: every turn once, nothing lost
@@ -130,6 +132,22 @@ def test_a_second_sigterm_hands_the_batch_back(clients: Clients, fake: FakeOpenA
     assert sorted(held + inbox) == sorted(ids), output[-3000:]
     assert queue.scheduled_job_registry.count == 1  # RQ's Retry holds the cold-stopped batch
     assert code == 0, output[-3000:]
+
+
+def _stop_cold(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """Repeat the stop until the worker exits: the repeat is the cold stop. RQ ignores a
+    repeat that comes within a second of the stop it handled, and a loaded machine may
+    handle the first one late, so a repeat goes each time a wait of just over that second
+    ends with the worker still running (its output drained all along; 60 s at most)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            output = proc.communicate(timeout=RQ_REPEAT_WINDOW_S + 0.1)[0]
+            return proc.returncode, output.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            if time.monotonic() > deadline:
+                return stop(proc, signalled=True)  # SIGKILL after its own 60 s
+            proc.send_signal(signal.SIGTERM)
 
 
 def test_sigterm_lets_the_maintenance_job_finish(clients: Clients, fake: FakeOpenAI) -> None:
