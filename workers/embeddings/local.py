@@ -59,10 +59,10 @@ def _from_folder(folder: Path) -> Any:
     from model2vec import StaticModel  # imported here: a lexical-only worker skips it
 
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if not isinstance(config, dict) or not {"normalize", "max_length"} <= config.keys():
+        return StaticModel.from_pretrained(str(folder), force_download=False)
     with safe_open(str(folder / "model.safetensors"), framework="numpy") as tensors:
         names = set(tensors.keys())
-        if not isinstance(config, dict) or not {"normalize", "max_length"} <= config.keys():
-            names = set()
         if "embeddings" not in names:
             return StaticModel.from_pretrained(str(folder), force_download=False)
         vectors = tensors.get_tensor("embeddings")
