@@ -41,34 +41,35 @@ def _load(folder: Path) -> Any:
     """Load (and check) a model folder once per process; replicas in one process share it
     (the model is read-only)."""
     verify_checksums(folder)
+    from model2vec import StaticModel  # imported here: a lexical-only worker skips it
+
     try:
-        return _from_folder(folder)
+        model = _from_folder(folder, StaticModel)
+        return model or StaticModel.from_pretrained(str(folder), force_download=False)
     except (OSError, ValueError, KeyError, SafetensorError) as exc:
         raise EmbeddingModelError(f"cannot load the model in {folder}") from exc
 
 
-def _from_folder(folder: Path) -> Any:
+def _from_folder(folder: Path, model_class: Any) -> Any | None:
     """The model of a model2vec folder (``REQUIRED_FILES``, model2vec's own layout), read
-    as model2vec's loader reads that layout and made with its public constructor.
+    as model2vec's loader reads that layout and made with its public constructor; ``None``
+    for a folder whose config leaves out ``normalize`` or ``max_length``, or whose tensors
+    are not named as model2vec names them (model2vec's loader and its defaults then).
 
     Written here because ``StaticModel.from_pretrained`` imports huggingface_hub (and
     its HTTP stack) for hub downloads this never makes: half a second of CPU at the start
-    of every worker and ``turngraph doctor`` (``bench.startup``, docs/history.md). A
-    folder whose config leaves out ``normalize`` or ``max_length``, or whose tensors are
-    not named as model2vec names them, goes through that loader and its defaults."""
-    from model2vec import StaticModel  # imported here: a lexical-only worker skips it
-
+    of every worker and ``turngraph doctor`` (``bench.startup``, docs/history.md)."""
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     if not isinstance(config, dict) or not {"normalize", "max_length"} <= config.keys():
-        return StaticModel.from_pretrained(str(folder), force_download=False)
+        return None
     with safe_open(str(folder / "model.safetensors"), framework="numpy") as tensors:
         names = set(tensors.keys())
         if "embeddings" not in names:
-            return StaticModel.from_pretrained(str(folder), force_download=False)
+            return None
         vectors = tensors.get_tensor("embeddings")
         weights = tensors.get_tensor("weights") if "weights" in names else None
         mapping = tensors.get_tensor("mapping") if "mapping" in names else None
-    return StaticModel(
+    return model_class(
         vectors=vectors,
         tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
         config=config,
